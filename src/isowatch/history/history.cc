@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/history/history.h"
+
+#include <fmt/format.h>
+
+#include "absl/strings/escaping.h"
+
+namespace isowatch::history {
+
+const char* DataModelName(DataModel model) {
+  switch (model) {
+    case DataModel::kKeyValue:
+      return "key-value";
+    case DataModel::kList:
+      return "list";
+    case DataModel::kMixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+const char* OpKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kRead:
+      return "r";
+    case OpKind::kWrite:
+      return "w";
+    case OpKind::kAppend:
+      return "append";
+    case OpKind::kListRead:
+      return "r";
+  }
+  return "?";
+}
+
+const char* TxnStatusName(TxnStatus status) {
+  switch (status) {
+    case TxnStatus::kCommitted:
+      return "committed";
+    case TxnStatus::kAborted:
+      return "aborted";
+    case TxnStatus::kUnknown:
+      return "unknown";
+  }
+  return "?";
+}
+
+std::string Timestamp::ToString() const {
+  if (logical == 0) return fmt::format("{}", physical);
+  return fmt::format("({},{})", physical, logical);
+}
+
+TxnId History::FindTxn(std::string_view name) const {
+  int64_t ext = ext_ids_.Find(name);
+  if (ext < 0) return TxnId::Invalid();
+  // External ids are interned in transaction order, one per transaction.
+  return TxnId(static_cast<uint32_t>(ext));
+}
+
+KeyId History::FindIntKey(int64_t k) const {
+  auto it = int_keys_.find(k);
+  return it == int_keys_.end() ? KeyId::Invalid() : it->second;
+}
+
+KeyId History::FindBytesKey(std::string_view k) const {
+  int64_t index = bytes_.Find(k);
+  if (index < 0) return KeyId::Invalid();
+  auto it = bytes_keys_.find(static_cast<uint32_t>(index));
+  return it == bytes_keys_.end() ? KeyId::Invalid() : it->second;
+}
+
+Value History::InitialValue(KeyId key) const {
+  auto it = initial_.registers.find(key);
+  return it == initial_.registers.end() ? initial_.default_value : it->second;
+}
+
+std::span<const Value> History::InitialList(KeyId key) const {
+  auto it = initial_.lists.find(key);
+  if (it == initial_.lists.end()) return {};
+  return std::span<const Value>(list_pool_).subspan(it->second.offset, it->second.size);
+}
+
+namespace {
+std::string QuoteBytes(std::string_view b) {
+  return fmt::format("\"{}\"", absl::CHexEscape(absl::string_view(b.data(), b.size())));
+}
+}  // namespace
+
+std::string History::KeyToString(KeyId key) const {
+  if (!key.valid()) return "?";
+  const KeyInfo& info = keys_[key.value()];
+  if (info.is_int) return fmt::format("{}", info.payload);
+  return QuoteBytes(bytes_.Get(static_cast<uint32_t>(info.payload)));
+}
+
+std::string History::ValueToString(Value v) const {
+  switch (v.kind()) {
+    case ValueKind::kAbsent:
+      return "null";
+    case ValueKind::kInt:
+      return fmt::format("{}", v.as_int());
+    case ValueKind::kBytes:
+      return QuoteBytes(bytes_.Get(v.bytes_index()));
+  }
+  return "?";
+}
+
+std::string History::ListToString(std::span<const Value> elements) const {
+  std::string out = "[";
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += ValueToString(elements[i]);
+  }
+  out += "]";
+  return out;
+}
+
+size_t History::MemoryUsage() const {
+  return txns_.capacity() * sizeof(Transaction) + ops_.capacity() * sizeof(Op) +
+         list_pool_.capacity() * sizeof(Value) + ext_ids_.MemoryUsage() + sessions_.MemoryUsage() +
+         bytes_.MemoryUsage() + keys_.capacity() * sizeof(KeyInfo) +
+         int_keys_.capacity() * (sizeof(int64_t) + sizeof(KeyId) + 1) +
+         bytes_keys_.capacity() * (sizeof(uint32_t) + sizeof(KeyId) + 1);
+}
+
+}  // namespace isowatch::history

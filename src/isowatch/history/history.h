@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "isowatch/common/strong_id.h"
+#include "isowatch/history/operation.h"
+#include "isowatch/history/string_pool.h"
+#include "isowatch/history/timestamp.h"
+#include "isowatch/history/transaction.h"
+#include "isowatch/history/value.h"
+
+#include "absl/container/flat_hash_map.h"
+
+namespace isowatch::history {
+
+// What kind of data a history's keys hold.
+enum class DataModel : uint8_t {
+  kKeyValue = 0,  // every key is a register
+  kList = 1,      // every key is an append-only list
+  kMixed = 2,     // some of each
+};
+
+const char* DataModelName(DataModel model);
+
+// A key as the source named it: an integer or opaque bytes.
+struct KeyInfo {
+  bool is_int = true;
+  bool is_list = false;  // the key holds a list (it is appended to or read as a list)
+  int64_t payload = 0;   // the integer, or the index of the bytes in the byte pool
+};
+
+// The value of every key before the first recorded transaction.
+struct InitialState {
+  // Value of a register not listed in `registers`.
+  Value default_value;
+  absl::flat_hash_map<KeyId, Value> registers;
+  // Initial contents of lists, as ranges of the History's list element pool. An unlisted list
+  // starts empty.
+  struct ListRange {
+    uint64_t offset = 0;
+    uint32_t size = 0;
+  };
+  absl::flat_hash_map<KeyId, ListRange> lists;
+};
+
+// An immutable, fully interned transaction history: transactions in input order with their
+// operations in program order, interned keys and values, sessions and the initial state.
+// Built by HistoryBuilder; movable, not copyable. Thread-compatible (read-only after Finish, so
+// any number of threads may read it concurrently).
+class History {
+ public:
+  History() = default;
+  History(History&&) = default;
+  History& operator=(History&&) = default;
+  History(const History&) = delete;
+  History& operator=(const History&) = delete;
+
+  // Transactions.
+  size_t size() const { return txns_.size(); }
+  std::span<const Transaction> txns() const { return txns_; }
+  const Transaction& txn(TxnId id) const { return txns_[id.value()]; }
+  // The id as written in the source.
+  std::string_view txn_name(TxnId id) const { return ext_ids_.Get(txns_[id.value()].ext_id); }
+  // Finds a transaction by its source id; invalid if there is none.
+  TxnId FindTxn(std::string_view name) const;
+
+  // Operations.
+  size_t op_count() const { return ops_.size(); }
+  std::span<const Op> ops(const Transaction& t) const {
+    return std::span<const Op>(ops_).subspan(t.ops_begin, t.ops_count);
+  }
+  std::span<const Op> ops(TxnId id) const { return ops(txn(id)); }
+  // REQUIRES: op.kind() == OpKind::kListRead.
+  std::span<const Value> list_elements(const Op& op) const {
+    return std::span<const Value>(list_pool_).subspan(op.list_offset(), op.list_size());
+  }
+
+  // Sessions.
+  size_t session_count() const { return session_names_.size(); }
+  std::string_view session_name(SessionId id) const {
+    return sessions_.Get(session_names_[id.value()]);
+  }
+  bool session_numeric(SessionId id) const { return session_numeric_[id.value()] != 0; }
+
+  // Keys and values.
+  size_t key_count() const { return keys_.size(); }
+  const KeyInfo& key(KeyId id) const { return keys_[id.value()]; }
+  std::string_view bytes(uint32_t pool_index) const { return bytes_.Get(pool_index); }
+  KeyId FindIntKey(int64_t k) const;
+  KeyId FindBytesKey(std::string_view k) const;
+  DataModel data_model() const { return data_model_; }
+
+  // Initial state.
+  const InitialState& initial() const { return initial_; }
+  // The value of register `key` before any transaction.
+  Value InitialValue(KeyId key) const;
+  // The contents of list `key` before any transaction.
+  std::span<const Value> InitialList(KeyId key) const;
+
+  // Rendering for reports: integers in decimal, bytes as a quoted, escaped string, absent as
+  // "null", lists as "[1, 2, 3]".
+  std::string KeyToString(KeyId key) const;
+  std::string ValueToString(Value v) const;
+  std::string ListToString(std::span<const Value> elements) const;
+
+  // Where the history came from (file name), for messages.
+  const std::string& source() const { return source_; }
+  // Approximate bytes held, for accounting.
+  size_t MemoryUsage() const;
+
+ private:
+  friend class HistoryBuilder;
+
+  std::vector<Transaction> txns_;
+  std::vector<Op> ops_;
+  std::vector<Value> list_pool_;
+  StringPool ext_ids_;
+  StringPool sessions_;
+  std::vector<uint32_t> session_names_;
+  std::vector<uint8_t> session_numeric_;
+  StringPool bytes_;
+  std::vector<KeyInfo> keys_;
+  absl::flat_hash_map<int64_t, KeyId> int_keys_;
+  absl::flat_hash_map<uint32_t, KeyId> bytes_keys_;
+  InitialState initial_;
+  DataModel data_model_ = DataModel::kKeyValue;
+  std::string source_;
+};
+
+}  // namespace isowatch::history

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/history/history_builder.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace isowatch::history {
+
+HistoryBuilder::HistoryBuilder() = default;
+
+KeyId HistoryBuilder::IntKey(int64_t k) {
+  auto [it, inserted] =
+      history_.int_keys_.try_emplace(k, KeyId(static_cast<uint32_t>(history_.keys_.size())));
+  if (inserted) history_.keys_.push_back(KeyInfo{.is_int = true, .is_list = false, .payload = k});
+  return it->second;
+}
+
+KeyId HistoryBuilder::BytesKey(std::string_view k) {
+  uint32_t index = history_.bytes_.Intern(k).first;
+  auto [it, inserted] =
+      history_.bytes_keys_.try_emplace(index, KeyId(static_cast<uint32_t>(history_.keys_.size())));
+  if (inserted) {
+    history_.keys_.push_back(KeyInfo{.is_int = false, .is_list = false, .payload = index});
+  }
+  return it->second;
+}
+
+Value HistoryBuilder::BytesValue(std::string_view v) {
+  return Value::BytesRef(history_.bytes_.Intern(v).first);
+}
+
+absl::Status HistoryBuilder::BeginTxn(const TxnHeader& header) {
+  if (header.start && header.commit && *header.start > *header.commit) {
+    return absl::InvalidArgumentError(
+        fmt::format("transaction {} starts at {} after it commits at {}", header.id,
+                    header.start->ToString(), header.commit->ToString()));
+  }
+  auto [ext, inserted] = history_.ext_ids_.Intern(header.id);
+  if (!inserted) {
+    return absl::InvalidArgumentError(fmt::format("duplicate transaction id {}", header.id));
+  }
+  auto [session_index, new_session] = history_.sessions_.Intern(header.session);
+  if (new_session) {
+    history_.session_names_.push_back(session_index);
+    history_.session_numeric_.push_back(header.session_numeric ? 1 : 0);
+  }
+  Transaction t;
+  t.ext_id = ext;
+  t.ext_id_numeric = header.id_numeric;
+  t.session = SessionId(session_index);
+  t.status = header.status;
+  t.has_start = header.start.has_value();
+  t.has_commit = header.commit.has_value();
+  if (header.start) t.start = *header.start;
+  if (header.commit) t.commit = *header.commit;
+  t.ops_begin = history_.ops_.size();
+  t.source_offset = header.source_offset;
+  history_.txns_.push_back(t);
+  given_seq_.push_back(header.seq.value_or(-1));
+  open_ = true;
+  return absl::OkStatus();
+}
+
+void HistoryBuilder::Read(KeyId key, Value observed) {
+  history_.ops_.push_back(Op::Read(key, observed));
+}
+void HistoryBuilder::UnknownRead(KeyId key) {
+  history_.ops_.push_back(Op::UnknownRead(key, OpKind::kRead));
+}
+void HistoryBuilder::Write(KeyId key, Value v) { history_.ops_.push_back(Op::Write(key, v)); }
+void HistoryBuilder::Append(KeyId key, Value element) {
+  history_.ops_.push_back(Op::Append(key, element));
+}
+
+void HistoryBuilder::ListRead(KeyId key, std::span<const Value> elements) {
+  ListReadBegin(key);
+  history_.list_pool_.insert(history_.list_pool_.end(), elements.begin(), elements.end());
+  ListReadEnd();
+}
+
+void HistoryBuilder::ListReadBegin(KeyId key) {
+  list_read_begin_ = history_.list_pool_.size();
+  list_read_key_ = key;
+}
+
+void HistoryBuilder::ListReadElement(Value element) { history_.list_pool_.push_back(element); }
+
+void HistoryBuilder::ListReadEnd() {
+  history_.ops_.push_back(
+      Op::ListRead(list_read_key_, list_read_begin_,
+                   static_cast<uint32_t>(history_.list_pool_.size() - list_read_begin_)));
+}
+
+void HistoryBuilder::EndTxn() {
+  Transaction& t = history_.txns_.back();
+  t.ops_count = static_cast<uint32_t>(history_.ops_.size() - t.ops_begin);
+  open_ = false;
+}
+
+void HistoryBuilder::AbandonTxn() {
+  if (!open_) return;
+  // The id stays interned (so a later transaction cannot reuse it silently), but the record goes.
+  Transaction& t = history_.txns_.back();
+  history_.ops_.resize(t.ops_begin);
+  history_.txns_.pop_back();
+  given_seq_.pop_back();
+  open_ = false;
+}
+
+void HistoryBuilder::SetInitialList(KeyId key, std::span<const Value> elements) {
+  InitialState::ListRange range{.offset = history_.list_pool_.size(),
+                                .size = static_cast<uint32_t>(elements.size())};
+  history_.list_pool_.insert(history_.list_pool_.end(), elements.begin(), elements.end());
+  history_.initial_.lists[key] = range;
+  history_.keys_[key.value()].is_list = true;
+}
+
+absl::StatusOr<History> HistoryBuilder::Finish() && {
+  History& h = history_;
+  // AbandonTxn leaves holes in the external-id table; FindTxn relies on ext_id == index, so
+  // renumber if any transaction was abandoned.
+  if (h.ext_ids_.size() != h.txns_.size()) {
+    StringPool ids;
+    for (Transaction& t : h.txns_) t.ext_id = ids.Intern(h.ext_ids_.Get(t.ext_id)).first;
+    h.ext_ids_ = std::move(ids);
+  }
+
+  // 1. Key kinds: a key appended to or read as a list is a list key.
+  std::vector<uint8_t> used_as_register(h.keys_.size(), 0);
+  for (const Op& op : h.ops_) {
+    KeyInfo& info = h.keys_[op.key().value()];
+    switch (op.kind()) {
+      case OpKind::kAppend:
+      case OpKind::kListRead:
+        info.is_list = true;
+        break;
+      case OpKind::kWrite:
+        used_as_register[op.key().value()] = 1;
+        break;
+      case OpKind::kRead:
+        if (!op.value().absent()) used_as_register[op.key().value()] = 1;
+        break;
+    }
+  }
+  for (const auto& [key, value] : h.initial_.registers) used_as_register[key.value()] = 1;
+  bool any_list = false;
+  bool any_register = false;
+  for (size_t k = 0; k < h.keys_.size(); ++k) {
+    if (h.keys_[k].is_list && used_as_register[k]) {
+      return absl::InvalidArgumentError(fmt::format(
+          "key {} is used both as a register (read or written with a scalar) and as a list",
+          h.KeyToString(KeyId(static_cast<uint32_t>(k)))));
+    }
+    (h.keys_[k].is_list ? any_list : any_register) = true;
+  }
+  for (Op& op : h.ops_) {
+    if (op.kind() == OpKind::kRead && h.keys_[op.key().value()].is_list) {
+      op.ConvertAbsentReadToEmptyListRead();
+    }
+  }
+  h.data_model_ =
+      any_list ? (any_register ? DataModel::kMixed : DataModel::kList) : DataModel::kKeyValue;
+
+  // 2. Session order.
+  const size_t n_sessions = h.session_names_.size();
+  std::vector<uint32_t> count(n_sessions + 1, 0);
+  for (const Transaction& t : h.txns_) ++count[t.session.value() + 1];
+  std::partial_sum(count.begin(), count.end(), count.begin());
+  std::vector<uint32_t> order(h.txns_.size());
+  {
+    std::vector<uint32_t> fill(count.begin(), count.end() - 1);
+    for (uint32_t i = 0; i < h.txns_.size(); ++i) order[fill[h.txns_[i].session.value()]++] = i;
+  }
+  for (size_t s = 0; s < n_sessions; ++s) {
+    auto first = order.begin() + count[s];
+    auto last = order.begin() + count[s + 1];
+    size_t with_seq = std::count_if(first, last, [&](uint32_t i) { return given_seq_[i] >= 0; });
+    if (with_seq != 0 && with_seq != static_cast<size_t>(last - first)) {
+      return absl::InvalidArgumentError(
+          fmt::format("session {} gives sequence numbers for some transactions but not all",
+                      h.sessions_.Get(h.session_names_[s])));
+    }
+    if (with_seq != 0) {
+      std::stable_sort(first, last,
+                       [&](uint32_t a, uint32_t b) { return given_seq_[a] < given_seq_[b]; });
+      for (auto it = first; it + 1 < last; ++it) {
+        if (given_seq_[*it] == given_seq_[*(it + 1)]) {
+          return absl::InvalidArgumentError(fmt::format(
+              "session {} repeats sequence number {} (transactions {} and {})",
+              h.sessions_.Get(h.session_names_[s]), given_seq_[*it],
+              h.ext_ids_.Get(h.txns_[*it].ext_id), h.ext_ids_.Get(h.txns_[*(it + 1)].ext_id)));
+        }
+      }
+    }
+    uint32_t seq = 0;
+    TxnId prev = TxnId::Invalid();
+    for (auto it = first; it != last; ++it) {
+      Transaction& t = h.txns_[*it];
+      t.seq = seq++;
+      t.session_prev = prev;
+      prev = TxnId(*it);
+    }
+  }
+  given_seq_.clear();
+  given_seq_.shrink_to_fit();
+  finished_ = true;
+  return std::move(history_);
+}
+
+}  // namespace isowatch::history

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "isowatch/history/history.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace isowatch::history {
+
+// Everything about a transaction except its operations.
+struct TxnHeader {
+  std::string_view id;       // as written in the source; unique within the history
+  bool id_numeric = false;   // the source wrote the id as a number
+  std::string_view session;  // session id as written in the source
+  bool session_numeric = false;
+  std::optional<int64_t> seq;  // position in the session; absent = order of BeginTxn calls
+  TxnStatus status = TxnStatus::kCommitted;
+  std::optional<Timestamp> start;
+  std::optional<Timestamp> commit;
+  uint64_t source_offset = 0;  // byte offset or record number in the source
+};
+
+// Builds a History one transaction at a time, interning keys and values as they come, so that a
+// reader can stream a file into it without holding the file's contents twice.
+//
+// Usage: BeginTxn, then the operations, then EndTxn (or AbandonTxn to drop the transaction, e.g.
+// in a lenient reader); repeat; then Finish. Thread-compatible.
+class HistoryBuilder {
+ public:
+  HistoryBuilder();
+
+  void set_source(std::string source) { history_.source_ = std::move(source); }
+
+  // Interning.
+  KeyId IntKey(int64_t k);
+  KeyId BytesKey(std::string_view k);
+  Value BytesValue(std::string_view v);
+
+  // Starts a transaction. Errors (InvalidArgument): a duplicate id, start after commit.
+  // REQUIRES: no transaction is open.
+  absl::Status BeginTxn(const TxnHeader& header);
+  // Operations of the open transaction, in program order.
+  void Read(KeyId key, Value observed);
+  void UnknownRead(KeyId key);
+  void Write(KeyId key, Value v);
+  void Append(KeyId key, Value element);
+  void ListRead(KeyId key, std::span<const Value> elements);
+  // Streaming form of ListRead: ListReadBegin, ListReadElement*, ListReadEnd.
+  void ListReadBegin(KeyId key);
+  void ListReadElement(Value element);
+  void ListReadEnd();
+  // Closes the open transaction.
+  void EndTxn();
+  // Drops the open transaction and its operations, as if BeginTxn had not been called.
+  void AbandonTxn();
+  bool txn_open() const { return open_; }
+  size_t txn_count() const { return history_.txns_.size(); }
+
+  // Initial state.
+  void SetDefaultInitialValue(Value v) { history_.initial_.default_value = v; }
+  void SetInitialRegister(KeyId key, Value v) { history_.initial_.registers[key] = v; }
+  void SetInitialList(KeyId key, std::span<const Value> elements);
+
+  // Validates and freezes the history: decides which keys are lists (an absent read of a list key
+  // becomes a read of the empty list), orders each session and links session predecessors.
+  // Errors (InvalidArgument): a key used both as a register and as a list; a session with some
+  // but not all sequence numbers, or a repeated one.
+  absl::StatusOr<History> Finish() &&;
+
+ private:
+  History history_;
+  bool open_ = false;
+  bool finished_ = false;
+  uint64_t list_read_begin_ = 0;
+  KeyId list_read_key_;
+  // Per session: given sequence numbers (or -1), for Finish.
+  std::vector<int64_t> given_seq_;
+};
+
+}  // namespace isowatch::history

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+
+#include "isowatch/common/strong_id.h"
+#include "isowatch/history/timestamp.h"
+
+namespace isowatch::history {
+
+enum class TxnStatus : uint8_t {
+  kCommitted = 0,
+  kAborted = 1,  // definitely had no effect
+  kUnknown = 2,  // may or may not have taken effect
+};
+
+const char* TxnStatusName(TxnStatus status);
+
+// One transaction of a History. Plain data owned by the History; operations live in the History's
+// op pool at [ops_begin, ops_begin + ops_count).
+//
+// Invariants (established by HistoryBuilder::Finish):
+//  1. has_start && has_commit implies start <= commit.
+//  2. seq is dense 0..n-1 within the session and gives the session order.
+//  3. session_prev is the transaction at seq - 1 in the same session, or invalid for seq 0.
+struct Transaction {
+  uint32_t ext_id = 0;  // index into History's external-id table
+  SessionId session;
+  uint32_t seq = 0;
+  TxnId session_prev;
+  TxnStatus status = TxnStatus::kCommitted;
+  bool has_start = false;
+  bool has_commit = false;
+  bool ext_id_numeric = false;  // the source wrote the id as a number
+  Timestamp start;
+  Timestamp commit;
+  uint64_t ops_begin = 0;
+  uint32_t ops_count = 0;
+  // Where the transaction came from: byte offset in the source file (or record number for
+  // record-oriented sources), for counterexamples.
+  uint64_t source_offset = 0;
+
+  bool committed() const { return status == TxnStatus::kCommitted; }
+};
+
+}  // namespace isowatch::history
