@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "isowatch/history/history.h"
+#include "isowatch/report/violation.h"
+
+namespace isowatch::checkers {
+
+struct ChronosOptions {
+  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+};
+
+struct ChronosStats {
+  size_t transactions_checked = 0;  // committed transactions replayed
+  size_t transactions_skipped = 0;  // aborted, or without the timestamps the level needs
+  size_t external_reads = 0;
+  size_t internal_reads = 0;
+  size_t peak_ongoing = 0;          // most transactions open at once during the replay (SI)
+};
+
+struct ChronosResult {
+  std::vector<report::Violation> violations;  // in replay order
+  ChronosStats stats;
+};
+
+// Chronos (seed 000 §III-B, Algorithm 2): replays the committed transactions of `h` in timestamp
+// order and checks SI (Session, Int, Ext, NoConflict) or SER (commit-order replay). Finds every
+// violation. See docs/checkers/chronos.md for the rules and the report conventions.
+ChronosResult RunChronos(const history::History& h, const ChronosOptions& options);
+
+}  // namespace isowatch::checkers

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "isowatch/history/history.h"
+#include "isowatch/report/violation.h"
+
+namespace isowatch::sim {
+
+enum class Distribution { kUniform, kZipfian, kHotspot };
+enum class DataKind { kKeyValue, kList };
+
+// Faults the simulated store can inject; each causes a known violation (docs/simulator.md).
+enum class Fault {
+  kLostUpdate,           // commit without the first-committer-wins check
+  kStaleSnapshot,        // read from a snapshot older than the start timestamp (clock skew)
+  kFracturedVisibility,  // see only part of a committed transaction's writes
+  kSessionOrder,         // start before the session predecessor committed
+  kAbortedRead,          // read a value written by an aborted transaction
+  kIntermediateRead,     // read a value another transaction overwrote before committing
+  kNonRepeatableRead,    // a repeated read returns a newer committed value
+};
+
+const char* FaultName(Fault fault);  // "lost-update", "stale-snapshot", ...
+std::optional<Fault> ParseFault(std::string_view name);
+
+struct FaultSpec {
+  Fault fault;
+  double rate = 0.01;  // probability per eligible transaction
+  // Only transactions at or after this index (in begin order) are eligible: lets a run switch a
+  // fault on part-way through.
+  uint64_t from_txn = 0;
+};
+
+// Workload parameters (seed 000, Table I) and the store's behaviour.
+struct WorkloadOptions {
+  uint32_t sessions = 24;
+  uint64_t txns = 10000;
+  uint32_t ops_per_txn = 8;
+  double read_ratio = 0.5;
+  uint64_t keys = 1000;
+  Distribution dist = Distribution::kZipfian;
+  double zipf_theta = 0.99;
+  DataKind data = DataKind::kKeyValue;
+  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  std::vector<FaultSpec> faults;
+  uint64_t seed = 1;
+  // Record aborted transactions in the history (status ABORTED).
+  bool record_aborted = true;
+};
+
+// A violation the checker must report for this history (docs/simulator.md: ground truth).
+struct ExpectedViolation {
+  report::Anomaly anomaly;
+  report::ExtKind ext_kind = report::ExtKind::kNone;  // EXT only
+  std::vector<std::string> txns;  // ids, ordered as report::Violation::txns
+  std::optional<int64_t> key;     // absent for SESSION
+  Fault cause;
+};
+
+struct SimResult {
+  history::History history;
+  std::vector<ExpectedViolation> expected;
+  uint64_t committed = 0;
+  uint64_t aborted = 0;
+};
+
+// Runs the workload against an in-process multi-version store with a timestamp oracle.
+// Deterministic for a given `options` (seed included). Errors: invalid options.
+absl::StatusOr<SimResult> Simulate(const WorkloadOptions& options);
+
+// Writes the ground truth as JSON: {"level": ..., "expected": [{"anomaly", "ext_kind", "txns",
+// "key", "cause"}...]}.
+void WriteGroundTruth(const SimResult& result, report::IsolationLevel level, std::ostream& out);
+
+}  // namespace isowatch::sim
