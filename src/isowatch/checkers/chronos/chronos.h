@@ -18,7 +18,7 @@ struct ChronosStats {
   size_t transactions_skipped = 0;  // aborted, or without the timestamps the level needs
   size_t external_reads = 0;
   size_t internal_reads = 0;
-  size_t peak_ongoing = 0;          // most transactions open at once during the replay (SI)
+  size_t peak_ongoing = 0;  // most transactions open at once during the replay (SI)
 };
 
 struct ChronosResult {

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/checkers/chronos/internal/explain.h"
+
+#include <fmt/format.h>
+
+namespace isowatch::checkers::internal {
+
+using history::History;
+using history::Transaction;
+using history::Value;
+using report::Anomaly;
+using report::ExtKind;
+using report::IsolationLevel;
+using report::Violation;
+
+std::string DescribeTxn(const History& h, TxnId id) {
+  const Transaction& t = h.txn(id);
+  std::string out = fmt::format("{} (session {}", h.txn_name(id), h.session_name(t.session));
+  if (t.has_start) out += fmt::format(", start {}", t.start.ToString());
+  if (t.has_commit) out += fmt::format(", commit {}", t.commit.ToString());
+  if (!t.committed()) out += fmt::format(", {}", history::TxnStatusName(t.status));
+  out += ")";
+  return out;
+}
+
+namespace {
+
+// "its snapshot at start 5" / "its commit point 9 in commit order".
+std::string Point(const History& h, IsolationLevel level, TxnId reader) {
+  const Transaction& t = h.txn(reader);
+  if (level == IsolationLevel::kSerializable) {
+    return fmt::format("its place in commit order (commit {})", t.commit.ToString());
+  }
+  return fmt::format("its snapshot (start {})", t.start.ToString());
+}
+
+std::string Writer(const History& h, TxnId writer) {
+  if (!writer.valid()) return "the initial state";
+  return fmt::format("transaction {}", DescribeTxn(h, writer));
+}
+
+// Why the value read is wrong, given who wrote it.
+std::string Why(const History& h, IsolationLevel level, TxnId reader, const ExtFinding& f) {
+  switch (f.kind) {
+    case ExtKind::kNever:
+      return "no transaction wrote that value";
+    case ExtKind::kBefore:
+      return fmt::format("that version, from {}, had already been overwritten at {}",
+                         Writer(h, f.writer), Point(h, level, reader));
+    case ExtKind::kUncommitted:
+      return fmt::format("it was written by {}, which had not committed at {}", Writer(h, f.writer),
+                         Point(h, level, reader));
+    case ExtKind::kAfter:
+      return fmt::format("it was written by {}, which started only after {}", Writer(h, f.writer),
+                         Point(h, level, reader));
+    case ExtKind::kAborted:
+      return fmt::format("it was written by {}, which aborted", Writer(h, f.writer));
+    case ExtKind::kIntermediate:
+      return fmt::format("it is an intermediate value that {} overwrote before committing",
+                         Writer(h, f.writer));
+    case ExtKind::kNone:
+      break;
+  }
+  return "";
+}
+
+Violation Base(Anomaly anomaly, IsolationLevel level, KeyId key) {
+  Violation v;
+  v.anomaly = anomaly;
+  v.level = level;
+  v.key = key;
+  return v;
+}
+
+}  // namespace
+
+Violation ExplainSession(const History& h, IsolationLevel level, TxnId txn, TxnId pred) {
+  Violation v = Base(Anomaly::kSession, level, KeyId::Invalid());
+  v.txns = {txn, pred};
+  const Transaction& t = h.txn(txn);
+  const Transaction& p = h.txn(pred);
+  if (level == IsolationLevel::kSerializable) {
+    v.explanation = fmt::format(
+        "Transaction {} commits at {}, before its session predecessor {} committed at {}, so the "
+        "commit order contradicts the session order.",
+        DescribeTxn(h, txn), t.commit.ToString(), DescribeTxn(h, pred), p.commit.ToString());
+  } else {
+    v.explanation = fmt::format(
+        "Transaction {} starts at {}, before its session predecessor {} committed at {}, so it "
+        "cannot see the writes of an earlier transaction of its own session.",
+        DescribeTxn(h, txn), t.start.ToString(), DescribeTxn(h, pred), p.commit.ToString());
+  }
+  return v;
+}
+
+Violation ExplainInt(const History& h, IsolationLevel level, TxnId txn, KeyId key,
+                     std::string expected, std::string observed) {
+  Violation v = Base(Anomaly::kInt, level, key);
+  v.txns = {txn};
+  v.explanation = fmt::format(
+      "Transaction {} read key {} = {}, but earlier in the same transaction it had read or "
+      "written {} there, and nothing of its own changed the key in between.",
+      DescribeTxn(h, txn), h.KeyToString(key), observed, expected);
+  v.expected = std::move(expected);
+  v.observed = std::move(observed);
+  return v;
+}
+
+Violation ExplainExtRegister(const History& h, IsolationLevel level, TxnId reader, KeyId key,
+                             Value expected, TxnId expected_writer, Value observed,
+                             const ExtFinding& finding) {
+  Violation v = Base(Anomaly::kExt, level, key);
+  v.ext_kind = finding.kind;
+  v.txns = {reader};
+  if (finding.writer.valid() && finding.writer != reader) v.txns.push_back(finding.writer);
+  v.expected = h.ValueToString(expected);
+  v.observed = h.ValueToString(observed);
+  v.explanation = fmt::format(
+      "Transaction {} read key {} = {}, but {} holds {} (written by {}); {}.",
+      DescribeTxn(h, reader), h.KeyToString(key), v.observed, Point(h, level, reader), v.expected,
+      expected_writer.valid() ? std::string(h.txn_name(expected_writer)) : "the initial state",
+      Why(h, level, reader, finding));
+  return v;
+}
+
+Violation ExplainExtList(const History& h, IsolationLevel level, TxnId reader, KeyId key,
+                         std::span<const Value> expected, std::span<const Value> observed,
+                         size_t first_difference, const ExtFinding& finding) {
+  Violation v = Base(Anomaly::kExt, level, key);
+  v.ext_kind = finding.kind;
+  v.txns = {reader};
+  if (finding.writer.valid() && finding.writer != reader) v.txns.push_back(finding.writer);
+  v.expected = h.ListToString(expected);
+  v.observed = h.ListToString(observed);
+  std::string why;
+  if (first_difference >= observed.size()) {
+    why = fmt::format("the list read is missing {} element(s) committed before {}",
+                      expected.size() - observed.size(), Point(h, level, reader));
+  } else {
+    why = fmt::format("element {} ({}) is wrong: {}", first_difference,
+                      h.ValueToString(observed[first_difference]), Why(h, level, reader, finding));
+  }
+  v.explanation =
+      fmt::format("Transaction {} read list {} = {}, but {} holds {}; {}.", DescribeTxn(h, reader),
+                  h.KeyToString(key), v.observed, Point(h, level, reader), v.expected, why);
+  return v;
+}
+
+Violation ExplainNoConflict(const History& h, TxnId first, TxnId second, KeyId key) {
+  Violation v = Base(Anomaly::kNoConflict, IsolationLevel::kSnapshotIsolation, key);
+  v.txns = {first, second};
+  v.explanation = fmt::format(
+      "Transactions {} and {} both wrote key {} and ran concurrently (each started before the "
+      "other committed); under snapshot isolation one of them must abort (a lost update).",
+      DescribeTxn(h, first), DescribeTxn(h, second), h.KeyToString(key));
+  return v;
+}
+
+}  // namespace isowatch::checkers::internal

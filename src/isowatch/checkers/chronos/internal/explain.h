@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "isowatch/checkers/chronos/internal/write_index.h"
+#include "isowatch/history/history.h"
+#include "isowatch/report/violation.h"
+
+namespace isowatch::checkers::internal {
+
+// Builders of Chronos's violations: the transactions, key, expected and observed values and one
+// sentence a person can follow. Stateless.
+
+// "12 (session 3, start 5, commit 9)".
+std::string DescribeTxn(const history::History& h, TxnId id);
+
+report::Violation ExplainSession(const history::History& h, report::IsolationLevel level, TxnId txn,
+                                 TxnId pred);
+report::Violation ExplainInt(const history::History& h, report::IsolationLevel level, TxnId txn,
+                             KeyId key, std::string expected, std::string observed);
+report::Violation ExplainExtRegister(const history::History& h, report::IsolationLevel level,
+                                     TxnId reader, KeyId key, history::Value expected,
+                                     TxnId expected_writer, history::Value observed,
+                                     const ExtFinding& finding);
+report::Violation ExplainExtList(const history::History& h, report::IsolationLevel level,
+                                 TxnId reader, KeyId key, std::span<const history::Value> expected,
+                                 std::span<const history::Value> observed, size_t first_difference,
+                                 const ExtFinding& finding);
+report::Violation ExplainNoConflict(const history::History& h, TxnId first, TxnId second,
+                                    KeyId key);
+
+}  // namespace isowatch::checkers::internal

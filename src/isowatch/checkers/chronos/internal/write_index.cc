@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/checkers/chronos/internal/write_index.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace isowatch::checkers::internal {
+
+using history::OpKind;
+using history::Transaction;
+using history::TxnStatus;
+using history::Value;
+using report::ExtKind;
+using report::IsolationLevel;
+
+void WriteIndex::Build() {
+  built_ = true;
+  std::vector<uint32_t> last_write_stamp(h_.key_count(), 0);
+  uint32_t stamp = 0;
+  for (uint32_t i = 0; i < h_.size(); ++i) {
+    const Transaction& t = h_.txn(TxnId(i));
+    auto ops = h_.ops(t);
+    ++stamp;
+    // Walk backwards: the first write of a key met is the transaction's final write to it.
+    for (size_t j = ops.size(); j-- > 0;) {
+      const auto& op = ops[j];
+      if (!op.is_write()) continue;
+      bool final = true;
+      if (op.kind() == OpKind::kWrite) {
+        uint32_t k = op.key().value();
+        final = last_write_stamp[k] != stamp;
+        last_write_stamp[k] = stamp;
+      }
+      uint8_t rank = (t.status == TxnStatus::kCommitted ? 4
+                      : t.status == TxnStatus::kUnknown ? 2
+                                                        : 0) +
+                     (final ? 1 : 0);
+      auto [it, inserted] = index_.try_emplace({op.key(), op.value()}, Entry{i, rank, final});
+      if (!inserted && it->second.rank < rank) it->second = Entry{i, rank, final};
+    }
+  }
+}
+
+bool WriteIndex::Precedes(TxnId w, TxnId reader, IsolationLevel level) const {
+  const Transaction& wt = h_.txn(w);
+  const Transaction& rt = h_.txn(reader);
+  if (level == IsolationLevel::kSerializable) {
+    return wt.commit < rt.commit || (wt.commit == rt.commit && w < reader);
+  }
+  return w != reader && wt.commit <= rt.start;
+}
+
+ExtFinding WriteIndex::Classify(TxnId reader, KeyId key, Value value, IsolationLevel level) {
+  if (!built_) Build();
+  auto it = index_.find({key, value});
+  if (it == index_.end()) {
+    bool initial = false;
+    if (h_.key(key).is_list) {
+      auto init = h_.InitialList(key);
+      initial = std::find(init.begin(), init.end(), value) != init.end();
+    } else {
+      initial = value.absent() || value == h_.InitialValue(key);
+    }
+    return ExtFinding{initial ? ExtKind::kBefore : ExtKind::kNever, TxnId::Invalid()};
+  }
+  TxnId w(it->second.txn);
+  const Transaction& wt = h_.txn(w);
+  if (wt.status == TxnStatus::kAborted) return {ExtKind::kAborted, w};
+  if (!it->second.final) return {ExtKind::kIntermediate, w};
+  if (wt.has_commit && wt.status == TxnStatus::kCommitted && Precedes(w, reader, level)) {
+    return {ExtKind::kBefore, w};
+  }
+  const Transaction& rt = h_.txn(reader);
+  const auto& point = level == IsolationLevel::kSerializable ? rt.commit : rt.start;
+  // Not visible at the snapshot point: started by then (uncommitted) or later (after).
+  if (wt.has_start && wt.start <= point) return {ExtKind::kUncommitted, w};
+  return {ExtKind::kAfter, w};
+}
+
+}  // namespace isowatch::checkers::internal

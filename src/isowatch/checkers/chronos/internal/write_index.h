@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "isowatch/common/strong_id.h"
+#include "isowatch/history/history.h"
+#include "isowatch/report/violation.h"
+
+#include "absl/container/flat_hash_map.h"
+
+namespace isowatch::checkers::internal {
+
+// Who wrote the value an external read returned, judged against the reader's snapshot point.
+struct ExtFinding {
+  report::ExtKind kind = report::ExtKind::kNever;
+  TxnId writer;  // invalid for kNever and for the initial value
+};
+
+// Index (key, value) -> writer over every write and append of a history, any status, used to
+// explain why an external read is wrong. Built on the first call to Classify, so histories
+// without violations never pay for it. Thread-compatible.
+class WriteIndex {
+ public:
+  explicit WriteIndex(const history::History& h) : h_(h) {}
+
+  // Classifies the observation `value` of `key` by `reader` (docs/checkers/chronos.md).
+  ExtFinding Classify(TxnId reader, KeyId key, history::Value value, report::IsolationLevel level);
+
+ private:
+  struct Entry {
+    uint32_t txn = 0;
+    uint8_t rank = 0;  // preference when a value was written more than once; higher wins
+    bool final = true;
+  };
+
+  void Build();
+  // Whether committed `w` precedes `reader`'s snapshot point.
+  bool Precedes(TxnId w, TxnId reader, report::IsolationLevel level) const;
+
+  const history::History& h_;
+  bool built_ = false;
+  absl::flat_hash_map<std::pair<KeyId, history::Value>, Entry> index_;
+};
+
+}  // namespace isowatch::checkers::internal

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "isowatch/history/history_builder.h"
+#include "isowatch/report/violation.h"
+
+namespace isowatch::testing {
+
+// A compact way to write small histories in tests:
+//   TestHistory t;
+//   t.Txn("1", "s", 1, 2).W(0, 1);
+//   t.Txn("2", "s", 3, 4).R(0, 1);
+//   history::History h = t.Build();
+// Keys and values are integers; R(k, std::nullopt) reads an absent value.
+class TestHistory {
+ public:
+  TestHistory& Txn(std::string id, std::string session, int64_t start, int64_t commit,
+                   history::TxnStatus status = history::TxnStatus::kCommitted) {
+    return TxnHlc(std::move(id), std::move(session), {start, 0}, {commit, 0}, status);
+  }
+  TestHistory& TxnHlc(std::string id, std::string session, history::Timestamp start,
+                      history::Timestamp commit,
+                      history::TxnStatus status = history::TxnStatus::kCommitted) {
+    txns_.push_back({std::move(id), std::move(session), start, commit, status, {}});
+    return *this;
+  }
+  TestHistory& R(int64_t key, std::optional<int64_t> v) { return Add({OpKind::kRead, key, v, {}}); }
+  TestHistory& W(int64_t key, int64_t v) { return Add({OpKind::kWrite, key, v, {}}); }
+  TestHistory& A(int64_t key, int64_t v) { return Add({OpKind::kAppend, key, v, {}}); }
+  TestHistory& L(int64_t key, std::vector<int64_t> list) {
+    return Add({OpKind::kListRead, key, std::nullopt, std::move(list)});
+  }
+  TestHistory& DefaultInitial(int64_t v) {
+    default_initial_ = v;
+    return *this;
+  }
+
+  history::History Build() const {
+    history::HistoryBuilder b;
+    if (default_initial_) b.SetDefaultInitialValue(history::Value::Int(*default_initial_));
+    for (const auto& t : txns_) {
+      auto st = b.BeginTxn({.id = t.id,
+                            .session = t.session,
+                            .status = t.status,
+                            .start = t.start,
+                            .commit = t.commit});
+      if (!st.ok()) std::abort();
+      for (const auto& op : t.ops) {
+        KeyId k = b.IntKey(op.key);
+        history::Value v = op.value ? history::Value::Int(*op.value) : history::Value::Absent();
+        switch (op.kind) {
+          case OpKind::kRead:
+            b.Read(k, v);
+            break;
+          case OpKind::kWrite:
+            b.Write(k, v);
+            break;
+          case OpKind::kAppend:
+            b.Append(k, v);
+            break;
+          case OpKind::kListRead: {
+            std::vector<history::Value> elements;
+            for (int64_t e : op.list) elements.push_back(history::Value::Int(e));
+            b.ListRead(k, elements);
+            break;
+          }
+        }
+      }
+      b.EndTxn();
+    }
+    auto h = std::move(b).Finish();
+    if (!h.ok()) std::abort();
+    return *std::move(h);
+  }
+
+ private:
+  using OpKind = history::OpKind;
+  struct TestOp {
+    OpKind kind;
+    int64_t key;
+    std::optional<int64_t> value;
+    std::vector<int64_t> list;
+  };
+  struct TestTxn {
+    std::string id;
+    std::string session;
+    history::Timestamp start;
+    history::Timestamp commit;
+    history::TxnStatus status;
+    std::vector<TestOp> ops;
+  };
+  TestHistory& Add(TestOp op) {
+    txns_.back().ops.push_back(std::move(op));
+    return *this;
+  }
+
+  std::vector<TestTxn> txns_;
+  std::optional<int64_t> default_initial_;
+};
+
+// "EXT/before T3,T1 k=0" — a violation in one line, for compact assertions.
+inline std::string Summarize(const history::History& h, const report::Violation& v) {
+  std::string out = report::AnomalyName(v.anomaly);
+  if (v.ext_kind != report::ExtKind::kNone)
+    out += fmt::format("/{}", report::ExtKindName(v.ext_kind));
+  for (size_t i = 0; i < v.txns.size(); ++i) {
+    out += fmt::format("{}{}", i == 0 ? " " : ",", h.txn_name(v.txns[i]));
+  }
+  if (v.key.valid()) out += fmt::format(" k={}", h.KeyToString(v.key));
+  return out;
+}
+
+inline std::vector<std::string> SummarizeAll(const history::History& h,
+                                             const std::vector<report::Violation>& vs) {
+  std::vector<std::string> out;
+  for (const auto& v : vs) out.push_back(Summarize(h, v));
+  return out;
+}
+
+}  // namespace isowatch::testing
