@@ -1,2 +1,41 @@
 // SPDX-License-Identifier: Apache-2.0
-int main() { return 0; }
+// The isowatch command: check history files, generate them, run the demo.
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "isowatch/cli/check_command.h"
+#include "isowatch/cli/command.h"
+#include "isowatch/cli/demo_command.h"
+#include "isowatch/cli/gen_command.h"
+
+int main(int argc, char** argv) {
+  using namespace isowatch::cli;
+  CLI::App app("isowatch: checks that a database provides the isolation level it promises");
+  app.require_subcommand(1);
+  CheckCommand check;
+  GenCommand gen;
+  DemoCommand demo;
+  CLI::App* check_cmd = check.Register(app);
+  CLI::App* gen_cmd = gen.Register(app);
+  CLI::App* demo_cmd = demo.Register(app);
+  // CLI11 reports usage errors by exception; this entry point is where they stop.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  try {
+    if (check_cmd->parsed()) return check.Run();
+    if (gen_cmd->parsed()) return gen.Run();
+    if (demo_cmd->parsed()) return demo.Run();
+  } catch (const std::exception& e) {
+    std::cerr << "isowatch: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return kExitBadInput;
+}

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/report/check_report.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <rapidjson/ostreamwrapper.h>
+#include <rapidjson/writer.h>
+
+namespace isowatch::report {
+namespace {
+
+using history::History;
+using history::Op;
+using history::OpKind;
+using history::Transaction;
+
+// "r(0)=1 w(0)=2" for the operations of `t` on `key` (all operations if `key` is invalid),
+// at most `limit` of them.
+std::string DescribeOps(const History& h, TxnId id, KeyId key, size_t limit = 8) {
+  std::string out;
+  size_t shown = 0;
+  size_t skipped = 0;
+  for (const Op& op : h.ops(id)) {
+    if (key.valid() && op.key() != key) continue;
+    if (shown == limit) {
+      ++skipped;
+      continue;
+    }
+    if (!out.empty()) out += ' ';
+    std::string k = h.KeyToString(op.key());
+    std::string v;
+    if (op.unknown()) {
+      v = "?";
+    } else if (op.kind() == OpKind::kListRead) {
+      v = h.ListToString(h.list_elements(op));
+    } else {
+      v = h.ValueToString(op.value());
+    }
+    switch (op.kind()) {
+      case OpKind::kRead:
+      case OpKind::kListRead:
+        out += fmt::format("r({})={}", k, v);
+        break;
+      case OpKind::kWrite:
+        out += fmt::format("w({})={}", k, v);
+        break;
+      case OpKind::kAppend:
+        out += fmt::format("append({},{})", k, v);
+        break;
+    }
+    ++shown;
+  }
+  if (skipped > 0) out += fmt::format(" … (+{} more)", skipped);
+  if (out.empty()) out = "(no operations on the key)";
+  return out;
+}
+
+std::string TxnLine(const History& h, TxnId id) {
+  const Transaction& t = h.txn(id);
+  std::string out = fmt::format("{} (session {}", h.txn_name(id), h.session_name(t.session));
+  out += t.has_start ? fmt::format(", start {}", t.start.ToString()) : ", no start";
+  out += t.has_commit ? fmt::format(", commit {}", t.commit.ToString()) : ", no commit";
+  if (!t.committed()) out += fmt::format(", {}", history::TxnStatusName(t.status));
+  out += ")";
+  return out;
+}
+
+// The role of the i-th transaction of a violation, for the text report.
+const char* Role(const Violation& v, size_t i) {
+  switch (v.anomaly) {
+    case Anomaly::kSession:
+      return i == 0 ? "txn" : "session predecessor";
+    case Anomaly::kInt:
+      return "txn";
+    case Anomaly::kExt:
+      return i == 0 ? "reader" : "wrote it";
+    case Anomaly::kNoConflict:
+      return i == 0 ? "first committer" : "concurrent writer";
+  }
+  return "txn";
+}
+
+std::string Title(const Violation& v) {
+  std::string out = AnomalyName(v.anomaly);
+  if (v.ext_kind != ExtKind::kNone) out += fmt::format(" ({})", ExtKindName(v.ext_kind));
+  return out;
+}
+
+}  // namespace
+
+void WriteTextReport(const History& h, const CheckReport& report, std::ostream& out,
+                     size_t max_detailed) {
+  size_t n = report.violations.size();
+  size_t shown = max_detailed == 0 ? n : std::min(n, max_detailed);
+  for (size_t i = 0; i < shown; ++i) {
+    const Violation& v = report.violations[i];
+    out << fmt::format("[{}] {}", i + 1, Title(v));
+    if (v.key.valid()) out << fmt::format(" on key {}", h.KeyToString(v.key));
+    out << "\n";
+    for (size_t j = 0; j < v.txns.size(); ++j) {
+      out << fmt::format("    {:<19} {}\n", Role(v, j), TxnLine(h, v.txns[j]));
+      out << fmt::format("    {:<19} {}\n", "", DescribeOps(h, v.txns[j], v.key));
+    }
+    if (!v.expected.empty() || !v.observed.empty()) {
+      out << fmt::format("    {:<19} {}\n    {:<19} {}\n", "expected", v.expected, "observed",
+                         v.observed);
+    }
+    out << fmt::format("    {}\n\n", v.explanation);
+  }
+  if (shown < n)
+    out << fmt::format("... and {} more violations (use --json for all)\n\n", n - shown);
+
+  std::map<std::string, size_t> counts;
+  for (const Violation& v : report.violations) ++counts[Title(v)];
+  out << fmt::format("{}: {} transactions checked at {} by {}", report.source,
+                     report.transactions_checked, IsolationLevelName(report.level), report.checker);
+  if (report.transactions_skipped > 0) {
+    out << fmt::format(" ({} skipped: aborted or without the timestamps the level needs)",
+                       report.transactions_skipped);
+  }
+  out << "\n";
+  if (report.valid()) {
+    out << "result: VALID, no violations\n";
+  } else {
+    out << fmt::format("result: INVALID, {} violation{}:", n, n == 1 ? "" : "s");
+    for (const auto& [name, count] : counts) out << fmt::format(" {} {};", name, count);
+    out << "\n";
+  }
+  out << fmt::format("time: read {:.3f} s, check {:.3f} s\n", report.read_seconds,
+                     report.check_seconds);
+}
+
+namespace {
+
+void WriteTxnId(const History& h, TxnId id, rapidjson::Writer<rapidjson::OStreamWrapper>& w) {
+  std::string_view name = h.txn_name(id);
+  if (h.txn(id).ext_id_numeric) {
+    // Numeric ids are written back as numbers, as in the input.
+    int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), value);
+    if (ec == std::errc() && ptr == name.data() + name.size()) {
+      w.Int64(value);
+      return;
+    }
+  }
+  w.String(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+}
+
+void Str(rapidjson::Writer<rapidjson::OStreamWrapper>& w, std::string_view s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+}  // namespace
+
+void WriteJsonReport(const History& h, const CheckReport& report, std::ostream& out) {
+  rapidjson::OStreamWrapper os(out);
+  rapidjson::Writer<rapidjson::OStreamWrapper> w(os);
+  w.StartObject();
+  w.Key("valid");
+  w.Bool(report.valid());
+  w.Key("level");
+  w.String(IsolationLevelName(report.level));
+  w.Key("checker");
+  Str(w, report.checker);
+  w.Key("source");
+  Str(w, report.source);
+  w.Key("format");
+  Str(w, report.format);
+  w.Key("transactions");
+  w.Uint64(report.transactions_checked);
+  w.Key("transactions_skipped");
+  w.Uint64(report.transactions_skipped);
+  std::map<std::string, size_t> counts;
+  std::map<std::string, size_t> ext_kinds;
+  for (const Violation& v : report.violations) {
+    ++counts[AnomalyName(v.anomaly)];
+    if (v.ext_kind != ExtKind::kNone) ++ext_kinds[ExtKindName(v.ext_kind)];
+  }
+  w.Key("counts");
+  w.StartObject();
+  for (const auto& [name, count] : counts) {
+    Str(w, name);
+    w.Uint64(count);
+  }
+  w.EndObject();
+  w.Key("ext_kinds");
+  w.StartObject();
+  for (const auto& [name, count] : ext_kinds) {
+    Str(w, name);
+    w.Uint64(count);
+  }
+  w.EndObject();
+  w.Key("violations");
+  w.StartArray();
+  for (const Violation& v : report.violations) {
+    w.StartObject();
+    w.Key("anomaly");
+    w.String(AnomalyName(v.anomaly));
+    if (v.ext_kind != ExtKind::kNone) {
+      w.Key("ext_kind");
+      w.String(ExtKindName(v.ext_kind));
+    }
+    w.Key("txns");
+    w.StartArray();
+    for (TxnId id : v.txns) WriteTxnId(h, id, w);
+    w.EndArray();
+    w.Key("key");
+    if (!v.key.valid()) {
+      w.Null();
+    } else if (h.key(v.key).is_int) {
+      w.Int64(h.key(v.key).payload);
+    } else {
+      Str(w, h.bytes(static_cast<uint32_t>(h.key(v.key).payload)));
+    }
+    w.Key("expected");
+    Str(w, v.expected);
+    w.Key("observed");
+    Str(w, v.observed);
+    w.Key("explanation");
+    Str(w, v.explanation);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("timing");
+  w.StartObject();
+  w.Key("read_seconds");
+  w.Double(report.read_seconds);
+  w.Key("check_seconds");
+  w.Double(report.check_seconds);
+  w.EndObject();
+  w.EndObject();
+  out << "\n";
+}
+
+}  // namespace isowatch::report
