@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# End-to-end tests of the isowatch command: gen -> check in both formats, exit statuses, the JSON
+# report against the simulator's ground truth, positioned errors, and the demo.
+# Usage: cli_test.sh PATH/TO/isowatch
+set -uo pipefail
+bin="$1"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+passed=0
+failed=0
+
+expect_status() {  # expect_status WANT DESCRIPTION -- command...
+  local want=$1 what=$2
+  shift 3
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  if [ "$got" -eq "$want" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $what: exit $got, want $want"
+    head -20 "$dir/out" "$dir/err"
+  fi
+}
+
+expect_grep() {  # expect_grep PATTERN FILE DESCRIPTION
+  if grep -q -- "$1" "$2"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $3: '$1' not in $2"
+    head -20 "$2"
+  fi
+}
+
+# A fault-free SI history is SI-valid, in both formats.
+expect_status 0 "gen valid" -- "$bin" gen --out "$dir/ok.json" --txns 2000 --sessions 8 --keys 50 --seed 7
+expect_status 0 "check valid timekiller" -- "$bin" check "$dir/ok.json" --level si
+expect_grep "result: VALID" "$dir/out" "valid report"
+expect_status 0 "gen native" -- "$bin" gen --out "$dir/ok.bin" --format native --txns 2000 --sessions 8 --keys 50 --seed 7
+expect_status 0 "check valid native" -- "$bin" check "$dir/ok.bin" --format native --level si
+expect_status 0 "gen native-json" -- "$bin" gen --out "$dir/ok.jsonl" --format native-json --txns 500 --seed 9 --data list
+expect_status 0 "check valid native json lines, list" -- "$bin" check "$dir/ok.jsonl" --level si
+
+# A fault-free SER history is SER-valid.
+expect_status 0 "gen ser" -- "$bin" gen --out "$dir/ser.json" --txns 2000 --level ser --seed 8
+expect_status 0 "check ser" -- "$bin" check "$dir/ser.json" --level ser
+
+# Lost updates: exit 1, and the JSON report counts exactly the ground truth's NOCONFLICTs.
+expect_status 0 "gen lost updates" -- "$bin" gen --out "$dir/lu.json" --txns 3000 --sessions 16 --keys 30 --fault lost-update:0.05 --seed 11
+expect_status 1 "check lost updates" -- "$bin" check "$dir/lu.json" --level si --json
+cp "$dir/out" "$dir/lu.report.json"
+if python3 - "$dir/lu.report.json" "$dir/lu.json.truth.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+truth = json.load(open(sys.argv[2]))
+assert report["valid"] is False, report["valid"]
+assert report["level"] == "si"
+want = sum(1 for e in truth["expected"] if e["anomaly"] == "NOCONFLICT")
+got = report["counts"].get("NOCONFLICT", 0)
+assert want > 0 and got == want, (got, want)
+assert len(report["violations"]) == len(truth["expected"]), (len(report["violations"]), len(truth["expected"]))
+v = report["violations"][0]
+for field in ("anomaly", "txns", "key", "expected", "observed", "explanation"):
+    assert field in v, field
+PY
+then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: JSON report vs ground truth"; fi
+
+# Bad input: exit 2 with the file and position in the message.
+printf '[\n {"tid": 1, "sid": 0, "sts": {"p": 1, "l": 0}' > "$dir/truncated.json"
+expect_status 2 "truncated file" -- "$bin" check "$dir/truncated.json" --format timekiller
+expect_grep "truncated.json:" "$dir/err" "error names the file"
+expect_status 2 "missing file" -- "$bin" check "$dir/nope.json"
+expect_status 2 "bad level" -- "$bin" check "$dir/ok.json" --level xyz
+expect_status 2 "bad initial value" -- "$bin" check "$dir/ok.json" --initial-value abc
+expect_status 2 "unknown fault" -- "$bin" gen --out "$dir/x.json" --fault nonsense
+
+# The demo finds every injected fault and nothing else.
+expect_status 0 "demo" -- "$bin" demo --txns 4000
+expect_grep "no false alarm" "$dir/out" "demo matches ground truth"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
