@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The Chronos benchmark of record: a 1M-transaction key-value history (8 operations per
+# transaction, half reads, 10K keys, zipfian), checked with `isowatch check --level si`, parsing
+# included. Prints wall time and peak RSS (GNU time) and the read/check split (--json timing).
+# Usage: bench/load/chronos_check_1m.sh [BUILD_DIR] [TXNS]
+set -euo pipefail
+build=${1:-build/release}
+txns=${2:-1000000}
+bin="$build/bin/isowatch"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$bin" gen --out "$dir/h.json" --txns "$txns" --ops-per-txn 8 --read-ratio 0.5 --keys 10000 \
+  --dist zipfian --sessions 24 --seed 1 >/dev/null
+echo "history: $(du -h "$dir/h.json" | cut -f1), $txns transactions"
+for run in 1 2 3; do
+  /usr/bin/time -f "run $run: wall %e s, peak RSS %M KiB" "$bin" check "$dir/h.json" --level si --json \
+    >"$dir/report.json"
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); t=r['timing']; print(f\"  valid={r['valid']} transactions={r['transactions']} read {t['read_seconds']:.3f} s, check {t['check_seconds']:.3f} s\")" "$dir/report.json"
+done
