@@ -286,13 +286,23 @@ class Replayer {
     if (i == expected_size && i == observed.size()) return;
     std::vector<Value> expected(committed.begin(), committed.end());
     expected.insert(expected.end(), own.begin(), own.end());
+    // Judge what the read says of the committed list: when it ends with the transaction's own
+    // appends, as it should, only the part before them.
+    std::span<const Value> judged = observed;
+    if (!own.empty() && observed.size() >= own.size() &&
+        std::equal(own.begin(), own.end(), observed.end() - static_cast<ptrdiff_t>(own.size()))) {
+      judged = observed.first(observed.size() - own.size());
+    }
+    size_t j = 0;
+    while (j < committed.size() && j < judged.size() && committed[j] == judged[j]) ++j;
     internal::ExtFinding f;
-    if (i == observed.size()) {
+    if (j == judged.size()) {
       f.kind = ExtKind::kBefore;  // a proper prefix of the snapshot: a stale version
     } else {
-      f = write_index_.Classify(reader, op.key(), observed[i], level_);
+      f = write_index_.Classify(reader, op.key(), judged[j], level_);
     }
-    Emit(internal::ExplainExtList(h_, level_, reader, op.key(), expected, observed, i, f));
+    Emit(internal::ExplainExtList(h_, level_, reader, op.key(), expected, observed,
+                                  j == judged.size() ? observed.size() : j, f));
   }
 
   // Registers `t` as open on each key it writes (SI).
