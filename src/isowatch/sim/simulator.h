@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -8,9 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "isowatch/history/history.h"
 #include "isowatch/report/violation.h"
+
+#include "absl/status/statusor.h"
 
 namespace isowatch::sim {
 
@@ -27,6 +29,12 @@ enum class Fault {
   kIntermediateRead,     // read a value another transaction overwrote before committing
   kNonRepeatableRead,    // a repeated read returns a newer committed value
 };
+
+inline constexpr int kFaultCount = 7;
+inline constexpr std::array<Fault, kFaultCount> kAllFaults = {
+    Fault::kLostUpdate,       Fault::kStaleSnapshot, Fault::kFracturedVisibility,
+    Fault::kSessionOrder,     Fault::kAbortedRead,   Fault::kIntermediateRead,
+    Fault::kNonRepeatableRead};
 
 const char* FaultName(Fault fault);  // "lost-update", "stale-snapshot", ...
 std::optional<Fault> ParseFault(std::string_view name);
@@ -54,14 +62,22 @@ struct WorkloadOptions {
   uint64_t seed = 1;
   // Record aborted transactions in the history (status ABORTED).
   bool record_aborted = true;
+  // Probability that a client gives up a transaction at its commit (so aborted transactions
+  // always exist, whatever the contention).
+  double client_abort_rate = 0.02;
+  // Probability that an operation reuses a key the transaction already planned to touch (so
+  // repeated reads and double writes occur).
+  double key_reuse_rate = 0.1;
+  // Stale snapshots lag the start timestamp by 1..max_stale_lag ticks of the oracle.
+  uint32_t max_stale_lag = 64;
 };
 
 // A violation the checker must report for this history (docs/simulator.md: ground truth).
 struct ExpectedViolation {
   report::Anomaly anomaly;
   report::ExtKind ext_kind = report::ExtKind::kNone;  // EXT only
-  std::vector<std::string> txns;  // ids, ordered as report::Violation::txns
-  std::optional<int64_t> key;     // absent for SESSION
+  std::vector<std::string> txns;                      // ids, ordered as report::Violation::txns
+  std::optional<int64_t> key;                         // absent for SESSION
   Fault cause;
 };
 
@@ -70,6 +86,9 @@ struct SimResult {
   std::vector<ExpectedViolation> expected;
   uint64_t committed = 0;
   uint64_t aborted = 0;
+  // Per fault (indexed by static_cast<int>(Fault)): committed transactions in which the store
+  // actually misbehaved (docs/simulator.md says when each fault counts as injected).
+  std::array<uint64_t, kFaultCount> injected{};
 };
 
 // Runs the workload against an in-process multi-version store with a timestamp oracle.
