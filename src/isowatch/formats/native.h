@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <string_view>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "isowatch/formats/read_options.h"
 #include "isowatch/history/history.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace isowatch::formats {
 
@@ -20,11 +23,33 @@ namespace isowatch::formats {
 // number and byte offset (binary) or line (JSON lines).
 enum class NativeEncoding { kBinary, kJsonLines };
 
-// Reads a native file, detecting the encoding from its first byte ('{' = JSON lines).
-absl::StatusOr<history::History> ReadNativeFile(const std::string& path, const ReadOptions& options);
+// The format version written in, and required of, the Header.
+inline constexpr uint32_t kNativeFormatVersion = 1;
+// The largest record read or written: a binary record's serialized message, or one JSON line.
+inline constexpr size_t kNativeMaxRecordSize = size_t{64} << 20;
+
+// Reads a native file, detecting the encoding from its first byte ('{' = JSON lines). The file is
+// read through a stream, never held whole. The Header is optional (without one, the initial state
+// is the default). options.initial_value sets the default register value unless the Header sets
+// one.
+absl::StatusOr<history::History> ReadNativeFile(const std::string& path,
+                                                const ReadOptions& options);
+// Reads a native history held in memory; `source` names it in errors.
 absl::StatusOr<history::History> ReadNativeString(std::string_view data, const ReadOptions& options,
                                                   std::string_view source);
 
+// Writes `h`: a Header (version 1, the initial state, metadata {"producer": "isowatch"}), then
+// every transaction in input order with its sequence number, status, timestamps and operations.
+// Reading the output gives back the same history. Errors (InvalidArgument): what the format
+// cannot hold (a write of an absent value, a list element that is absent, an id or session that
+// is not UTF-8, a record over kNativeMaxRecordSize); a failing stream.
 absl::Status WriteNative(const history::History& h, NativeEncoding encoding, std::ostream& out);
+
+// True if `head`, the first bytes of a file (at least 3), starts the way a native binary file
+// does and no JSON document can: a one-byte length L, the tag of HistoryRecord.header or .txn, and
+// the length L - 2 (a record whose payload is 2 to 127 bytes, as written by WriteNative). For
+// callers that tell formats apart by the first byte: a binary file whose first record has a
+// payload of 91 bytes starts with '[' (0x5b), one of 123 bytes with '{' (0x7b).
+bool LooksLikeNativeBinary(std::string_view head);
 
 }  // namespace isowatch::formats

@@ -1,1 +1,618 @@
 // SPDX-License-Identifier: Apache-2.0
+//
+// Reader of the native history format (docs/history-format.md). The input is pulled through a
+// ZeroCopyInputStream one record at a time: a binary record is copied into one reused buffer and
+// parsed from there, a JSON line is read into one reused string and parsed with protobuf's JSON
+// mapping. Each record goes straight into a HistoryBuilder, so at most one record is held.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <google/protobuf/io/zero_copy_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "isowatch/common/status_macros.h"
+#include "isowatch/formats/native.h"
+#include "isowatch/history/history_builder.h"
+#include "isowatch/v1/history.pb.h"
+
+#include "absl/container/flat_hash_map.h"
+
+namespace isowatch::formats {
+namespace {
+
+namespace pb = ::isowatch::v1;
+namespace io = ::google::protobuf::io;
+using history::History;
+using history::HistoryBuilder;
+using history::Timestamp;
+using history::TxnHeader;
+using history::TxnStatus;
+using history::Value;
+using ::isowatch::KeyId;
+
+// Leading whitespace longer than this cannot start a binary file that reads without error (its
+// first record would be made of whitespace bytes only, and so have no version or id), so the
+// input is then taken as JSON lines.
+constexpr size_t kMaxBinaryLeadingWhitespace = 64;
+// Bytes a binary length prefix (a varint32) takes at most.
+constexpr int kMaxLengthPrefixBytes = 5;
+
+std::string_view View(absl::string_view s) { return std::string_view(s.data(), s.size()); }
+
+// A ZeroCopyInputStream over bytes held by the caller, handed out in blocks that fit an int.
+class ViewInputStream final : public io::ZeroCopyInputStream {
+ public:
+  explicit ViewInputStream(std::string_view data) : data_(data) {}
+
+  bool Next(const void** data, int* size) override {
+    if (pos_ == data_.size()) return false;
+    size_t n = std::min(data_.size() - pos_, kBlock);
+    *data = data_.data() + pos_;
+    *size = static_cast<int>(n);
+    pos_ += n;
+    return true;
+  }
+  void BackUp(int count) override { pos_ -= static_cast<size_t>(count); }
+  bool Skip(int count) override {
+    size_t n = std::min(data_.size() - pos_, static_cast<size_t>(count));
+    pos_ += n;
+    return n == static_cast<size_t>(count);
+  }
+  int64_t ByteCount() const override { return static_cast<int64_t>(pos_); }
+
+ private:
+  static constexpr size_t kBlock = size_t{1} << 30;
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+// Pulls bytes from a ZeroCopyInputStream and counts them.
+class ByteSource {
+ public:
+  explicit ByteSource(io::ZeroCopyInputStream* in) : in_(in) {}
+
+  // The next byte, or -1 at the end of the input.
+  int Get() {
+    if (!Fill()) return -1;
+    ++offset_;
+    return static_cast<unsigned char>(data_[pos_++]);
+  }
+
+  // Appends up to `n` bytes to `out`; returns how many there were.
+  size_t Read(size_t n, std::string* out) {
+    size_t got = 0;
+    while (got < n && Fill()) {
+      size_t take = std::min(n - got, size_ - pos_);
+      out->append(data_ + pos_, take);
+      pos_ += take;
+      offset_ += take;
+      got += take;
+    }
+    return got;
+  }
+
+  enum class LineResult { kLine, kEnd, kTooLong };
+  // Reads through the next '\n' or the end of the input, appending the line without its '\n' to
+  // `out`. kEnd: the input had ended before the call. kTooLong: the line exceeds `max` bytes.
+  LineResult ReadLine(size_t max, std::string* out) {
+    bool any = false;
+    while (Fill()) {
+      any = true;
+      const char* begin = data_ + pos_;
+      size_t available = size_ - pos_;
+      const char* newline = static_cast<const char*>(std::memchr(begin, '\n', available));
+      size_t take = newline != nullptr ? static_cast<size_t>(newline - begin) : available;
+      if (out->size() + take > max) return LineResult::kTooLong;
+      out->append(begin, take);
+      pos_ += take;
+      offset_ += take;
+      if (newline != nullptr) {
+        ++pos_;
+        ++offset_;
+        return LineResult::kLine;
+      }
+    }
+    return any ? LineResult::kLine : LineResult::kEnd;
+  }
+
+  // Bytes consumed so far.
+  uint64_t offset() const { return offset_; }
+
+  // Gives the bytes fetched but not consumed back to the stream.
+  void Release() {
+    if (pos_ < size_) in_->BackUp(static_cast<int>(size_ - pos_));
+    data_ = nullptr;
+    pos_ = size_ = 0;
+  }
+
+ private:
+  bool Fill() {
+    while (pos_ == size_) {
+      const void* data = nullptr;
+      int size = 0;
+      if (!in_->Next(&data, &size)) return false;
+      data_ = static_cast<const char*>(data);
+      size_ = static_cast<size_t>(size);
+      pos_ = 0;
+    }
+    return true;
+  }
+
+  io::ZeroCopyInputStream* in_;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+  size_t pos_ = 0;
+  uint64_t offset_ = 0;
+};
+
+bool IsJsonSpace(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Decides the encoding from the start of `in`, consuming at most kMaxBinaryLeadingWhitespace + 2
+// bytes, which are appended to `prefix`: JSON lines when the first byte other than whitespace is
+// '{' not followed by LF or 0x12 (the start of a binary record of 123 bytes is '{' and then the
+// tag of the record's header or txn field, 0x0a or 0x12), when the leading whitespace is too long
+// for a binary file, or when there is nothing but whitespace; binary otherwise.
+NativeEncoding DetectEncoding(io::ZeroCopyInputStream* in, std::string* prefix) {
+  ByteSource src(in);
+  NativeEncoding encoding = NativeEncoding::kBinary;
+  int c = src.Get();
+  while (c >= 0 && IsJsonSpace(c) && prefix->size() <= kMaxBinaryLeadingWhitespace) {
+    prefix->push_back(static_cast<char>(c));
+    c = src.Get();
+  }
+  if (c < 0 || IsJsonSpace(c)) {
+    encoding = NativeEncoding::kJsonLines;
+  } else if (c == '{') {
+    int next = src.Get();
+    encoding = next == '\n' || next == 0x12 ? NativeEncoding::kBinary : NativeEncoding::kJsonLines;
+    prefix->push_back(static_cast<char>(c));
+    if (next >= 0) prefix->push_back(static_cast<char>(next));
+  } else {
+    prefix->push_back(static_cast<char>(c));
+  }
+  src.Release();
+  return encoding;
+}
+
+// Where a record is in the input.
+struct Position {
+  bool json = false;
+  uint64_t record = 0;  // 1-based
+  uint64_t line = 0;    // 1-based; JSON lines only
+  uint64_t offset = 0;  // byte offset of the record's length prefix, or of the line
+};
+
+std::string Where(const Position& p) {
+  if (p.json) return fmt::format("line {}", p.line);
+  return fmt::format("record {} at byte {}", p.record, p.offset);
+}
+
+// Turns records into a history.
+class Decoder {
+ public:
+  Decoder(const ReadOptions& options, std::string_view source) : source_(source) {
+    builder_.set_source(std::string(source));
+    if (options.initial_value) builder_.SetDefaultInitialValue(Value::Int(*options.initial_value));
+  }
+
+  const std::string& source() const { return source_; }
+
+  absl::Status Error(const Position& pos, std::string_view what) const {
+    return absl::InvalidArgumentError(fmt::format("{}: {}: {}", source_, Where(pos), what));
+  }
+
+  absl::Status Apply(const pb::HistoryRecord& record, const Position& pos) {
+    absl::Status status;
+    switch (record.record_case()) {
+      case pb::HistoryRecord::kHeader:
+        status = ApplyHeader(record.header(), pos);
+        break;
+      case pb::HistoryRecord::kTxn:
+        status = ApplyTxn(record.txn(), pos);
+        break;
+      case pb::HistoryRecord::RECORD_NOT_SET:
+        status = absl::InvalidArgumentError("expected a record holding a header or a txn");
+        break;
+    }
+    if (!status.ok()) return Error(pos, View(status.message()));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<History> Finish() && {
+    absl::StatusOr<History> h = std::move(builder_).Finish();
+    if (!h.ok()) {
+      return absl::InvalidArgumentError(fmt::format("{}: {}", source_, View(h.status().message())));
+    }
+    return h;
+  }
+
+ private:
+  absl::StatusOr<KeyId> Key(const pb::Datum& d, std::string_view what) {
+    switch (d.kind_case()) {
+      case pb::Datum::kInt:
+        return builder_.IntKey(d.int_());
+      case pb::Datum::kBytes:
+        return builder_.BytesKey(d.bytes());
+      case pb::Datum::KIND_NOT_SET:
+        break;
+    }
+    return absl::InvalidArgumentError(fmt::format("{} has no key (expected int or bytes)", what));
+  }
+
+  // A Datum that is unset or holds neither int nor bytes is absent.
+  Value ValueOf(const pb::Datum& d) {
+    switch (d.kind_case()) {
+      case pb::Datum::kInt:
+        return Value::Int(d.int_());
+      case pb::Datum::kBytes:
+        return builder_.BytesValue(d.bytes());
+      case pb::Datum::KIND_NOT_SET:
+        break;
+    }
+    return Value::Absent();
+  }
+
+  static bool HasValue(const pb::Datum& d) { return d.kind_case() != pb::Datum::KIND_NOT_SET; }
+
+  // Fills elements_ from `list`; every element needs a value.
+  absl::Status Elements(const google::protobuf::RepeatedPtrField<pb::Datum>& list,
+                        std::string_view what) {
+    elements_.clear();
+    for (int i = 0; i < list.size(); ++i) {
+      if (!HasValue(list.Get(i))) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}[{}] has no value (expected int or bytes)", what, i));
+      }
+      elements_.push_back(ValueOf(list.Get(i)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ApplyHeader(const pb::Header& header, const Position& pos) {
+    if (header_seen_) {
+      return absl::InvalidArgumentError(
+          fmt::format("a second header (the header is at {}); a file holds one", header_where_));
+    }
+    if (txn_seen_) {
+      return absl::InvalidArgumentError(
+          "a header after transactions; the header must be the first record");
+    }
+    header_seen_ = true;
+    header_where_ = Where(pos);
+    if (header.version() != kNativeFormatVersion) {
+      return absl::InvalidArgumentError(
+          fmt::format("unsupported format version {} (expected version {})", header.version(),
+                      kNativeFormatVersion));
+    }
+    const pb::InitialState& initial = header.initial();
+    if (HasValue(initial.default_value())) {
+      builder_.SetDefaultInitialValue(ValueOf(initial.default_value()));
+    }
+    absl::flat_hash_map<KeyId, int> seen;
+    for (int i = 0; i < initial.registers_size(); ++i) {
+      const pb::InitialState::Register& r = initial.registers(i);
+      ASSIGN_OR_RETURN(KeyId key, Key(r.key(), fmt::format("initial.registers[{}]", i)));
+      if (auto [it, inserted] = seen.try_emplace(key, i); !inserted) {
+        return absl::InvalidArgumentError(fmt::format(
+            "initial.registers[{}] repeats the key of initial.registers[{}]", i, it->second));
+      }
+      builder_.SetInitialRegister(key, ValueOf(r.value()));
+    }
+    seen.clear();
+    for (int i = 0; i < initial.lists_size(); ++i) {
+      const pb::InitialState::List& l = initial.lists(i);
+      std::string what = fmt::format("initial.lists[{}]", i);
+      ASSIGN_OR_RETURN(KeyId key, Key(l.key(), what));
+      if (auto [it, inserted] = seen.try_emplace(key, i); !inserted) {
+        return absl::InvalidArgumentError(
+            fmt::format("{} repeats the key of initial.lists[{}]", what, it->second));
+      }
+      RETURN_IF_ERROR(Elements(l.elements(), what + ".elements"));
+      builder_.SetInitialList(key, elements_);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ApplyTxn(const pb::Transaction& t, const Position& pos) {
+    txn_seen_ = true;
+    TxnHeader header;
+    switch (t.id_case()) {
+      case pb::Transaction::kIdInt:
+        id_ = fmt::format("{}", t.id_int());
+        header.id = id_;
+        header.id_numeric = true;
+        break;
+      case pb::Transaction::kIdStr:
+        if (t.id_str().empty()) return absl::InvalidArgumentError("a transaction with an empty id");
+        header.id = t.id_str();
+        break;
+      case pb::Transaction::ID_NOT_SET:
+        return absl::InvalidArgumentError(
+            "a transaction without an id (expected id_int or id_str)");
+    }
+    switch (t.session_case()) {
+      case pb::Transaction::kSessionInt:
+        session_ = fmt::format("{}", t.session_int());
+        header.session = session_;
+        header.session_numeric = true;
+        break;
+      case pb::Transaction::kSessionStr:
+        header.session = t.session_str();
+        break;
+      case pb::Transaction::SESSION_NOT_SET:
+        header.session = "";
+        break;
+    }
+    if (t.has_seq()) {
+      if (t.seq() < 0) {
+        return absl::InvalidArgumentError(
+            fmt::format("transaction {}: negative sequence number {} (expected 0 or more)",
+                        header.id, t.seq()));
+      }
+      header.seq = t.seq();
+    }
+    switch (t.status()) {
+      case pb::Transaction::STATUS_UNSPECIFIED:
+      case pb::Transaction::COMMITTED:
+        header.status = TxnStatus::kCommitted;
+        break;
+      case pb::Transaction::ABORTED:
+        header.status = TxnStatus::kAborted;
+        break;
+      case pb::Transaction::UNKNOWN:
+        header.status = TxnStatus::kUnknown;
+        break;
+      default:
+        return absl::InvalidArgumentError(fmt::format(
+            "transaction {}: unknown status {} (expected COMMITTED, ABORTED or UNKNOWN)", header.id,
+            static_cast<int>(t.status())));
+    }
+    if (t.has_start()) header.start = Timestamp{t.start().physical(), t.start().logical()};
+    if (t.has_commit()) header.commit = Timestamp{t.commit().physical(), t.commit().logical()};
+    header.source_offset = pos.offset;
+    RETURN_IF_ERROR(builder_.BeginTxn(header));
+    for (int i = 0; i < t.ops_size(); ++i) {
+      if (absl::Status status = ApplyOp(t.ops(i)); !status.ok()) {
+        builder_.AbandonTxn();
+        return absl::InvalidArgumentError(
+            fmt::format("transaction {}, ops[{}]: {}", header.id, i, View(status.message())));
+      }
+    }
+    builder_.EndTxn();
+    return absl::OkStatus();
+  }
+
+  absl::Status ApplyOp(const pb::Operation& op) {
+    ASSIGN_OR_RETURN(KeyId key, Key(op.key(), "the operation"));
+    const bool has_value = HasValue(op.value());
+    switch (op.kind()) {
+      case pb::Operation::READ:
+        if (op.list().elements_size() > 0) {
+          return absl::InvalidArgumentError("a READ with a list (a list is read by LIST_READ)");
+        }
+        if (op.unknown()) {
+          if (has_value) return absl::InvalidArgumentError("an unknown READ with a value");
+          builder_.UnknownRead(key);
+        } else {
+          builder_.Read(key, ValueOf(op.value()));
+        }
+        return absl::OkStatus();
+      case pb::Operation::WRITE:
+      case pb::Operation::APPEND: {
+        const char* name = op.kind() == pb::Operation::WRITE ? "WRITE" : "APPEND";
+        if (!has_value) {
+          return absl::InvalidArgumentError(
+              fmt::format("{} {} without a value (expected int or bytes)",
+                          op.kind() == pb::Operation::WRITE ? "a" : "an", name));
+        }
+        if (op.unknown()) {
+          return absl::InvalidArgumentError(
+              fmt::format("an unknown {} (only reads can be unknown)", name));
+        }
+        if (op.list().elements_size() > 0) {
+          return absl::InvalidArgumentError(fmt::format("a {} with a list", name));
+        }
+        if (op.kind() == pb::Operation::WRITE) {
+          builder_.Write(key, ValueOf(op.value()));
+        } else {
+          builder_.Append(key, ValueOf(op.value()));
+        }
+        return absl::OkStatus();
+      }
+      case pb::Operation::LIST_READ:
+        if (has_value) {
+          return absl::InvalidArgumentError("a LIST_READ with a value (its result is in list)");
+        }
+        if (op.unknown()) {
+          if (op.list().elements_size() > 0) {
+            return absl::InvalidArgumentError("an unknown LIST_READ with elements");
+          }
+          builder_.UnknownRead(key);
+          return absl::OkStatus();
+        }
+        RETURN_IF_ERROR(Elements(op.list().elements(), "list.elements"));
+        builder_.ListRead(key, elements_);
+        return absl::OkStatus();
+      case pb::Operation::KIND_UNSPECIFIED:
+        return absl::InvalidArgumentError(
+            "an operation without a kind (expected READ, WRITE, APPEND or LIST_READ)");
+      default:
+        break;
+    }
+    return absl::InvalidArgumentError(
+        fmt::format("unknown operation kind {} (expected READ, WRITE, APPEND or LIST_READ)",
+                    static_cast<int>(op.kind())));
+  }
+
+  std::string source_;
+  HistoryBuilder builder_;
+  bool header_seen_ = false;
+  bool txn_seen_ = false;
+  std::string header_where_;
+  std::string id_;
+  std::string session_;
+  std::vector<Value> elements_;
+};
+
+absl::Status ReadBinary(ByteSource& src, Decoder& decoder) {
+  pb::HistoryRecord record;
+  std::string buffer;
+  Position pos;
+  while (true) {
+    pos.offset = src.offset();
+    int c = src.Get();
+    if (c < 0) return absl::OkStatus();
+    ++pos.record;
+    uint64_t length = 0;
+    for (int i = 0;; ++i) {
+      length |= static_cast<uint64_t>(c & 0x7f) << (7 * i);
+      if ((c & 0x80) == 0) break;
+      if (i + 1 == kMaxLengthPrefixBytes) {
+        return decoder.Error(pos, "malformed length prefix: a varint32 takes at most 5 bytes");
+      }
+      c = src.Get();
+      if (c < 0) {
+        return decoder.Error(
+            pos, "truncated length prefix: the input ends inside the varint32 record length");
+      }
+    }
+    if (length > kNativeMaxRecordSize) {
+      return decoder.Error(pos, fmt::format("oversized record: {} bytes, over the limit of {}",
+                                            length, kNativeMaxRecordSize));
+    }
+    buffer.clear();
+    size_t got = src.Read(static_cast<size_t>(length), &buffer);
+    if (got < length) {
+      return decoder.Error(pos, fmt::format("the record length {} runs past the end of the input "
+                                            "({} bytes remain)",
+                                            length, got));
+    }
+    if (!record.ParseFromArray(buffer.data(), static_cast<int>(buffer.size()))) {
+      return decoder.Error(
+          pos, fmt::format("unparsable record: {} bytes that are not an isowatch.v1.HistoryRecord",
+                           length));
+    }
+    RETURN_IF_ERROR(decoder.Apply(record, pos));
+  }
+}
+
+// JSON lines: the names that are not fields are skipped, so a newer writer's fields do not stop
+// this reader. But with that option protobuf's parser also reads an unknown enum name as the
+// enum's default, which for Transaction.status would mean COMMITTED: look for that case.
+absl::Status ParseJsonLine(const std::string& line, pb::HistoryRecord* record) {
+  google::protobuf::util::JsonParseOptions strict;
+  strict.ignore_unknown_fields = false;
+  if (google::protobuf::util::JsonStringToMessage(line, record, strict).ok()) {
+    return absl::OkStatus();
+  }
+  google::protobuf::util::JsonParseOptions lenient;
+  lenient.ignore_unknown_fields = true;
+  record->Clear();
+  google::protobuf::util::Status status =
+      google::protobuf::util::JsonStringToMessage(line, record, lenient);
+  if (!status.ok()) {
+    // The parser's message goes on with the text around the error and a caret under it: keep the
+    // first line only.
+    std::string_view message(status.message().data(), status.message().size());
+    message = message.substr(0, message.find('\n'));
+    return absl::InvalidArgumentError(
+        fmt::format("not an isowatch.v1.HistoryRecord in the protobuf JSON mapping: {}", message));
+  }
+  if (record->has_txn() && record->txn().status() == pb::Transaction::STATUS_UNSPECIFIED) {
+    google::protobuf::Struct generic;
+    if (google::protobuf::util::JsonStringToMessage(line, &generic).ok()) {
+      auto txn = generic.fields().find("txn");
+      if (txn != generic.fields().end() && txn->second.has_struct_value()) {
+        const auto& fields = txn->second.struct_value().fields();
+        auto status_field = fields.find("status");
+        if (status_field != fields.end() && status_field->second.has_string_value() &&
+            status_field->second.string_value() != "STATUS_UNSPECIFIED") {
+          return absl::InvalidArgumentError(fmt::format(
+              "unknown transaction status \"{}\" (expected COMMITTED, ABORTED or UNKNOWN)",
+              status_field->second.string_value()));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadJsonLines(ByteSource& src, Decoder& decoder) {
+  pb::HistoryRecord record;
+  std::string line;
+  Position pos;
+  pos.json = true;
+  while (true) {
+    pos.offset = src.offset();
+    line.clear();
+    ByteSource::LineResult result = src.ReadLine(kNativeMaxRecordSize, &line);
+    if (result == ByteSource::LineResult::kEnd) return absl::OkStatus();
+    ++pos.line;
+    if (result == ByteSource::LineResult::kTooLong) {
+      return decoder.Error(pos, fmt::format("oversized record: a line over the limit of {} bytes",
+                                            kNativeMaxRecordSize));
+    }
+    if (std::all_of(line.begin(), line.end(), [](char c) { return IsJsonSpace(c); })) continue;
+    ++pos.record;
+    if (absl::Status status = ParseJsonLine(line, &record); !status.ok()) {
+      return decoder.Error(pos, View(status.message()));
+    }
+    RETURN_IF_ERROR(decoder.Apply(record, pos));
+  }
+}
+
+// Reads a whole native history from `in`. `file`, if not null, is the stream under `in`, checked
+// for read errors.
+absl::StatusOr<History> ReadStream(io::ZeroCopyInputStream* in, const io::FileInputStream* file,
+                                   const ReadOptions& options, std::string_view source) {
+  std::string prefix;
+  NativeEncoding encoding = DetectEncoding(in, &prefix);
+  ViewInputStream prefix_stream(prefix);
+  io::ZeroCopyInputStream* const parts[] = {&prefix_stream, in};
+  io::ConcatenatingInputStream whole(parts, 2);
+  ByteSource src(&whole);
+  Decoder decoder(options, source);
+  absl::Status status =
+      encoding == NativeEncoding::kBinary ? ReadBinary(src, decoder) : ReadJsonLines(src, decoder);
+  if (file != nullptr && file->GetErrno() != 0) {
+    return absl::ErrnoToStatus(file->GetErrno(),
+                               fmt::format("{}: read failed at byte {}", source, src.offset()));
+  }
+  RETURN_IF_ERROR(status);
+  return std::move(decoder).Finish();
+}
+
+}  // namespace
+
+absl::StatusOr<History> ReadNativeFile(const std::string& path, const ReadOptions& options) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::ErrnoToStatus(errno, fmt::format("{}: cannot open", path));
+  io::FileInputStream file(fd, 1 << 16);
+  file.SetCloseOnDelete(true);
+  return ReadStream(&file, &file, options, path);
+}
+
+bool LooksLikeNativeBinary(std::string_view head) {
+  if (head.size() < 3) return false;
+  const auto length = static_cast<unsigned char>(head[0]);
+  const auto tag = static_cast<unsigned char>(head[1]);
+  return length >= 2 && length < 0x80 && (tag == 0x0a || tag == 0x12) &&
+         static_cast<unsigned char>(head[2]) == length - 2;
+}
+
+absl::StatusOr<History> ReadNativeString(std::string_view data, const ReadOptions& options,
+                                         std::string_view source) {
+  ViewInputStream in(data);
+  return ReadStream(&in, nullptr, options, source);
+}
+
+}  // namespace isowatch::formats

@@ -1,1 +1,323 @@
 // SPDX-License-Identifier: Apache-2.0
+//
+// Writer of the native history format (docs/history-format.md): a Header record, then one record
+// per transaction, each written as soon as it is built.
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "isowatch/common/status_macros.h"
+#include "isowatch/formats/native.h"
+#include "isowatch/v1/history.pb.h"
+
+#include "absl/strings/escaping.h"
+
+namespace isowatch::formats {
+namespace {
+
+namespace pb = ::isowatch::v1;
+using history::History;
+using history::KeyInfo;
+using history::Op;
+using history::OpKind;
+using history::Transaction;
+using history::TxnStatus;
+using history::Value;
+using ::isowatch::KeyId;
+using ::isowatch::TxnId;
+
+// True if `s` is an int64 written the way fmt writes one (so that it reads back the same).
+bool ParseCanonicalInt(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  if (ec != std::errc() || end != s.data() + s.size()) return false;
+  return fmt::format("{}", *out) == s;
+}
+
+// Well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF), as protobuf requires of
+// string fields.
+bool IsUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int extra = 0;
+    uint32_t code = 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+      extra = 1;
+      code = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      extra = 2;
+      code = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      extra = 3;
+      code = c & 0x07;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= static_cast<size_t>(extra)) return false;
+    for (int k = 1; k <= extra; ++k) {
+      auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return false;
+      code = (code << 6) | (cc & 0x3f);
+    }
+    if ((extra == 2 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
+        (extra == 3 && (code < 0x10000 || code > 0x10ffff))) {
+      return false;
+    }
+    i += static_cast<size_t>(extra) + 1;
+  }
+  return true;
+}
+
+class RecordWriter {
+ public:
+  RecordWriter(NativeEncoding encoding, std::ostream& out) : encoding_(encoding), out_(out) {
+    json_options_.preserve_proto_field_names = true;
+  }
+
+  absl::Status Write(const pb::HistoryRecord& record, std::string_view what) {
+    buffer_.clear();
+    if (encoding_ == NativeEncoding::kBinary) {
+      size_t size = record.ByteSizeLong();
+      if (size > kNativeMaxRecordSize) return TooLarge(what, size);
+      google::protobuf::io::StringOutputStream stream(&buffer_);
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      coded.WriteVarint32(static_cast<uint32_t>(size));
+      record.SerializeWithCachedSizes(&coded);
+      coded.Trim();
+    } else {
+      google::protobuf::util::Status status =
+          google::protobuf::util::MessageToJsonString(record, &buffer_, json_options_);
+      if (!status.ok()) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: cannot be written as JSON: {}", what,
+                        std::string_view(status.message().data(), status.message().size())));
+      }
+      if (buffer_.size() > kNativeMaxRecordSize) return TooLarge(what, buffer_.size());
+      buffer_.push_back('\n');
+    }
+    out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    if (!out_) return absl::UnavailableError(fmt::format("{}: the output stream failed", what));
+    return absl::OkStatus();
+  }
+
+ private:
+  static absl::Status TooLarge(std::string_view what, size_t size) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: the record takes {} bytes, over the limit of {}", what, size, kNativeMaxRecordSize));
+  }
+
+  NativeEncoding encoding_;
+  std::ostream& out_;
+  google::protobuf::util::JsonPrintOptions json_options_;
+  std::string buffer_;
+};
+
+class Encoder {
+ public:
+  explicit Encoder(const History& h) : h_(h) {}
+
+  void Key(KeyId key, pb::Datum* d) const {
+    const KeyInfo& info = h_.key(key);
+    if (info.is_int) {
+      d->set_int_(info.payload);
+    } else {
+      std::string_view b = h_.bytes(static_cast<uint32_t>(info.payload));
+      d->set_bytes(b.data(), b.size());
+    }
+  }
+
+  // Leaves `d` unset for an absent value.
+  void MaybeValue(Value v, pb::Datum* d) const {
+    if (v.is_int()) {
+      d->set_int_(v.as_int());
+    } else if (v.is_bytes()) {
+      std::string_view b = h_.bytes(v.bytes_index());
+      d->set_bytes(b.data(), b.size());
+    }
+  }
+
+  absl::Status RequiredValue(Value v, pb::Datum* d, std::string_view what) const {
+    if (v.absent()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{} is absent; the native format holds no absent value there", what));
+    }
+    MaybeValue(v, d);
+    return absl::OkStatus();
+  }
+
+  absl::Status Elements(std::span<const Value> elements,
+                        google::protobuf::RepeatedPtrField<pb::Datum>* out,
+                        std::string_view what) const {
+    for (size_t i = 0; i < elements.size(); ++i) {
+      RETURN_IF_ERROR(
+          RequiredValue(elements[i], out->Add(), fmt::format("{}, element {}", what, i)));
+    }
+    return absl::OkStatus();
+  }
+
+  // Orders keys by kind (integers first) and then by value, so that the output does not depend
+  // on the order in which keys were interned.
+  bool KeyLess(KeyId a, KeyId b) const {
+    const KeyInfo& x = h_.key(a);
+    const KeyInfo& y = h_.key(b);
+    if (x.is_int != y.is_int) return x.is_int;
+    if (x.is_int) return x.payload < y.payload;
+    return h_.bytes(static_cast<uint32_t>(x.payload)) < h_.bytes(static_cast<uint32_t>(y.payload));
+  }
+
+  absl::Status Header(pb::Header* header) const {
+    header->set_version(kNativeFormatVersion);
+    (*header->mutable_metadata())["producer"] = "isowatch";
+    const history::InitialState& initial = h_.initial();
+    pb::InitialState* out = header->mutable_initial();
+    if (!initial.default_value.absent()) {
+      MaybeValue(initial.default_value, out->mutable_default_value());
+    }
+
+    std::vector<KeyId> keys;
+    for (const auto& [key, value] : initial.registers) keys.push_back(key);
+    std::sort(keys.begin(), keys.end(), [this](KeyId a, KeyId b) { return KeyLess(a, b); });
+    for (KeyId key : keys) {
+      pb::InitialState::Register* r = out->add_registers();
+      Key(key, r->mutable_key());
+      Value v = initial.registers.at(key);
+      if (!v.absent()) MaybeValue(v, r->mutable_value());
+    }
+    keys.clear();
+    for (const auto& [key, range] : initial.lists) keys.push_back(key);
+    std::sort(keys.begin(), keys.end(), [this](KeyId a, KeyId b) { return KeyLess(a, b); });
+    for (KeyId key : keys) {
+      pb::InitialState::List* l = out->add_lists();
+      Key(key, l->mutable_key());
+      RETURN_IF_ERROR(Elements(h_.InitialList(key), l->mutable_elements(),
+                               fmt::format("the initial list {}", h_.KeyToString(key))));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Txn(TxnId id, pb::Transaction* out) const {
+    const Transaction& t = h_.txn(id);
+    std::string_view name = h_.txn_name(id);
+    int64_t number = 0;
+    if (t.ext_id_numeric && ParseCanonicalInt(name, &number)) {
+      out->set_id_int(number);
+    } else if (IsUtf8(name)) {
+      out->set_id_str(name.data(), name.size());
+    } else {
+      return absl::InvalidArgumentError(fmt::format(
+          "transaction \"{}\": the id is not UTF-8, which a string id must be", Escape(name)));
+    }
+    std::string what = fmt::format("transaction {}", name);
+    std::string_view session = h_.session_name(t.session);
+    if (h_.session_numeric(t.session) && ParseCanonicalInt(session, &number)) {
+      out->set_session_int(number);
+    } else if (!IsUtf8(session)) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: the session \"{}\" is not UTF-8, which a string session must be", what,
+                      Escape(session)));
+    } else if (!session.empty() || h_.session_numeric(t.session)) {
+      out->set_session_str(session.data(), session.size());
+    }
+    out->set_seq(t.seq);
+    switch (t.status) {
+      case TxnStatus::kCommitted:
+        out->set_status(pb::Transaction::COMMITTED);
+        break;
+      case TxnStatus::kAborted:
+        out->set_status(pb::Transaction::ABORTED);
+        break;
+      case TxnStatus::kUnknown:
+        out->set_status(pb::Transaction::UNKNOWN);
+        break;
+    }
+    if (t.has_start) {
+      out->mutable_start()->set_physical(t.start.physical);
+      out->mutable_start()->set_logical(t.start.logical);
+    }
+    if (t.has_commit) {
+      out->mutable_commit()->set_physical(t.commit.physical);
+      out->mutable_commit()->set_logical(t.commit.logical);
+    }
+    std::span<const Op> ops = h_.ops(t);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      pb::Operation* o = out->add_ops();
+      Key(op.key(), o->mutable_key());
+      std::string op_what = fmt::format("{}, ops[{}]", what, i);
+      switch (op.kind()) {
+        case OpKind::kRead:
+          o->set_kind(pb::Operation::READ);
+          if (op.unknown()) {
+            o->set_unknown(true);
+          } else if (!op.value().absent()) {
+            MaybeValue(op.value(), o->mutable_value());
+          }
+          break;
+        case OpKind::kWrite:
+          o->set_kind(pb::Operation::WRITE);
+          RETURN_IF_ERROR(
+              RequiredValue(op.value(), o->mutable_value(), op_what + ": the written value"));
+          break;
+        case OpKind::kAppend:
+          o->set_kind(pb::Operation::APPEND);
+          RETURN_IF_ERROR(
+              RequiredValue(op.value(), o->mutable_value(), op_what + ": the appended value"));
+          break;
+        case OpKind::kListRead:
+          o->set_kind(pb::Operation::LIST_READ);
+          if (op.unknown()) {
+            o->set_unknown(true);
+          } else if (op.list_size() > 0) {
+            RETURN_IF_ERROR(Elements(h_.list_elements(op), o->mutable_list()->mutable_elements(),
+                                     op_what + ": the list read"));
+          }
+          break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static std::string Escape(std::string_view s) {
+    return absl::CHexEscape(absl::string_view(s.data(), s.size()));
+  }
+
+  const History& h_;
+};
+
+}  // namespace
+
+absl::Status WriteNative(const History& h, NativeEncoding encoding, std::ostream& out) {
+  RecordWriter writer(encoding, out);
+  Encoder encoder(h);
+  pb::HistoryRecord record;
+  RETURN_IF_ERROR(encoder.Header(record.mutable_header()));
+  RETURN_IF_ERROR(writer.Write(record, "the header"));
+  for (uint32_t i = 0; i < h.size(); ++i) {
+    record.Clear();
+    TxnId id(i);
+    RETURN_IF_ERROR(encoder.Txn(id, record.mutable_txn()));
+    RETURN_IF_ERROR(writer.Write(record, fmt::format("transaction {}", h.txn_name(id))));
+  }
+  out.flush();
+  if (!out) return absl::UnavailableError("the output stream failed");
+  return absl::OkStatus();
+}
+
+}  // namespace isowatch::formats
