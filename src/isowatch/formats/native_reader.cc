@@ -156,28 +156,26 @@ class ByteSource {
 
 bool IsJsonSpace(int c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-// Decides the encoding from the start of `in`, consuming at most kMaxBinaryLeadingWhitespace + 2
+// Decides the encoding from the start of `in`, consuming at most kMaxBinaryLeadingWhitespace + 1
 // bytes, which are appended to `prefix`: JSON lines when the first byte other than whitespace is
 // '{' not followed by LF or 0x12 (the start of a binary record of 123 bytes is '{' and then the
 // tag of the record's header or txn field, 0x0a or 0x12), when the leading whitespace is too long
 // for a binary file, or when there is nothing but whitespace; binary otherwise.
 NativeEncoding DetectEncoding(io::ZeroCopyInputStream* in, std::string* prefix) {
   ByteSource src(in);
-  NativeEncoding encoding = NativeEncoding::kBinary;
+  NativeEncoding encoding = NativeEncoding::kJsonLines;
   int c = src.Get();
-  while (c >= 0 && IsJsonSpace(c) && prefix->size() <= kMaxBinaryLeadingWhitespace) {
+  while (c >= 0 && IsJsonSpace(c) && prefix->size() < kMaxBinaryLeadingWhitespace) {
     prefix->push_back(static_cast<char>(c));
     c = src.Get();
   }
-  if (c < 0 || IsJsonSpace(c)) {
-    encoding = NativeEncoding::kJsonLines;
-  } else if (c == '{') {
+  if (c >= 0) prefix->push_back(static_cast<char>(c));
+  if (c == '{') {
     int next = src.Get();
-    encoding = next == '\n' || next == 0x12 ? NativeEncoding::kBinary : NativeEncoding::kJsonLines;
-    prefix->push_back(static_cast<char>(c));
     if (next >= 0) prefix->push_back(static_cast<char>(next));
-  } else {
-    prefix->push_back(static_cast<char>(c));
+    if (next == '\n' || next == 0x12) encoding = NativeEncoding::kBinary;
+  } else if (c >= 0 && !IsJsonSpace(c)) {
+    encoding = NativeEncoding::kBinary;
   }
   src.Release();
   return encoding;
@@ -408,20 +406,21 @@ class Decoder {
         return absl::OkStatus();
       case pb::Operation::WRITE:
       case pb::Operation::APPEND: {
-        const char* name = op.kind() == pb::Operation::WRITE ? "WRITE" : "APPEND";
+        const bool write = op.kind() == pb::Operation::WRITE;
+        const char* kind = write ? "WRITE" : "APPEND";
+        const char* a_kind = write ? "a WRITE" : "an APPEND";
         if (!has_value) {
           return absl::InvalidArgumentError(
-              fmt::format("{} {} without a value (expected int or bytes)",
-                          op.kind() == pb::Operation::WRITE ? "a" : "an", name));
+              fmt::format("{} without a value (expected int or bytes)", a_kind));
         }
         if (op.unknown()) {
           return absl::InvalidArgumentError(
-              fmt::format("an unknown {} (only reads can be unknown)", name));
+              fmt::format("an unknown {} (only reads can be unknown)", kind));
         }
         if (op.list().elements_size() > 0) {
-          return absl::InvalidArgumentError(fmt::format("a {} with a list", name));
+          return absl::InvalidArgumentError(fmt::format("{} with a list", a_kind));
         }
-        if (op.kind() == pb::Operation::WRITE) {
+        if (write) {
           builder_.Write(key, ValueOf(op.value()));
         } else {
           builder_.Append(key, ValueOf(op.value()));

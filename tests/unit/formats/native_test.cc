@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -376,6 +377,15 @@ TEST(NativeTest, DetectsTheEncoding) {
   EXPECT_EQ(Read("").size(), 0u);
   EXPECT_EQ(Read(" \n\r\n\t").size(), 0u);
   EXPECT_EQ(Read("\n\n  {\"txn\": {\"id_int\": 1}}").size(), 1u);
+  // Long leading whitespace: JSON lines, and every line counts.
+  EXPECT_EQ(Read(std::string(100, '\n') + "{\"txn\": {\"id_int\": 1}}").size(), 1u);
+  EXPECT_EQ(Read(std::string(200, ' ')).size(), 0u);
+  EXPECT_THAT(ReadError(std::string(100, '\n') + "{\"txn\": {}}"),
+              HasSubstr("in.hist: line 101: a transaction without an id"));
+  EXPECT_THAT(ReadError(std::string(63, '\n') + "{\"txn\": {}}"),
+              HasSubstr("in.hist: line 64: a transaction without an id"));
+  EXPECT_THAT(ReadError(std::string(64, '\n') + "{\"txn\": {}}"),
+              HasSubstr("in.hist: line 65: a transaction without an id"));
 
   // A binary file whose first record is 123 bytes long starts with '{' = 0x7b.
   pb::HistoryRecord r;
@@ -609,6 +619,10 @@ TEST(NativeTest, MissingFileIsNotFound) {
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(h.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(h.status().message()), HasSubstr("/nonexistent/dir/file.hist"));
+  // A directory opens but cannot be read.
+  auto dir = ReadNativeFile(::testing::TempDir(), {});
+  ASSERT_FALSE(dir.ok());
+  EXPECT_THAT(std::string(dir.status().message()), HasSubstr("read failed at byte 0"));
 }
 
 TEST(NativeTest, WriterRejectsWhatTheFormatCannotHold) {
@@ -679,25 +693,28 @@ History BuildLargeHistory(size_t n) {
   return std::move(h).value();
 }
 
-TEST(NativeTest, LargeHistoryRoundTripsThroughFiles) {
+void RoundTripThroughFile(NativeEncoding encoding, const std::string& name) {
   History h = BuildLargeHistory(20000);
-  const std::string expected = Dump(h);
-  for (NativeEncoding encoding : {NativeEncoding::kBinary, NativeEncoding::kJsonLines}) {
-    std::string path =
-        ::testing::TempDir() +
-        (encoding == NativeEncoding::kBinary ? "native_large.bin" : "native_large.jsonl");
-    {
-      std::ofstream out(path, std::ios::binary);
-      ASSERT_TRUE(WriteNative(h, encoding, out).ok());
-    }
-    EXPECT_GT(std::filesystem::file_size(path), size_t{1} << 20);
-    auto back = ReadNativeFile(path, {});
-    ASSERT_TRUE(back.ok()) << back.status();
-    EXPECT_EQ(back->size(), 20000u);
-    EXPECT_EQ(back->source(), path);
-    EXPECT_EQ(Dump(*back), expected);
-    std::filesystem::remove(path);
+  const std::string path = ::testing::TempDir() + name;
+  {
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(WriteNative(h, encoding, out).ok());
   }
+  EXPECT_GT(std::filesystem::file_size(path), size_t{1} << 20);
+  auto back = ReadNativeFile(path, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->size(), 20000u);
+  EXPECT_EQ(back->source(), path);
+  EXPECT_EQ(Dump(*back), Dump(h));
+  std::filesystem::remove(path);
+}
+
+TEST(NativeTest, LargeHistoryRoundTripsThroughBinaryFile) {
+  RoundTripThroughFile(NativeEncoding::kBinary, "native_large.bin");
+}
+
+TEST(NativeTest, LargeHistoryRoundTripsThroughJsonLinesFile) {
+  RoundTripThroughFile(NativeEncoding::kJsonLines, "native_large.jsonl");
 }
 
 }  // namespace
