@@ -28,7 +28,8 @@ inline constexpr uint32_t kNativeFormatVersion = 1;
 // The largest record read or written: a binary record's serialized message, or one JSON line.
 inline constexpr size_t kNativeMaxRecordSize = size_t{64} << 20;
 
-// Reads a native file, detecting the encoding from its first byte ('{' = JSON lines). The file is
+// Reads a native file, detecting the encoding from its first byte other than whitespace ('{' =
+// JSON lines, with the exception in docs/history-format.md, section 4). The file is
 // read through a stream, never held whole. The Header is optional (without one, the initial state
 // is the default). options.initial_value sets the default register value unless the Header sets
 // one.
@@ -42,7 +43,7 @@ absl::StatusOr<history::History> ReadNativeString(std::string_view data, const R
 // every transaction in input order with its sequence number, status, timestamps and operations.
 // Reading the output gives back the same history. Errors (InvalidArgument): what the format
 // cannot hold (a write of an absent value, a list element that is absent, an id or session that
-// is not UTF-8, a record over kNativeMaxRecordSize); a failing stream.
+// is not UTF-8, a record over kNativeMaxRecordSize). Unavailable: the stream failed.
 absl::Status WriteNative(const history::History& h, NativeEncoding encoding, std::ostream& out);
 
 // True if `head`, the first bytes of a file (at least 3), starts the way a native binary file
