@@ -37,19 +37,17 @@ const char* FileFormatName(FileFormat format) {
 absl::StatusOr<FileFormat> DetectFileFormat(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(fmt::format("{}: cannot open file", path));
-  char c = 0;
-  while (in.get(c)) {
-    if (std::isspace(static_cast<unsigned char>(c))) continue;
-    // A UTF-8 byte order mark before JSON.
-    if (static_cast<unsigned char>(c) == 0xEF) {
-      in.ignore(2);
-      continue;
-    }
-    if (c == '[') return FileFormat::kTimeKiller;
-    if (c == '{') return FileFormat::kNativeJson;
-    return FileFormat::kNative;
-  }
-  // An empty file: the native reader gives the clearer answer.
+  char head[64] = {};
+  in.read(head, sizeof(head));
+  std::string_view bytes(head, static_cast<size_t>(in.gcount()));
+  // A binary record's length byte can look like '[' or '{'; binary files are recognised first.
+  if (LooksLikeNativeBinary(bytes)) return FileFormat::kNative;
+  size_t i = 0;
+  if (bytes.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // a UTF-8 byte order mark
+  while (i < bytes.size() && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
+  if (i == bytes.size()) return FileFormat::kNative;  // empty: the native reader answers best
+  if (bytes[i] == '[') return FileFormat::kTimeKiller;
+  if (bytes[i] == '{') return FileFormat::kNativeJson;
   return FileFormat::kNative;
 }
 
