@@ -1,9 +1,64 @@
 // SPDX-License-Identifier: Apache-2.0
+// Feeds bytes to the TimeKiller reader. The input is split at its first NUL byte: the part before
+// is the history document, the part after (if any) the initial-transaction document.
+//
+// Besides "no crash", it checks that the reader's answer does not depend on the chunk size, and
+// that a history it accepts survives a round trip through the writer unchanged.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "isowatch/formats/internal/timekiller_internal.h"
+#include "isowatch/formats/timekiller.h"
+
+#include "absl/status/statusor.h"
+
+namespace {
+
+using isowatch::formats::ReadOptions;
+using isowatch::history::History;
+
+std::string Written(const History& h) {
+  std::ostringstream out;
+  if (!isowatch::formats::WriteTimeKiller(h, out).ok()) std::abort();
+  return out.str();
+}
+
+std::string Outcome(const absl::StatusOr<History>& h) {
+  if (!h.ok()) return h.status().ToString();
+  return Written(*h);
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  (void)data;
-  (void)size;
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  std::string_view history = input;
+  std::string_view initial;
+  if (size_t nul = input.find('\0'); nul != std::string_view::npos) {
+    history = input.substr(0, nul);
+    initial = input.substr(nul + 1);
+  }
+  ReadOptions options;
+  if (!history.empty() && history.back() == '\n') options.initial_value = 0;
+
+  absl::StatusOr<History> h =
+      isowatch::formats::ReadTimeKillerString(history, options, "fuzz.json", initial);
+  // Small chunks put boundaries inside tokens, strings and escapes.
+  const size_t chunk = 1 + size % 17;
+  absl::StatusOr<History> chunked = isowatch::formats::internal::ReadTimeKillerStringChunked(
+      history, options, "fuzz.json", initial, chunk);
+  const std::string outcome = Outcome(h);
+  if (Outcome(chunked) != outcome) std::abort();
+
+  if (h.ok()) {
+    absl::StatusOr<History> again =
+        isowatch::formats::ReadTimeKillerString(outcome, options, "fuzz.json", initial);
+    if (!again.ok() || Written(*again) != outcome) std::abort();
+  }
   return 0;
 }

@@ -1,1 +1,970 @@
 // SPDX-License-Identifier: Apache-2.0
+// Reader of TimeKiller JSON histories (see timekiller.h).
+//
+// The history document is split into its array elements by internal::ChunkedJsonArray, and each
+// transaction object is parsed on its own with simdjson's On-Demand API, straight from the chunk
+// buffer. A transaction's operations are collected in reusable vectors (its members may come in
+// any order, so "ops" may precede "tid") and then handed to the HistoryBuilder.
+//
+// Semantics, beyond the grammar in timekiller.h:
+//  - "tid" and "sid" may be numbers (integers) or strings; 67 and "67" name the same id. The
+//    numeric flag is kept so the writer emits numbers as numbers.
+//  - "sts"/"cts" are {"p": P, "l": L}; each part is an int64 number or a decimal string; a missing
+//    "l" is 0; extra members are ignored.
+//  - Op types are compared case-insensitively: w/write, r/read, a/append.
+//  - A read with "v": null (or without "v") is recorded as a read of the absent value. It stays
+//    absent even when ReadOptions::initial_value is set (0 included): that value becomes the
+//    history's default initial value, and checkers compare absent reads against it. For a list
+//    key, the builder turns such a read into a read of the empty list; a key only ever read that
+//    way counts as a list when every other key of the history is a list (it then gets an empty
+//    initial list).
+//  - A write with "v": null is accepted (the reference checker accepts it) and recorded as a
+//    write of the absent value.
+//  - A key is either a register (written, or read with a scalar) or a list (appended to, or read
+//    with an array) for the whole history, the initial transaction included.
+//  - All transactions are committed; the file order of a session's transactions is its session
+//    order.
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "isowatch/common/status_macros.h"
+#include "isowatch/formats/internal/chunked_json_array.h"
+#include "isowatch/formats/internal/timekiller_internal.h"
+#include "isowatch/formats/timekiller.h"
+#include "isowatch/history/history_builder.h"
+
+#include "absl/container/flat_hash_map.h"
+
+namespace isowatch::formats {
+namespace {
+
+using internal::FileSource;
+using internal::MemorySource;
+
+namespace od = simdjson::ondemand;
+using history::HistoryBuilder;
+using history::Timestamp;
+using history::Value;
+
+constexpr size_t kSimdjsonPadding = simdjson::SIMDJSON_PADDING;
+static_assert(internal::ChunkedJsonArray::kPadding >= kSimdjsonPadding);
+
+enum class OpType : uint8_t { kWrite, kRead, kAppend };
+// What an op's "v" held.
+enum class ValueForm : uint8_t { kMissing, kNull, kInt, kList };
+
+// An operation parsed but not yet given to the builder.
+struct PendingOp {
+  OpType type = OpType::kRead;
+  ValueForm form = ValueForm::kMissing;
+  int64_t key = 0;
+  int64_t value = 0;
+  uint32_t list_begin = 0;  // kList: the elements, in TimeKillerParser::elements_
+  uint32_t list_size = 0;
+  const char* where = nullptr;  // the op's '{'
+};
+
+// How a key has been used so far.
+constexpr uint8_t kUsedAsRegister = 1;
+constexpr uint8_t kUsedAsList = 2;
+
+constexpr size_t kMinParserCapacity = size_t{64} << 10;
+
+// ASCII case-insensitive equality with a lower-case `lower`.
+bool EqualsLower(std::string_view s, std::string_view lower) {
+  if (s.size() != lower.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+// A JSON integer: -?(0|[1-9][0-9]*).
+bool IsJsonInteger(std::string_view s) {
+  size_t i = 0;
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i == s.size()) return false;
+  if (s[i] == '0') return i + 1 == s.size();
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  return true;
+}
+
+// Parses a decimal int64 (optional '-', digits only).
+bool ParseDecimal(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, *out, 10);
+  return ec == std::errc() && ptr == end;
+}
+
+std::string_view TrimTrailingSpace(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Shows text from the input in a message: printable ASCII as is, other bytes as \xHH, at most
+// 40 bytes.
+std::string Shown(std::string_view s) {
+  std::string out;
+  const size_t n = std::min<size_t>(s.size(), 40);
+  for (size_t i = 0; i < n; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  if (n < s.size()) out += "...";
+  return out;
+}
+
+// The first byte of [p, end) that does not start a valid UTF-8 sequence, or nullptr.
+const char* FindInvalidUtf8(const char* p, const char* end) {
+  const auto* s = reinterpret_cast<const unsigned char*>(p);
+  const auto* e = reinterpret_cast<const unsigned char*>(end);
+  while (s < e) {
+    const unsigned char c = *s;
+    size_t n = 0;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xbf;
+    if (c < 0x80) {
+      ++s;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      n = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      if (c == 0xe0) lo = 0xa0;
+      if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      if (c == 0xf0) lo = 0x90;
+      if (c == 0xf4) hi = 0x8f;
+    } else {
+      return reinterpret_cast<const char*>(s);
+    }
+    if (static_cast<size_t>(e - s) <= n) return reinterpret_cast<const char*>(s);
+    if (s[1] < lo || s[1] > hi) return reinterpret_cast<const char*>(s);
+    for (size_t i = 2; i <= n; ++i) {
+      if (s[i] < 0x80 || s[i] > 0xbf) return reinterpret_cast<const char*>(s);
+    }
+    s += n + 1;
+  }
+  return nullptr;
+}
+
+// The first control character inside a string in [p, end), or nullptr.
+const char* FindUnescapedControl(const char* p, const char* end) {
+  bool in_string = false;
+  for (; p < end; ++p) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (in_string) {
+      if (c == '\\') {
+        ++p;
+      } else if (c == '"') {
+        in_string = false;
+      } else if (c < 0x20) {
+        return p;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    }
+  }
+  return nullptr;
+}
+
+// The name of `field`; unescaped (into the parser's string buffer) only if it has escapes.
+[[gnu::always_inline]] inline simdjson::error_code FieldName(od::field& field,
+                                                             std::string_view* name) {
+  const char* raw = field.key().raw();
+  size_t n = 0;
+  while (raw[n] != '"' && raw[n] != '\\') ++n;
+  if (raw[n] == '"') {
+    *name = std::string_view(raw, n);
+    return simdjson::SUCCESS;
+  }
+  return field.unescaped_key().get(*name);
+}
+
+// The text of the string `v`; unescaped only if it has escapes (stage 1 has already rejected
+// unescaped control characters and bad UTF-8). INCORRECT_TYPE if `v` is not a string.
+[[gnu::always_inline]] inline simdjson::error_code StringText(od::value& v,
+                                                              std::string_view* text) {
+  const std::string_view raw = v.raw_json_token();
+  if (raw.empty() || raw[0] != '"') return simdjson::INCORRECT_TYPE;
+  const char* s = raw.data() + 1;
+  size_t n = 0;
+  while (s[n] != '"' && s[n] != '\\') ++n;
+  if (s[n] == '"') {
+    *text = std::string_view(s, n);
+    return simdjson::SUCCESS;
+  }
+  return v.get_string().get(*text);
+}
+
+// Whether the document has been read to its end.
+bool AtEnd(od::document& doc) { return doc.current_location().error() == simdjson::OUT_OF_BOUNDS; }
+
+// "line:column" of `where` in a document held whole from `begin`.
+std::string LineColumnIn(const char* begin, const char* where) {
+  uint64_t line = 1;
+  const char* line_start = begin;
+  for (const char* p = begin; p < where; ++p) {
+    if (*p == '\n') {
+      ++line;
+      line_start = p + 1;
+    }
+  }
+  return fmt::format("{}:{}", line, where - line_start + 1);
+}
+
+// Parses TimeKiller transactions and initial-transaction documents into a HistoryBuilder. Errors
+// are recorded as (position, message) and turned into a Status by the caller, which knows how to
+// name positions. Not thread-safe.
+class TimeKillerParser {
+ public:
+  explicit TimeKillerParser(HistoryBuilder* builder) : builder_(builder) {}
+
+  // Reads the transaction array from `source`.
+  absl::Status ReadHistory(internal::ByteSource* source, const std::string& source_name,
+                           size_t chunk_size);
+  // In a history whose keys are all lists, a key that is only ever read with null (or without
+  // "v") is a list too: marks it so that the builder turns those reads into empty-list reads.
+  void MarkUndecidedKeysAsLists();
+  // Reads an initial-transaction document. `json` must have SIMDJSON_PADDING readable bytes
+  // after its end.
+  absl::Status ReadInitial(std::string_view json, const std::string& source_name);
+
+ private:
+  // Records an error at `where` and returns false.
+  bool Fail(const char* where, std::string message) {
+    fail_where_ = where;
+    fail_message_ = std::move(message);
+    return false;
+  }
+  // Records a simdjson error met while reading `what`.
+  bool FailJson(const char* where, simdjson::error_code error, std::string_view what);
+  // The raw text of `v` (for messages), or "" if it cannot be had.
+  static std::string_view RawToken(od::value& v);
+  static const char* Where(od::value& v, const char* fallback);
+
+  // A transaction object; fills the fields below and ops_/elements_.
+  bool ParseTxn(od::object& obj, const char* start);
+  bool ParseId(od::value& v, const char* where, std::string_view name, std::string_view* text,
+               bool* numeric);
+  bool ParseHlc(od::value& v, const char* where, std::string_view name, Timestamp* ts);
+  // Part `part` ("p" or "l") of timestamp `name`.
+  bool ParseHlcPart(od::value& v, const char* where, std::string_view name, std::string_view part,
+                    int64_t* out);
+  // The "ops" array; `context` prefixes messages ("" or "initial transaction: ").
+  bool ParseOps(od::value& v, const char* where);
+  bool ParseOp(od::value& v, size_t index);
+  bool ParseOpValue(od::value& v, const char* where, size_t index, PendingOp* op);
+  // Gives the parsed transaction to the builder.
+  bool EmitTxn(const char* start, uint64_t offset);
+  // Records how `key` is used; fails if it was used the other way before.
+  bool UseKey(KeyId key, int64_t key_value, uint8_t use, size_t op_index, const char* where);
+  // Turns a simdjson error from iterate() into a positioned failure.
+  bool FailIterate(simdjson::error_code error, const char* begin, const char* end);
+
+  HistoryBuilder* builder_;
+  od::parser parser_;
+  const char* fail_where_ = nullptr;
+  std::string fail_message_;
+
+  // The transaction being parsed.
+  std::string_view tid_;
+  std::string_view sid_;
+  bool tid_numeric_ = false;
+  bool sid_numeric_ = false;
+  Timestamp sts_;
+  Timestamp cts_;
+  std::vector<PendingOp> ops_;
+  std::vector<int64_t> elements_;
+  // Per key id: kUsedAsRegister / kUsedAsList bits.
+  std::vector<uint8_t> key_use_;
+};
+
+std::string_view TimeKillerParser::RawToken(od::value& v) {
+  return TrimTrailingSpace(v.raw_json_token());
+}
+
+const char* TimeKillerParser::Where(od::value& v, const char* fallback) {
+  std::string_view raw = v.raw_json_token();
+  return raw.data() == nullptr ? fallback : raw.data();
+}
+
+bool TimeKillerParser::FailJson(const char* where, simdjson::error_code error,
+                                std::string_view what) {
+  switch (error) {
+    case simdjson::INCORRECT_TYPE:
+    case simdjson::NUMBER_ERROR:
+    case simdjson::NUMBER_OUT_OF_RANGE:
+      return Fail(where, fmt::format("expected {}", what));
+    default:
+      return Fail(where, fmt::format("invalid JSON while reading {}: {}", what,
+                                     simdjson::error_message(error)));
+  }
+}
+
+bool TimeKillerParser::FailIterate(simdjson::error_code error, const char* begin, const char* end) {
+  const char* where = begin;
+  if (error == simdjson::UTF8_ERROR) {
+    if (const char* bad = FindInvalidUtf8(begin, end)) where = bad;
+    return Fail(where, "invalid UTF-8");
+  }
+  if (error == simdjson::UNESCAPED_CHARS) {
+    if (const char* bad = FindUnescapedControl(begin, end)) where = bad;
+    return Fail(where, "unescaped control character in a string");
+  }
+  return Fail(where, fmt::format("invalid JSON: {}", simdjson::error_message(error)));
+}
+
+bool TimeKillerParser::ParseId(od::value& v, const char* where, std::string_view name,
+                               std::string_view* text, bool* numeric) {
+  od::json_type type;
+  if (auto error = v.type().get(type)) {
+    return FailJson(where, error, fmt::format("\"{}\" to be an integer or a string", name));
+  }
+  if (type == od::json_type::string) {
+    if (auto error = StringText(v, text)) {
+      return FailJson(where, error, fmt::format("\"{}\" to be a valid string", name));
+    }
+    *numeric = false;
+    return true;
+  }
+  if (type == od::json_type::number) {
+    std::string_view raw = RawToken(v);
+    if (!IsJsonInteger(raw)) {
+      return Fail(where, fmt::format("expected \"{}\" to be an integer or a string, found {}", name,
+                                     Shown(raw)));
+    }
+    *text = raw;
+    *numeric = true;
+    return true;
+  }
+  return Fail(where, fmt::format("expected \"{}\" to be an integer or a string, found {}", name,
+                                 Shown(RawToken(v))));
+}
+
+bool TimeKillerParser::ParseHlcPart(od::value& v, const char* where, std::string_view name,
+                                    std::string_view part, int64_t* out) {
+  od::json_type type;
+  if (v.type().get(type) == simdjson::SUCCESS) {
+    if (type == od::json_type::number) {
+      if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;
+    } else if (type == od::json_type::string) {
+      std::string_view s;
+      if (StringText(v, &s) == simdjson::SUCCESS && ParseDecimal(s, out)) return true;
+      return Fail(where, fmt::format("expected \"{}.{}\" to be a 64-bit integer or a decimal "
+                                     "string, found \"{}\"",
+                                     name, part, Shown(s)));
+    }
+  }
+  return Fail(where,
+              fmt::format("expected \"{}.{}\" to be a 64-bit integer or a decimal string, found {}",
+                          name, part, Shown(RawToken(v))));
+}
+
+bool TimeKillerParser::ParseHlc(od::value& v, const char* where, std::string_view name,
+                                Timestamp* ts) {
+  od::object obj;
+  if (v.get_object().get(obj) != simdjson::SUCCESS) {
+    return Fail(where, fmt::format("expected \"{}\" to be an object {{\"p\", \"l\"}}, found {}",
+                                   name, Shown(RawToken(v))));
+  }
+  bool has_p = false;
+  bool has_l = false;
+  ts->logical = 0;
+  for (auto field_result : obj) {
+    if (auto error = field_result.error()) {
+      return FailJson(where, error, fmt::format("\"{}\" to be an object {{\"p\", \"l\"}}", name));
+    }
+    od::field& field = field_result.value_unsafe();
+    const char* key_where = field.key().raw() - 1;
+    std::string_view key;
+    if (auto error = FieldName(field, &key)) {
+      return FailJson(key_where, error, "a member name");
+    }
+    if (key == "p" || key == "l") {
+      bool& seen = key == "p" ? has_p : has_l;
+      if (seen) {
+        return Fail(key_where, fmt::format("\"{}\" has two members \"{}\"", name, key));
+      }
+      seen = true;
+      if (!ParseHlcPart(field.value(), key_where, name, key,
+                        key == "p" ? &ts->physical : &ts->logical)) {
+        return false;
+      }
+    }
+  }
+  if (!has_p) return Fail(where, fmt::format("\"{}\" has no \"p\"", name));
+  return true;
+}
+
+bool TimeKillerParser::ParseOpValue(od::value& v, const char* where, size_t index, PendingOp* op) {
+  od::json_type type;
+  if (auto error = v.type().get(type)) {
+    return FailJson(where, error, "\"v\" to be an integer, null or an array of integers");
+  }
+  switch (type) {
+    case od::json_type::null: {
+      bool is_null = false;
+      if (v.is_null().get(is_null) != simdjson::SUCCESS || !is_null) {
+        return Fail(where, fmt::format("op #{}: expected \"v\" to be an integer, null or an array "
+                                       "of integers, found {}",
+                                       index, Shown(RawToken(v))));
+      }
+      op->form = ValueForm::kNull;
+      return true;
+    }
+    case od::json_type::number:
+      if (v.get_int64().get(op->value) != simdjson::SUCCESS) {
+        return Fail(where, fmt::format("op #{}: expected \"v\" to be a 64-bit integer, found {}",
+                                       index, Shown(RawToken(v))));
+      }
+      op->form = ValueForm::kInt;
+      return true;
+    case od::json_type::array: {
+      od::array array;
+      if (auto error = v.get_array().get(array)) {
+        return FailJson(where, error, "\"v\" to be an array of integers");
+      }
+      op->form = ValueForm::kList;
+      op->list_begin = static_cast<uint32_t>(elements_.size());
+      size_t element_index = 0;
+      for (auto element_result : array) {
+        if (auto error = element_result.error()) {
+          return FailJson(where, error, fmt::format("op #{}: \"v\" to be an array", index));
+        }
+        od::value& element = element_result.value_unsafe();
+        int64_t x = 0;
+        if (element.get_int64().get(x) != simdjson::SUCCESS) {
+          return Fail(Where(element, where),
+                      fmt::format("op #{}: expected element {} of \"v\" to be a 64-bit integer, "
+                                  "found {}",
+                                  index, element_index, Shown(RawToken(element))));
+        }
+        elements_.push_back(x);
+        ++element_index;
+      }
+      op->list_size = static_cast<uint32_t>(elements_.size() - op->list_begin);
+      return true;
+    }
+    default:
+      return Fail(where, fmt::format("op #{}: expected \"v\" to be an integer, null or an array of "
+                                     "integers, found {}",
+                                     index, Shown(RawToken(v))));
+  }
+}
+
+bool TimeKillerParser::ParseOp(od::value& v, size_t index) {
+  const char* op_where = Where(v, nullptr);
+  od::object obj;
+  if (v.get_object().get(obj) != simdjson::SUCCESS) {
+    return Fail(op_where,
+                fmt::format("op #{}: expected an object {{\"t\", \"k\", \"v\"}}, found {}", index,
+                            Shown(RawToken(v))));
+  }
+  PendingOp op;
+  op.where = op_where;
+  std::string_view type_text;
+  const char* type_where = nullptr;
+  const char* key_member_where = nullptr;
+  const char* value_where = nullptr;
+  for (auto field_result : obj) {
+    if (auto error = field_result.error()) {
+      return FailJson(op_where, error, fmt::format("op #{} to be an object", index));
+    }
+    od::field& field = field_result.value_unsafe();
+    const char* member_where = field.key().raw() - 1;
+    std::string_view key;
+    if (auto error = FieldName(field, &key)) {
+      return FailJson(member_where, error, "a member name");
+    }
+    if (key.size() != 1) continue;
+    const char** seen = nullptr;
+    switch (key[0]) {
+      case 't':
+        seen = &type_where;
+        break;
+      case 'k':
+        seen = &key_member_where;
+        break;
+      case 'v':
+        seen = &value_where;
+        break;
+      default:
+        continue;
+    }
+    if (*seen != nullptr) {
+      return Fail(member_where, fmt::format("op #{}: two members \"{}\"", index, key));
+    }
+    *seen = member_where;
+    od::value& value = field.value();
+    switch (key[0]) {
+      case 't':
+        if (StringText(value, &type_text) != simdjson::SUCCESS) {
+          return Fail(member_where, fmt::format("op #{}: expected \"t\" to be a string, found {}",
+                                                index, Shown(RawToken(value))));
+        }
+        break;
+      case 'k':
+        if (value.get_int64().get(op.key) != simdjson::SUCCESS) {
+          return Fail(member_where,
+                      fmt::format("op #{}: expected \"k\" to be a 64-bit integer, found {}", index,
+                                  Shown(RawToken(value))));
+        }
+        break;
+      default:
+        if (!ParseOpValue(value, member_where, index, &op)) return false;
+        break;
+    }
+  }
+  if (type_where == nullptr) return Fail(op_where, fmt::format("op #{}: missing \"t\"", index));
+  if (key_member_where == nullptr) {
+    return Fail(op_where, fmt::format("op #{}: missing \"k\"", index));
+  }
+  if (EqualsLower(type_text, "w") || EqualsLower(type_text, "write")) {
+    op.type = OpType::kWrite;
+  } else if (EqualsLower(type_text, "r") || EqualsLower(type_text, "read")) {
+    op.type = OpType::kRead;
+  } else if (EqualsLower(type_text, "a") || EqualsLower(type_text, "append")) {
+    op.type = OpType::kAppend;
+  } else {
+    return Fail(type_where, fmt::format("op #{}: unknown op type \"{}\" (expected w, write, r, "
+                                        "read, a or append)",
+                                        index, Shown(type_text)));
+  }
+  if (op.type != OpType::kRead) {
+    const char* what = op.type == OpType::kWrite ? "a write" : "an append";
+    if (op.form == ValueForm::kMissing) {
+      return Fail(op_where, fmt::format("op #{}: {} needs \"v\"", index, what));
+    }
+    if (op.form == ValueForm::kList) {
+      return Fail(
+          value_where,
+          fmt::format("op #{}: the \"v\" of {} must be one integer, not an array", index, what));
+    }
+    if (op.type == OpType::kAppend && op.form == ValueForm::kNull) {
+      return Fail(
+          value_where,
+          fmt::format("op #{}: the \"v\" of an append must be an integer, not null", index));
+    }
+  }
+  ops_.push_back(op);
+  return true;
+}
+
+bool TimeKillerParser::ParseOps(od::value& v, const char* where) {
+  od::array array;
+  if (v.get_array().get(array) != simdjson::SUCCESS) {
+    return Fail(where,
+                fmt::format("expected \"ops\" to be an array, found {}", Shown(RawToken(v))));
+  }
+  size_t index = 0;
+  for (auto op_result : array) {
+    if (auto error = op_result.error()) {
+      return FailJson(where, error, "\"ops\" to be an array of objects");
+    }
+    od::value& op_value = op_result.value_unsafe();
+    if (!ParseOp(op_value, index)) return false;
+    ++index;
+  }
+  return true;
+}
+
+bool TimeKillerParser::ParseTxn(od::object& obj, const char* start) {
+  ops_.clear();
+  elements_.clear();
+  const char* tid_where = nullptr;
+  const char* sid_where = nullptr;
+  const char* sts_where = nullptr;
+  const char* cts_where = nullptr;
+  const char* ops_where = nullptr;
+  for (auto field_result : obj) {
+    if (auto error = field_result.error()) {
+      return FailJson(start, error, "a transaction object");
+    }
+    od::field& field = field_result.value_unsafe();
+    const char* member_where = field.key().raw() - 1;
+    std::string_view key;
+    if (auto error = FieldName(field, &key)) {
+      return FailJson(member_where, error, "a member name");
+    }
+    if (key.size() != 3) continue;
+    const char** seen = nullptr;
+    if (key == "tid") {
+      seen = &tid_where;
+    } else if (key == "sid") {
+      seen = &sid_where;
+    } else if (key == "sts") {
+      seen = &sts_where;
+    } else if (key == "cts") {
+      seen = &cts_where;
+    } else if (key == "ops") {
+      seen = &ops_where;
+    } else {
+      continue;
+    }
+    if (*seen != nullptr) return Fail(member_where, fmt::format("two members \"{}\"", key));
+    *seen = member_where;
+    od::value& value = field.value();
+    bool ok = true;
+    if (seen == &tid_where) {
+      ok = ParseId(value, member_where, "tid", &tid_, &tid_numeric_);
+    } else if (seen == &sid_where) {
+      ok = ParseId(value, member_where, "sid", &sid_, &sid_numeric_);
+    } else if (seen == &sts_where) {
+      ok = ParseHlc(value, member_where, "sts", &sts_);
+    } else if (seen == &cts_where) {
+      ok = ParseHlc(value, member_where, "cts", &cts_);
+    } else {
+      ok = ParseOps(value, member_where);
+    }
+    if (!ok) return false;
+  }
+  if (tid_where == nullptr) return Fail(start, "missing \"tid\"");
+  if (sid_where == nullptr) return Fail(start, "missing \"sid\"");
+  if (sts_where == nullptr) return Fail(start, "missing \"sts\"");
+  if (cts_where == nullptr) return Fail(start, "missing \"cts\"");
+  if (ops_where == nullptr) return Fail(start, "missing \"ops\"");
+  if (sts_ > cts_) {
+    return Fail(sts_where,
+                fmt::format("\"sts\" {} is after \"cts\" {}", sts_.ToString(), cts_.ToString()));
+  }
+  return true;
+}
+
+bool TimeKillerParser::UseKey(KeyId key, int64_t key_value, uint8_t use, size_t op_index,
+                              const char* where) {
+  if (key.value() >= key_use_.size()) key_use_.resize(key.value() + 1, 0);
+  uint8_t& used = key_use_[key.value()];
+  if ((used | use) == (kUsedAsRegister | kUsedAsList)) {
+    return Fail(where,
+                use == kUsedAsList
+                    ? fmt::format("op #{}: key {} is used as a list here (appended to or read as "
+                                  "an array) but as a register elsewhere",
+                                  op_index, key_value)
+                    : fmt::format("op #{}: key {} is used as a register here (written or read as "
+                                  "a scalar) but as a list elsewhere",
+                                  op_index, key_value));
+  }
+  used |= use;
+  return true;
+}
+
+bool TimeKillerParser::EmitTxn(const char* start, uint64_t offset) {
+  history::TxnHeader header{.id = tid_,
+                            .id_numeric = tid_numeric_,
+                            .session = sid_,
+                            .session_numeric = sid_numeric_,
+                            .start = sts_,
+                            .commit = cts_,
+                            .source_offset = offset};
+  if (absl::Status s = builder_->BeginTxn(header); !s.ok()) {
+    return Fail(start, std::string(s.message()));
+  }
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const PendingOp& op = ops_[i];
+    const KeyId key = builder_->IntKey(op.key);
+    if (key.value() >= key_use_.size()) key_use_.resize(key.value() + 1, 0);
+    uint8_t use = 0;
+    if (op.type == OpType::kAppend || op.form == ValueForm::kList) {
+      use = kUsedAsList;
+    } else if (op.type == OpType::kWrite || op.form == ValueForm::kInt) {
+      use = kUsedAsRegister;
+    }
+    if (use != 0 && !UseKey(key, op.key, use, i, op.where)) {
+      builder_->AbandonTxn();
+      return false;
+    }
+    switch (op.type) {
+      case OpType::kWrite:
+        builder_->Write(key, op.form == ValueForm::kInt ? Value::Int(op.value) : Value::Absent());
+        break;
+      case OpType::kAppend:
+        builder_->Append(key, Value::Int(op.value));
+        break;
+      case OpType::kRead:
+        if (op.form == ValueForm::kList) {
+          builder_->ListReadBegin(key);
+          for (uint32_t e = 0; e < op.list_size; ++e) {
+            builder_->ListReadElement(Value::Int(elements_[op.list_begin + e]));
+          }
+          builder_->ListReadEnd();
+        } else {
+          builder_->Read(key, op.form == ValueForm::kInt ? Value::Int(op.value) : Value::Absent());
+        }
+        break;
+    }
+  }
+  builder_->EndTxn();
+  return true;
+}
+
+absl::Status TimeKillerParser::ReadHistory(internal::ByteSource* source,
+                                           const std::string& source_name, size_t chunk_size) {
+  internal::ChunkedJsonArray array(source, source_name, "transaction", chunk_size);
+  internal::ArrayElement element;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, array.Next(&element));
+    if (!more) break;
+    const char* start = element.data;
+    const char* end = element.data + element.size;
+    auto failure = [&]() {
+      return array.ErrorAt(fail_where_ != nullptr ? fail_where_ : start,
+                           fmt::format("transaction #{}: {}", element.index, fail_message_));
+    };
+    if (*start != '{') {
+      return array.ErrorAt(
+          start, fmt::format("transaction #{}: expected an object, found an array", element.index));
+    }
+    if (parser_.capacity() < element.size) {
+      size_t capacity = std::max({element.size, 2 * parser_.capacity(), kMinParserCapacity});
+      if (auto error = parser_.allocate(capacity)) {
+        return array.ErrorAt(
+            start, fmt::format("transaction #{}: cannot parse {} bytes: {}", element.index,
+                               element.size, simdjson::error_message(error)));
+      }
+    }
+    od::document doc;
+    if (auto error = parser_.iterate(start, element.size, element.padded_size).get(doc)) {
+      FailIterate(error, start, end);
+      return failure();
+    }
+    od::object obj;
+    if (auto error = doc.get_object().get(obj)) {
+      FailJson(start, error, "a transaction object");
+      return failure();
+    }
+    if (!ParseTxn(obj, start) || !EmitTxn(start, element.offset)) return failure();
+    if (!AtEnd(doc)) {
+      Fail(start, "unexpected content after the transaction object");
+      return failure();
+    }
+  }
+  return absl::OkStatus();
+}
+
+void TimeKillerParser::MarkUndecidedKeysAsLists() {
+  bool any_list = false;
+  for (uint8_t use : key_use_) {
+    if (use & kUsedAsRegister) return;
+    if (use & kUsedAsList) any_list = true;
+  }
+  if (!any_list) return;
+  for (size_t k = 0; k < key_use_.size(); ++k) {
+    // An empty initial list is what an unlisted list starts with anyway.
+    if (key_use_[k] == 0) builder_->SetInitialList(KeyId(static_cast<uint32_t>(k)), {});
+  }
+}
+
+absl::Status TimeKillerParser::ReadInitial(std::string_view json, const std::string& source_name) {
+  const char* begin = json.data();
+  const char* end = json.data() + json.size();
+  auto failure = [&]() {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}:{}: initial transaction: {}", source_name,
+        LineColumnIn(begin, fail_where_ != nullptr ? fail_where_ : begin), fail_message_));
+  };
+  ops_.clear();
+  elements_.clear();
+  od::document doc;
+  if (auto error =
+          parser_.iterate(json.data(), json.size(), json.size() + kSimdjsonPadding).get(doc)) {
+    FailIterate(error, begin, end);
+    return failure();
+  }
+  od::json_type type;
+  if (auto error = doc.type().get(type)) {
+    FailJson(begin, error, "a JSON object with \"ops\"");
+    return failure();
+  }
+  if (type != od::json_type::object) {
+    Fail(begin, "expected a JSON object with \"ops\"");
+    return failure();
+  }
+  od::object obj;
+  if (auto error = doc.get_object().get(obj)) {
+    FailJson(begin, error, "a JSON object with \"ops\"");
+    return failure();
+  }
+  const char* ops_where = nullptr;
+  for (auto field_result : obj) {
+    if (auto error = field_result.error()) {
+      FailJson(begin, error, "an object");
+      return failure();
+    }
+    od::field& field = field_result.value_unsafe();
+    const char* member_where = field.key().raw() - 1;
+    std::string_view key;
+    if (auto error = FieldName(field, &key)) {
+      FailJson(member_where, error, "a member name");
+      return failure();
+    }
+    if (key != "ops") continue;
+    if (ops_where != nullptr) {
+      Fail(member_where, "two members \"ops\"");
+      return failure();
+    }
+    ops_where = member_where;
+    od::value& value = field.value();
+    if (!ParseOps(value, member_where)) return failure();
+  }
+  if (!AtEnd(doc)) {
+    Fail(begin, "unexpected content after the object");
+    return failure();
+  }
+  if (ops_where == nullptr) {
+    Fail(begin, "missing \"ops\"");
+    return failure();
+  }
+
+  // Registers: the last write wins. Lists: the appends, in order.
+  std::vector<KeyId> list_keys;
+  absl::flat_hash_map<KeyId, std::vector<Value>> lists;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const PendingOp& op = ops_[i];
+    if (op.type == OpType::kRead) continue;
+    const KeyId key = builder_->IntKey(op.key);
+    const bool is_list = op.type == OpType::kAppend;
+    if (!UseKey(key, op.key, is_list ? kUsedAsList : kUsedAsRegister, i, op.where)) {
+      return failure();
+    }
+    if (is_list) {
+      auto [it, inserted] = lists.try_emplace(key);
+      if (inserted) list_keys.push_back(key);
+      it->second.push_back(Value::Int(op.value));
+    } else {
+      builder_->SetInitialRegister(
+          key, op.form == ValueForm::kInt ? Value::Int(op.value) : Value::Absent());
+    }
+  }
+  for (KeyId key : list_keys) builder_->SetInitialList(key, lists[key]);
+  ops_.clear();
+  elements_.clear();
+  return absl::OkStatus();
+}
+
+// The initial-transaction document, padded for simdjson, with the name used in messages.
+struct InitialDoc {
+  std::string padded;  // the document followed by SIMDJSON_PADDING spaces
+  size_t size = 0;
+  std::string name;
+};
+
+InitialDoc MakeInitialDoc(std::string_view json, std::string name) {
+  InitialDoc doc;
+  doc.padded.reserve(json.size() + kSimdjsonPadding);
+  doc.padded.append(json);
+  doc.padded.append(kSimdjsonPadding, ' ');
+  doc.size = json.size();
+  doc.name = std::move(name);
+  return doc;
+}
+
+absl::StatusOr<InitialDoc> LoadInitialDoc(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<internal::FileSource> file, internal::FileSource::Open(path));
+  InitialDoc doc;
+  doc.name = path;
+  doc.padded.resize(static_cast<size_t>(file->SizeHint().value_or(0)) + kSimdjsonPadding);
+  while (true) {
+    if (doc.padded.size() - doc.size < kSimdjsonPadding + 4096) {
+      doc.padded.resize(doc.padded.size() * 2 + 4096);
+    }
+    ASSIGN_OR_RETURN(size_t got, file->Read(doc.padded.data() + doc.size,
+                                            doc.padded.size() - kSimdjsonPadding - doc.size));
+    if (got == 0) break;
+    doc.size += got;
+  }
+  doc.padded.resize(doc.size);
+  doc.padded.append(kSimdjsonPadding, ' ');
+  return doc;
+}
+
+absl::StatusOr<history::History> ReadTimeKiller(internal::ByteSource* source,
+                                                std::string source_name, const ReadOptions& options,
+                                                const InitialDoc* initial, size_t chunk_size) {
+  HistoryBuilder builder;
+  builder.set_source(source_name);
+  if (options.initial_value) builder.SetDefaultInitialValue(Value::Int(*options.initial_value));
+  TimeKillerParser parser(&builder);
+  if (initial != nullptr) {
+    RETURN_IF_ERROR(
+        parser.ReadInitial(std::string_view(initial->padded.data(), initial->size), initial->name));
+  }
+  RETURN_IF_ERROR(parser.ReadHistory(source, source_name, chunk_size));
+  parser.MarkUndecidedKeysAsLists();
+  absl::StatusOr<history::History> h = std::move(builder).Finish();
+  if (!h.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}", source_name, std::string(h.status().message())));
+  }
+  return h;
+}
+
+}  // namespace
+
+namespace internal {
+
+absl::StatusOr<history::History> ReadTimeKillerStringChunked(std::string_view json,
+                                                             const ReadOptions& options,
+                                                             std::string_view source,
+                                                             std::string_view initial_txn_json,
+                                                             size_t chunk_size) {
+  std::optional<InitialDoc> initial;
+  if (!initial_txn_json.empty()) {
+    initial = MakeInitialDoc(initial_txn_json, fmt::format("{} (initial transaction)", source));
+  } else if (!options.initial_txn_path.empty()) {
+    ASSIGN_OR_RETURN(initial, LoadInitialDoc(options.initial_txn_path));
+  }
+  MemorySource memory(json);
+  return ReadTimeKiller(&memory, std::string(source), options, initial ? &*initial : nullptr,
+                        chunk_size);
+}
+
+absl::StatusOr<history::History> ReadTimeKillerFileChunked(const std::string& path,
+                                                           const ReadOptions& options,
+                                                           size_t chunk_size) {
+  std::optional<InitialDoc> initial;
+  if (!options.initial_txn_path.empty()) {
+    ASSIGN_OR_RETURN(initial, LoadInitialDoc(options.initial_txn_path));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<FileSource> file, FileSource::Open(path));
+  return ReadTimeKiller(file.get(), path, options, initial ? &*initial : nullptr, chunk_size);
+}
+
+}  // namespace internal
+
+absl::StatusOr<history::History> ReadTimeKillerFile(const std::string& path,
+                                                    const ReadOptions& options) {
+  return internal::ReadTimeKillerFileChunked(path, options,
+                                             internal::ChunkedJsonArray::kDefaultChunkSize);
+}
+
+absl::StatusOr<history::History> ReadTimeKillerString(std::string_view json,
+                                                      const ReadOptions& options,
+                                                      std::string_view source,
+                                                      std::string_view initial_txn_json) {
+  return internal::ReadTimeKillerStringChunked(json, options, source, initial_txn_json,
+                                               internal::ChunkedJsonArray::kDefaultChunkSize);
+}
+
+}  // namespace isowatch::formats

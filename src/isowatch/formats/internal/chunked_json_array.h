@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// Private to the format readers: streaming access to the elements of a top-level JSON array.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace isowatch::formats::internal {
+
+// A sequential source of bytes: a file or a buffer in memory. Not thread-safe.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Reads up to `n` bytes into `dst`; returns how many were read, 0 at the end of the source.
+  virtual absl::StatusOr<size_t> Read(char* dst, size_t n) = 0;
+  // The number of bytes left, if known.
+  virtual std::optional<uint64_t> SizeHint() const { return std::nullopt; }
+};
+
+// Bytes held by the caller, which must outlive the source. Not thread-safe.
+class MemorySource : public ByteSource {
+ public:
+  explicit MemorySource(std::string_view data) : data_(data) {}
+  absl::StatusOr<size_t> Read(char* dst, size_t n) override;
+  std::optional<uint64_t> SizeHint() const override { return data_.size() - pos_; }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+// A file read with read(2). Not thread-safe.
+class FileSource : public ByteSource {
+ public:
+  // Errors: the file cannot be opened (NotFound, PermissionDenied, ...).
+  static absl::StatusOr<std::unique_ptr<FileSource>> Open(const std::string& path);
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+
+  absl::StatusOr<size_t> Read(char* dst, size_t n) override;
+  std::optional<uint64_t> SizeHint() const override;
+
+ private:
+  FileSource(int fd, std::string path, std::optional<uint64_t> size)
+      : fd_(fd), path_(std::move(path)), size_(size) {}
+
+  int fd_;
+  std::string path_;
+  std::optional<uint64_t> size_;
+  uint64_t read_ = 0;
+};
+
+// One element of the array, as bytes inside the splitter's buffer. Valid until the next call to
+// ChunkedJsonArray::Next. The `padded_size` bytes from `data` are readable (at least
+// ChunkedJsonArray::kPadding past the end of the element), as simdjson requires.
+struct ArrayElement {
+  const char* data = nullptr;
+  size_t size = 0;
+  size_t padded_size = 0;
+  uint64_t offset = 0;  // byte offset of the element in the source
+  uint64_t index = 0;   // position in the array, from 0
+};
+
+// Splits a top-level JSON array, read from a ByteSource in chunks, into its elements without
+// parsing them: a small scanner follows strings, escapes and bracket nesting to find where each
+// element ends (64 bytes at a time where it can). Only the current chunk is held; it grows when
+// one element is larger than a chunk. Elements must be objects or arrays. The scanner checks the
+// array's own punctuation (the opening '[', the ',' between elements, the closing ']' and that
+// nothing but whitespace follows) and the nesting depth; it counts '{' and '[' alike, so the
+// contents of the elements, bracket kinds included, are left to the caller's parser. A UTF-8 byte
+// order mark before the array is skipped.
+//
+// Errors are InvalidArgument and start with "source:line:column: ". Not thread-safe.
+class ChunkedJsonArray {
+ public:
+  static constexpr size_t kPadding = 64;  // bytes readable past the end of the data
+  static constexpr int kMaxDepth = 1024;  // nesting limit inside one element
+  static constexpr size_t kDefaultChunkSize = size_t{16} << 20;
+
+  // `noun` names an element in messages ("transaction" gives "transaction #3").
+  ChunkedJsonArray(ByteSource* source, std::string source_name, std::string noun,
+                   size_t chunk_size = kDefaultChunkSize);
+  ChunkedJsonArray(const ChunkedJsonArray&) = delete;
+  ChunkedJsonArray& operator=(const ChunkedJsonArray&) = delete;
+
+  // Stores the next element in `*element` and returns true, or returns false after the closing
+  // ']' (and the whitespace after it) has been read.
+  absl::StatusOr<bool> Next(ArrayElement* element);
+
+  // An InvalidArgument error "source:line:column: message" for a byte still in the buffer: any
+  // byte of the element last returned by Next.
+  absl::Status ErrorAt(const char* where, std::string_view message) const;
+  // "line:column" (1-based; the column counts bytes) of a byte still in the buffer.
+  std::string LineColumn(const char* where) const;
+
+  const std::string& source_name() const { return source_name_; }
+
+ private:
+  enum class State : uint8_t {
+    kStart,         // before the '['
+    kAfterOpen,     // after the '['
+    kAfterElement,  // after an element
+    kAfterComma,    // after a ','
+    kInElement,     // inside an element
+    kDone,          // after the ']'
+  };
+  enum class ScanResult : uint8_t { kNeedMore, kComplete, kError };
+
+  // Makes room and reads more bytes, keeping those from `keep_from` on. Sets eof_ when the source
+  // is exhausted and nothing was read.
+  absl::Status Refill(size_t keep_from);
+  // Scans the element from pos_; on kError, error_ holds the status.
+  ScanResult ScanElement();
+  // Scans [*p, *p + n) one byte at a time; true when the element ends (*p is then just past it).
+  bool ScanBytes(const unsigned char** p, size_t n, ScanResult* result);
+  absl::Status ErrorAtOffset(size_t buffer_offset, std::string_view message) const;
+  std::string ElementName() const;
+
+  ByteSource* source_;
+  std::string source_name_;
+  std::string noun_;
+  size_t chunk_size_;
+
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;  // data bytes the buffer can hold (kPadding more are allocated)
+  size_t end_ = 0;       // valid bytes in the buffer
+  size_t pos_ = 0;       // next byte to look at
+  bool eof_ = false;
+
+  // Where the buffer starts in the source, and line bookkeeping for the bytes before it.
+  uint64_t buffer_offset_ = 0;
+  uint64_t lines_before_ = 0;         // newlines before the buffer
+  int64_t last_newline_before_ = -1;  // source offset of the last of them, or -1
+
+  State state_ = State::kStart;
+  uint64_t next_index_ = 0;
+  // Scanner state inside an element.
+  size_t element_start_ = 0;
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_pending_ = false;
+  absl::Status error_;
+};
+
+}  // namespace isowatch::formats::internal
