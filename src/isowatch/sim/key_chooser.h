@@ -11,8 +11,8 @@ namespace isowatch::sim {
 
 // Draws keys 0..n-1 from a distribution. Key 0 is the hottest:
 //  - kUniform: every key equally likely;
-//  - kZipfian: P(key i) proportional to 1 / (i + 1)^theta, sampled exactly by a binary search in
-//    the precomputed cumulative distribution (O(n) memory, O(log n) per draw);
+//  - kZipfian: P(key i) proportional to 1 / (i + 1)^theta, sampled exactly with Vose's alias
+//    method (O(n) memory and set-up, O(1) per draw);
 //  - kHotspot: 80% of draws fall uniformly on the first 20% of the keys (at least one key), the
 //    rest uniformly on the others.
 // Immutable after construction; thread-compatible (the Rng is the caller's).
@@ -34,7 +34,13 @@ class KeyChooser {
   Distribution dist_;
   uint64_t n_;
   uint64_t hot_ = 0;
-  std::vector<double> cdf_;  // kZipfian: cdf_[i] = P(key <= i); cdf_.back() == 1
+  // kZipfian, the alias table: draw a column i uniformly, then keep i with probability
+  // keep / 2^32, else take alias. One 8-byte entry, so a draw touches one cache line.
+  struct Column {
+    uint32_t keep = 0;
+    uint32_t alias = 0;
+  };
+  std::vector<Column> table_;
 };
 
 }  // namespace isowatch::sim

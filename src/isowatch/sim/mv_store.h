@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <vector>
@@ -44,7 +45,11 @@ class MvStore {
     uint32_t writer = 0;
   };
 
+  // Keys 0..keys-1 exist from the start; EnsureKey adds more.
   MvStore(uint64_t keys, bool lists);
+
+  // Makes `key` (and every smaller one) exist, initially absent or empty.
+  void EnsureKey(uint64_t key);
 
   int64_t Now() const { return clock_; }
   int64_t Tick() { return ++clock_; }
@@ -56,7 +61,7 @@ class MvStore {
   // The newest version of `key`, nullptr if none.
   const Version* Newest(uint64_t key) const;
   // Commit timestamp of the newest version of `key`, or the minimum if there is none.
-  int64_t LastCommit(uint64_t key) const;
+  int64_t LastCommit(uint64_t key) const { return heads_[key].cts; }
   // All versions of `key`, oldest first.
   std::span<const Version> Chain(uint64_t key) const { return chains_[key]; }
 
@@ -87,7 +92,15 @@ class MvStore {
   std::optional<AbortedWrite> LastAbortedWrite(uint64_t key) const;
 
  private:
+  // The newest version's commit timestamp and data per key, dense, so that the common cases (the
+  // conflict checks, a snapshot that sees the newest version) touch one cache line.
+  struct Head {
+    int64_t cts = std::numeric_limits<int64_t>::min();
+    int64_t data = 0;
+  };
+
   int64_t clock_ = 0;
+  std::vector<Head> heads_;
   std::vector<std::vector<Version>> chains_;
   // Registers: per key, indices in chains_[key] of versions with an intermediate value.
   std::vector<std::vector<uint32_t>> with_intermediate_;
@@ -95,6 +108,7 @@ class MvStore {
   std::vector<std::vector<history::Value>> elements_;
   std::vector<AbortedWrite> aborted_;
   std::vector<uint8_t> has_aborted_;
+  bool lists_;
 };
 
 }  // namespace isowatch::sim

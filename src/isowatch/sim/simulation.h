@@ -83,6 +83,8 @@ class Simulation {
   bool Has(const OpenTxn& t, Fault f) const { return t.fault == static_cast<int>(f); }
 
   void Begin(Session& s);
+  // The key for an operation drawn from the distribution (see max_appends_per_key).
+  uint64_t DrawKey(bool append);
   void ChooseFault(Session& s, OpenTxn& t);
   bool Eligible(Fault f, const Session& s, const OpenTxn& t) const;
   void Execute(OpenTxn& t);
@@ -106,6 +108,10 @@ class Simulation {
   TruthAuditor auditor_;
   history::HistoryBuilder builder_;
   std::vector<KeyId> key_ids_;  // interned history key per simulated key
+  // max_appends_per_key: per slot of the distribution, its generation and the appends planned
+  // to its current key.
+  std::vector<uint64_t> slot_generation_;
+  std::vector<uint32_t> slot_appends_;
   std::vector<Session> sessions_;
   uint64_t begun_ = 0;
   uint64_t next_id_ = 0;

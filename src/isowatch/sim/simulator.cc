@@ -40,6 +40,9 @@ absl::Status Validate(const WorkloadOptions& o) {
     return absl::InvalidArgumentError("zipf_theta must be positive");
   }
   if (o.max_stale_lag == 0) return absl::InvalidArgumentError("max_stale_lag must be positive");
+  if (o.max_appends_per_key != 0 && o.data != DataKind::kList) {
+    return absl::InvalidArgumentError("max_appends_per_key applies to list data only");
+  }
   for (const FaultSpec& f : o.faults) {
     const int index = static_cast<int>(f.fault);
     if (index < 0 || index >= kFaultCount) {

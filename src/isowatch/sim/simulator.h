@@ -70,6 +70,10 @@ struct WorkloadOptions {
   double key_reuse_rate = 0.1;
   // Stale snapshots lag the start timestamp by 1..max_stale_lag ticks of the oracle.
   uint32_t max_stale_lag = 64;
+  // Lists only: once this many appends have been planned to a list key, the key is retired and
+  // its slot of the distribution moves to a fresh key (slot + keys * generation), so lists, and
+  // the list reads that copy them, stay short in long runs. 0: keys are never retired.
+  uint32_t max_appends_per_key = 0;
 };
 
 // A violation the checker must report for this history (docs/simulator.md: ground truth).

@@ -83,6 +83,9 @@ WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataKind data) {
   o.dist = std::vector<Distribution>{Distribution::kZipfian, Distribution::kUniform,
                                      Distribution::kHotspot}[seed % 3];
   o.max_stale_lag = 1 + static_cast<uint32_t>(seed % 40);
+  if (data == DataKind::kList && seed % 3 != 0) {
+    o.max_appends_per_key = 4 + static_cast<uint32_t>(seed % 20);
+  }
   return o;
 }
 

@@ -222,6 +222,27 @@ TEST(SimulatorTest, ListsGrowByAppends) {
   EXPECT_GT(longest, 50u);
 }
 
+TEST(SimulatorTest, RetiredListKeysKeepListsShort) {
+  WorkloadOptions o = Small();
+  o.data = DataKind::kList;
+  o.keys = 5;
+  o.max_appends_per_key = 10;
+  SimResult r = RunSim(o);
+  size_t longest = 0;
+  for (const Transaction& t : r.history.txns()) {
+    for (const auto& op : r.history.ops(t)) {
+      if (op.kind() == OpKind::kListRead) {
+        longest = std::max(longest, r.history.list_elements(op).size());
+      }
+    }
+  }
+  EXPECT_LE(longest, 10u);
+  EXPECT_GE(longest, 5u);
+  EXPECT_GT(r.history.key_count(), 50u);  // about 600 * 6 / 2 appends, 10 per key
+  o.data = DataKind::kKeyValue;
+  EXPECT_FALSE(Simulate(o).ok());
+}
+
 TEST(SimulatorTest, RepeatedReadsAndDoubleWritesOccur) {
   SimResult r = RunSim(Small());
   size_t repeated_reads = 0;
