@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
+#include <memory>
 #include <ostream>
 #include <span>
 #include <string>
@@ -41,58 +43,79 @@ bool IsJsonInteger(std::string_view s) {
   return true;
 }
 
-// Builds the output in a buffer and hands it to the stream in large pieces. Not thread-safe.
+// Builds the output in a buffer and hands it to the stream in large pieces. Writers call
+// Reserve(n) before writing at most n bytes, so that the writes themselves need no checks.
+// Not thread-safe.
 class JsonOut {
  public:
-  explicit JsonOut(std::ostream& out) : out_(out) { buffer_.reserve(kFlushSize + 4096); }
+  explicit JsonOut(std::ostream& out)
+      : out_(out), buffer_(new char[kFlushSize]), capacity_(kFlushSize) {}
 
-  void Raw(std::string_view s) { buffer_.append(s); }
-  void Char(char c) { buffer_.push_back(c); }
-  void Int(int64_t v) {
-    char digits[24];
-    auto result = std::to_chars(digits, digits + sizeof(digits), v);
-    buffer_.append(digits, result.ptr);
+  // Makes room for `n` more bytes.
+  void Reserve(size_t n) {
+    if (size_ + n <= capacity_) return;
+    Flush();
+    if (n > capacity_) {
+      buffer_.reset(new char[n]);
+      capacity_ = n;
+    }
   }
-  // A JSON string. REQUIRES: `s` is valid UTF-8.
+  void Raw(std::string_view s) {
+    std::memcpy(buffer_.get() + size_, s.data(), s.size());
+    size_ += s.size();
+  }
+  template <size_t N>
+  void Literal(const char (&s)[N]) {
+    std::memcpy(buffer_.get() + size_, s, N - 1);
+    size_ += N - 1;
+  }
+  void Char(char c) { buffer_[size_++] = c; }
+  void Int(int64_t v) {
+    char* p = buffer_.get() + size_;
+    size_ += static_cast<size_t>(std::to_chars(p, p + kMaxIntChars, v).ptr - p);
+  }
+  // A JSON string; needs MaxStringBytes(s.size()) bytes. REQUIRES: `s` is valid UTF-8.
   void String(std::string_view s) {
-    buffer_.push_back('"');
+    Char('"');
     for (char c : s) {
       const auto u = static_cast<unsigned char>(c);
       switch (c) {
         case '"':
-          buffer_.append("\\\"");
+          Literal("\\\"");
           break;
         case '\\':
-          buffer_.append("\\\\");
+          Literal("\\\\");
           break;
         case '\n':
-          buffer_.append("\\n");
+          Literal("\\n");
           break;
         case '\r':
-          buffer_.append("\\r");
+          Literal("\\r");
           break;
         case '\t':
-          buffer_.append("\\t");
+          Literal("\\t");
           break;
         case '\b':
-          buffer_.append("\\b");
+          Literal("\\b");
           break;
         case '\f':
-          buffer_.append("\\f");
+          Literal("\\f");
           break;
         default:
           if (u < 0x20) {
-            fmt::format_to(std::back_inserter(buffer_), "\\u{:04x}", u);
+            static constexpr char kHex[] = "0123456789abcdef";
+            Literal("\\u00");
+            Char(kHex[u >> 4]);
+            Char(kHex[u & 15]);
           } else {
-            buffer_.push_back(c);
+            Char(c);
           }
       }
     }
-    buffer_.push_back('"');
+    Char('"');
   }
-  void MaybeFlush() {
-    if (buffer_.size() >= kFlushSize) Flush();
-  }
+  static size_t MaxStringBytes(size_t n) { return 6 * n + 2; }
+
   absl::Status Finish() {
     Flush();
     out_.flush();
@@ -100,15 +123,22 @@ class JsonOut {
     return absl::OkStatus();
   }
 
+  static constexpr size_t kMaxIntChars = 20;  // "-9223372036854775808"
+
  private:
   void Flush() {
-    out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-    buffer_.clear();
+    out_.write(buffer_.get(), static_cast<std::streamsize>(size_));
+    size_ = 0;
   }
 
   std::ostream& out_;
-  std::string buffer_;
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_;
+  size_t size_ = 0;
 };
+
+// Writing an id needs this many bytes at most.
+size_t MaxIdBytes(std::string_view id) { return JsonOut::MaxStringBytes(id.size()); }
 
 // An id as written by the source: a number if it was one (and still reads as a JSON integer),
 // else a string.
@@ -126,23 +156,24 @@ absl::Status WriteId(JsonOut& out, std::string_view id, bool numeric, std::strin
   return absl::OkStatus();
 }
 
+// {"p":P,"l":L}
+constexpr size_t kMaxTimestampBytes = 13 + 2 * JsonOut::kMaxIntChars;
+
 void WriteTimestamp(JsonOut& out, const history::Timestamp& ts) {
-  out.Raw("{\"p\":");
+  out.Literal("{\"p\":");
   out.Int(ts.physical);
-  out.Raw(",\"l\":");
+  out.Literal(",\"l\":");
   out.Int(ts.logical);
   out.Char('}');
 }
 
-absl::Status CheckKey(const History& h, KeyId key, std::string_view context) {
-  if (h.key(key).is_int) return absl::OkStatus();
+absl::Status KeyError(const History& h, KeyId key, std::string_view context) {
   return absl::InvalidArgumentError(
       fmt::format("{}: key {} is not an integer; TimeKiller holds integer keys only", context,
                   h.KeyToString(key)));
 }
 
-absl::Status CheckValue(const History& h, Value v, std::string_view context) {
-  if (!v.is_bytes()) return absl::OkStatus();
+absl::Status ValueError(const History& h, Value v, std::string_view context) {
   return absl::InvalidArgumentError(
       fmt::format("{}: value {} is not an integer; TimeKiller holds integer values only", context,
                   h.ValueToString(v)));
@@ -153,50 +184,59 @@ void WriteScalar(JsonOut& out, Value v) {
   if (v.is_int()) {
     out.Int(v.as_int());
   } else {
-    out.Raw("null");
+    out.Literal("null");
   }
+}
+
+// {"t":"r","k":K,"v":V} and commas: the bytes an op needs at most, besides list elements.
+constexpr size_t kMaxOpBytes = 32 + 2 * JsonOut::kMaxIntChars;
+// An element of a list read, with its comma.
+constexpr size_t kMaxElementBytes = 1 + JsonOut::kMaxIntChars;
+
+size_t MaxOpBytes(const History& h, const Op& op) {
+  return kMaxOpBytes +
+         (op.kind() == OpKind::kListRead ? kMaxElementBytes * h.list_elements(op).size() : 0);
 }
 
 absl::Status WriteOp(JsonOut& out, const History& h, const Op& op, std::string_view txn_name,
                      size_t index) {
   auto context = [&] { return fmt::format("transaction {}, op #{}", txn_name, index); };
-  if (absl::Status s = CheckKey(h, op.key(), context()); !s.ok()) return s;
+  if (!h.key(op.key()).is_int) return KeyError(h, op.key(), context());
   if (op.unknown()) {
     return absl::InvalidArgumentError(fmt::format(
         "{}: a read with an unknown result cannot be written in TimeKiller format", context()));
   }
   switch (op.kind()) {
     case OpKind::kRead:
-      out.Raw("{\"t\":\"r\",\"k\":");
+      out.Literal("{\"t\":\"r\",\"k\":");
       break;
     case OpKind::kWrite:
-      out.Raw("{\"t\":\"w\",\"k\":");
+      out.Literal("{\"t\":\"w\",\"k\":");
       break;
     case OpKind::kAppend:
-      out.Raw("{\"t\":\"a\",\"k\":");
+      out.Literal("{\"t\":\"a\",\"k\":");
       break;
-    case OpKind::kListRead:
-      out.Raw("{\"t\":\"r\",\"k\":");
+    case OpKind::kListRead: {
+      out.Literal("{\"t\":\"r\",\"k\":");
       out.Int(h.key(op.key()).payload);
-      out.Raw(",\"v\":[");
-      {
-        std::span<const Value> elements = h.list_elements(op);
-        for (size_t i = 0; i < elements.size(); ++i) {
-          if (absl::Status s = CheckValue(h, elements[i], context()); !s.ok()) return s;
-          if (i > 0) out.Char(',');
-          WriteScalar(out, elements[i]);
-        }
+      out.Literal(",\"v\":[");
+      std::span<const Value> elements = h.list_elements(op);
+      for (size_t i = 0; i < elements.size(); ++i) {
+        if (elements[i].is_bytes()) return ValueError(h, elements[i], context());
+        if (i > 0) out.Char(',');
+        WriteScalar(out, elements[i]);
       }
-      out.Raw("]}");
+      out.Literal("]}");
       return absl::OkStatus();
+    }
   }
-  if (absl::Status s = CheckValue(h, op.value(), context()); !s.ok()) return s;
+  if (op.value().is_bytes()) return ValueError(h, op.value(), context());
   if (op.kind() == OpKind::kAppend && !op.value().is_int()) {
     return absl::InvalidArgumentError(
         fmt::format("{}: an append of the absent value cannot be written", context()));
   }
   out.Int(h.key(op.key()).payload);
-  out.Raw(",\"v\":");
+  out.Literal(",\"v\":");
   WriteScalar(out, op.value());
   out.Char('}');
   return absl::OkStatus();
@@ -206,41 +246,46 @@ absl::Status WriteOp(JsonOut& out, const History& h, const Op& op, std::string_v
 
 absl::Status WriteTimeKiller(const History& h, std::ostream& out_stream) {
   JsonOut out(out_stream);
-  out.Raw("[\n");
+  out.Reserve(2);
+  out.Literal("[\n");
   bool first = true;
   for (size_t t = 0; t < h.size(); ++t) {
     const TxnId id(static_cast<uint32_t>(t));
     const Transaction& txn = h.txn(id);
     if (!txn.committed()) continue;
     const std::string_view name = h.txn_name(id);
+    const std::string_view session = h.session_name(txn.session);
     if (!txn.has_start || !txn.has_commit) {
       return absl::InvalidArgumentError(
           fmt::format("transaction {} has no {} timestamp; TimeKiller needs \"sts\" and \"cts\"",
                       name, txn.has_start ? "commit" : "start"));
     }
-    if (!first) out.Raw(",\n");
+    std::span<const Op> ops = h.ops(txn);
+    size_t bytes = 64 + MaxIdBytes(name) + MaxIdBytes(session) + 2 * kMaxTimestampBytes;
+    for (const Op& op : ops) bytes += MaxOpBytes(h, op);
+    out.Reserve(bytes);
+
+    if (!first) out.Literal(",\n");
     first = false;
-    out.Raw("{\"tid\":");
+    out.Literal("{\"tid\":");
     if (absl::Status s = WriteId(out, name, txn.ext_id_numeric, "id", name); !s.ok()) return s;
-    out.Raw(",\"sid\":");
-    if (absl::Status s = WriteId(out, h.session_name(txn.session), h.session_numeric(txn.session),
-                                 "session", name);
+    out.Literal(",\"sid\":");
+    if (absl::Status s = WriteId(out, session, h.session_numeric(txn.session), "session", name);
         !s.ok()) {
       return s;
     }
-    out.Raw(",\"sts\":");
+    out.Literal(",\"sts\":");
     WriteTimestamp(out, txn.start);
-    out.Raw(",\"cts\":");
+    out.Literal(",\"cts\":");
     WriteTimestamp(out, txn.commit);
-    out.Raw(",\"ops\":[");
-    std::span<const Op> ops = h.ops(txn);
+    out.Literal(",\"ops\":[");
     for (size_t i = 0; i < ops.size(); ++i) {
       if (i > 0) out.Char(',');
       if (absl::Status s = WriteOp(out, h, ops[i], name, i); !s.ok()) return s;
     }
-    out.Raw("]}");
-    out.MaybeFlush();
+    out.Literal("]}");
   }
+  out.Reserve(4);
   out.Raw(first ? "]\n" : "\n]\n");
   return out.Finish();
 }
@@ -252,42 +297,45 @@ absl::Status WriteTimeKillerInitial(const History& h, std::ostream& out_stream) 
   for (const auto& [key, value] : h.initial().registers) keys.push_back(key);
   for (const auto& [key, range] : h.initial().lists) keys.push_back(key);
   for (KeyId key : keys) {
-    if (absl::Status s = CheckKey(h, key, "initial state"); !s.ok()) return s;
+    if (!h.key(key).is_int) return KeyError(h, key, "initial state");
   }
   std::sort(keys.begin(), keys.end(),
             [&](KeyId a, KeyId b) { return h.key(a).payload < h.key(b).payload; });
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
 
   JsonOut out(out_stream);
-  out.Raw("{\"ops\":[");
+  out.Reserve(8);
+  out.Literal("{\"ops\":[");
   bool first = true;
-  auto begin_op = [&](const char* type, KeyId key) {
+  // Writes {"t":T,"k":K,"v":V} for the integer or absent value `v`.
+  auto write_op = [&](const char* type, KeyId key, Value v) {
+    out.Reserve(kMaxOpBytes);
     out.Raw(first ? "\n" : ",\n");
     first = false;
+    out.Literal("{\"t\":\"");
     out.Raw(type);
+    out.Literal("\",\"k\":");
     out.Int(h.key(key).payload);
-    out.Raw(",\"v\":");
+    out.Literal(",\"v\":");
+    WriteScalar(out, v);
+    out.Char('}');
   };
   for (KeyId key : keys) {
     if (auto it = h.initial().registers.find(key); it != h.initial().registers.end()) {
-      if (absl::Status s = CheckValue(h, it->second, "initial state"); !s.ok()) return s;
-      begin_op("{\"t\":\"w\",\"k\":", key);
-      WriteScalar(out, it->second);
-      out.Char('}');
+      if (it->second.is_bytes()) return ValueError(h, it->second, "initial state");
+      write_op("w", key, it->second);
     } else {
       for (Value element : h.InitialList(key)) {
-        if (absl::Status s = CheckValue(h, element, "initial state"); !s.ok()) return s;
+        if (element.is_bytes()) return ValueError(h, element, "initial state");
         if (!element.is_int()) {
           return absl::InvalidArgumentError(
               fmt::format("initial state: list {} holds an absent element", h.KeyToString(key)));
         }
-        begin_op("{\"t\":\"a\",\"k\":", key);
-        out.Int(element.as_int());
-        out.Char('}');
+        write_op("a", key, element);
       }
     }
-    out.MaybeFlush();
   }
+  out.Reserve(5);
   out.Raw(first ? "]}\n" : "\n]}\n");
   return out.Finish();
 }
