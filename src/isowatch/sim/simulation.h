@@ -83,8 +83,12 @@ class Simulation {
   bool Has(const OpenTxn& t, Fault f) const { return t.fault == static_cast<int>(f); }
 
   void Begin(Session& s);
-  // The key for an operation drawn from the distribution (see max_appends_per_key).
+  // The key (store index) for an operation drawn from the distribution.
   uint64_t DrawKey(bool append);
+  // The key as named in the history.
+  int64_t KeyName(uint64_t key) const {
+    return key_names_.empty() ? static_cast<int64_t>(key) : key_names_[key];
+  }
   void ChooseFault(Session& s, OpenTxn& t);
   bool Eligible(Fault f, const Session& s, const OpenTxn& t) const;
   void Execute(OpenTxn& t);
@@ -108,10 +112,13 @@ class Simulation {
   TruthAuditor auditor_;
   history::HistoryBuilder builder_;
   std::vector<KeyId> key_ids_;  // interned history key per simulated key
-  // max_appends_per_key: per slot of the distribution, its generation and the appends planned
-  // to its current key.
+  // max_appends_per_key: the store indexes keys densely; per slot of the distribution, the
+  // index of its current key, its generation and the appends planned to it; per index, the key's
+  // name in the history (slot + keys * generation).
+  std::vector<uint64_t> slot_key_;
   std::vector<uint64_t> slot_generation_;
   std::vector<uint32_t> slot_appends_;
+  std::vector<int64_t> key_names_;
   std::vector<Session> sessions_;
   uint64_t begun_ = 0;
   uint64_t next_id_ = 0;

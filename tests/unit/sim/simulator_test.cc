@@ -171,6 +171,32 @@ TEST(SimulatorTest, SessionsRunOneTransactionAtATime) {
   EXPECT_GT(checked, 500u);
 }
 
+// With the session-order fault, exactly the transactions the ground truth names start before
+// their session predecessor committed.
+TEST(SimulatorTest, OnlySessionFaultsBreakSessionOrder) {
+  WorkloadOptions o = Small();
+  o.faults = {{Fault::kSessionOrder, 0.4}};
+  SimResult r = RunSim(o);
+  const History& h = r.history;
+  std::set<std::pair<std::string, std::string>> broken;
+  for (uint32_t i = 0; i < h.size(); ++i) {
+    const Transaction& t = h.txn(TxnId(i));
+    if (!t.committed()) continue;
+    TxnId p = t.session_prev;
+    while (p.valid() && !h.txn(p).committed()) p = h.txn(p).session_prev;
+    if (p.valid() && h.txn(p).commit > t.start) {
+      broken.insert({std::string(h.txn_name(TxnId(i))), std::string(h.txn_name(p))});
+    }
+  }
+  std::set<std::pair<std::string, std::string>> expected;
+  for (const ExpectedViolation& e : r.expected) {
+    ASSERT_EQ(e.anomaly, Anomaly::kSession);
+    expected.insert({e.txns[0], e.txns[1]});
+  }
+  EXPECT_GT(broken.size(), 15u);
+  EXPECT_EQ(broken, expected);
+}
+
 TEST(SimulatorTest, IdsAreSequentialNumbers) {
   SimResult r = RunSim(Small());
   for (uint32_t i = 0; i < r.history.size(); ++i) {
