@@ -6,7 +6,7 @@
 // buffer. A transaction's operations are collected in reusable vectors (its members may come in
 // any order, so "ops" may precede "tid") and then handed to the HistoryBuilder.
 //
-// Semantics, beyond the grammar in timekiller.h:
+// Semantics, beyond the format described in timekiller.h:
 //  - "tid" and "sid" may be numbers (integers) or strings; 67 and "67" name the same id. The
 //    numeric flag is kept so the writer emits numbers as numbers.
 //  - "sts"/"cts" are {"p": P, "l": L}; each part is an int64 number or a decimal string; a missing
@@ -299,6 +299,24 @@ class TimeKillerParser {
   std::vector<int64_t> elements_;
   // Per key id: kUsedAsRegister / kUsedAsList bits.
   std::vector<uint8_t> key_use_;
+
+  // A direct-mapped cache in front of HistoryBuilder::IntKey: the keys of a history repeat, and
+  // most accesses go to a few hot ones.
+  struct CachedKey {
+    int64_t key = 0;
+    KeyId id;  // invalid = empty slot
+  };
+  static constexpr int kKeyCacheBits = 12;
+  std::vector<CachedKey> key_cache_ = std::vector<CachedKey>(size_t{1} << kKeyCacheBits);
+  KeyId InternKey(int64_t key) {
+    const size_t slot = static_cast<size_t>((static_cast<uint64_t>(key) * 0x9e3779b97f4a7c15ULL) >>
+                                            (64 - kKeyCacheBits));
+    CachedKey& cached = key_cache_[slot];
+    if (cached.id.valid() && cached.key == key) return cached.id;
+    cached.key = key;
+    cached.id = builder_->IntKey(key);
+    return cached.id;
+  }
 };
 
 std::string_view TimeKillerParser::RawToken(od::value& v) {
@@ -683,7 +701,7 @@ bool TimeKillerParser::EmitTxn(const char* start, uint64_t offset) {
   }
   for (size_t i = 0; i < ops_.size(); ++i) {
     const PendingOp& op = ops_[i];
-    const KeyId key = builder_->IntKey(op.key);
+    const KeyId key = InternKey(op.key);
     if (key.value() >= key_use_.size()) key_use_.resize(key.value() + 1, 0);
     uint8_t use = 0;
     if (op.type == OpType::kAppend || op.form == ValueForm::kList) {
@@ -754,11 +772,12 @@ absl::Status TimeKillerParser::ReadHistory(internal::ByteSource* source,
       FailJson(start, error, "a transaction object");
       return failure();
     }
-    if (!ParseTxn(obj, start) || !EmitTxn(start, element.offset)) return failure();
+    if (!ParseTxn(obj, start)) return failure();
     if (!AtEnd(doc)) {
       Fail(start, "unexpected content after the transaction object");
       return failure();
     }
+    if (!EmitTxn(start, element.offset)) return failure();
   }
   return absl::OkStatus();
 }
@@ -843,7 +862,7 @@ absl::Status TimeKillerParser::ReadInitial(std::string_view json, const std::str
   for (size_t i = 0; i < ops_.size(); ++i) {
     const PendingOp& op = ops_[i];
     if (op.type == OpType::kRead) continue;
-    const KeyId key = builder_->IntKey(op.key);
+    const KeyId key = InternKey(op.key);
     const bool is_list = op.type == OpType::kAppend;
     if (!UseKey(key, op.key, is_list ? kUsedAsList : kUsedAsRegister, i, op.where)) {
       return failure();

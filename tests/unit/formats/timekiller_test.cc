@@ -701,6 +701,14 @@ TEST_F(TimeKillerTest, MalformedDocumentsGivePositionedErrors) {
       {R"([{"tid": 1, "sid": 1, "sts": {"p": 1}, "cts": {"p": 1}, "ops": [{"t": "r", "k": 1, "v": "3"}]}])",
        "history.json:1:84: transaction #0: op #0: expected \"v\" to be an integer, null or an "
        "array of integers, found \"3\""},
+      // A member without a value: the parser must not see past the element (what follows it
+      // depends on where the chunk ends).
+      {"[{\"tid\": 8, \"sid\": 1, \"sts\": {\"p\": 6, \"lp\": 8, \"sid\": 2, \"sts\":}}}}}, "
+       "\"c\"v\": n}}}}]}]\n",
+       "history.json:1:2: transaction #0: invalid JSON while reading a transaction object: The "
+       "JSON "
+       "document has an improper structure: missing or superfluous commas, braces, missing keys, "
+       "etc."},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(ReadError(c.json), c.error) << c.json;

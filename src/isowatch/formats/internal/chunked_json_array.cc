@@ -166,6 +166,10 @@ std::string ChunkedJsonArray::ElementName() const {
 }
 
 absl::StatusOr<bool> ChunkedJsonArray::Next(ArrayElement* element) {
+  if (hiding_) {
+    std::memcpy(buffer_.get() + hidden_offset_, hidden_, kPadding);
+    hiding_ = false;
+  }
   while (true) {
     if (state_ == State::kInElement) {
       switch (ScanElement()) {
@@ -176,6 +180,10 @@ absl::StatusOr<bool> ChunkedJsonArray::Next(ArrayElement* element) {
           element->offset = buffer_offset_ + element_start_;
           element->index = next_index_++;
           state_ = State::kAfterElement;
+          hidden_offset_ = pos_;
+          std::memcpy(hidden_, buffer_.get() + pos_, kPadding);
+          std::memset(buffer_.get() + pos_, ' ', kPadding);
+          hiding_ = true;
           return true;
         case ScanResult::kError:
           return error_;

@@ -60,8 +60,10 @@ class FileSource : public ByteSource {
 };
 
 // One element of the array, as bytes inside the splitter's buffer. Valid until the next call to
-// ChunkedJsonArray::Next. The `padded_size` bytes from `data` are readable (at least
-// ChunkedJsonArray::kPadding past the end of the element), as simdjson requires.
+// ChunkedJsonArray::Next. The `padded_size` bytes from `data` are readable, as simdjson requires,
+// and the ChunkedJsonArray::kPadding bytes right after the element are spaces (whatever follows
+// it in the source), so that a parser that looks past a malformed element sees the same bytes
+// wherever the chunk boundaries fall.
 struct ArrayElement {
   const char* data = nullptr;
   size_t size = 0;
@@ -140,6 +142,11 @@ class ChunkedJsonArray {
   uint64_t buffer_offset_ = 0;
   uint64_t lines_before_ = 0;         // newlines before the buffer
   int64_t last_newline_before_ = -1;  // source offset of the last of them, or -1
+
+  // The bytes that the spaces after the last element returned replaced, and where they go.
+  char hidden_[kPadding];
+  size_t hidden_offset_ = 0;
+  bool hiding_ = false;
 
   State state_ = State::kStart;
   uint64_t next_index_ = 0;
