@@ -11,7 +11,7 @@ bin="$build/bin/isowatch"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$bin" gen --out "$dir/h.json" --txns "$txns" --ops-per-txn 8 --read-ratio 0.5 --keys 10000 \
-  --dist zipfian --sessions 24 --seed 1 >/dev/null
+  --dist zipfian --sessions 24 --seed 1 --committed >/dev/null
 echo "history: $(du -h "$dir/h.json" | cut -f1), $txns transactions"
 for run in 1 2 3; do
   /usr/bin/time -f "run $run: wall %e s, peak RSS %M KiB" "$bin" check "$dir/h.json" --level si --json \

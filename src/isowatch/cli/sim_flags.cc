@@ -9,7 +9,9 @@ namespace isowatch::cli {
 
 void SimFlags::Register(CLI::App& cmd) {
   cmd.add_option("--sessions", options_.sessions, "Concurrent sessions");
-  cmd.add_option("--txns", options_.txns, "Transactions in total");
+  cmd.add_option("--txns", options_.txns, "Transactions in total (see --committed)");
+  cmd.add_flag("--committed", options_.count_committed,
+               "--txns counts committed transactions: aborted ones are retried");
   cmd.add_option("--ops-per-txn", options_.ops_per_txn, "Operations per transaction");
   cmd.add_option("--read-ratio", options_.read_ratio, "Proportion of reads (0..1)");
   cmd.add_option("--keys", options_.keys, "Number of keys");

@@ -51,7 +51,9 @@ absl::StatusOr<SimResult> Simulation::Run() && {
     const size_t pick = rng_.Uniform(active.size());
     Session& s = sessions_[active[pick]];
     if (!s.busy) {
-      if (begun_ == options_.txns) {
+      if (!MayBegin()) {
+        // With count_committed, an abort still in flight may call for one more transaction.
+        if (options_.count_committed && busy_ > 0) continue;
         active[pick] = active.back();
         active.pop_back();
         continue;
@@ -67,8 +69,14 @@ absl::StatusOr<SimResult> Simulation::Run() && {
   return std::move(result_);
 }
 
+bool Simulation::MayBegin() const {
+  if (options_.count_committed) return result_.committed + busy_ < options_.txns;
+  return begun_ < options_.txns;
+}
+
 void Simulation::Begin(Session& s) {
   s.busy = true;
+  ++busy_;
   OpenTxn& t = s.txn;
   t.handle = log_.Begin(s.index);
   ++begun_;
@@ -355,6 +363,7 @@ bool Simulation::Conflicts(const OpenTxn& t) const {
 absl::Status Simulation::Complete(Session& s) {
   OpenTxn& t = s.txn;
   s.busy = false;
+  --busy_;
   bool has_writes = false;
   uint32_t write_keys = 0;
   for (size_t i = 0; i < t.keys_used; ++i) {

@@ -82,6 +82,8 @@ class Simulation {
   bool Ser() const { return options_.level == report::IsolationLevel::kSerializable; }
   bool Has(const OpenTxn& t, Fault f) const { return t.fault == static_cast<int>(f); }
 
+  // Whether another transaction may begin (WorkloadOptions::txns, count_committed).
+  bool MayBegin() const;
   void Begin(Session& s);
   // The key (store index) for an operation drawn from the distribution.
   uint64_t DrawKey(bool append);
@@ -121,6 +123,7 @@ class Simulation {
   std::vector<int64_t> key_names_;
   std::vector<Session> sessions_;
   uint64_t begun_ = 0;
+  uint64_t busy_ = 0;  // sessions with a transaction in flight
   uint64_t next_id_ = 0;
   SimResult result_;
   std::vector<ExpectedViolation> findings_;  // scratch

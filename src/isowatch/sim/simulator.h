@@ -51,6 +51,9 @@ struct FaultSpec {
 struct WorkloadOptions {
   uint32_t sessions = 24;
   uint64_t txns = 10000;
+  // If true, `txns` counts committed transactions: aborted ones are retried with new ones until
+  // that many have committed (as a client that retries until success would).
+  bool count_committed = false;
   uint32_t ops_per_txn = 8;
   double read_ratio = 0.5;
   uint64_t keys = 1000;

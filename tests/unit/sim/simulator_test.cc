@@ -113,6 +113,17 @@ TEST(SimulatorTest, CountsAddUp) {
   }
 }
 
+TEST(SimulatorTest, CountCommittedRetriesUntilEnoughCommit) {
+  WorkloadOptions o = Small(5);
+  o.keys = 5;  // heavy contention: many aborts
+  o.count_committed = true;
+  auto r = Simulate(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->committed, o.txns);
+  EXPECT_GT(r->aborted, 0u);
+  EXPECT_EQ(r->history.size(), r->committed + r->aborted);
+}
+
 TEST(SimulatorTest, NoTransactionsGiveAnEmptyHistory) {
   WorkloadOptions o = Small();
   o.txns = 0;
