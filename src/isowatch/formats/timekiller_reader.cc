@@ -252,6 +252,12 @@ class TimeKillerParser {
   absl::Status ReadInitial(std::string_view json, const std::string& source_name);
 
  private:
+  struct CachedKey {
+    int64_t key = 0;
+    KeyId id;  // invalid = empty slot
+  };
+  static constexpr int kKeyCacheBits = 12;
+
   // Records an error at `where` and returns false.
   bool Fail(const char* where, std::string message) {
     fail_where_ = where;
@@ -272,7 +278,7 @@ class TimeKillerParser {
   // Part `part` ("p" or "l") of timestamp `name`.
   bool ParseHlcPart(od::value& v, const char* where, std::string_view name, std::string_view part,
                     int64_t* out);
-  // The "ops" array; `context` prefixes messages ("" or "initial transaction: ").
+  // The "ops" array, into ops_ and elements_.
   bool ParseOps(od::value& v, const char* where);
   bool ParseOp(od::value& v, size_t index);
   bool ParseOpValue(od::value& v, const char* where, size_t index, PendingOp* op);
@@ -282,6 +288,16 @@ class TimeKillerParser {
   bool UseKey(KeyId key, int64_t key_value, uint8_t use, size_t op_index, const char* where);
   // Turns a simdjson error from iterate() into a positioned failure.
   bool FailIterate(simdjson::error_code error, const char* begin, const char* end);
+  // HistoryBuilder::IntKey through key_cache_.
+  KeyId InternKey(int64_t key) {
+    const size_t slot = static_cast<size_t>((static_cast<uint64_t>(key) * 0x9e3779b97f4a7c15ULL) >>
+                                            (64 - kKeyCacheBits));
+    CachedKey& cached = key_cache_[slot];
+    if (cached.id.valid() && cached.key == key) return cached.id;
+    cached.key = key;
+    cached.id = builder_->IntKey(key);
+    return cached.id;
+  }
 
   HistoryBuilder* builder_;
   od::parser parser_;
@@ -302,21 +318,7 @@ class TimeKillerParser {
 
   // A direct-mapped cache in front of HistoryBuilder::IntKey: the keys of a history repeat, and
   // most accesses go to a few hot ones.
-  struct CachedKey {
-    int64_t key = 0;
-    KeyId id;  // invalid = empty slot
-  };
-  static constexpr int kKeyCacheBits = 12;
   std::vector<CachedKey> key_cache_ = std::vector<CachedKey>(size_t{1} << kKeyCacheBits);
-  KeyId InternKey(int64_t key) {
-    const size_t slot = static_cast<size_t>((static_cast<uint64_t>(key) * 0x9e3779b97f4a7c15ULL) >>
-                                            (64 - kKeyCacheBits));
-    CachedKey& cached = key_cache_[slot];
-    if (cached.id.valid() && cached.key == key) return cached.id;
-    cached.key = key;
-    cached.id = builder_->IntKey(key);
-    return cached.id;
-  }
 };
 
 std::string_view TimeKillerParser::RawToken(od::value& v) {
