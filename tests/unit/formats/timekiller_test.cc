@@ -801,7 +801,7 @@ TEST_F(TimeKillerTest, LargeFileAcrossChunkBoundaries) {
 }
 
 TEST_F(TimeKillerTest, ErrorPositionLateInALargeFile) {
-  constexpr size_t kBad = 15000;
+  constexpr size_t kBad = 8000;
   const std::string json = Generate(kBad + 10, kBad);
   // Transaction i takes lines 2i + 2 and 2i + 3; its ops are on the second of them. The error
   // points at the bad op's "t" member.
