@@ -5,10 +5,11 @@
 #include <string>
 #include <string_view>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "isowatch/formats/read_options.h"
 #include "isowatch/history/history.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace isowatch::formats {
 
@@ -22,13 +23,13 @@ namespace isowatch::formats {
 
 // Reads the TimeKiller file at `path` (and options.initial_txn_path if set).
 absl::StatusOr<history::History> ReadTimeKillerFile(const std::string& path,
-                                                     const ReadOptions& options);
+                                                    const ReadOptions& options);
 // Reads a TimeKiller document held in memory; `source` names it in errors. The initial
 // transaction, if any, is passed as a document too (empty = none).
 absl::StatusOr<history::History> ReadTimeKillerString(std::string_view json,
-                                                       const ReadOptions& options,
-                                                       std::string_view source,
-                                                       std::string_view initial_txn_json = {});
+                                                      const ReadOptions& options,
+                                                      std::string_view source,
+                                                      std::string_view initial_txn_json = {});
 
 // Writes `h` as a TimeKiller array: ids as given (numbers stay numbers), hybrid timestamps as
 // {"p": number, "l": number}, one transaction per line. Only committed transactions are written
