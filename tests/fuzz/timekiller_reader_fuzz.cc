@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
+
 #include "isowatch/formats/internal/timekiller_internal.h"
 #include "isowatch/formats/timekiller.h"
-
-#include "absl/status/statusor.h"
 
 namespace {
 

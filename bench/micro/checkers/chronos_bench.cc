@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Chronos on in-memory simulator histories: checking only, no parsing.
-#include <benchmark/benchmark.h>
-
 #include <cstdlib>
+
+#include <benchmark/benchmark.h>
 
 #include "isowatch/checkers/chronos/chronos.h"
 #include "isowatch/sim/simulator.h"
@@ -28,7 +28,8 @@ sim::SimResult MakeHistory(uint64_t txns, sim::DataKind data) {
 void BM_ChronosSi(benchmark::State& state) {
   auto r = MakeHistory(static_cast<uint64_t>(state.range(0)), sim::DataKind::kKeyValue);
   for (auto _ : state) {
-    auto result = checkers::RunChronos(r.history, {.level = report::IsolationLevel::kSnapshotIsolation});
+    auto result =
+        checkers::RunChronos(r.history, {.level = report::IsolationLevel::kSnapshotIsolation});
     benchmark::DoNotOptimize(result.violations.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * r.history.size()));
@@ -48,7 +49,8 @@ BENCHMARK(BM_ChronosSer)->Arg(100000)->Unit(benchmark::kMillisecond);
 void BM_ChronosSiList(benchmark::State& state) {
   auto r = MakeHistory(static_cast<uint64_t>(state.range(0)), sim::DataKind::kList);
   for (auto _ : state) {
-    auto result = checkers::RunChronos(r.history, {.level = report::IsolationLevel::kSnapshotIsolation});
+    auto result =
+        checkers::RunChronos(r.history, {.level = report::IsolationLevel::kSnapshotIsolation});
     benchmark::DoNotOptimize(result.violations.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * r.history.size()));

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reading TimeKiller JSON from memory: parse + intern + build, no checking.
-#include <benchmark/benchmark.h>
-
 #include <cstdlib>
 #include <sstream>
+
+#include <benchmark/benchmark.h>
 
 #include "isowatch/formats/timekiller.h"
 #include "isowatch/sim/simulator.h"

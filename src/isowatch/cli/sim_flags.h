@@ -4,11 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include <CLI/CLI.hpp>
 
 #include "isowatch/sim/simulator.h"
-
-#include "absl/status/statusor.h"
 
 namespace isowatch::cli {
 

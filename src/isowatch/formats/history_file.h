@@ -5,11 +5,11 @@
 #include <string>
 #include <string_view>
 
-#include "isowatch/formats/read_options.h"
-#include "isowatch/history/history.h"
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
+#include "isowatch/formats/read_options.h"
+#include "isowatch/history/history.h"
 
 namespace isowatch::formats {
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include <fmt/format.h>
 #include <google/protobuf/io/zero_copy_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -23,8 +24,6 @@
 #include "isowatch/formats/native.h"
 #include "isowatch/history/history_builder.h"
 #include "isowatch/v1/history.pb.h"
-
-#include "absl/container/flat_hash_map.h"
 
 namespace isowatch::formats {
 namespace {

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -19,8 +20,6 @@
 #include "isowatch/common/status_macros.h"
 #include "isowatch/formats/native.h"
 #include "isowatch/v1/history.pb.h"
-
-#include "absl/strings/escaping.h"
 
 namespace isowatch::formats {
 namespace {

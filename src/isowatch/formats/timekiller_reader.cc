@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include <fmt/format.h>
 #include <simdjson.h>
 
@@ -40,8 +41,6 @@
 #include "isowatch/formats/internal/timekiller_internal.h"
 #include "isowatch/formats/timekiller.h"
 #include "isowatch/history/history_builder.h"
-
-#include "absl/container/flat_hash_map.h"
 
 namespace isowatch::formats {
 namespace {

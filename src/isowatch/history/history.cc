@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/history/history.h"
 
-#include <fmt/format.h>
-
 #include "absl/strings/escaping.h"
+#include <fmt/format.h>
 
 namespace isowatch::history {
 

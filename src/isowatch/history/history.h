@@ -7,14 +7,14 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/operation.h"
 #include "isowatch/history/string_pool.h"
 #include "isowatch/history/timestamp.h"
 #include "isowatch/history/transaction.h"
 #include "isowatch/history/value.h"
-
-#include "absl/container/flat_hash_map.h"
 
 namespace isowatch::history {
 

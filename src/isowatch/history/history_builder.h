@@ -7,11 +7,11 @@
 #include <string>
 #include <string_view>
 
-#include "isowatch/history/history.h"
-
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
+#include "isowatch/history/history.h"
 
 namespace isowatch::history {
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history_builder.h"
 #include "isowatch/history/value.h"
@@ -15,8 +17,6 @@
 #include "isowatch/sim/simulator.h"
 #include "isowatch/sim/truth_auditor.h"
 #include "isowatch/sim/txn_log.h"
-
-#include "absl/status/statusor.h"
 
 namespace isowatch::sim {
 

@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 #include "isowatch/history/history.h"
 #include "isowatch/report/violation.h"
-
-#include "absl/status/statusor.h"
 
 namespace isowatch::sim {
 

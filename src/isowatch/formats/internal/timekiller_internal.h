@@ -8,10 +8,10 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
+
 #include "isowatch/formats/read_options.h"
 #include "isowatch/history/history.h"
-
-#include "absl/status/statusor.h"
 
 namespace isowatch::formats::internal {
 

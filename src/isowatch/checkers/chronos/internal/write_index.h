@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
 #include "isowatch/report/violation.h"
-
-#include "absl/container/flat_hash_map.h"
 
 namespace isowatch::checkers::internal {
 
