@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "isowatch/checkers/chronos/internal/explain.h"
+#include "isowatch/checkers/chronos/internal/ext_rules.h"
+#include "isowatch/checkers/chronos/internal/read_walker.h"
 #include "isowatch/checkers/chronos/internal/write_index.h"
 
 namespace isowatch::checkers {
@@ -46,17 +48,6 @@ struct RegisterVersion {
   TxnId writer;  // invalid: the initial value
 };
 
-// The state of one key inside the transaction being checked.
-struct LocalKey {
-  bool observed = false;      // a read of the key has been checked (external or internal)
-  bool wrote = false;         // the transaction wrote or appended to the key
-  bool int_reported = false;  // INT already reported for this (transaction, key)
-  Value last;                 // registers: last value read or written
-  bool has_list = false;      // lists: list_slot holds what the transaction knows of the list
-  uint32_t list_slot = 0;     // lists: index into list_scratch_: the last list read followed by
-                              // the appends since, or (before any read) the appends so far
-};
-
 // Replays a history in timestamp order. Engine-thread only; owns only O(keys + open
 // transactions) state: the newest version of each key, the transactions open per key, and the
 // scratch state of the one transaction being checked.
@@ -66,11 +57,11 @@ class Replayer {
       : h_(h),
         level_(level),
         write_index_(h),
+        walker_(h),
         registers_(h.key_count()),
         lists_(h.key_count()),
         ongoing_(level == IsolationLevel::kSnapshotIsolation ? h.key_count() : 0),
-        slot_stamp_(h.key_count(), 0),
-        slot_index_(h.key_count(), 0) {
+        slot_stamp_(h.key_count(), 0) {
     for (uint32_t k = 0; k < h.key_count(); ++k) {
       KeyId key(k);
       if (h.key(key).is_list) {
@@ -109,6 +100,8 @@ class Replayer {
           break;
       }
     }
+    result_.stats.external_reads = walker_.external_reads();
+    result_.stats.internal_reads = walker_.internal_reads();
     return std::move(result_);
   }
 
@@ -172,31 +165,6 @@ class Replayer {
     return events;
   }
 
-  // Returns the scratch state of `key` for the transaction being checked (stamp `stamp_`).
-  LocalKey& Local(KeyId key) {
-    uint32_t k = key.value();
-    if (slot_stamp_[k] != stamp_) {
-      slot_stamp_[k] = stamp_;
-      slot_index_[k] = static_cast<uint32_t>(locals_.size());
-      locals_.push_back(LocalKey{});
-    }
-    return locals_[slot_index_[k]];
-  }
-
-  std::vector<Value>& NewListSlot(LocalKey& local) {
-    local.has_list = true;
-    local.list_slot = static_cast<uint32_t>(lists_used_++);
-    if (lists_used_ > list_scratch_.size()) list_scratch_.emplace_back();
-    list_scratch_[local.list_slot].clear();
-    return list_scratch_[local.list_slot];
-  }
-
-  void BeginTxnScratch() {
-    ++stamp_;
-    locals_.clear();
-    lists_used_ = 0;
-  }
-
   // Session, Int and Ext for transaction `t` against the current state.
   void CheckReads(TxnId id) {
     const Transaction& t = h_.txn(id);
@@ -207,102 +175,31 @@ class Replayer {
         Emit(internal::ExplainSession(h_, level_, id, pred));
       }
     }
-    BeginTxnScratch();
-    for (const Op& op : h_.ops(t)) {
-      if (op.unknown()) continue;
-      LocalKey& local = Local(op.key());
-      switch (op.kind()) {
-        case OpKind::kWrite:
-          local.wrote = true;
-          local.observed = true;  // later reads are internal
-          local.last = op.value();
-          break;
-        case OpKind::kAppend:
-          if (!local.has_list) NewListSlot(local);
-          local.wrote = true;
-          list_scratch_[local.list_slot].push_back(op.value());
-          break;
-        case OpKind::kRead:
-          if (!local.observed) {
-            ++result_.stats.external_reads;
-            CheckExternalRegister(id, op);
-            local.observed = true;
-          } else {
-            ++result_.stats.internal_reads;
-            if (op.value() != local.last && !local.int_reported) {
-              local.int_reported = true;
-              Emit(internal::ExplainInt(h_, level_, id, op.key(), h_.ValueToString(local.last),
-                                        h_.ValueToString(op.value())));
-            }
-          }
-          local.last = op.value();
-          break;
-        case OpKind::kListRead: {
-          auto observed = h_.list_elements(op);
-          if (!local.observed) {
-            ++result_.stats.external_reads;
-            std::span<const Value> own;
-            if (local.has_list) own = list_scratch_[local.list_slot];
+    walker_.Walk(
+        id, level_,
+        [&](uint32_t, const Op& op, std::span<const Value> own) {
+          if (op.kind() == OpKind::kListRead) {
             CheckExternalList(id, op, own);
-            local.observed = true;
           } else {
-            ++result_.stats.internal_reads;
-            const std::vector<Value>& expected = list_scratch_[local.list_slot];
-            if (!std::equal(expected.begin(), expected.end(), observed.begin(), observed.end()) &&
-                !local.int_reported) {
-              local.int_reported = true;
-              Emit(internal::ExplainInt(h_, level_, id, op.key(), h_.ListToString(expected),
-                                        h_.ListToString(observed)));
-            }
+            CheckExternalRegister(id, op);
           }
-          if (!local.has_list) NewListSlot(local);
-          list_scratch_[local.list_slot].assign(observed.begin(), observed.end());
-          break;
-        }
-      }
-    }
+        },
+        [&](Violation v) { Emit(std::move(v)); });
   }
 
   void CheckExternalRegister(TxnId reader, const Op& op) {
     const RegisterVersion& current = registers_[op.key().value()];
-    Value observed = op.value();
-    if (observed == current.value) return;
-    // An absent observation matches the initial version, whatever the initial value convention.
-    if (observed.absent() && !current.writer.valid()) return;
-    internal::ExtFinding f = write_index_.Classify(reader, op.key(), observed, level_);
-    Emit(internal::ExplainExtRegister(h_, level_, reader, op.key(), current.value, current.writer,
-                                      observed, f));
+    if (internal::RegisterReadMatches(op.value(), current.value, !current.writer.valid())) return;
+    Emit(internal::RegisterViolation(h_, write_index_, level_, reader, op.key(), current.value,
+                                     current.writer, op.value()));
   }
 
   void CheckExternalList(TxnId reader, const Op& op, std::span<const Value> own) {
     const std::vector<Value>& committed = lists_[op.key().value()];
     auto observed = h_.list_elements(op);
-    size_t expected_size = committed.size() + own.size();
-    auto expected_at = [&](size_t i) {
-      return i < committed.size() ? committed[i] : own[i - committed.size()];
-    };
-    size_t i = 0;
-    while (i < expected_size && i < observed.size() && expected_at(i) == observed[i]) ++i;
-    if (i == expected_size && i == observed.size()) return;
-    std::vector<Value> expected(committed.begin(), committed.end());
-    expected.insert(expected.end(), own.begin(), own.end());
-    // Judge what the read says of the committed list: when it ends with the transaction's own
-    // appends, as it should, only the part before them.
-    std::span<const Value> judged = observed;
-    if (!own.empty() && observed.size() >= own.size() &&
-        std::equal(own.begin(), own.end(), observed.end() - static_cast<ptrdiff_t>(own.size()))) {
-      judged = observed.first(observed.size() - own.size());
-    }
-    size_t j = 0;
-    while (j < committed.size() && j < judged.size() && committed[j] == judged[j]) ++j;
-    internal::ExtFinding f;
-    if (j == judged.size()) {
-      f.kind = ExtKind::kBefore;  // a proper prefix of the snapshot: a stale version
-    } else {
-      f = write_index_.Classify(reader, op.key(), judged[j], level_);
-    }
-    Emit(internal::ExplainExtList(h_, level_, reader, op.key(), expected, observed,
-                                  j == judged.size() ? observed.size() : j, f));
+    if (internal::ListReadMatches(committed, own, observed)) return;
+    Emit(internal::ListViolation(h_, write_index_, level_, reader, op.key(), committed, own,
+                                 observed));
   }
 
   // Registers `t` as open on each key it writes (SI).
@@ -349,19 +246,16 @@ class Replayer {
   const History& h_;
   IsolationLevel level_;
   internal::WriteIndex write_index_;
+  internal::ReadWalker walker_;
   std::vector<RegisterVersion> registers_;
   std::vector<std::vector<Value>> lists_;
   std::vector<std::vector<uint32_t>> ongoing_;
   std::vector<TxnId> committed_pred_;
   size_t open_ = 0;
 
-  // Per-transaction scratch, reused: key -> LocalKey through a stamp, so nothing is cleared.
+  // Deduplicates keys within one transaction's writes: key -> stamp of the last visit.
   uint32_t stamp_ = 0;
   std::vector<uint32_t> slot_stamp_;
-  std::vector<uint32_t> slot_index_;
-  std::vector<LocalKey> locals_;
-  std::vector<std::vector<Value>> list_scratch_;
-  size_t lists_used_ = 0;
 
   ChronosResult result_;
 };

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/checkers/chronos/internal/ext_rules.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "isowatch/checkers/chronos/internal/explain.h"
+
+namespace isowatch::checkers::internal {
+
+using history::Value;
+using report::ExtKind;
+
+bool ListReadMatches(std::span<const Value> committed, std::span<const Value> own,
+                     std::span<const Value> observed) {
+  if (observed.size() != committed.size() + own.size()) return false;
+  return std::equal(committed.begin(), committed.end(), observed.begin()) &&
+         std::equal(own.begin(), own.end(), observed.begin() + committed.size());
+}
+
+report::Violation RegisterViolation(const history::History& h, WriteIndex& writes,
+                                    report::IsolationLevel level, TxnId reader, KeyId key,
+                                    Value expected, TxnId expected_writer, Value observed) {
+  ExtFinding f = writes.Classify(reader, key, observed, level);
+  return ExplainExtRegister(h, level, reader, key, expected, expected_writer, observed, f);
+}
+
+report::Violation ListViolation(const history::History& h, WriteIndex& writes,
+                                report::IsolationLevel level, TxnId reader, KeyId key,
+                                std::span<const Value> committed, std::span<const Value> own,
+                                std::span<const Value> observed) {
+  std::vector<Value> expected(committed.begin(), committed.end());
+  expected.insert(expected.end(), own.begin(), own.end());
+  // Judge what the read says of the committed list: when it ends with the transaction's own
+  // appends, as it should, only the part before them.
+  std::span<const Value> judged = observed;
+  if (!own.empty() && observed.size() >= own.size() &&
+      std::equal(own.begin(), own.end(), observed.end() - static_cast<ptrdiff_t>(own.size()))) {
+    judged = observed.first(observed.size() - own.size());
+  }
+  size_t j = 0;
+  while (j < committed.size() && j < judged.size() && committed[j] == judged[j]) ++j;
+  ExtFinding f;
+  if (j == judged.size()) {
+    f.kind = ExtKind::kBefore;  // a proper prefix of the snapshot: a stale version
+  } else {
+    f = writes.Classify(reader, key, judged[j], level);
+  }
+  return ExplainExtList(h, level, reader, key, expected, observed,
+                        j == judged.size() ? observed.size() : j, f);
+}
+
+}  // namespace isowatch::checkers::internal

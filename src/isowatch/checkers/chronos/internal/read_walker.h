@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "isowatch/checkers/chronos/internal/explain.h"
+#include "isowatch/history/history.h"
+#include "isowatch/report/violation.h"
+
+namespace isowatch::checkers::internal {
+
+// The per-transaction half of the axioms, shared by Chronos and the online engine: walks one
+// transaction's operations in program order, checks INT (once per key), and hands each first
+// external read of a key to the caller, with the transaction's own appends to that key before it.
+//
+// Scratch state is indexed by key through a stamp, so nothing is cleared between transactions.
+// Thread-compatible; one walker per checking thread.
+class ReadWalker {
+ public:
+  explicit ReadWalker(const history::History& h)
+      : h_(h), slot_stamp_(h.key_count(), 0), slot_index_(h.key_count(), 0) {}
+
+  // Walks transaction `id`: for its first external read of each key calls
+  // `on_external(op_index, op, own_appends)`; for each INT violation calls `on_int(violation)`.
+  template <typename OnExternal, typename OnInt>
+  void Walk(TxnId id, report::IsolationLevel level, OnExternal&& on_external, OnInt&& on_int) {
+    ++stamp_;
+    locals_.clear();
+    lists_used_ = 0;
+    auto ops = h_.ops(id);
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      const history::Op& op = ops[i];
+      if (op.unknown()) continue;
+      Local& local = LocalFor(op.key());
+      switch (op.kind()) {
+        case history::OpKind::kWrite:
+          local.wrote = true;
+          local.observed = true;  // later reads are internal
+          local.last = op.value();
+          break;
+        case history::OpKind::kAppend:
+          if (!local.has_list) NewListSlot(local);
+          local.wrote = true;
+          list_scratch_[local.list_slot].push_back(op.value());
+          break;
+        case history::OpKind::kRead:
+          if (!local.observed) {
+            ++external_reads_;
+            on_external(i, op, std::span<const history::Value>());
+            local.observed = true;
+          } else {
+            ++internal_reads_;
+            if (op.value() != local.last && !local.int_reported) {
+              local.int_reported = true;
+              on_int(ExplainInt(h_, level, id, op.key(), h_.ValueToString(local.last),
+                                h_.ValueToString(op.value())));
+            }
+          }
+          local.last = op.value();
+          break;
+        case history::OpKind::kListRead: {
+          auto observed = h_.list_elements(op);
+          if (!local.observed) {
+            ++external_reads_;
+            std::span<const history::Value> own;
+            if (local.has_list) own = list_scratch_[local.list_slot];
+            on_external(i, op, own);
+            local.observed = true;
+          } else {
+            ++internal_reads_;
+            const std::vector<history::Value>& expected = list_scratch_[local.list_slot];
+            if (!std::equal(expected.begin(), expected.end(), observed.begin(), observed.end()) &&
+                !local.int_reported) {
+              local.int_reported = true;
+              on_int(ExplainInt(h_, level, id, op.key(), h_.ListToString(expected),
+                                h_.ListToString(observed)));
+            }
+          }
+          if (!local.has_list) NewListSlot(local);
+          list_scratch_[local.list_slot].assign(observed.begin(), observed.end());
+          break;
+        }
+      }
+    }
+  }
+
+  uint64_t external_reads() const { return external_reads_; }
+  uint64_t internal_reads() const { return internal_reads_; }
+
+ private:
+  // What the transaction being walked knows of one key.
+  struct Local {
+    bool observed = false;      // a read of the key has been checked (external or internal)
+    bool wrote = false;         // the transaction wrote or appended to the key
+    bool int_reported = false;  // INT already reported for this (transaction, key)
+    bool has_list = false;      // lists: list_slot holds what the transaction knows of the list
+    uint32_t list_slot = 0;     // lists: the last list read followed by the appends since, or
+                                // (before any read) the appends so far
+    history::Value last;        // registers: last value read or written
+  };
+
+  Local& LocalFor(KeyId key) {
+    uint32_t k = key.value();
+    if (slot_stamp_[k] != stamp_) {
+      slot_stamp_[k] = stamp_;
+      slot_index_[k] = static_cast<uint32_t>(locals_.size());
+      locals_.push_back(Local{});
+    }
+    return locals_[slot_index_[k]];
+  }
+
+  void NewListSlot(Local& local) {
+    local.has_list = true;
+    local.list_slot = static_cast<uint32_t>(lists_used_++);
+    if (lists_used_ > list_scratch_.size()) list_scratch_.emplace_back();
+    list_scratch_[local.list_slot].clear();
+  }
+
+  const history::History& h_;
+  uint32_t stamp_ = 0;
+  std::vector<uint32_t> slot_stamp_;
+  std::vector<uint32_t> slot_index_;
+  std::vector<Local> locals_;
+  std::vector<std::vector<history::Value>> list_scratch_;
+  size_t lists_used_ = 0;
+  uint64_t external_reads_ = 0;
+  uint64_t internal_reads_ = 0;
+};
+
+}  // namespace isowatch::checkers::internal
