@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "isowatch/common/strong_id.h"
+#include "isowatch/engine/clock.h"
+#include "isowatch/history/history.h"
+#include "isowatch/report/violation.h"
+
+namespace isowatch::engine {
+
+// Identifies a delivering stream (a collector) to the engine.
+using StreamId = uint32_t;
+
+struct EngineOptions {
+  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  // Streams that never send a watermark: a provisional verdict becomes final this long after the
+  // transaction arrived (Aion's timeout).
+  int64_t finality_timeout_ms = 5000;
+  // Source of time for the timeout; nullptr = a SystemClock owned by the engine.
+  const Clock* clock = nullptr;
+  // Versions are collected only below (final point - retention), in the physical unit of the
+  // timestamps: room for transactions whose start lies that far below the final point when they
+  // arrive. Longer ones are still checked against what is retained and counted as horizon misses.
+  int64_t retention = 0;
+};
+
+// Counters and gauges of the engine. Plain data.
+struct EngineStats {
+  uint64_t delivered = 0;         // transactions delivered (any status)
+  uint64_t checked = 0;           // committed transactions checked
+  uint64_t duplicates = 0;        // transactions delivered twice (ignored)
+  uint64_t late_arrivals = 0;     // commit timestamp at or below its stream's passed watermark
+  uint64_t horizon_misses = 0;    // checks that needed state already collected
+  uint64_t flip_flops = 0;        // provisional EXT verdicts that changed
+  uint64_t final_violations = 0;  // violations reported
+  // Gauges: what the engine holds now.
+  uint64_t provisional_reads = 0;       // external reads whose verdict is not final yet
+  uint64_t provisional_violations = 0;  // of which currently wrong
+  uint64_t retained_versions = 0;
+  uint64_t retained_txns = 0;
+};
+
+class EngineImpl;
+
+// The online checker (docs/engine.md): accepts the transactions of a history in any order, a
+// batch at a time, keeps per key the chain of committed versions and per key the external reads
+// whose verdict is not final yet, re-checks exactly what each arrival can change, and reports a
+// violation only once it is final: when the minimum watermark over the live streams passes it (or
+// its timeout expires, for streams without watermarks). Its final violation set equals the one
+// Chronos reports for the same history, whatever the arrival order.
+//
+// Transactions are named by their TxnId in `history`, which holds their contents and interns
+// keys and values; the engine keeps its own state per transaction only until it is final.
+// Engine-thread only (thread-compatible).
+class Engine {
+ public:
+  // REQUIRES: `history` outlives the engine.
+  Engine(const history::History& history, EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Declares a stream. Until it sends a watermark, its transactions finalise by timeout.
+  StreamId AddStream(std::string name);
+
+  // Delivers `batch` from `stream`, then applies `watermark` if given: the stream's promise that
+  // every transaction with commit timestamp <= watermark has now been delivered. A watermark
+  // below the stream's previous one is ignored.
+  void Deliver(StreamId stream, std::span<const TxnId> batch,
+               std::optional<history::Timestamp> watermark = std::nullopt);
+
+  // The stream has ended: it no longer holds finality back.
+  void CloseStream(StreamId stream);
+
+  // Finalises whatever the clock says has timed out. Call it periodically.
+  void Tick();
+
+  // Ends the run: every stream is closed and every verdict becomes final.
+  void Finish();
+
+  // Removes and returns the violations that became final since the last call, in the order
+  // they became final.
+  std::vector<report::Violation> TakeFinalViolations();
+
+  const EngineStats& stats() const;
+
+ private:
+  std::unique_ptr<EngineImpl> impl_;
+};
+
+}  // namespace isowatch::engine

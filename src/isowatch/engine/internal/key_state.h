@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <vector>
+
+#include "isowatch/history/timestamp.h"
+#include "isowatch/history/value.h"
+
+namespace isowatch::engine::internal {
+
+// A position in the replay order Chronos uses (docs/checkers/chronos.md): timestamp, then phase
+// (0 = commit, 1 = a transaction whose start equals its commit, 2 = start), then transaction
+// index. Under SER every position is a commit (phase 0). Version v is visible to a read at point
+// p iff v.key < p.
+struct OrderKey {
+  history::Timestamp ts;
+  uint32_t phase = 0;
+  uint32_t txn = 0;
+
+  auto operator<=>(const OrderKey&) const = default;
+};
+
+// One committed version of a key.
+struct Version {
+  OrderKey key;              // (commit, 0 or 1, writer)
+  history::Timestamp start;  // the writer's start (SI)
+  history::Value value;      // registers: the writer's final value; lists: unused
+};
+
+// An external read whose verdict is not final yet.
+struct PendingRead {
+  OrderKey point;     // the reader's read point; point.txn is the reader
+  uint32_t op_index;  // the read's index among the reader's operations
+  bool wrong;         // the current, provisional verdict
+};
+
+// Everything the engine keeps about one key.
+//
+// Invariants:
+//  1. versions is sorted by key, unique; readers is sorted by point, unique (one external read
+//     per transaction and key).
+//  2. If trimmed: every collected version had commit timestamp <= trim_point; for a register the
+//     newest of them is still versions[0]; for a list their appends, in order, are base_list.
+//  3. max_duration >= commit.physical - start.physical of every version ever inserted (SI).
+struct KeyState {
+  std::vector<Version> versions;
+  std::vector<PendingRead> readers;
+  std::vector<history::Value> base_list;
+  int64_t max_duration = 0;
+  bool trimmed = false;
+  history::Timestamp trim_point = history::Timestamp::Min();
+};
+
+}  // namespace isowatch::engine::internal
