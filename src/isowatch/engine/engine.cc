@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <iterator>
 #include <limits>
-#include <map>
 #include <queue>
 #include <utility>
 
@@ -26,8 +26,8 @@ using history::Transaction;
 using history::Value;
 using internal::KeyState;
 using internal::OrderKey;
-using internal::PendingRead;
-using internal::Version;
+using internal::ReadInfo;
+using internal::VersionInfo;
 using report::IsolationLevel;
 using report::Violation;
 
@@ -37,21 +37,13 @@ constexpr uint32_t kCommitPhase = 0;
 constexpr uint32_t kPointPhase = 1;
 constexpr uint32_t kStartPhase = 2;
 
-// A read waiting for the final point to pass it.
-struct FinalityEntry {
-  Timestamp ts;
-  KeyId key;
-  OrderKey point;
-
-  bool operator>(const FinalityEntry& o) const { return ts > o.ts; }
-};
-
-// A version waiting for the collection point to pass it.
-struct GcEntry {
+// A key with state waiting for a point to be passed: its pending reads (finality) or its old
+// versions (collection).
+struct KeyAt {
   Timestamp ts;
   KeyId key;
 
-  bool operator>(const GcEntry& o) const { return ts > o.ts; }
+  bool operator>(const KeyAt& o) const { return ts > o.ts; }
 };
 
 template <typename T>
@@ -67,11 +59,22 @@ struct StreamState {
   std::deque<std::pair<int64_t, Timestamp>> arrivals;
 };
 
-// Per session: the transactions delivered, by position, until they are no longer needed.
+// Per session: the transactions delivered, by position, from `base` on, until no future arrival
+// can need them. Positions not delivered yet hold an invalid TxnId.
 struct SessionState {
-  std::map<uint32_t, TxnId> entries;
-  uint32_t settled = 0;  // every position below has been delivered
+  uint32_t base = 0;
+  std::deque<TxnId> entries;
+
+  TxnId At(uint32_t seq) const {
+    if (seq < base || seq - base >= entries.size()) return TxnId::Invalid();
+    return entries[seq - base];
+  }
 };
+
+// The last key of any read point at timestamp `ts`.
+OrderKey LastAt(Timestamp ts) {
+  return OrderKey{ts, std::numeric_limits<uint32_t>::max(), std::numeric_limits<uint32_t>::max()};
+}
 
 }  // namespace
 
@@ -86,7 +89,8 @@ class EngineImpl {
         walker_(h),
         keys_(h.key_count()),
         delivered_(h.size(), false),
-        write_stamp_(h.key_count(), 0) {}
+        pending_count_(h.size(), 0),
+        key_stamp_(h.key_count(), 0) {}
 
   StreamId AddStream(std::string name) {
     streams_.push_back(StreamState{.name = std::move(name)});
@@ -131,7 +135,7 @@ class EngineImpl {
   std::vector<Violation> TakeFinalViolations() { return std::exchange(final_, {}); }
 
   const EngineStats& stats() {
-    stats_.retained_txns = session_entries_ + pending_by_txn_.size();
+    stats_.retained_txns = session_entries_ + txns_pending_;
     return stats_;
   }
 
@@ -174,18 +178,18 @@ class EngineImpl {
     walker_.Walk(
         id, options_.level,
         [&](uint32_t op_index, const Op& op, std::span<const Value>) {
-          AddRead(op.key(), PendingRead{point, op_index, false});
+          AddRead(op.key(), point, ReadInfo{op_index, false});
         },
         [&](Violation v) { Emit(std::move(v)); });
-    ++write_stamp_epoch_;
+    ++stamp_;
     auto ops = h_.ops(id);
     // Each key once, with the transaction's final value for registers.
     for (size_t i = ops.size(); i-- > 0;) {
       const Op& op = ops[i];
       if (!op.is_write()) continue;
       uint32_t k = op.key().value();
-      if (write_stamp_[k] == write_stamp_epoch_) continue;
-      write_stamp_[k] = write_stamp_epoch_;
+      if (key_stamp_[k] == stamp_) continue;
+      key_stamp_[k] = stamp_;
       InsertVersion(id, t, op.key(), op.value());
     }
   }
@@ -194,46 +198,49 @@ class EngineImpl {
 
   void OnSessionArrival(TxnId id, const Transaction& t) {
     SessionState& ss = sessions_[t.session.value()];
-    ss.entries.emplace(t.seq, id);
+    if (t.seq < ss.base) return;  // cannot happen: positions below base were all delivered
+    if (t.seq - ss.base >= ss.entries.size()) ss.entries.resize(t.seq - ss.base + 1);
+    ss.entries[t.seq - ss.base] = id;
     ++session_entries_;
     if (Participates(t)) CheckSessionBack(ss, t.seq, id);
-    // The first participant after this one may now see its predecessor.
+    // The first participant after this one may now reach its predecessor.
     for (uint32_t seq = t.seq + 1;; ++seq) {
-      auto it = ss.entries.find(seq);
-      if (it == ss.entries.end()) break;
-      if (Participates(h_.txn(it->second))) {
-        CheckSessionBack(ss, seq, it->second);
+      TxnId next = ss.At(seq);
+      if (!next.valid()) break;
+      if (Participates(h_.txn(next))) {
+        CheckSessionBack(ss, seq, next);
         break;
       }
     }
     // Keep only what a future arrival can still need: from the newest participant of the
     // delivered prefix on.
-    while (ss.entries.count(ss.settled) != 0) ++ss.settled;
-    auto anchor = ss.entries.end();
-    for (auto it = ss.entries.lower_bound(ss.settled); it != ss.entries.begin();) {
-      --it;
-      if (Participates(h_.txn(it->second))) {
-        anchor = it;
-        break;
+    size_t prefix = 0;
+    size_t anchor = 0;
+    bool have_anchor = false;
+    while (prefix < ss.entries.size() && ss.entries[prefix].valid()) {
+      if (Participates(h_.txn(ss.entries[prefix]))) {
+        anchor = prefix;
+        have_anchor = true;
       }
+      ++prefix;
     }
-    if (anchor != ss.entries.end()) {
-      session_entries_ -= static_cast<uint64_t>(std::distance(ss.entries.begin(), anchor));
-      ss.entries.erase(ss.entries.begin(), anchor);
+    if (have_anchor && anchor > 0) {
+      ss.entries.erase(ss.entries.begin(), ss.entries.begin() + static_cast<ptrdiff_t>(anchor));
+      ss.base += static_cast<uint32_t>(anchor);
+      session_entries_ -= anchor;
     }
   }
 
-  // Checks transaction `id` at position `seq` against its nearest committed predecessor, if
+  // Checks transaction `id` at position `seq` against its nearest committed predecessor, once
   // every transaction between them has arrived.
   void CheckSessionBack(const SessionState& ss, uint32_t seq, TxnId id) {
     for (uint32_t s = seq; s-- > 0;) {
-      auto it = ss.entries.find(s);
-      if (it == ss.entries.end()) return;  // not delivered yet: checked when it arrives
-      const Transaction& p = h_.txn(it->second);
+      TxnId prev = ss.At(s);
+      if (!prev.valid()) return;  // not delivered yet: checked when it arrives
+      const Transaction& p = h_.txn(prev);
       if (!Participates(p)) continue;
-      const Transaction& t = h_.txn(id);
-      if (p.commit > ReadPoint(id, t).ts) {
-        Emit(checkers::internal::ExplainSession(h_, options_.level, id, it->second));
+      if (p.commit > ReadPoint(id, h_.txn(id)).ts) {
+        Emit(checkers::internal::ExplainSession(h_, options_.level, id, prev));
       }
       return;
     }
@@ -241,33 +248,29 @@ class EngineImpl {
 
   // --- Ext -----------------------------------------------------------------------------------
 
-  void AddRead(KeyId key, PendingRead read) {
+  void AddRead(KeyId key, const OrderKey& point, ReadInfo read) {
     KeyState& ks = keys_[key.value()];
-    if (ks.trimmed && read.point.ts <= ks.trim_point) ++stats_.horizon_misses;
-    read.wrong = Wrong(key, ks, read);
-    if (read.point.ts <= final_point_) {
-      if (read.wrong) Emit(Explain(key, ks, read));
+    if (ks.trimmed && point.ts <= ks.trim_point) ++stats_.horizon_misses;
+    read.wrong = Wrong(key, ks, point, read);
+    if (point.ts <= final_point_) {
+      if (read.wrong) Emit(Explain(key, ks, point, read));
       return;
     }
-    auto pos =
-        std::lower_bound(ks.readers.begin(), ks.readers.end(), read.point,
-                         [](const PendingRead& r, const OrderKey& p) { return r.point < p; });
-    ks.readers.insert(pos, read);
-    finality_.push(FinalityEntry{read.point.ts, key, read.point});
+    if (ks.readers.empty() || point < ks.readers.begin()->first) {
+      finality_.push(KeyAt{point.ts, key});
+    }
+    ks.readers.emplace(point, read);
     ++stats_.provisional_reads;
     if (read.wrong) ++stats_.provisional_violations;
-    ++pending_by_txn_[read.point.txn];
+    if (pending_count_[point.txn]++ == 0) ++txns_pending_;
   }
 
-  // The reader's operation.
-  const Op& ReadOp(const PendingRead& r) const { return h_.ops(TxnId(r.point.txn))[r.op_index]; }
-
   // The newest version of a register visible at `point`, or nullptr for the initial value.
-  const Version* VisibleVersion(const KeyState& ks, const OrderKey& point) const {
-    auto it = std::lower_bound(ks.versions.begin(), ks.versions.end(), point,
-                               [](const Version& v, const OrderKey& p) { return v.key < p; });
+  static const std::pair<const OrderKey, VersionInfo>* VisibleVersion(const KeyState& ks,
+                                                                      const OrderKey& point) {
+    auto it = ks.versions.lower_bound(point);
     if (it == ks.versions.begin()) return nullptr;
-    return &*(it - 1);
+    return &*std::prev(it);
   }
 
   // The committed list visible at `point`, into `out`.
@@ -280,13 +283,13 @@ class EngineImpl {
       auto init = h_.InitialList(key);
       out->assign(init.begin(), init.end());
     }
-    for (const Version& v : ks.versions) {
-      if (!(v.key < point)) break;
-      AppendsOf(TxnId(v.key.txn), key, out);
+    for (auto it = ks.versions.begin(); it != ks.versions.end() && it->first < point; ++it) {
+      AppendsOf(TxnId(it->first.txn), key, out);
     }
   }
 
-  // Appends `writer`'s appends to `key`, in program order, to `out`; up to op `limit` if given.
+  // Appends `writer`'s appends to `key`, in program order, to `out`; only those before op
+  // `limit` if given.
   void AppendsOf(TxnId writer, KeyId key, std::vector<Value>* out,
                  size_t limit = static_cast<size_t>(-1)) const {
     auto ops = h_.ops(writer);
@@ -295,95 +298,87 @@ class EngineImpl {
     }
   }
 
-  bool Wrong(KeyId key, const KeyState& ks, const PendingRead& r) {
-    const Op& op = ReadOp(r);
+  const Op& ReadOp(const OrderKey& point, const ReadInfo& r) const {
+    return h_.ops(TxnId(point.txn))[r.op_index];
+  }
+
+  bool Wrong(KeyId key, const KeyState& ks, const OrderKey& point, const ReadInfo& r) {
+    const Op& op = ReadOp(point, r);
     if (op.kind() == OpKind::kListRead) {
-      VisibleList(key, ks, r.point, &committed_scratch_);
+      VisibleList(key, ks, point, &committed_scratch_);
       own_scratch_.clear();
-      AppendsOf(TxnId(r.point.txn), key, &own_scratch_, r.op_index);
+      AppendsOf(TxnId(point.txn), key, &own_scratch_, r.op_index);
       return !checkers::internal::ListReadMatches(committed_scratch_, own_scratch_,
                                                   h_.list_elements(op));
     }
-    const Version* v = VisibleVersion(ks, r.point);
+    const auto* v = VisibleVersion(ks, point);
     if (v == nullptr) {
       return !checkers::internal::RegisterReadMatches(op.value(), h_.InitialValue(key), true);
     }
-    return !checkers::internal::RegisterReadMatches(op.value(), v->value, false);
+    return !checkers::internal::RegisterReadMatches(op.value(), v->second.value, false);
   }
 
-  Violation Explain(KeyId key, const KeyState& ks, const PendingRead& r) {
-    const Op& op = ReadOp(r);
-    TxnId reader(r.point.txn);
+  Violation Explain(KeyId key, const KeyState& ks, const OrderKey& point, const ReadInfo& r) {
+    const Op& op = ReadOp(point, r);
+    TxnId reader(point.txn);
     if (op.kind() == OpKind::kListRead) {
-      VisibleList(key, ks, r.point, &committed_scratch_);
+      VisibleList(key, ks, point, &committed_scratch_);
       own_scratch_.clear();
       AppendsOf(reader, key, &own_scratch_, r.op_index);
       return checkers::internal::ListViolation(h_, write_index_, options_.level, reader, key,
                                                committed_scratch_, own_scratch_,
                                                h_.list_elements(op));
     }
-    const Version* v = VisibleVersion(ks, r.point);
-    Value expected = v == nullptr ? h_.InitialValue(key) : v->value;
-    TxnId writer = v == nullptr ? TxnId::Invalid() : TxnId(v->key.txn);
+    const auto* v = VisibleVersion(ks, point);
+    Value expected = v == nullptr ? h_.InitialValue(key) : v->second.value;
+    TxnId writer = v == nullptr ? TxnId::Invalid() : TxnId(v->first.txn);
     return checkers::internal::RegisterViolation(h_, write_index_, options_.level, reader, key,
                                                  expected, writer, op.value());
-  }
-
-  // Re-evaluates the pending reads in [first, last) of `ks`.
-  void Recheck(KeyId key, KeyState& ks, std::vector<PendingRead>::iterator first,
-               std::vector<PendingRead>::iterator last) {
-    for (auto it = first; it != last; ++it) {
-      bool wrong = Wrong(key, ks, *it);
-      if (wrong == it->wrong) continue;
-      ++stats_.flip_flops;
-      if (wrong) {
-        ++stats_.provisional_violations;
-      } else {
-        --stats_.provisional_violations;
-      }
-      it->wrong = wrong;
-    }
   }
 
   // --- Versions and NoConflict ---------------------------------------------------------------
 
   void InsertVersion(TxnId id, const Transaction& t, KeyId key, Value value) {
     KeyState& ks = keys_[key.value()];
-    Version v{VersionKey(id, t), t.start, value};
+    const OrderKey vkey = VersionKey(id, t);
     if (options_.level == IsolationLevel::kSnapshotIsolation) {
       if (ks.trimmed && t.start < ks.trim_point) ++stats_.horizon_misses;
       // Overlapping writers U: U.commit > t.start and U.start < t.commit. A writer that started
       // before t.commit commits before t.commit + max_duration, which bounds the scan.
-      auto it =
-          std::upper_bound(ks.versions.begin(), ks.versions.end(), t.start,
-                           [](const Timestamp& ts, const Version& u) { return ts < u.key.ts; });
-      int64_t horizon =
-          t.commit.physical + std::max(ks.max_duration, t.commit.physical - t.start.physical);
-      for (; it != ks.versions.end() && it->key.ts.physical <= horizon; ++it) {
-        if (it->start < t.commit && it->key.ts > t.start && it->key.txn != id.value()) {
-          bool u_first = it->key < v.key;
-          TxnId u(it->key.txn);
+      int64_t duration = t.commit.physical - t.start.physical;
+      int64_t horizon = t.commit.physical + std::max(ks.max_duration, duration);
+      for (auto it = ks.versions.upper_bound(LastAt(t.start));
+           it != ks.versions.end() && it->first.ts.physical <= horizon; ++it) {
+        if (it->second.start < t.commit && it->first.ts > t.start && it->first.txn != id.value()) {
+          bool u_first = it->first < vkey;
+          TxnId u(it->first.txn);
           Emit(checkers::internal::ExplainNoConflict(h_, u_first ? u : id, u_first ? id : u, key));
         }
       }
-      ks.max_duration = std::max(ks.max_duration, t.commit.physical - t.start.physical);
+      ks.max_duration = std::max(ks.max_duration, duration);
     }
-    auto pos = std::lower_bound(ks.versions.begin(), ks.versions.end(), v.key,
-                                [](const Version& u, const OrderKey& k) { return u.key < k; });
-    pos = ks.versions.insert(pos, v);
+    auto pos = ks.versions.emplace(vkey, VersionInfo{t.start, value}).first;
     ++stats_.retained_versions;
-    gc_.push(GcEntry{t.commit, key});
+    gc_.push(KeyAt{t.commit, key});
     // The reads whose snapshot now ends at (registers) or includes (lists) the new version.
-    auto from =
-        std::upper_bound(ks.readers.begin(), ks.readers.end(), v.key,
-                         [](const OrderKey& k, const PendingRead& r) { return k < r.point; });
+    if (ks.readers.empty()) return;
+    auto from = ks.readers.upper_bound(vkey);
     auto to = ks.readers.end();
-    if (!h_.key(key).is_list && pos + 1 != ks.versions.end()) {
-      const OrderKey next = (pos + 1)->key;
-      to = std::upper_bound(from, ks.readers.end(), next,
-                            [](const OrderKey& k, const PendingRead& r) { return k < r.point; });
+    if (!h_.key(key).is_list) {
+      auto next = std::next(pos);
+      if (next != ks.versions.end()) to = ks.readers.upper_bound(next->first);
     }
-    Recheck(key, ks, from, to);
+    for (auto it = from; it != to; ++it) {
+      bool wrong = Wrong(key, ks, it->first, it->second);
+      if (wrong == it->second.wrong) continue;
+      ++stats_.flip_flops;
+      if (wrong) {
+        ++stats_.provisional_violations;
+      } else {
+        --stats_.provisional_violations;
+      }
+      it->second.wrong = wrong;
+    }
   }
 
   // --- Finality and collection ---------------------------------------------------------------
@@ -397,26 +392,27 @@ class EngineImpl {
     if (f <= final_point_) return;
     final_point_ = f;
     while (!finality_.empty() && finality_.top().ts <= final_point_) {
-      FinalityEntry e = finality_.top();
+      KeyId key = finality_.top().key;
       finality_.pop();
-      Finalize(e);
+      FinalizeKey(key);
     }
     Collect();
   }
 
-  void Finalize(const FinalityEntry& e) {
-    KeyState& ks = keys_[e.key.value()];
-    auto it = std::lower_bound(ks.readers.begin(), ks.readers.end(), e.point,
-                               [](const PendingRead& r, const OrderKey& p) { return r.point < p; });
-    if (it == ks.readers.end() || it->point != e.point) return;
-    if (it->wrong) {
-      Emit(Explain(e.key, ks, *it));
-      --stats_.provisional_violations;
+  // Makes final every pending read of `key` at or below the final point.
+  void FinalizeKey(KeyId key) {
+    KeyState& ks = keys_[key.value()];
+    auto end = ks.readers.upper_bound(LastAt(final_point_));
+    for (auto it = ks.readers.begin(); it != end; ++it) {
+      if (it->second.wrong) {
+        Emit(Explain(key, ks, it->first, it->second));
+        --stats_.provisional_violations;
+      }
+      --stats_.provisional_reads;
+      if (--pending_count_[it->first.txn] == 0) --txns_pending_;
     }
-    --stats_.provisional_reads;
-    auto p = pending_by_txn_.find(it->point.txn);
-    if (--p->second == 0) pending_by_txn_.erase(p);
-    ks.readers.erase(it);
+    ks.readers.erase(ks.readers.begin(), end);
+    if (!ks.readers.empty()) finality_.push(KeyAt{ks.readers.begin()->first.ts, key});
   }
 
   // Drops what no read at or after the collection point can need: for registers every version
@@ -430,31 +426,38 @@ class EngineImpl {
       if (g.physical < std::numeric_limits<int64_t>::min() + keep) return;
       g = Timestamp{g.physical - keep, std::numeric_limits<int64_t>::min()};
     }
+    ++stamp_;
+    collect_keys_.clear();
     while (!gc_.empty() && gc_.top().ts <= g) {
-      KeyId key = gc_.top().key;
+      uint32_t k = gc_.top().key.value();
       gc_.pop();
-      KeyState& ks = keys_[key.value()];
-      auto last =
-          std::upper_bound(ks.versions.begin(), ks.versions.end(), g,
-                           [](const Timestamp& ts, const Version& v) { return ts < v.key.ts; });
-      if (last == ks.versions.begin()) continue;
-      bool is_list = h_.key(key).is_list;
-      auto keep = is_list ? last : last - 1;
-      if (keep == ks.versions.begin()) continue;
-      if (is_list) {
-        if (!ks.trimmed) {
-          auto init = h_.InitialList(key);
-          ks.base_list.assign(init.begin(), init.end());
-        }
-        for (auto it = ks.versions.begin(); it != keep; ++it) {
-          AppendsOf(TxnId(it->key.txn), key, &ks.base_list);
-        }
-      }
-      stats_.retained_versions -= static_cast<uint64_t>(keep - ks.versions.begin());
-      ks.versions.erase(ks.versions.begin(), keep);
-      ks.trimmed = true;
-      ks.trim_point = std::max(ks.trim_point, g);
+      if (key_stamp_[k] == stamp_) continue;
+      key_stamp_[k] = stamp_;
+      collect_keys_.push_back(KeyId(k));
     }
+    for (KeyId key : collect_keys_) Trim(key, g);
+  }
+
+  void Trim(KeyId key, const Timestamp& g) {
+    KeyState& ks = keys_[key.value()];
+    auto last = ks.versions.upper_bound(LastAt(g));
+    if (last == ks.versions.begin()) return;
+    bool is_list = h_.key(key).is_list;
+    auto keep = is_list ? last : std::prev(last);
+    if (keep == ks.versions.begin()) return;
+    if (is_list) {
+      if (!ks.trimmed) {
+        auto init = h_.InitialList(key);
+        ks.base_list.assign(init.begin(), init.end());
+      }
+      for (auto it = ks.versions.begin(); it != keep; ++it) {
+        AppendsOf(TxnId(it->first.txn), key, &ks.base_list);
+      }
+    }
+    stats_.retained_versions -= static_cast<uint64_t>(std::distance(ks.versions.begin(), keep));
+    ks.versions.erase(ks.versions.begin(), keep);
+    ks.trimmed = true;
+    ks.trim_point = std::max(ks.trim_point, g);
   }
 
   void Emit(Violation v) {
@@ -472,18 +475,20 @@ class EngineImpl {
   checkers::internal::ReadWalker walker_;
 
   std::vector<KeyState> keys_;
-  std::vector<bool> delivered_;  // per transaction of the history: duplicate detection
-  std::vector<uint32_t> write_stamp_;
-  uint32_t write_stamp_epoch_ = 0;
+  std::vector<bool> delivered_;          // per transaction of the history: duplicates
+  std::vector<uint32_t> pending_count_;  // per transaction: its pending reads
+  uint64_t txns_pending_ = 0;            // transactions with pending reads
+  std::vector<uint32_t> key_stamp_;      // per key: deduplication within one pass
+  uint32_t stamp_ = 0;
+  std::vector<KeyId> collect_keys_;
   absl::flat_hash_map<uint32_t, SessionState> sessions_;
   uint64_t session_entries_ = 0;
-  absl::flat_hash_map<uint32_t, uint32_t> pending_by_txn_;  // reader -> pending reads
 
   std::vector<StreamState> streams_;
   Timestamp final_point_ = Timestamp::Min();
   int64_t max_duration_ = 0;  // longest transaction seen, in physical timestamp units
-  MinHeap<FinalityEntry> finality_;
-  MinHeap<GcEntry> gc_;
+  MinHeap<KeyAt> finality_;   // keys with pending reads, by their earliest read point
+  MinHeap<KeyAt> gc_;         // one entry per version, by commit timestamp
 
   std::vector<Value> committed_scratch_;
   std::vector<Value> own_scratch_;

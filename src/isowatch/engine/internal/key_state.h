@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/btree_map.h"
+
 #include "isowatch/history/timestamp.h"
 #include "isowatch/history/value.h"
 
@@ -22,31 +24,30 @@ struct OrderKey {
   auto operator<=>(const OrderKey&) const = default;
 };
 
-// One committed version of a key.
-struct Version {
-  OrderKey key;              // (commit, 0 or 1, writer)
+// One committed version of a key, stored under its OrderKey (commit, 0 or 1, writer).
+struct VersionInfo {
   history::Timestamp start;  // the writer's start (SI)
   history::Value value;      // registers: the writer's final value; lists: unused
 };
 
-// An external read whose verdict is not final yet.
-struct PendingRead {
-  OrderKey point;     // the reader's read point; point.txn is the reader
-  uint32_t op_index;  // the read's index among the reader's operations
-  bool wrong;         // the current, provisional verdict
+// An external read whose verdict is not final yet, stored under its read point (point.txn is the
+// reader).
+struct ReadInfo {
+  uint32_t op_index = 0;  // the read's index among the reader's operations
+  bool wrong = false;     // the current, provisional verdict
 };
 
 // Everything the engine keeps about one key.
 //
 // Invariants:
-//  1. versions is sorted by key, unique; readers is sorted by point, unique (one external read
-//     per transaction and key).
+//  1. readers holds one entry per pending external read (one per transaction and key).
 //  2. If trimmed: every collected version had commit timestamp <= trim_point; for a register the
-//     newest of them is still versions[0]; for a list their appends, in order, are base_list.
+//     newest of them is still versions.begin(); for a list their appends, in order, are
+//     base_list.
 //  3. max_duration >= commit.physical - start.physical of every version ever inserted (SI).
 struct KeyState {
-  std::vector<Version> versions;
-  std::vector<PendingRead> readers;
+  absl::btree_map<OrderKey, VersionInfo> versions;
+  absl::btree_map<OrderKey, ReadInfo> readers;
   std::vector<history::Value> base_list;
   int64_t max_duration = 0;
   bool trimmed = false;
