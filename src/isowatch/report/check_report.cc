@@ -130,6 +130,21 @@ void WriteTextReport(const History& h, const CheckReport& report, std::ostream& 
     for (const auto& [name, count] : counts) out << fmt::format(" {} {};", name, count);
     out << "\n";
   }
+  if (report.online) {
+    const OnlineCounts& o = *report.online;
+    out << fmt::format(
+        "online: {} batches of {} (delay N({}, {}) ms at {} tps, {}), {} flip-flops, {} late "
+        "arrivals, {} duplicates, {} horizon misses, max {} provisional reads, {} retained "
+        "versions, {} retained txns\n",
+        o.batches, o.batch, o.mean_ms, o.sigma_ms, o.rate_tps,
+        o.watermarks ? "watermarks" : fmt::format("timeout {} ms", o.timeout_ms), o.flip_flops,
+        o.late_arrivals, o.duplicates, o.horizon_misses, o.max_provisional_reads,
+        o.max_retained_versions, o.max_retained_txns);
+    if (o.repeated_reports > 0) {
+      out << fmt::format("warning: {} violations were reported more than once\n",
+                         o.repeated_reports);
+    }
+  }
   out << fmt::format("time: read {:.3f} s, check {:.3f} s\n", report.read_seconds,
                      report.check_seconds);
 }
@@ -225,6 +240,52 @@ void WriteJsonReport(const History& h, const CheckReport& report, std::ostream& 
     w.EndObject();
   }
   w.EndArray();
+  if (report.online) {
+    const OnlineCounts& o = *report.online;
+    w.Key("flip_flops");
+    w.Uint64(o.flip_flops);
+    w.Key("late_arrivals");
+    w.Uint64(o.late_arrivals);
+    w.Key("online");
+    w.StartObject();
+    w.Key("mean_ms");
+    w.Double(o.mean_ms);
+    w.Key("sigma_ms");
+    w.Double(o.sigma_ms);
+    w.Key("batch");
+    w.Uint64(o.batch);
+    w.Key("seed");
+    w.Uint64(o.seed);
+    w.Key("rate_tps");
+    w.Double(o.rate_tps);
+    w.Key("watermarks");
+    w.Bool(o.watermarks);
+    w.Key("timeout_ms");
+    w.Int64(o.timeout_ms);
+    w.Key("retention");
+    w.Int64(o.retention);
+    w.Key("batches");
+    w.Uint64(o.batches);
+    w.Key("max_disorder_ms");
+    w.Double(o.max_disorder_ms);
+    w.Key("flip_flops");
+    w.Uint64(o.flip_flops);
+    w.Key("late_arrivals");
+    w.Uint64(o.late_arrivals);
+    w.Key("duplicates");
+    w.Uint64(o.duplicates);
+    w.Key("horizon_misses");
+    w.Uint64(o.horizon_misses);
+    w.Key("repeated_reports");
+    w.Uint64(o.repeated_reports);
+    w.Key("max_provisional_reads");
+    w.Uint64(o.max_provisional_reads);
+    w.Key("max_retained_versions");
+    w.Uint64(o.max_retained_versions);
+    w.Key("max_retained_txns");
+    w.Uint64(o.max_retained_txns);
+    w.EndObject();
+  }
   w.Key("timing");
   w.StartObject();
   w.Key("read_seconds");

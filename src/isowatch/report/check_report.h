@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -10,6 +12,30 @@
 #include "isowatch/report/violation.h"
 
 namespace isowatch::report {
+
+// What an online check (the engine fed through simulated asynchrony) adds to a report.
+struct OnlineCounts {
+  // How the history was delivered.
+  double mean_ms = 0;
+  double sigma_ms = 0;
+  uint64_t batch = 0;
+  uint64_t seed = 0;
+  double rate_tps = 0;
+  bool watermarks = true;
+  int64_t timeout_ms = 0;
+  int64_t retention = 0;
+  uint64_t batches = 0;
+  double max_disorder_ms = 0;
+  // What the engine saw.
+  uint64_t flip_flops = 0;     // provisional EXT verdicts that changed
+  uint64_t late_arrivals = 0;  // transactions delivered below an already-passed watermark
+  uint64_t duplicates = 0;
+  uint64_t horizon_misses = 0;
+  uint64_t repeated_reports = 0;  // violations reported more than once (0 when correct)
+  uint64_t max_provisional_reads = 0;
+  uint64_t max_retained_versions = 0;
+  uint64_t max_retained_txns = 0;
+};
 
 // The outcome of checking one history: what was checked, what was found, how long it took.
 struct CheckReport {
@@ -22,19 +48,23 @@ struct CheckReport {
   std::vector<Violation> violations;
   double read_seconds = 0;
   double check_seconds = 0;
+  // Set by an online check.
+  std::optional<OnlineCounts> online;
 
   bool valid() const { return violations.empty(); }
 };
 
 // Renders `report` for a person: each violation with the transactions involved (id, session,
 // timestamps, the operations on the key), the key, expected and observed values and the
-// explanation; then a summary. At most `max_detailed` violations are shown in full (0 = all).
+// explanation; then a summary (with one line of online counts for an online check). At most
+// `max_detailed` violations are shown in full (0 = all).
 void WriteTextReport(const history::History& h, const CheckReport& report, std::ostream& out,
                      size_t max_detailed = 0);
 
 // Renders `report` as one JSON object: valid, level, checker, source, format, transactions,
 // counts (per anomaly, and per EXT kind), violations (anomaly, ext_kind, txns with ids as in the
-// input, key, expected, observed, explanation), timing.
+// input, key, expected, observed, explanation), timing; for an online check also flip_flops,
+// late_arrivals and an "online" object with every OnlineCounts field.
 void WriteJsonReport(const history::History& h, const CheckReport& report, std::ostream& out);
 
 }  // namespace isowatch::report

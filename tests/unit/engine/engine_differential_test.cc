@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// The online engine against Chronos: for simulated histories (fault-free, each fault, all faults;
+// key-value and list; SI and SER) delivered out of order, the violations the engine makes final
+// must be exactly the ones Chronos reports, each once, whatever the disorder.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "isowatch/checkers/chronos/chronos.h"
+#include "isowatch/engine/delivery.h"
+#include "isowatch/history/history.h"
+#include "isowatch/report/violation.h"
+#include "isowatch/sim/simulator.h"
+
+namespace isowatch::engine {
+namespace {
+
+using history::History;
+using report::IsolationLevel;
+using sim::DataKind;
+using sim::Distribution;
+using sim::Fault;
+
+constexpr uint64_t kSeeds = 10;      // fault-free and all-faults configurations
+constexpr uint64_t kFaultSeeds = 4;  // single-fault configurations
+constexpr double kRateTps = 10000;   // collection rate of the delivery
+// Without watermarks: 1 ms per transaction, so a history lasts several timeouts.
+constexpr double kTimeoutRateTps = 1000;
+constexpr double kTimeoutSigmaMs = 3;
+
+// A violation as both checkers must name it: anomaly, kind, transaction ids in report order,
+// key, expected and observed values.
+using Entry = std::tuple<std::string, std::string, std::vector<std::string>, std::string,
+                         std::string, std::string>;
+
+std::vector<Entry> Entries(const History& h, const std::vector<report::Violation>& vs) {
+  std::vector<Entry> out;
+  for (const report::Violation& v : vs) {
+    std::vector<std::string> txns;
+    for (TxnId t : v.txns) txns.emplace_back(h.txn_name(t));
+    out.emplace_back(report::AnomalyName(v.anomaly), report::ExtKindName(v.ext_kind),
+                     std::move(txns), v.key.valid() ? h.KeyToString(v.key) : "-", v.expected,
+                     v.observed);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Show(const std::vector<Entry>& entries, size_t limit = 10) {
+  std::string out;
+  for (size_t i = 0; i < entries.size() && i < limit; ++i) {
+    const auto& [anomaly, kind, txns, key, expected, observed] = entries[i];
+    out += fmt::format("  {} {} [{}] key {} expected {} observed {}\n", anomaly, kind,
+                       fmt::join(txns, ","), key, expected, observed);
+  }
+  if (entries.size() > limit) out += fmt::format("  ... {} more\n", entries.size() - limit);
+  return out;
+}
+
+std::vector<Entry> Minus(const std::vector<Entry>& a, const std::vector<Entry>& b) {
+  std::vector<Entry> out;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+// A small workload whose shape varies with the seed.
+sim::WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataKind data) {
+  sim::WorkloadOptions o;
+  o.seed = seed;
+  o.level = level;
+  o.data = data;
+  o.sessions = 3 + static_cast<uint32_t>(seed * 7 % 14);
+  o.txns = 200 + seed * 53 % 400;
+  o.ops_per_txn = 2 + static_cast<uint32_t>(seed % 7);
+  o.keys = std::vector<uint64_t>{5, 12, 30, 100, 400}[seed % 5];
+  o.read_ratio = std::vector<double>{0.3, 0.5, 0.7, 0.9}[seed % 4];
+  o.dist = std::vector<Distribution>{Distribution::kZipfian, Distribution::kUniform,
+                                     Distribution::kHotspot}[seed % 3];
+  o.max_stale_lag = 1 + static_cast<uint32_t>(seed % 40);
+  if (data == DataKind::kList) {
+    if (seed % 6 == 0) {
+      o.txns = std::min<uint64_t>(o.txns, 300);  // lists never retired: they grow long
+    } else {
+      o.max_appends_per_key = 4 + static_cast<uint32_t>(seed % 20);
+    }
+  }
+  return o;
+}
+
+struct Config {
+  IsolationLevel generated;  // what the simulated store provides
+  IsolationLevel checked;    // what is checked
+  DataKind data;
+  std::vector<Fault> faults;  // empty: fault-free; several: all at once
+};
+
+std::string ConfigName(const Config& c) {
+  std::string faults = "none";
+  if (c.faults.size() == 1) faults = sim::FaultName(c.faults[0]);
+  if (c.faults.size() > 1) faults = "all";
+  std::string name = fmt::format("{}_{}_{}", report::IsolationLevelName(c.generated),
+                                 c.data == DataKind::kList ? "list" : "kv", faults);
+  if (c.checked != c.generated) name += fmt::format("_at_{}", IsolationLevelName(c.checked));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+void PrintTo(const Config& c, std::ostream* os) { *os << ConfigName(c); }
+
+std::string ParamName(const ::testing::TestParamInfo<Config>& param) {
+  return ConfigName(param.param);
+}
+
+// Delivery variants: sigma relative to the span of one batch (batch / rate).
+struct Disorder {
+  const char* name;
+  double sigma_in_batch_spans;
+};
+constexpr Disorder kDisorders[] = {{"in-order", 0}, {"batch-span", 1}, {"heavy", 8}};
+
+uint32_t BatchFor(uint64_t seed) { return std::vector<uint32_t>{1, 16, 50, 128}[seed % 4]; }
+
+class EngineDifferentialTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
+  const Config& c = GetParam();
+  const uint64_t seeds = c.faults.size() == 1 ? kFaultSeeds : kSeeds;
+  size_t chronos_total = 0;
+  size_t exact_without_retention = 0;
+  int failures = 0;
+  for (uint64_t seed = 1; seed <= seeds && failures < 3; ++seed) {
+    sim::WorkloadOptions o = Workload(seed, c.generated, c.data);
+    const double rate = c.faults.size() > 1 ? 0.03 : 0.08;
+    for (Fault f : c.faults) o.faults.push_back({f, rate, /*from_txn=*/seed % 50});
+    auto sim = sim::Simulate(o);
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    const History& h = sim->history;
+    const checkers::ChronosResult chronos = checkers::RunChronos(h, {.level = c.checked});
+    const std::vector<Entry> expected = Entries(h, chronos.violations);
+    chronos_total += expected.size();
+
+    // Versions are kept this far below the final point: room for the longest transaction, so
+    // that no check needs state already collected.
+    int64_t longest = 0;
+    for (const history::Transaction& t : h.txns()) {
+      if (t.has_start && t.has_commit) {
+        longest = std::max(longest, t.commit.physical - t.start.physical);
+      }
+    }
+    const OnlineOptions retained{.retention = longest + 1};
+
+    const uint32_t batch = BatchFor(seed);
+    const double span_ms = 1000.0 * batch / kRateTps;
+    for (const Disorder& d : kDisorders) {
+      const DeliveryOptions delivery{.mean_ms = 100,
+                                     .sigma_ms = d.sigma_in_batch_spans * span_ms,
+                                     .batch = batch,
+                                     .seed = seed * 31 + 7,
+                                     .rate_tps = kRateTps,
+                                     .watermarks = true};
+      const OnlineResult online = RunOnline(h, c.checked, delivery, retained);
+      const std::vector<Entry> reported = Entries(h, online.violations);
+      const std::string where =
+          fmt::format("seed {} batch {} disorder {} ({} txns)", seed, batch, d.name, h.size());
+      if (reported != expected) {
+        ++failures;
+        ADD_FAILURE() << where << "\nChronos only:\n"
+                      << Show(Minus(expected, reported)) << "engine only:\n"
+                      << Show(Minus(reported, expected));
+      }
+      EXPECT_EQ(online.repeated_reports, 0u) << where;
+      EXPECT_EQ(online.stats.late_arrivals, 0u) << where;  // the watermarks are honest
+      EXPECT_EQ(online.stats.duplicates, 0u) << where;
+      EXPECT_EQ(online.stats.delivered, h.size()) << where;
+      EXPECT_EQ(online.stats.checked, chronos.stats.transactions_checked) << where;
+      EXPECT_EQ(online.stats.final_violations, online.violations.size()) << where;
+      EXPECT_EQ(online.stats.provisional_reads, 0u) << where;  // all final after Finish
+      EXPECT_EQ(online.stats.horizon_misses, 0u) << where;
+
+      // With no retention beyond the longest transaction seen so far, a transaction longer
+      // than all before it may find versions collected (a horizon miss); a run without one
+      // must still be exact.
+      if (d.sigma_in_batch_spans == 1) {
+        const OnlineResult tight = RunOnline(h, c.checked, delivery);
+        if (tight.stats.horizon_misses == 0) {
+          ++exact_without_retention;
+          const std::vector<Entry> got = Entries(h, tight.violations);
+          if (got != expected) {
+            ++failures;
+            ADD_FAILURE() << where << ", retention 0, no horizon miss\nChronos only:\n"
+                          << Show(Minus(expected, got)) << "engine only:\n"
+                          << Show(Minus(got, expected));
+          }
+        }
+        EXPECT_EQ(tight.repeated_reports, 0u) << where;
+      }
+      if (d.sigma_in_batch_spans == 0) {
+        EXPECT_EQ(online.stats.flip_flops, 0u) << where;  // arrival in commit order
+      }
+    }
+
+    // No watermarks: verdicts become final by timeout. At a slower rate the run lasts long
+    // enough for the timeout to fire part-way; a timeout above the largest disorder (with a
+    // margin for a writer that commits a little after the reader it explains) is exact.
+    {
+      const DeliveryOptions delivery{.mean_ms = 100,
+                                     .sigma_ms = kTimeoutSigmaMs,
+                                     .batch = batch,
+                                     .seed = seed * 17 + 3,
+                                     .rate_tps = kTimeoutRateTps,
+                                     .watermarks = false};
+      const DeliverySchedule schedule = BuildDeliverySchedule(h, delivery);
+      const auto timeout = static_cast<int64_t>(std::ceil(schedule.max_disorder_ms)) + 100;
+      const OnlineResult online =
+          RunOnline(h, c.checked, schedule,
+                    {.finality_timeout_ms = timeout, .retention = retained.retention});
+      const std::vector<Entry> reported = Entries(h, online.violations);
+      const std::string where =
+          fmt::format("seed {} batch {} timeout {} ms, no watermarks ({} txns, {} ms long)", seed,
+                      batch, timeout, h.size(), schedule.batches.back().time_ms);
+      if (reported != expected) {
+        ++failures;
+        ADD_FAILURE() << where << "\nChronos only:\n"
+                      << Show(Minus(expected, reported)) << "engine only:\n"
+                      << Show(Minus(reported, expected));
+      }
+      EXPECT_EQ(online.repeated_reports, 0u) << where;
+      EXPECT_EQ(online.stats.late_arrivals, 0u) << where;
+    }
+  }
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(exact_without_retention, 0u);
+  if (!c.faults.empty() || c.checked != c.generated) {
+    EXPECT_GT(chronos_total, 0u);
+  }
+}
+
+std::vector<Config> Configs() {
+  std::vector<Config> out;
+  for (IsolationLevel level : {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable}) {
+    for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+      out.push_back({level, level, data, {}});
+      std::vector<Fault> all;
+      for (Fault f : sim::kAllFaults) {
+        if (f == Fault::kIntermediateRead && data == DataKind::kList) continue;
+        out.push_back({level, level, data, {f}});
+        all.push_back(f);
+      }
+      out.push_back({level, level, data, all});
+    }
+  }
+  // Snapshot-isolated histories checked at SER: write skew and the like become EXT violations.
+  for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+    out.push_back({IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable, data, {}});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, EngineDifferentialTest, ::testing::ValuesIn(Configs()),
+                         ParamName);
+
+}  // namespace
+}  // namespace isowatch::engine
