@@ -10,6 +10,13 @@ namespace isowatch::history {
 
 HistoryBuilder::HistoryBuilder() = default;
 
+void HistoryBuilder::Reserve(size_t txns, size_t ops) {
+  history_.txns_.reserve(txns);
+  given_seq_.reserve(txns);
+  history_.ext_ids_.Reserve(txns);
+  history_.ops_.reserve(ops);
+}
+
 KeyId HistoryBuilder::IntKey(int64_t k) {
   auto [it, inserted] =
       history_.int_keys_.try_emplace(k, KeyId(static_cast<uint32_t>(history_.keys_.size())));

@@ -39,6 +39,10 @@ class HistoryBuilder {
 
   void set_source(std::string source) { history_.source_ = std::move(source); }
 
+  // Makes room for `txns` transactions and `ops` operations in all, so that a reader that can
+  // estimate the size of its input spares the copies of growing one step at a time.
+  void Reserve(size_t txns, size_t ops);
+
   // Interning.
   KeyId IntKey(int64_t k);
   KeyId BytesKey(std::string_view k);
