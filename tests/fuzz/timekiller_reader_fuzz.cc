@@ -2,8 +2,9 @@
 // Feeds bytes to the TimeKiller reader. The input is split at its first NUL byte: the part before
 // is the history document, the part after (if any) the initial-transaction document.
 //
-// Besides "no crash", it checks that the reader's answer does not depend on the chunk size, and
-// that a history it accepts survives a round trip through the writer unchanged.
+// Besides "no crash", it checks that the reader's answer does not depend on the chunk size nor on
+// whether the parser for usual transactions is tried first, and that a history it accepts
+// survives a round trip through the writer unchanged.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -54,6 +55,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       history, options, "fuzz.json", initial, chunk);
   const std::string outcome = Outcome(h);
   if (Outcome(chunked) != outcome) std::abort();
+  absl::StatusOr<History> general = isowatch::formats::internal::ReadTimeKillerStringChunked(
+      history, options, "fuzz.json", initial, chunk,
+      isowatch::formats::internal::TxnParsers::kGeneralOnly);
+  if (Outcome(general) != outcome) std::abort();
 
   if (h.ok()) {
     absl::StatusOr<History> again =

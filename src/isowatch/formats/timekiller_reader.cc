@@ -233,12 +233,202 @@ std::string LineColumnIn(const char* begin, const char* where) {
   return fmt::format("{}:{}", line, where - line_start + 1);
 }
 
+// Helpers of TimeKillerParser::ParseUsualTxn. They read from a transaction element, which ends
+// with its closing '}' and is followed by at least ChunkedJsonArray::kPadding readable bytes
+// (spaces), so a few bytes may be looked at past `end` without a check.
+namespace usual {
+
+[[gnu::always_inline]] inline bool IsSpace(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+[[gnu::always_inline]] inline void SkipSpace(const char*& p, const char* end) {
+  while (p < end && IsSpace(*p)) ++p;
+}
+
+// Skips whitespace and then `c`.
+[[gnu::always_inline]] inline bool Consume(const char*& p, const char* end, char c) {
+  SkipSpace(p, end);
+  if (*p != c) return false;
+  ++p;
+  return true;
+}
+
+// After a member's value: skips ',' (true, *more = true) or the object's closing '}' (true,
+// *more = false).
+[[gnu::always_inline]] inline bool AfterMember(const char*& p, const char* end, bool* more) {
+  SkipSpace(p, end);
+  if (*p == ',') {
+    ++p;
+    *more = true;
+    return true;
+  }
+  if (*p == '}') {
+    ++p;
+    *more = false;
+    return true;
+  }
+  return false;
+}
+
+[[gnu::always_inline]] inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// An integer -?(0|[1-9][0-9]*) of at most 18 digits (so that it fits in an int64 without
+// checks). What follows it is checked by the caller: a digit, '.' or exponent cannot follow a
+// valid value there.
+[[gnu::always_inline]] inline bool Int(const char*& p, int64_t* out) {
+  const bool negative = *p == '-';
+  const char* digits = p + (negative ? 1 : 0);
+  auto d = static_cast<unsigned>(static_cast<unsigned char>(*digits) - '0');
+  if (d > 9) return false;
+  if (d == 0) {
+    // "0"; "-0" and leading zeros are left to the general parser.
+    if (negative) return false;
+    p = digits + 1;
+    *out = 0;
+    return true;
+  }
+  uint64_t v = d;
+  const char* q = digits + 1;
+  while ((d = static_cast<unsigned>(static_cast<unsigned char>(*q) - '0')) <= 9) {
+    v = v * 10 + d;
+    ++q;
+  }
+  if (q - digits > 18) return false;
+  p = q;
+  *out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  return true;
+}
+
+// A string without escapes, control characters or non-ASCII bytes; `p` is at its opening quote.
+[[gnu::always_inline]] inline bool PlainString(const char*& p, const char* end,
+                                               std::string_view* text) {
+  const char* const s = p + 1;
+  const char* q = s;
+  while (q < end) {
+    const auto c = static_cast<unsigned char>(*q);
+    if (c == '"') {
+      *text = std::string_view(s, static_cast<size_t>(q - s));
+      p = q + 1;
+      return true;
+    }
+    if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+    ++q;
+  }
+  return false;
+}
+
+// A member name without escapes and the ':' after it.
+[[gnu::always_inline]] inline bool Name(const char*& p, const char* end, std::string_view* name) {
+  SkipSpace(p, end);
+  if (*p != '"' || !PlainString(p, end, name)) return false;
+  return Consume(p, end, ':');
+}
+
+// Whether `name` is the three bytes `s` (comparing byte by byte is faster than the general
+// comparison for such short names).
+[[gnu::always_inline]] inline bool Is3(std::string_view name, const char (&s)[4]) {
+  return name.size() == 3 && name[0] == s[0] && name[1] == s[1] && name[2] == s[2];
+}
+
+// A value that the general parser ignores, at `p`: a number, a plain string, true, false or null.
+// Returns its end, or nullptr. (Kept out of line, and so without references to the caller's
+// cursor, which would then have to live in memory.)
+[[gnu::noinline]] const char* SkipScalar(const char* p, const char* end) {
+  switch (*p) {
+    case '"': {
+      std::string_view text;
+      return PlainString(p, end, &text) ? p : nullptr;
+    }
+    case 't':
+      return std::memcmp(p, "true", 4) == 0 ? p + 4 : nullptr;
+    case 'f':
+      return std::memcmp(p, "false", 5) == 0 ? p + 5 : nullptr;
+    case 'n':
+      return std::memcmp(p, "null", 4) == 0 ? p + 4 : nullptr;
+    default:
+      break;
+  }
+  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+  const char* q = p;
+  if (*q == '-') ++q;
+  if (*q == '0') {
+    ++q;
+  } else if (*q >= '1' && *q <= '9') {
+    while (IsDigit(*q)) ++q;
+  } else {
+    return nullptr;
+  }
+  if (*q == '.') {
+    ++q;
+    if (!IsDigit(*q)) return nullptr;
+    while (IsDigit(*q)) ++q;
+  }
+  if (*q == 'e' || *q == 'E') {
+    ++q;
+    if (*q == '+' || *q == '-') ++q;
+    if (!IsDigit(*q)) return nullptr;
+    while (IsDigit(*q)) ++q;
+  }
+  return q <= end ? q : nullptr;
+}
+
+// A transaction or session id: a plain string, or an integer -?(0|[1-9][0-9]*) kept as text.
+[[gnu::always_inline]] inline bool Id(const char*& p, const char* end, std::string_view* text,
+                                      bool* numeric) {
+  if (*p == '"') {
+    *numeric = false;
+    return PlainString(p, end, text);
+  }
+  const char* const start = p;
+  const char* q = p + (*p == '-' ? 1 : 0);
+  if (*q < '1' || *q > '9') {
+    // "0" alone is fine; "-0" and leading zeros are left to the general parser.
+    if (*q != '0' || q != p || IsDigit(q[1])) return false;
+  }
+  ++q;
+  while (IsDigit(*q)) ++q;
+  *text = std::string_view(start, static_cast<size_t>(q - start));
+  *numeric = true;
+  p = q;
+  return true;
+}
+
+// A timestamp {"p": P, "l": L} with integer parts, "l" optional, other members scalars.
+[[gnu::always_inline]] inline bool Hlc(const char*& p, const char* end, Timestamp* ts) {
+  if (*p != '{') return false;
+  ++p;
+  bool has_p = false;
+  bool has_l = false;
+  ts->logical = 0;
+  bool more = true;
+  while (more) {
+    std::string_view name;
+    if (!Name(p, end, &name)) return false;
+    SkipSpace(p, end);
+    if (name.size() == 1 && name[0] == 'p') {
+      if (has_p || !Int(p, &ts->physical)) return false;
+      has_p = true;
+    } else if (name.size() == 1 && name[0] == 'l') {
+      if (has_l || !Int(p, &ts->logical)) return false;
+      has_l = true;
+    } else if ((p = SkipScalar(p, end)) == nullptr) {
+      return false;
+    }
+    if (!AfterMember(p, end, &more)) return false;
+  }
+  return has_p;
+}
+
+}  // namespace usual
+
 // Parses TimeKiller transactions and initial-transaction documents into a HistoryBuilder. Errors
 // are recorded as (position, message) and turned into a Status by the caller, which knows how to
 // name positions. Not thread-safe.
 class TimeKillerParser {
  public:
-  explicit TimeKillerParser(HistoryBuilder* builder) : builder_(builder) {}
+  TimeKillerParser(HistoryBuilder* builder, internal::TxnParsers parsers)
+      : builder_(builder), usual_first_(parsers == internal::TxnParsers::kUsualFirst) {}
 
   // Reads the transaction array from `source`.
   absl::Status ReadHistory(internal::ByteSource* source, const std::string& source_name,
@@ -256,6 +446,13 @@ class TimeKillerParser {
     KeyId id;  // invalid = empty slot
   };
   static constexpr int kKeyCacheBits = 12;
+  static constexpr int64_t kMaxSmallKeys = int64_t{1} << 20;
+  // Sizing: how many transactions are read before the builder is sized from them, and the
+  // fewest bytes a transaction ({"tid":1,"sid":1,"sts":{"p":1},"cts":{"p":1},"ops":[]}) or an op
+  // ({"t":"r","k":1},) can take.
+  static constexpr uint64_t kSizingSample = 1000;
+  static constexpr uint64_t kMinTxnBytes = 52;
+  static constexpr uint64_t kMinOpBytes = 16;
 
   // Records an error at `where` and returns false.
   bool Fail(const char* where, std::string message) {
@@ -271,6 +468,16 @@ class TimeKillerParser {
 
   // A transaction object; fills the fields below and ops_/elements_.
   bool ParseTxn(od::object& obj, const char* start);
+  // The transaction object at `begin`, if it has the usual shape and ends before `limit`: the
+  // five members once each, integer timestamps, ids that are integers or strings, ops {"t", "k",
+  // "v"} with integer keys and values, no "-0" and no integer of more than 18 digits, no escapes
+  // nor non-ASCII bytes in strings, and members of other names only with numbers, strings, true,
+  // false or null as values. Fills what ParseTxn fills and returns the end of the
+  // object, or returns nullptr, leaving the transaction to ParseTxn, which accepts everything
+  // this accepts, with the same meaning, and more. At least ChunkedJsonArray::kPadding bytes past
+  // `limit` must be readable.
+  const char* ParseUsualTxn(const char* begin, const char* limit);
+  bool ParseUsualOp(const char*& p, const char* end);
   bool ParseId(od::value& v, const char* where, std::string_view name, std::string_view* text,
                bool* numeric);
   bool ParseHlc(od::value& v, const char* where, std::string_view name, Timestamp* ts);
@@ -283,12 +490,26 @@ class TimeKillerParser {
   bool ParseOpValue(od::value& v, const char* where, size_t index, PendingOp* op);
   // Gives the parsed transaction to the builder.
   bool EmitTxn(const char* start, uint64_t offset);
+  // Reserves room in the builder for a source of `source_size` bytes whose first kSizingSample
+  // transactions took `sample_bytes` bytes and had `sample_ops` ops.
+  void ReserveFor(uint64_t source_size, uint64_t sample_bytes, uint64_t sample_ops);
   // Records how `key` is used; fails if it was used the other way before.
   bool UseKey(KeyId key, int64_t key_value, uint8_t use, size_t op_index, const char* where);
   // Turns a simdjson error from iterate() into a positioned failure.
   bool FailIterate(simdjson::error_code error, const char* begin, const char* end);
-  // HistoryBuilder::IntKey through key_cache_.
+  // HistoryBuilder::IntKey through small_keys_ or key_cache_.
   KeyId InternKey(int64_t key) {
+    if (static_cast<uint64_t>(key) < small_keys_.size()) {
+      KeyId& id = small_keys_[static_cast<size_t>(key)];
+      if (!id.valid()) id = builder_->IntKey(key);
+      return id;
+    }
+    if (key >= 0 && key < kMaxSmallKeys) {
+      small_keys_.resize(std::min<size_t>(
+          std::max<size_t>({static_cast<size_t>(key) + 1, 2 * small_keys_.size(), 1024}),
+          kMaxSmallKeys));
+      return InternKey(key);
+    }
     const size_t slot = static_cast<size_t>((static_cast<uint64_t>(key) * 0x9e3779b97f4a7c15ULL) >>
                                             (64 - kKeyCacheBits));
     CachedKey& cached = key_cache_[slot];
@@ -299,6 +520,8 @@ class TimeKillerParser {
   }
 
   HistoryBuilder* builder_;
+  // Whether ReadHistory tries ParseUsualTxn before the general parser.
+  bool usual_first_;
   od::parser parser_;
   const char* fail_where_ = nullptr;
   std::string fail_message_;
@@ -315,8 +538,10 @@ class TimeKillerParser {
   // Per key id: kUsedAsRegister / kUsedAsList bits.
   std::vector<uint8_t> key_use_;
 
-  // A direct-mapped cache in front of HistoryBuilder::IntKey: the keys of a history repeat, and
-  // most accesses go to a few hot ones.
+  // The ids of keys 0 <= k < kMaxSmallKeys (invalid: not seen yet), the usual kind of key.
+  std::vector<KeyId> small_keys_;
+  // A direct-mapped cache in front of HistoryBuilder::IntKey for other keys: the keys of a
+  // history repeat, and most accesses go to a few hot ones.
   std::vector<CachedKey> key_cache_ = std::vector<CachedKey>(size_t{1} << kKeyCacheBits);
 };
 
@@ -609,6 +834,180 @@ bool TimeKillerParser::ParseOps(od::value& v, const char* where) {
   return true;
 }
 
+bool TimeKillerParser::ParseUsualOp(const char*& p, const char* end) {
+  usual::SkipSpace(p, end);
+  if (*p != '{') return false;
+  PendingOp op;
+  op.where = p;
+  ++p;
+  std::string_view type_text;
+  bool has_type = false;
+  bool has_key = false;
+  bool has_value = false;
+  bool more = true;
+  while (more) {
+    std::string_view name;
+    if (!usual::Name(p, end, &name)) return false;
+    usual::SkipSpace(p, end);
+    switch (name.size() == 1 ? name[0] : 0) {
+      case 't':
+        if (has_type || *p != '"' || !usual::PlainString(p, end, &type_text)) return false;
+        has_type = true;
+        break;
+      case 'k':
+        if (has_key || !usual::Int(p, &op.key)) return false;
+        has_key = true;
+        break;
+      case 'v':
+        if (has_value) return false;
+        has_value = true;
+        if (*p == 'n') {
+          if (std::memcmp(p, "null", 4) != 0) return false;
+          p += 4;
+          op.form = ValueForm::kNull;
+        } else if (*p == '[') {
+          ++p;
+          op.form = ValueForm::kList;
+          op.list_begin = static_cast<uint32_t>(elements_.size());
+          usual::SkipSpace(p, end);
+          if (*p == ']') {
+            ++p;
+          } else {
+            while (true) {
+              usual::SkipSpace(p, end);
+              int64_t x = 0;
+              if (!usual::Int(p, &x)) return false;
+              elements_.push_back(x);
+              usual::SkipSpace(p, end);
+              if (*p == ',') {
+                ++p;
+              } else if (*p == ']') {
+                ++p;
+                break;
+              } else {
+                return false;
+              }
+            }
+          }
+          op.list_size = static_cast<uint32_t>(elements_.size() - op.list_begin);
+        } else {
+          if (!usual::Int(p, &op.value)) return false;
+          op.form = ValueForm::kInt;
+        }
+        break;
+      default:
+        if ((p = usual::SkipScalar(p, end)) == nullptr) return false;
+        break;
+    }
+    if (!usual::AfterMember(p, end, &more)) return false;
+  }
+  if (!has_type || !has_key) return false;
+  if (type_text.size() == 1) {
+    // Upper and lower case: 'W' | 0x20 == 'w', and no other byte maps to 'w', 'r' or 'a'.
+    switch (type_text[0] | 0x20) {
+      case 'w':
+        op.type = OpType::kWrite;
+        break;
+      case 'r':
+        op.type = OpType::kRead;
+        break;
+      case 'a':
+        op.type = OpType::kAppend;
+        break;
+      default:
+        return false;
+    }
+  } else if (EqualsLower(type_text, "write")) {
+    op.type = OpType::kWrite;
+  } else if (EqualsLower(type_text, "read")) {
+    op.type = OpType::kRead;
+  } else if (EqualsLower(type_text, "append")) {
+    op.type = OpType::kAppend;
+  } else {
+    return false;
+  }
+  if (op.type != OpType::kRead && (op.form == ValueForm::kMissing || op.form == ValueForm::kList ||
+                                   (op.type == OpType::kAppend && op.form == ValueForm::kNull))) {
+    return false;
+  }
+  ops_.push_back(op);
+  return true;
+}
+
+const char* TimeKillerParser::ParseUsualTxn(const char* begin, const char* end) {
+  enum Member : unsigned { kTid = 1, kSid = 2, kSts = 4, kCts = 8, kOps = 16 };
+  ops_.clear();
+  elements_.clear();
+  const char* p = begin;
+  if (*p != '{') return nullptr;
+  ++p;
+  unsigned seen = 0;
+  bool more = true;
+  while (more) {
+    usual::SkipSpace(p, end);
+    std::string_view name;
+    if (!usual::Name(p, end, &name)) return nullptr;
+    usual::SkipSpace(p, end);
+    unsigned member = 0;
+    if (usual::Is3(name, "tid")) {
+      member = kTid;
+    } else if (usual::Is3(name, "sid")) {
+      member = kSid;
+    } else if (usual::Is3(name, "sts")) {
+      member = kSts;
+    } else if (usual::Is3(name, "cts")) {
+      member = kCts;
+    } else if (usual::Is3(name, "ops")) {
+      member = kOps;
+    }
+    if (member == 0) {
+      if ((p = usual::SkipScalar(p, end)) == nullptr) return nullptr;
+      if (!usual::AfterMember(p, end, &more)) return nullptr;
+      continue;
+    }
+    if ((seen & member) != 0) return nullptr;
+    seen |= member;
+    switch (member) {
+      case kTid:
+        if (!usual::Id(p, end, &tid_, &tid_numeric_)) return nullptr;
+        break;
+      case kSid:
+        if (!usual::Id(p, end, &sid_, &sid_numeric_)) return nullptr;
+        break;
+      case kSts:
+        if (!usual::Hlc(p, end, &sts_)) return nullptr;
+        break;
+      case kCts:
+        if (!usual::Hlc(p, end, &cts_)) return nullptr;
+        break;
+      default:
+        if (*p != '[') return nullptr;
+        ++p;
+        usual::SkipSpace(p, end);
+        if (*p == ']') {
+          ++p;
+          break;
+        }
+        while (true) {
+          if (!ParseUsualOp(p, end)) return nullptr;
+          usual::SkipSpace(p, end);
+          if (*p == ',') {
+            ++p;
+          } else if (*p == ']') {
+            ++p;
+            break;
+          } else {
+            return nullptr;
+          }
+        }
+        break;
+    }
+    if (!usual::AfterMember(p, end, &more)) return nullptr;
+  }
+  if (seen != (kTid | kSid | kSts | kCts | kOps) || p > end || sts_ > cts_) return nullptr;
+  return p;
+}
+
 bool TimeKillerParser::ParseTxn(od::object& obj, const char* start) {
   ops_.clear();
   elements_.clear();
@@ -740,11 +1139,24 @@ bool TimeKillerParser::EmitTxn(const char* start, uint64_t offset) {
 
 absl::Status TimeKillerParser::ReadHistory(internal::ByteSource* source,
                                            const std::string& source_name, size_t chunk_size) {
+  const std::optional<uint64_t> source_size = source->SizeHint();
   internal::ChunkedJsonArray array(source, source_name, "transaction", chunk_size);
   internal::ArrayElement element;
+  uint64_t ops_read = 0;
   while (true) {
-    ASSIGN_OR_RETURN(bool more, array.Next(&element));
+    std::string_view window;
+    ASSIGN_OR_RETURN(bool more, array.Start(&window));
     if (!more) break;
+    // Most transactions are read by ParseUsualTxn straight from the buffer; the rest are first
+    // delimited by the array splitter.
+    const char* usual_end =
+        usual_first_ ? ParseUsualTxn(window.data(), window.data() + window.size()) : nullptr;
+    if (usual_end != nullptr) {
+      array.Take(static_cast<size_t>(usual_end - window.data()), &element);
+    } else {
+      ASSIGN_OR_RETURN(more, array.Next(&element));
+      if (!more) break;
+    }
     const char* start = element.data;
     const char* end = element.data + element.size;
     auto failure = [&]() {
@@ -755,32 +1167,53 @@ absl::Status TimeKillerParser::ReadHistory(internal::ByteSource* source,
       return array.ErrorAt(
           start, fmt::format("transaction #{}: expected an object, found an array", element.index));
     }
-    if (parser_.capacity() < element.size) {
-      size_t capacity = std::max({element.size, 2 * parser_.capacity(), kMinParserCapacity});
-      if (auto error = parser_.allocate(capacity)) {
-        return array.ErrorAt(
-            start, fmt::format("transaction #{}: cannot parse {} bytes: {}", element.index,
-                               element.size, simdjson::error_message(error)));
+    // A transaction that did not fit in the window may still be a usual one.
+    if (usual_end == nullptr &&
+        (!usual_first_ || element.size <= window.size() || ParseUsualTxn(start, end) != end)) {
+      if (parser_.capacity() < element.size) {
+        size_t capacity = std::max({element.size, 2 * parser_.capacity(), kMinParserCapacity});
+        if (auto error = parser_.allocate(capacity)) {
+          return array.ErrorAt(
+              start, fmt::format("transaction #{}: cannot parse {} bytes: {}", element.index,
+                                 element.size, simdjson::error_message(error)));
+        }
+      }
+      od::document doc;
+      if (auto error = parser_.iterate(start, element.size, element.padded_size).get(doc)) {
+        FailIterate(error, start, end);
+        return failure();
+      }
+      od::object obj;
+      if (auto error = doc.get_object().get(obj)) {
+        FailJson(start, error, "a transaction object");
+        return failure();
+      }
+      if (!ParseTxn(obj, start)) return failure();
+      if (!AtEnd(doc)) {
+        Fail(start, "unexpected content after the transaction object");
+        return failure();
       }
     }
-    od::document doc;
-    if (auto error = parser_.iterate(start, element.size, element.padded_size).get(doc)) {
-      FailIterate(error, start, end);
-      return failure();
-    }
-    od::object obj;
-    if (auto error = doc.get_object().get(obj)) {
-      FailJson(start, error, "a transaction object");
-      return failure();
-    }
-    if (!ParseTxn(obj, start)) return failure();
-    if (!AtEnd(doc)) {
-      Fail(start, "unexpected content after the transaction object");
-      return failure();
-    }
     if (!EmitTxn(start, element.offset)) return failure();
+    ops_read += ops_.size();
+    if (element.index + 1 == kSizingSample && source_size) {
+      ReserveFor(*source_size, element.offset + element.size, ops_read);
+    }
   }
   return absl::OkStatus();
+}
+
+void TimeKillerParser::ReserveFor(uint64_t source_size, uint64_t sample_bytes,
+                                  uint64_t sample_ops) {
+  if (sample_bytes == 0 || source_size <= 2 * sample_bytes) return;
+  // The sample's proportions, with some slack, but never more than the smallest transactions
+  // and ops could fill: the reservation is an estimate, and the history still grows past it.
+  const double scale = 1.03 * static_cast<double>(source_size) / static_cast<double>(sample_bytes);
+  const auto txns = static_cast<uint64_t>(
+      std::min(scale * kSizingSample, static_cast<double>(source_size / kMinTxnBytes)));
+  const auto ops = static_cast<uint64_t>(std::min(scale * static_cast<double>(sample_ops),
+                                                  static_cast<double>(source_size / kMinOpBytes)));
+  builder_->Reserve(static_cast<size_t>(txns), static_cast<size_t>(ops));
 }
 
 void TimeKillerParser::MarkUndecidedKeysAsLists() {
@@ -921,11 +1354,12 @@ absl::StatusOr<InitialDoc> LoadInitialDoc(const std::string& path) {
 
 absl::StatusOr<history::History> ReadTimeKiller(internal::ByteSource* source,
                                                 std::string source_name, const ReadOptions& options,
-                                                const InitialDoc* initial, size_t chunk_size) {
+                                                const InitialDoc* initial, size_t chunk_size,
+                                                internal::TxnParsers parsers) {
   HistoryBuilder builder;
   builder.set_source(source_name);
   if (options.initial_value) builder.SetDefaultInitialValue(Value::Int(*options.initial_value));
-  TimeKillerParser parser(&builder);
+  TimeKillerParser parser(&builder, parsers);
   if (initial != nullptr) {
     RETURN_IF_ERROR(
         parser.ReadInitial(std::string_view(initial->padded.data(), initial->size), initial->name));
@@ -944,11 +1378,9 @@ absl::StatusOr<history::History> ReadTimeKiller(internal::ByteSource* source,
 
 namespace internal {
 
-absl::StatusOr<history::History> ReadTimeKillerStringChunked(std::string_view json,
-                                                             const ReadOptions& options,
-                                                             std::string_view source,
-                                                             std::string_view initial_txn_json,
-                                                             size_t chunk_size) {
+absl::StatusOr<history::History> ReadTimeKillerStringChunked(
+    std::string_view json, const ReadOptions& options, std::string_view source,
+    std::string_view initial_txn_json, size_t chunk_size, TxnParsers parsers) {
   std::optional<InitialDoc> initial;
   if (!initial_txn_json.empty()) {
     initial = MakeInitialDoc(initial_txn_json, fmt::format("{} (initial transaction)", source));
@@ -957,18 +1389,19 @@ absl::StatusOr<history::History> ReadTimeKillerStringChunked(std::string_view js
   }
   MemorySource memory(json);
   return ReadTimeKiller(&memory, std::string(source), options, initial ? &*initial : nullptr,
-                        chunk_size);
+                        chunk_size, parsers);
 }
 
 absl::StatusOr<history::History> ReadTimeKillerFileChunked(const std::string& path,
                                                            const ReadOptions& options,
-                                                           size_t chunk_size) {
+                                                           size_t chunk_size, TxnParsers parsers) {
   std::optional<InitialDoc> initial;
   if (!options.initial_txn_path.empty()) {
     ASSIGN_OR_RETURN(initial, LoadInitialDoc(options.initial_txn_path));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<FileSource> file, FileSource::Open(path));
-  return ReadTimeKiller(file.get(), path, options, initial ? &*initial : nullptr, chunk_size);
+  return ReadTimeKiller(file.get(), path, options, initial ? &*initial : nullptr, chunk_size,
+                        parsers);
 }
 
 }  // namespace internal

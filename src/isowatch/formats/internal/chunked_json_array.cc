@@ -165,39 +165,69 @@ std::string ChunkedJsonArray::ElementName() const {
   return fmt::format("{} #{}", noun_, next_index_);
 }
 
-absl::StatusOr<bool> ChunkedJsonArray::Next(ArrayElement* element) {
+void ChunkedJsonArray::Unhide() {
   if (hiding_) {
     std::memcpy(buffer_.get() + hidden_offset_, hidden_, kPadding);
     hiding_ = false;
   }
-  while (true) {
-    if (state_ == State::kInElement) {
-      switch (ScanElement()) {
-        case ScanResult::kComplete:
-          element->data = buffer_.get() + element_start_;
-          element->size = pos_ - element_start_;
-          element->padded_size = capacity_ + kPadding - element_start_;
-          element->offset = buffer_offset_ + element_start_;
-          element->index = next_index_++;
-          state_ = State::kAfterElement;
-          hidden_offset_ = pos_;
-          std::memcpy(hidden_, buffer_.get() + pos_, kPadding);
-          std::memset(buffer_.get() + pos_, ' ', kPadding);
-          hiding_ = true;
-          return true;
-        case ScanResult::kError:
-          return error_;
-        case ScanResult::kNeedMore:
-          if (eof_) {
-            return ErrorAtOffset(
-                element_start_,
-                fmt::format("{}: truncated: the input ends inside it", ElementName()));
-          }
-          if (absl::Status s = Refill(element_start_); !s.ok()) return s;
-          continue;
-      }
-    }
+}
 
+absl::StatusOr<bool> ChunkedJsonArray::Next(ArrayElement* element) {
+  Unhide();
+  if (state_ != State::kInElement) {
+    absl::StatusOr<bool> more = ToElement();
+    if (!more.ok() || !*more) return more;
+  }
+  while (true) {
+    switch (ScanElement()) {
+      case ScanResult::kComplete:
+        element->data = buffer_.get() + element_start_;
+        element->size = pos_ - element_start_;
+        element->padded_size = capacity_ + kPadding - element_start_;
+        element->offset = buffer_offset_ + element_start_;
+        element->index = next_index_++;
+        state_ = State::kAfterElement;
+        hidden_offset_ = pos_;
+        std::memcpy(hidden_, buffer_.get() + pos_, kPadding);
+        std::memset(buffer_.get() + pos_, ' ', kPadding);
+        hiding_ = true;
+        return true;
+      case ScanResult::kError:
+        return error_;
+      case ScanResult::kNeedMore:
+        if (eof_) {
+          return ErrorAtOffset(
+              element_start_,
+              fmt::format("{}: truncated: the input ends inside it", ElementName()));
+        }
+        if (absl::Status s = Refill(element_start_); !s.ok()) return s;
+        continue;
+    }
+  }
+}
+
+absl::StatusOr<bool> ChunkedJsonArray::Start(std::string_view* window) {
+  Unhide();
+  if (state_ != State::kInElement) {
+    absl::StatusOr<bool> more = ToElement();
+    if (!more.ok() || !*more) return more;
+  }
+  *window = std::string_view(buffer_.get() + element_start_, end_ - element_start_);
+  return true;
+}
+
+void ChunkedJsonArray::Take(size_t size, ArrayElement* element) {
+  element->data = buffer_.get() + element_start_;
+  element->size = size;
+  element->padded_size = capacity_ + kPadding - element_start_;
+  element->offset = buffer_offset_ + element_start_;
+  element->index = next_index_++;
+  pos_ = element_start_ + size;
+  state_ = State::kAfterElement;
+}
+
+absl::StatusOr<bool> ChunkedJsonArray::ToElement() {
+  while (true) {
     // Between elements: skip whitespace (and a byte order mark at the very start).
     if (state_ == State::kStart && buffer_offset_ + pos_ == 0) {
       if (end_ < 3 && !eof_) {
@@ -253,6 +283,7 @@ absl::StatusOr<bool> ChunkedJsonArray::Next(ArrayElement* element) {
       case State::kAfterComma:
         if (c == '{' || c == '[') {
           start_element();
+          return true;
         } else if (c == ']' && state_ == State::kAfterOpen) {
           ++pos_;
           state_ = State::kDone;

@@ -98,6 +98,16 @@ class ChunkedJsonArray {
   // ']' (and the whitespace after it) has been read.
   absl::StatusOr<bool> Next(ArrayElement* element);
 
+  // For a caller that can find where an element ends by itself. Goes to the start of the next
+  // element and returns true with `*window` holding the bytes buffered from there on (followed by
+  // kPadding readable spaces; the element may end past them), or returns false after the closing
+  // ']' as Next does. Then either Take (the element ends inside the window) or Next (to have the
+  // element found and read in whole) must follow.
+  absl::StatusOr<bool> Start(std::string_view* window);
+  // After Start: the element is the first `size` bytes of the window. Stores it in `*element`
+  // as Next would, except that the bytes after it are left as they are.
+  void Take(size_t size, ArrayElement* element);
+
   // An InvalidArgument error "source:line:column: message" for a byte still in the buffer: any
   // byte of the element last returned by Next.
   absl::Status ErrorAt(const char* where, std::string_view message) const;
@@ -120,6 +130,11 @@ class ChunkedJsonArray {
   // Makes room and reads more bytes, keeping those from `keep_from` on. Sets eof_ when the source
   // is exhausted and nothing was read.
   absl::Status Refill(size_t keep_from);
+  // Puts back the bytes that the spaces after the last element replaced.
+  void Unhide();
+  // Skips what comes between elements (reading more as needed); true at the start of an element
+  // (state_ == kInElement), false after the closing ']'.
+  absl::StatusOr<bool> ToElement();
   // Scans the element from pos_; on kError, error_ holds the status.
   ScanResult ScanElement();
   // Scans [*p, *p + n) one byte at a time; true when the element ends (*p is then just past it).

@@ -2,9 +2,10 @@
 #pragma once
 
 // Private to the TimeKiller reader and its tests: the readers with a chosen chunk size, so that
-// tests can put chunk boundaries anywhere.
+// tests can put chunk boundaries anywhere, and a choice of transaction parsers.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,16 +16,20 @@
 
 namespace isowatch::formats::internal {
 
+// How transactions are parsed: kUsualFirst (what the public readers do) tries a parser for the
+// usual shape of a transaction first and gives the others to the general parser; kGeneralOnly
+// gives all to the general parser. Both must give the same outcome.
+enum class TxnParsers : uint8_t { kUsualFirst, kGeneralOnly };
+
 // ReadTimeKillerString, reading the history document `chunk_size` bytes at a time.
-absl::StatusOr<history::History> ReadTimeKillerStringChunked(std::string_view json,
-                                                             const ReadOptions& options,
-                                                             std::string_view source,
-                                                             std::string_view initial_txn_json,
-                                                             size_t chunk_size);
+absl::StatusOr<history::History> ReadTimeKillerStringChunked(
+    std::string_view json, const ReadOptions& options, std::string_view source,
+    std::string_view initial_txn_json, size_t chunk_size,
+    TxnParsers parsers = TxnParsers::kUsualFirst);
 
 // ReadTimeKillerFile, reading the history file `chunk_size` bytes at a time.
-absl::StatusOr<history::History> ReadTimeKillerFileChunked(const std::string& path,
-                                                           const ReadOptions& options,
-                                                           size_t chunk_size);
+absl::StatusOr<history::History> ReadTimeKillerFileChunked(
+    const std::string& path, const ReadOptions& options, size_t chunk_size,
+    TxnParsers parsers = TxnParsers::kUsualFirst);
 
 }  // namespace isowatch::formats::internal
