@@ -207,8 +207,8 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
     }
 
     // No watermarks: verdicts become final by timeout. At a slower rate the run lasts long
-    // enough for the timeout to fire part-way; a timeout above the largest disorder (with a
-    // margin for a writer that commits a little after the reader it explains) is exact.
+    // enough for the timeout to fire part-way; a timeout just above the largest disorder (the
+    // clock moves in whole milliseconds) is exact.
     {
       const DeliveryOptions delivery{.mean_ms = 100,
                                      .sigma_ms = kTimeoutSigmaMs,
@@ -217,7 +217,7 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
                                      .rate_tps = kTimeoutRateTps,
                                      .watermarks = false};
       const DeliverySchedule schedule = BuildDeliverySchedule(h, delivery);
-      const auto timeout = static_cast<int64_t>(std::ceil(schedule.max_disorder_ms)) + 100;
+      const auto timeout = static_cast<int64_t>(std::ceil(schedule.max_disorder_ms)) + 2;
       const OnlineResult online =
           RunOnline(h, c.checked, schedule,
                     {.finality_timeout_ms = timeout, .retention = retained.retention});
