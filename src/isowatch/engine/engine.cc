@@ -250,7 +250,12 @@ class EngineImpl {
 
   void AddRead(KeyId key, const OrderKey& point, ReadInfo read) {
     KeyState& ks = keys_[key.value()];
-    if (ks.trimmed && point.ts <= ks.trim_point) ++stats_.horizon_misses;
+    if (Collected(key, ks, point)) {
+      // What the read could see has been collected: rather than risk a false alarm, the read
+      // goes unjudged, and is counted.
+      ++stats_.horizon_misses;
+      return;
+    }
     read.wrong = Wrong(key, ks, point, read);
     if (point.ts <= final_point_) {
       if (read.wrong) Emit(Explain(key, ks, point, read));
@@ -263,6 +268,14 @@ class EngineImpl {
     ++stats_.provisional_reads;
     if (read.wrong) ++stats_.provisional_violations;
     if (pending_count_[point.txn]++ == 0) ++txns_pending_;
+  }
+
+  // Whether versions visible at `point` may have been collected: for a register, the point lies
+  // before the oldest version kept; for a list, at or below the collection point.
+  bool Collected(KeyId key, const KeyState& ks, const OrderKey& point) const {
+    if (!ks.trimmed) return false;
+    if (h_.key(key).is_list) return point.ts <= ks.trim_point;
+    return ks.versions.empty() || point < ks.versions.begin()->first;
   }
 
   // The newest version of a register visible at `point`, or nullptr for the initial value.

@@ -362,7 +362,10 @@ TEST(EngineRecheckTest, LongTransactionNeedsRetention) {
     e.engine().Finish();
     const std::vector<std::string> got = e.Take();
     if (retention == 0) {
+      // Transaction 4 is longer than any before it: what its read could see was collected, so
+      // the read goes unjudged and counted, never a false alarm.
       EXPECT_EQ(e.stats().horizon_misses, 1u);
+      EXPECT_THAT(got, IsEmpty());
     } else {
       EXPECT_EQ(e.stats().horizon_misses, 0u);
       EXPECT_THAT(got, IsEmpty());
