@@ -25,6 +25,7 @@
 //  - All transactions are committed; the file order of a session's transactions is its session
 //    order.
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cstring>
 #include <string>
@@ -239,7 +240,24 @@ std::string LineColumnIn(const char* begin, const char* where) {
 namespace usual {
 
 [[gnu::always_inline]] inline bool IsSpace(char c) {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+  // Most bytes looked at are not spaces: one comparison rules them out.
+  return static_cast<unsigned char>(c) <= ' ' && (c == ' ' || c == '\n' || c == '\r' || c == '\t');
+}
+
+// Whether the bytes at `p` are those of the literal `s` (at most 8 of them). Reads 8 bytes.
+template <size_t N>
+[[gnu::always_inline]] inline bool Match(const char* p, const char (&s)[N]) {
+  static_assert(N >= 2 && N - 1 <= 8);
+  if constexpr (std::endian::native == std::endian::little) {
+    uint64_t word = 0;
+    std::memcpy(&word, p, 8);
+    uint64_t want = 0;
+    std::memcpy(&want, s, N - 1);
+    constexpr uint64_t kMask = N - 1 == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * (N - 1))) - 1;
+    return (word & kMask) == want;
+  } else {
+    return std::memcmp(p, s, N - 1) == 0;
+  }
 }
 
 [[gnu::always_inline]] inline void SkipSpace(const char*& p, const char* end) {
@@ -394,9 +412,40 @@ namespace usual {
   return true;
 }
 
-// A timestamp {"p": P, "l": L} with integer parts, "l" optional, other members scalars.
+// A part of a timestamp: an integer (as Int) or a string of an optional '-' and 1 to 18 digits.
+[[gnu::always_inline]] inline bool HlcPart(const char*& p, int64_t* out) {
+  if (*p != '"') return Int(p, out);
+  const char* q = p + 1;
+  const bool negative = *q == '-';
+  if (negative) ++q;
+  const char* const digits = q;
+  uint64_t v = 0;
+  unsigned d = 0;
+  while ((d = static_cast<unsigned>(static_cast<unsigned char>(*q) - '0')) <= 9) {
+    v = v * 10 + d;
+    ++q;
+  }
+  if (*q != '"' || q == digits || q - digits > 18) return false;
+  p = q + 1;
+  *out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  return true;
+}
+
+// A timestamp {"p": P, "l": L} with parts as HlcPart reads them, "l" optional, other members
+// scalars.
 [[gnu::always_inline]] inline bool Hlc(const char*& p, const char* end, Timestamp* ts) {
   if (*p != '{') return false;
+  // First the compact form {"p":P,"l":L}.
+  if (Match(p, "{\"p\":")) {
+    const char* q = p + 5;
+    if (HlcPart(q, &ts->physical) && Match(q, ",\"l\":")) {
+      q += 5;
+      if (HlcPart(q, &ts->logical) && *q == '}') {
+        p = q + 1;
+        return true;
+      }
+    }
+  }
   ++p;
   bool has_p = false;
   bool has_l = false;
@@ -407,10 +456,10 @@ namespace usual {
     if (!Name(p, end, &name)) return false;
     SkipSpace(p, end);
     if (name.size() == 1 && name[0] == 'p') {
-      if (has_p || !Int(p, &ts->physical)) return false;
+      if (has_p || !HlcPart(p, &ts->physical)) return false;
       has_p = true;
     } else if (name.size() == 1 && name[0] == 'l') {
-      if (has_l || !Int(p, &ts->logical)) return false;
+      if (has_l || !HlcPart(p, &ts->logical)) return false;
       has_l = true;
     } else if ((p = SkipScalar(p, end)) == nullptr) {
       return false;
@@ -469,15 +518,17 @@ class TimeKillerParser {
   // A transaction object; fills the fields below and ops_/elements_.
   bool ParseTxn(od::object& obj, const char* start);
   // The transaction object at `begin`, if it has the usual shape and ends before `limit`: the
-  // five members once each, integer timestamps, ids that are integers or strings, ops {"t", "k",
-  // "v"} with integer keys and values, no "-0" and no integer of more than 18 digits, no escapes
-  // nor non-ASCII bytes in strings, and members of other names only with numbers, strings, true,
-  // false or null as values. Fills what ParseTxn fills and returns the end of the
-  // object, or returns nullptr, leaving the transaction to ParseTxn, which accepts everything
-  // this accepts, with the same meaning, and more. At least ChunkedJsonArray::kPadding bytes past
-  // `limit` must be readable.
+  // five members once each, timestamps of integers or decimal strings, ids that are integers or
+  // strings, ops {"t", "k", "v"} with integer keys and values, no "-0" and no integer of more
+  // than 18 digits, no escapes nor non-ASCII bytes in strings, and members of other names only
+  // with numbers, strings, true, false or null as values. Fills what ParseTxn fills and returns
+  // the end of the object, or returns nullptr, leaving the transaction to ParseTxn, which accepts
+  // everything this accepts, with the same meaning, and more. At least
+  // ChunkedJsonArray::kPadding bytes past `limit` must be readable.
   const char* ParseUsualTxn(const char* begin, const char* limit);
   bool ParseUsualOp(const char*& p, const char* end);
+  // The "v" of an op, for ParseUsualOp.
+  bool ParseUsualValue(const char*& p, const char* end, PendingOp* op);
   bool ParseId(od::value& v, const char* where, std::string_view name, std::string_view* text,
                bool* numeric);
   bool ParseHlc(od::value& v, const char* where, std::string_view name, Timestamp* ts);
@@ -834,72 +885,99 @@ bool TimeKillerParser::ParseOps(od::value& v, const char* where) {
   return true;
 }
 
+bool TimeKillerParser::ParseUsualValue(const char*& p, const char* end, PendingOp* op) {
+  if (*p == 'n') {
+    if (!usual::Match(p, "null")) return false;
+    p += 4;
+    op->form = ValueForm::kNull;
+    return true;
+  }
+  if (*p != '[') {
+    op->form = ValueForm::kInt;
+    return usual::Int(p, &op->value);
+  }
+  ++p;
+  op->form = ValueForm::kList;
+  op->list_begin = static_cast<uint32_t>(elements_.size());
+  usual::SkipSpace(p, end);
+  if (*p == ']') {
+    ++p;
+  } else {
+    while (true) {
+      usual::SkipSpace(p, end);
+      int64_t x = 0;
+      if (!usual::Int(p, &x)) return false;
+      elements_.push_back(x);
+      usual::SkipSpace(p, end);
+      if (*p == ',') {
+        ++p;
+      } else if (*p == ']') {
+        ++p;
+        break;
+      } else {
+        return false;
+      }
+    }
+  }
+  op->list_size = static_cast<uint32_t>(elements_.size() - op->list_begin);
+  return true;
+}
+
 bool TimeKillerParser::ParseUsualOp(const char*& p, const char* end) {
   usual::SkipSpace(p, end);
   if (*p != '{') return false;
   PendingOp op;
   op.where = p;
-  ++p;
   std::string_view type_text;
   bool has_type = false;
   bool has_key = false;
-  bool has_value = false;
-  bool more = true;
-  while (more) {
-    std::string_view name;
-    if (!usual::Name(p, end, &name)) return false;
-    usual::SkipSpace(p, end);
-    switch (name.size() == 1 ? name[0] : 0) {
-      case 't':
-        if (has_type || *p != '"' || !usual::PlainString(p, end, &type_text)) return false;
-        has_type = true;
-        break;
-      case 'k':
-        if (has_key || !usual::Int(p, &op.key)) return false;
-        has_key = true;
-        break;
-      case 'v':
-        if (has_value) return false;
-        has_value = true;
-        if (*p == 'n') {
-          if (std::memcmp(p, "null", 4) != 0) return false;
-          p += 4;
-          op.form = ValueForm::kNull;
-        } else if (*p == '[') {
-          ++p;
-          op.form = ValueForm::kList;
-          op.list_begin = static_cast<uint32_t>(elements_.size());
-          usual::SkipSpace(p, end);
-          if (*p == ']') {
-            ++p;
-          } else {
-            while (true) {
-              usual::SkipSpace(p, end);
-              int64_t x = 0;
-              if (!usual::Int(p, &x)) return false;
-              elements_.push_back(x);
-              usual::SkipSpace(p, end);
-              if (*p == ',') {
-                ++p;
-              } else if (*p == ']') {
-                ++p;
-                break;
-              } else {
-                return false;
-              }
-            }
-          }
-          op.list_size = static_cast<uint32_t>(elements_.size() - op.list_begin);
-        } else {
-          if (!usual::Int(p, &op.value)) return false;
-          op.form = ValueForm::kInt;
-        }
-        break;
-      default:
-        if ((p = usual::SkipScalar(p, end)) == nullptr) return false;
-        break;
+  // First the compact form {"t":"x","k":K,"v":V} or {"t":"x","k":K}, byte by byte.
+  const char* q = p;
+  const size_t elements_before = elements_.size();
+  if (usual::Match(q, "{\"t\":\"") && usual::Match(q + 7, "\",\"k\":")) {
+    type_text = std::string_view(q + 6, 1);
+    q += 13;
+    if (usual::Int(q, &op.key)) {
+      if (*q == '}') {
+        has_type = has_key = true;
+      } else if (usual::Match(q, ",\"v\":")) {
+        q += 5;
+        if (ParseUsualValue(q, end, &op) && *q == '}') has_type = has_key = true;
+      }
     }
-    if (!usual::AfterMember(p, end, &more)) return false;
+  }
+  if (has_type) {
+    p = q + 1;
+  } else {
+    // Any other layout.
+    elements_.resize(elements_before);
+    op = PendingOp{.where = p};
+    ++p;
+    bool has_value = false;
+    bool more = true;
+    while (more) {
+      std::string_view name;
+      if (!usual::Name(p, end, &name)) return false;
+      usual::SkipSpace(p, end);
+      switch (name.size() == 1 ? name[0] : 0) {
+        case 't':
+          if (has_type || *p != '"' || !usual::PlainString(p, end, &type_text)) return false;
+          has_type = true;
+          break;
+        case 'k':
+          if (has_key || !usual::Int(p, &op.key)) return false;
+          has_key = true;
+          break;
+        case 'v':
+          if (has_value || !ParseUsualValue(p, end, &op)) return false;
+          has_value = true;
+          break;
+        default:
+          if ((p = usual::SkipScalar(p, end)) == nullptr) return false;
+          break;
+      }
+      if (!usual::AfterMember(p, end, &more)) return false;
+    }
   }
   if (!has_type || !has_key) return false;
   if (type_text.size() == 1) {
@@ -945,26 +1023,33 @@ const char* TimeKillerParser::ParseUsualTxn(const char* begin, const char* end) 
   bool more = true;
   while (more) {
     usual::SkipSpace(p, end);
-    std::string_view name;
-    if (!usual::Name(p, end, &name)) return nullptr;
-    usual::SkipSpace(p, end);
     unsigned member = 0;
-    if (usual::Is3(name, "tid")) {
-      member = kTid;
-    } else if (usual::Is3(name, "sid")) {
-      member = kSid;
-    } else if (usual::Is3(name, "sts")) {
-      member = kSts;
-    } else if (usual::Is3(name, "cts")) {
-      member = kCts;
-    } else if (usual::Is3(name, "ops")) {
-      member = kOps;
+    if (p[0] == '"' && p[4] == '"') {
+      const std::string_view name(p + 1, 3);
+      if (usual::Is3(name, "tid")) {
+        member = kTid;
+      } else if (usual::Is3(name, "sid")) {
+        member = kSid;
+      } else if (usual::Is3(name, "sts")) {
+        member = kSts;
+      } else if (usual::Is3(name, "cts")) {
+        member = kCts;
+      } else if (usual::Is3(name, "ops")) {
+        member = kOps;
+      }
     }
     if (member == 0) {
+      // Another member (its name is read in whole, so that a bad one is left to ParseTxn).
+      std::string_view name;
+      if (!usual::Name(p, end, &name)) return nullptr;
+      usual::SkipSpace(p, end);
       if ((p = usual::SkipScalar(p, end)) == nullptr) return nullptr;
       if (!usual::AfterMember(p, end, &more)) return nullptr;
       continue;
     }
+    p += 5;
+    if (!usual::Consume(p, end, ':')) return nullptr;
+    usual::SkipSpace(p, end);
     if ((seen & member) != 0) return nullptr;
     seen |= member;
     switch (member) {
