@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reader of TimeKiller JSON histories (see timekiller.h).
 //
-// The history document is split into its array elements by internal::ChunkedJsonArray, and each
-// transaction object is parsed on its own with simdjson's On-Demand API, straight from the chunk
-// buffer. A transaction's operations are collected in reusable vectors (its members may come in
-// any order, so "ops" may precede "tid") and then handed to the HistoryBuilder.
+// The history document is read in chunks by internal::ChunkedJsonArray, and each transaction
+// object is parsed on its own, straight from the chunk buffer. A transaction of the usual shape
+// (see TimeKillerParser::ParseUsualTxn) is read by a dedicated parser that also finds where it
+// ends; any other, and any error, is left to the general parser: the array splitter delimits the
+// element and simdjson's On-Demand API reads it. Both give the same result for what the dedicated
+// parser accepts. A transaction's operations are collected in reusable vectors (its members may
+// come in any order, so "ops" may precede "tid") and then handed to the HistoryBuilder.
 //
 // Semantics, beyond the format described in timekiller.h:
 //  - "tid" and "sid" may be numbers (integers) or strings; 67 and "67" name the same id. The
