@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 namespace isowatch {
 
