@@ -309,6 +309,25 @@ template <size_t N>
     *out = 0;
     return true;
   }
+  if constexpr (std::endian::native == std::endian::little) {
+    // Up to 7 digits at once: bit 7 of byte i of `nondigit` is set if byte i of the number is
+    // not a digit (a carry out of a non-digit byte can only disturb the bytes after it).
+    uint64_t word = 0;
+    std::memcpy(&word, digits, 8);
+    const uint64_t x = word ^ 0x3030303030303030ULL;
+    const uint64_t nondigit = ((x + 0x7676767676767676ULL) | x) & 0x8080808080808080ULL;
+    if (nondigit != 0) {
+      const int n = std::countr_zero(nondigit) >> 3;  // 1 to 7: the first byte is a digit
+      // The digit values, most significant first, in the top n bytes; then pairs, quads, all.
+      uint64_t v = x << (64 - 8 * n);
+      v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFULL;
+      v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFULL;
+      v = (v * 10000 + (v >> 32)) & 0xFFFFFFFFULL;
+      p = digits + n;
+      *out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+      return true;
+    }
+  }
   uint64_t v = d;
   const char* q = digits + 1;
   while ((d = static_cast<unsigned>(static_cast<unsigned char>(*q) - '0')) <= 9) {
@@ -529,6 +548,10 @@ class TimeKillerParser {
   // everything this accepts, with the same meaning, and more. At least
   // ChunkedJsonArray::kPadding bytes past `limit` must be readable.
   const char* ParseUsualTxn(const char* begin, const char* limit);
+  // ParseUsualTxn for the compact layout {"tid":T,"sid":S,"sts":{..},"cts":{..},"ops":[..]}.
+  const char* ParseCompactTxn(const char* begin, const char* limit);
+  // The elements of an "ops" array after its '[', and the ']'.
+  bool ParseUsualOps(const char*& p, const char* end);
   bool ParseUsualOp(const char*& p, const char* end);
   // The "v" of an op, for ParseUsualOp.
   bool ParseUsualValue(const char*& p, const char* end, PendingOp* op);
@@ -945,7 +968,17 @@ bool TimeKillerParser::ParseUsualOp(const char*& p, const char* end) {
         has_type = has_key = true;
       } else if (usual::Match(q, ",\"v\":")) {
         q += 5;
-        if (ParseUsualValue(q, end, &op) && *q == '}') has_type = has_key = true;
+        bool ok = true;
+        if (usual::Match(q, "null")) {
+          q += 4;
+          op.form = ValueForm::kNull;
+        } else if (*q == '[') {
+          ok = ParseUsualValue(q, end, &op);
+        } else {
+          op.form = ValueForm::kInt;
+          ok = usual::Int(q, &op.value);
+        }
+        if (ok && *q == '}') has_type = has_key = true;
       }
     }
   }
@@ -1015,8 +1048,49 @@ bool TimeKillerParser::ParseUsualOp(const char*& p, const char* end) {
   return true;
 }
 
+bool TimeKillerParser::ParseUsualOps(const char*& p, const char* end) {
+  usual::SkipSpace(p, end);
+  if (*p == ']') {
+    ++p;
+    return true;
+  }
+  while (true) {
+    if (!ParseUsualOp(p, end)) return false;
+    usual::SkipSpace(p, end);
+    if (*p == ',') {
+      ++p;
+    } else if (*p == ']') {
+      ++p;
+      return true;
+    } else {
+      return false;
+    }
+  }
+}
+
+const char* TimeKillerParser::ParseCompactTxn(const char* p, const char* end) {
+  if (!usual::Match(p, "{\"tid\":")) return nullptr;
+  p += 7;
+  if (!usual::Id(p, end, &tid_, &tid_numeric_) || !usual::Match(p, ",\"sid\":")) return nullptr;
+  p += 7;
+  if (!usual::Id(p, end, &sid_, &sid_numeric_) || !usual::Match(p, ",\"sts\":")) return nullptr;
+  p += 7;
+  if (!usual::Hlc(p, end, &sts_) || !usual::Match(p, ",\"cts\":")) return nullptr;
+  p += 7;
+  if (!usual::Hlc(p, end, &cts_) || !usual::Match(p, ",\"ops\":[")) return nullptr;
+  p += 8;
+  if (!ParseUsualOps(p, end) || *p != '}') return nullptr;
+  ++p;
+  if (p > end || sts_ > cts_) return nullptr;
+  return p;
+}
+
 const char* TimeKillerParser::ParseUsualTxn(const char* begin, const char* end) {
   enum Member : unsigned { kTid = 1, kSid = 2, kSts = 4, kCts = 8, kOps = 16 };
+  ops_.clear();
+  elements_.clear();
+  if (const char* compact_end = ParseCompactTxn(begin, end)) return compact_end;
+  // Any other layout.
   ops_.clear();
   elements_.clear();
   const char* p = begin;
@@ -1071,23 +1145,7 @@ const char* TimeKillerParser::ParseUsualTxn(const char* begin, const char* end) 
       default:
         if (*p != '[') return nullptr;
         ++p;
-        usual::SkipSpace(p, end);
-        if (*p == ']') {
-          ++p;
-          break;
-        }
-        while (true) {
-          if (!ParseUsualOp(p, end)) return nullptr;
-          usual::SkipSpace(p, end);
-          if (*p == ',') {
-            ++p;
-          } else if (*p == ']') {
-            ++p;
-            break;
-          } else {
-            return nullptr;
-          }
-        }
+        if (!ParseUsualOps(p, end)) return nullptr;
         break;
     }
     if (!usual::AfterMember(p, end, &more)) return nullptr;
