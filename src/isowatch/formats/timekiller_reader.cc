@@ -92,18 +92,6 @@ bool EqualsLower(std::string_view s, std::string_view lower) {
   return true;
 }
 
-// A JSON integer: -?(0|[1-9][0-9]*).
-bool IsJsonInteger(std::string_view s) {
-  size_t i = 0;
-  if (i < s.size() && s[i] == '-') ++i;
-  if (i == s.size()) return false;
-  if (s[i] == '0') return i + 1 == s.size();
-  for (; i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-  }
-  return true;
-}
-
 // Parses a decimal int64 (optional '-', digits only).
 bool ParseDecimal(std::string_view s, int64_t* out) {
   if (s.empty()) return false;
@@ -672,7 +660,7 @@ bool TimeKillerParser::ParseId(od::value& v, const char* where, std::string_view
   }
   if (type == od::json_type::number) {
     std::string_view raw = RawToken(v);
-    if (!IsJsonInteger(raw)) {
+    if (!internal::IsJsonInteger(raw)) {
       return Fail(where, fmt::format("expected \"{}\" to be an integer or a string, found {}", name,
                                      Shown(raw)));
     }

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "isowatch/formats/internal/timekiller_internal.h"
 #include "isowatch/formats/timekiller.h"
 
 namespace isowatch::formats {
@@ -30,18 +31,6 @@ using history::Transaction;
 using history::Value;
 
 constexpr size_t kFlushSize = size_t{1} << 20;
-
-// A JSON integer: -?(0|[1-9][0-9]*).
-bool IsJsonInteger(std::string_view s) {
-  size_t i = 0;
-  if (i < s.size() && s[i] == '-') ++i;
-  if (i == s.size()) return false;
-  if (s[i] == '0') return i + 1 == s.size();
-  for (; i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-  }
-  return true;
-}
 
 // Builds the output in a buffer and hands it to the stream in large pieces. Writers call
 // Reserve(n) before writing at most n bytes, so that the writes themselves need no checks.
@@ -144,7 +133,7 @@ size_t MaxIdBytes(std::string_view id) { return JsonOut::MaxStringBytes(id.size(
 // else a string.
 absl::Status WriteId(JsonOut& out, std::string_view id, bool numeric, std::string_view what,
                      std::string_view txn_name) {
-  if (numeric && IsJsonInteger(id)) {
+  if (numeric && internal::IsJsonInteger(id)) {
     out.Raw(id);
     return absl::OkStatus();
   }

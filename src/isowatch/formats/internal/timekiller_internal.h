@@ -32,4 +32,17 @@ absl::StatusOr<history::History> ReadTimeKillerFileChunked(
     const std::string& path, const ReadOptions& options, size_t chunk_size,
     TxnParsers parsers = TxnParsers::kUsualFirst);
 
+// Whether `s` is an integer as JSON writes one: an optional '-', then "0" or digits not starting
+// with 0. Ids that pass are written back as JSON numbers.
+inline bool IsJsonInteger(std::string_view s) {
+  size_t i = 0;
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i == s.size()) return false;
+  if (s[i] == '0') return i + 1 == s.size();
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  return true;
+}
+
 }  // namespace isowatch::formats::internal
