@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "isowatch/history/timestamp.h"
+#include "isowatch/v1/ingest.pb.h"
+
+namespace isowatch::ingest {
+
+// A batch that passed through validation, on its way to the sink.
+//  1. `batch.seq()` is the stream's durable seq + 1: the sink sees each (stream, seq) once, in
+//     order, unless an earlier Submit of it failed.
+//  2. `accepted` lists, in order, the indices into batch.txns of the transactions to apply; the
+//     others were refused or are duplicates and must be ignored.
+//  3. When `whole_batch_refused` is set, the batch's transactions, header, watermark and
+//     end_of_stream have been cleared: only its seq is to be made durable.
+//  4. `batch.has_watermark()` only if the watermark is not below the stream's previous one.
+struct ValidatedBatch {
+  v1::IngestBatch batch;
+  std::vector<uint32_t> accepted;
+  // TxnFingerprint of each accepted transaction, parallel to `accepted` (for a sink that stores
+  // the ids of a batch with it).
+  std::vector<uint64_t> fingerprints;
+  std::vector<v1::Refusal> refusals;
+  bool whole_batch_refused = false;
+};
+
+// What the sink has made durable of a stream.
+struct StreamPosition {
+  uint64_t durable_seq = 0;                     // 0: nothing yet
+  std::optional<history::Timestamp> watermark;  // the highest watermark made durable
+  bool closed = false;                          // a batch with end_of_stream is durable
+};
+
+// Where validated batches go: implemented by the daemon (RocksDB, then the engine) and by fakes in
+// tests. The ingest service calls it from its RPC handler threads.
+//
+// Thread-safety: implementations are thread-safe. The service never has two calls in progress for
+// the same stream, so per stream the calls come one after another; different streams' calls may
+// run at the same time.
+//
+// Shutdown: Submit and TrySubmit must return (with the batch durable or with an error) in bounded
+// time while the sink runs; the daemon drains the ingest server before it stops the sink.
+class BatchSink {
+ public:
+  virtual ~BatchSink() = default;
+
+  // What is durable of `stream` (all zero for a stream never seen). Called once per stream per
+  // service, when a stream is first met, so the service can tell duplicates after a restart.
+  virtual StreamPosition Position(std::string_view stream) = 0;
+
+  // Queues the batch, waiting while the sink's bounded queue is full, then waits until the batch
+  // is durable. Returns the stream's durable seq, which is then >= batch.seq(). Errors
+  // (Unavailable, Internal, ...) mean the batch is not durable; the service ends the RPC with the
+  // error and the collector sends the batch again.
+  virtual absl::StatusOr<uint64_t> Submit(ValidatedBatch batch) = 0;
+
+  // Like Submit, but never waits for room: when the queue is full, returns ResourceExhausted at
+  // once without taking the batch. Used by the unary Push.
+  virtual absl::StatusOr<uint64_t> TrySubmit(ValidatedBatch batch) = 0;
+};
+
+}  // namespace isowatch::ingest

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace isowatch::ingest {
+
+// Remembers, per stream, the transaction ids already accepted and the fingerprint of each
+// (TxnFingerprint), so that an id sent again is recognised: with the same content it is a
+// duplicate (skipped silently and counted), with different content a conflict (refused with
+// ID_REUSED).
+//
+// Check only looks; Record remembers. The ingest service calls Record for the accepted
+// transactions of a batch only after the batch is durable, so the ids of a batch that never
+// became durable are not remembered and the batch can be sent again. An implementation backed by
+// storage may instead store the ids in the same write as the batch (the batch given to the sink
+// carries them) and make Record a no-op.
+//
+// Implementations are thread-safe. The service calls Check and Record for one stream from one
+// thread at a time.
+class IdRegistry {
+ public:
+  enum class Outcome {
+    kNew,        // never seen on this stream
+    kDuplicate,  // seen with the same fingerprint
+    kConflict,   // seen with a different fingerprint
+  };
+
+  virtual ~IdRegistry() = default;
+
+  virtual Outcome Check(std::string_view stream, std::string_view txn_id, uint64_t fingerprint) = 0;
+
+  // Remembers `txn_id` with `fingerprint`. Never fails: an implementation whose storage fails
+  // logs and counts it (a missed record only weakens the detection of reused ids).
+  virtual void Record(std::string_view stream, std::string_view txn_id, uint64_t fingerprint) = 0;
+};
+
+}  // namespace isowatch::ingest

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include <grpcpp/server.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include "isowatch/history/timestamp.h"
+#include "isowatch/ingest/batch_sink.h"
+#include "isowatch/ingest/id_registry.h"
+#include "isowatch/ingest/validate.h"
+#include "isowatch/v1/ingest.grpc.pb.h"
+#include "isowatch/v1/ingest.pb.h"
+
+namespace isowatch::ingest {
+
+// The service's counters, for the daemon to export. Each is only ever incremented, with relaxed
+// order (a reader may see them a little out of step with one another; none guards other data).
+struct IngestCounters {
+  std::atomic<uint64_t> batches_received{0};       // every batch read, valid or not
+  std::atomic<uint64_t> batches_applied{0};        // batches made durable (incl. refused whole)
+  std::atomic<uint64_t> batches_duplicate{0};      // seq already durable: acked, not re-applied
+  std::atomic<uint64_t> batches_refused{0};        // refused whole (any reason)
+  std::atomic<uint64_t> transactions_received{0};  // transactions of applied batches
+  std::atomic<uint64_t> transactions_accepted{0};
+  std::atomic<uint64_t> transactions_duplicate{0};  // id already accepted with the same content
+  std::atomic<uint64_t> watermark_regressions{0};   // watermarks below the stream's, ignored
+  std::atomic<uint64_t> push_rejected_busy{0};      // unary Push answered RESOURCE_EXHAUSTED
+  // Refusals by reason (RefusalReasonName gives the label); a whole-batch refusal counts once.
+  std::array<std::atomic<uint64_t>, kRefusalReasonCount> refusals{};
+};
+
+struct IngestServiceOptions {
+  ValidationLimits limits;
+  // The retry advice of a unary Push refused because the queue is full.
+  absl::Duration retry_after = absl::Milliseconds(200);
+};
+
+// The name of the trailing metadata entry that carries the retry advice (milliseconds, decimal).
+inline constexpr char kRetryAfterMetadataKey[] = "retry-after-ms";
+
+// The ingest gRPC service (proto/isowatch/v1/ingest.proto, docs/ingest-protocol.md) on the
+// synchronous gRPC API: each RPC runs on a gRPC thread. Per batch it checks the stream name and
+// seq, tells duplicates and gaps, validates (ValidateBatch), hands the batch to the sink and
+// answers with an ack. The batches of one stream are handled one at a time (a per-stream lock),
+// whichever RPCs they come on; different streams proceed in parallel.
+//
+// Thread-safe. Does not own `sink` or `registry`, which must outlive it.
+class IngestService final : public v1::Ingest::Service {
+ public:
+  IngestService(BatchSink& sink, IdRegistry& registry, IngestServiceOptions options);
+  ~IngestService() override;
+
+  IngestService(const IngestService&) = delete;
+  IngestService& operator=(const IngestService&) = delete;
+
+  grpc::Status Stream(grpc::ServerContext* context,
+                      grpc::ServerReaderWriter<v1::IngestAck, v1::IngestBatch>* stream) override;
+  grpc::Status Push(grpc::ServerContext* context, const v1::IngestBatch* request,
+                    v1::IngestAck* response) override;
+
+  // How Apply hands a batch to the sink.
+  enum class SubmitMode {
+    kWait,    // BatchSink::Submit; waits for the stream's lock
+    kNoWait,  // BatchSink::TrySubmit; ResourceExhausted if the stream's lock is taken
+  };
+  // Handles one batch as the RPCs do, and returns its ack. Errors: InvalidArgument (no valid
+  // stream name, seq 0), Unavailable (draining), ResourceExhausted (kNoWait and busy), Internal
+  // (the sink broke its contract), or the sink's error. After an error nothing of the batch is
+  // durable or remembered, and the same batch can be sent again.
+  absl::StatusOr<v1::IngestAck> Apply(v1::IngestBatch batch, SubmitMode mode);
+
+  // Stops taking batches (those that come later fail with UNAVAILABLE) and waits until none is in
+  // progress, or until `deadline`. Returns true if none is in progress. Irreversible.
+  bool Drain(absl::Time deadline);
+
+  const IngestCounters& counters() const { return counters_; }
+
+ private:
+  // What the service knows of one stream: loaded from the sink when first met, then kept up to
+  // date by the batches it applies.
+  struct StreamState {
+    absl::Mutex mu;
+    bool loaded ABSL_GUARDED_BY(mu) = false;
+    uint64_t durable_seq ABSL_GUARDED_BY(mu) = 0;
+    std::optional<history::Timestamp> watermark ABSL_GUARDED_BY(mu);
+    bool closed ABSL_GUARDED_BY(mu) = false;
+  };
+
+  // Holds a place in the drain gate for its lifetime, if it got one.
+  class GateEntry {
+   public:
+    explicit GateEntry(IngestService& service);
+    ~GateEntry();
+    GateEntry(const GateEntry&) = delete;
+    GateEntry& operator=(const GateEntry&) = delete;
+    bool entered() const { return entered_; }
+
+   private:
+    IngestService& service_;
+    bool entered_;
+  };
+
+  StreamState& State(std::string_view stream);
+  absl::StatusOr<v1::IngestAck> ApplyLocked(StreamState& state, v1::IngestBatch batch,
+                                            SubmitMode mode)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
+  void CountRefusals(const v1::IngestAck& ack);
+
+  BatchSink& sink_;
+  IdRegistry& registry_;
+  const IngestServiceOptions options_;
+  IngestCounters counters_;
+
+  absl::Mutex streams_mu_;
+  // Entries are never removed, so references to them stay valid.
+  absl::flat_hash_map<std::string, std::unique_ptr<StreamState>> streams_
+      ABSL_GUARDED_BY(streams_mu_);
+
+  absl::Mutex gate_mu_;
+  int in_progress_ ABSL_GUARDED_BY(gate_mu_) = 0;
+  bool draining_ ABSL_GUARDED_BY(gate_mu_) = false;
+};
+
+struct IngestServerOptions {
+  // The address to listen on: a host name or address ("127.0.0.1", "::1", "0.0.0.0") and a port
+  // (0: any free port; IngestServer::port() tells which).
+  std::string host = "127.0.0.1";
+  int port = 0;
+  IngestServiceOptions service;
+};
+
+// A running gRPC server with the ingest service and the standard health service
+// (grpc.health.v1.Health: SERVING for "" and "isowatch.v1.Ingest" while it takes batches,
+// NOT_SERVING once it drains). The largest message it reads is the batch byte limit plus 1 MiB,
+// so a batch a little over the limit is refused as BATCH_TOO_LARGE in an ack, and one far over it
+// fails the RPC with RESOURCE_EXHAUSTED.
+//
+// Lifecycle: StartIngestServer, then Drain (optional) and Shutdown; the destructor shuts down
+// with no grace. Thread-safe. Owns the gRPC server and the service (and the id registry when
+// none is given); the sink is the caller's and must outlive it.
+class IngestServer {
+ public:
+  ~IngestServer();
+
+  IngestServer(const IngestServer&) = delete;
+  IngestServer& operator=(const IngestServer&) = delete;
+
+  // The port the server listens on.
+  int port() const { return port_; }
+  // "host:port" with the bound port ("[::1]:port" for IPv6 addresses).
+  std::string address() const;
+
+  IngestService& service() { return *service_; }
+  const IngestCounters& counters() const { return service_->counters(); }
+
+  // Health NOT_SERVING, no new batches (UNAVAILABLE), waits for the batches in progress until
+  // `deadline`. Returns true if none is left in progress.
+  bool Drain(absl::Time deadline);
+
+  // Drains until `deadline`, then closes every RPC still open (a stream waiting for its next batch
+  // ends with CANCELLED; its collector reconnects elsewhere or later) and stops the server. Waits
+  // for the RPC handlers to return. Idempotent.
+  void Shutdown(absl::Time deadline);
+
+ private:
+  friend absl::StatusOr<std::unique_ptr<IngestServer>> StartIngestServer(
+      const IngestServerOptions& options, BatchSink& sink, IdRegistry* registry);
+
+  IngestServer() = default;
+
+  std::string host_;
+  int port_ = 0;
+  std::unique_ptr<IdRegistry> owned_registry_;
+  std::unique_ptr<IngestService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  absl::Mutex shutdown_mu_;
+  bool stopped_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+};
+
+// Starts a server per `options` that feeds `sink`. `registry` remembers transaction ids; when null
+// the server keeps them in memory (MemoryIdRegistry). Errors: InvalidArgument (bad options),
+// Unavailable (cannot listen on the address).
+absl::StatusOr<std::unique_ptr<IngestServer>> StartIngestServer(const IngestServerOptions& options,
+                                                                BatchSink& sink,
+                                                                IdRegistry* registry = nullptr);
+
+// "host:port", with brackets around an IPv6 address.
+std::string JoinHostPort(std::string_view host, int port);
+
+}  // namespace isowatch::ingest

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "isowatch/v1/history.pb.h"
+
+namespace isowatch::ingest {
+
+// A stable 64-bit fingerprint of a transaction's content: the 64-bit FNV-1a hash of a canonical
+// encoding written here (not protobuf's serialization, which makes no promise of stability across
+// versions). The same content gives the same fingerprint in every process, on every run and
+// build, so fingerprints can be stored and compared after a restart. docs/ingest-protocol.md
+// describes the encoding.
+//
+// What counts as content: the id, the session, the session position, the status (unset reads as
+// COMMITTED), the start and commit timestamps and the operations with their keys, values, lists
+// and unknown marks. Not content: Transaction.stream (the batch names the stream) and unknown
+// fields. Deterministic, pure and thread-safe.
+uint64_t TxnFingerprint(const v1::Transaction& txn);
+
+// The transaction's id as text: id_int in decimal, id_str as is, "" when neither is set.
+std::string TxnIdString(const v1::Transaction& txn);
+
+}  // namespace isowatch::ingest
