@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+#include "isowatch/history/timestamp.h"
+#include "isowatch/store/violation_record.h"
+
+// Byte encodings of the store's keys and values (docs/store-format.md). Every integer is
+// big-endian; signed integers are their two's complement. Decoders never trust their input: a
+// value that does not decode exactly is reported as absl::DataLossError.
+namespace isowatch::store::internal {
+
+// The 8-byte big-endian key of a log position or a violation's insertion number: byte order is
+// numeric order.
+std::string EncodeNumberKey(uint64_t number);
+absl::StatusOr<uint64_t> DecodeNumberKey(std::string_view key);
+
+// Value of the "format_version" meta key.
+std::string EncodeFormatVersion(uint32_t version);
+absl::StatusOr<uint32_t> DecodeFormatVersion(std::string_view value);
+
+// What the `streams` column family holds per stream (the name is the key).
+struct StreamValue {
+  uint32_t id = 0;
+  uint64_t durable_seq = 0;
+  std::optional<history::Timestamp> watermark;
+  bool closed = false;
+  std::string header;
+};
+std::string EncodeStreamValue(const StreamValue& value);
+absl::StatusOr<StreamValue> DecodeStreamValue(std::string_view bytes);
+
+// A log entry's value. `bytes` of the decoded form points into the decoded input.
+struct LogValue {
+  uint32_t stream_id = 0;
+  uint64_t seq = 0;
+  std::optional<history::Timestamp> watermark;
+  bool end_of_stream = false;
+  std::string_view bytes;
+};
+std::string EncodeLogValue(const LogValue& value);
+absl::StatusOr<LogValue> DecodeLogValue(std::string_view bytes);
+
+std::string EncodeViolation(const ViolationRecord& record);
+absl::StatusOr<ViolationRecord> DecodeViolation(std::string_view bytes);
+
+}  // namespace isowatch::store::internal

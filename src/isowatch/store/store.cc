@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/store/store.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/string_view.h"
+#include "fmt/format.h"
+#include "rocksdb/db.h"
+#include "rocksdb/iterator.h"
+#include "rocksdb/options.h"
+#include "rocksdb/write_batch.h"
+
+#include "isowatch/common/status_macros.h"
+#include "isowatch/store/internal/codec.h"
+#include "isowatch/store/rocksdb_status.h"
+
+namespace isowatch::store {
+namespace {
+
+using internal::DecodeNumberKey;
+using internal::EncodeNumberKey;
+
+constexpr std::string_view kMetaCf = "meta";
+constexpr std::string_view kLogCf = "log";
+constexpr std::string_view kStreamsCf = "streams";
+constexpr std::string_view kViolationsCf = "violations";
+constexpr std::string_view kViolationIdsCf = "violation_ids";
+constexpr std::array<std::string_view, 5> kOwnCfs = {kMetaCf, kLogCf, kStreamsCf, kViolationsCf,
+                                                     kViolationIdsCf};
+
+constexpr std::string_view kFormatVersionKey = "format_version";
+constexpr std::string_view kLogStartKey = "log_start";
+
+rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+std::string_view ToView(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
+absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+bool Matches(const ViolationFilter& filter, const ViolationRecord& record) {
+  if (filter.level && record.level != *filter.level) return false;
+  if (filter.anomaly && record.anomaly != *filter.anomaly) return false;
+  if (filter.stream && std::find(record.streams.begin(), record.streams.end(), *filter.stream) ==
+                           record.streams.end()) {
+    return false;
+  }
+  if (filter.since_unix_ms && record.finalised_unix_ms < *filter.since_unix_ms) return false;
+  if (filter.until_unix_ms && record.finalised_unix_ms >= *filter.until_unix_ms) return false;
+  return true;
+}
+
+std::string EncodePageToken(uint64_t insertion_number) {
+  return fmt::format("{:016x}", insertion_number);
+}
+
+absl::StatusOr<uint64_t> DecodePageToken(std::string_view token) {
+  uint64_t number = 0;
+  const char* end = token.data() + token.size();
+  if (token.size() == 16) {
+    const auto [ptr, ec] = std::from_chars(token.data(), end, number, 16);
+    if (ec == std::errc() && ptr == end) return number;
+  }
+  return absl::InvalidArgumentError(
+      "page_token: not a token of this server (expected the next_page_token of an earlier page: "
+      "16 hexadecimal digits)");
+}
+
+std::string StreamLabel(std::string_view name) { return fmt::format("stream \"{}\"", name); }
+
+}  // namespace
+
+// The RocksDB database and its column family handles. Destroys the handles, then closes the
+// database.
+struct Store::Handles {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> all;  // every opened or created handle
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  rocksdb::ColumnFamilyHandle* log = nullptr;
+  rocksdb::ColumnFamilyHandle* streams = nullptr;
+  rocksdb::ColumnFamilyHandle* violations = nullptr;
+  rocksdb::ColumnFamilyHandle* violation_ids = nullptr;
+
+  ~Handles() {
+    if (db == nullptr) return;
+    for (rocksdb::ColumnFamilyHandle* h : all) {
+      // Destroying a handle only releases memory; a failure leaves nothing to undo.
+      db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    }
+    db->Close().PermitUncheckedError();
+  }
+
+  rocksdb::ColumnFamilyHandle* Find(std::string_view name) const {
+    for (rocksdb::ColumnFamilyHandle* h : all) {
+      if (h->GetName() == name) return h;
+    }
+    return nullptr;
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, StoreOptions options) {
+  if (dir.empty()) return absl::InvalidArgumentError("store directory: empty path");
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec);
+  if (!exists && !options.create_if_missing) {
+    return absl::NotFoundError(fmt::format("no store in {}", dir));
+  }
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = options.create_if_missing;
+  db_options.create_missing_column_families = false;
+  db_options.keep_log_file_num = 5;  // RocksDB's own LOG files
+
+  std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName};
+  if (exists) {
+    names.clear();
+    RETURN_IF_ERROR(FromRocksStatus(rocksdb::DB::ListColumnFamilies(db_options, dir, &names),
+                                    fmt::format("listing the column families of {}", dir)));
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : names) {
+    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
+
+  auto handles = std::make_unique<Handles>();
+  rocksdb::DB* raw = nullptr;
+  RETURN_IF_ERROR(
+      FromRocksStatus(rocksdb::DB::Open(db_options, dir, descriptors, &handles->all, &raw),
+                      fmt::format("opening the store in {}", dir)));
+  handles->db.reset(raw);
+
+  // The format version decides whether this is a store this code can read.
+  std::optional<uint32_t> version;
+  if (rocksdb::ColumnFamilyHandle* meta = handles->Find(kMetaCf); meta != nullptr) {
+    std::string value;
+    const rocksdb::Status s =
+        handles->db->Get(rocksdb::ReadOptions(), meta, ToSlice(kFormatVersionKey), &value);
+    if (s.ok()) {
+      ASSIGN_OR_RETURN(version, internal::DecodeFormatVersion(value));
+    } else if (!s.IsNotFound()) {
+      return FromRocksStatus(s, fmt::format("reading the format version of {}", dir));
+    }
+  }
+  if (version.has_value() && *version != kFormatVersion) {
+    return absl::FailedPreconditionError(
+        fmt::format("the store in {} has format version {}; this isowatchd reads version {} "
+                    "(docs/store-format.md)",
+                    dir, *version, kFormatVersion));
+  }
+  if (!version.has_value()) {
+    // A new store, or one whose creation was interrupted: every column family must be empty.
+    for (rocksdb::ColumnFamilyHandle* h : handles->all) {
+      std::unique_ptr<rocksdb::Iterator> it(handles->db->NewIterator(rocksdb::ReadOptions(), h));
+      it->SeekToFirst();
+      RETURN_IF_ERROR(FromRocksStatus(it->status(), fmt::format("reading {}", dir)));
+      if (it->Valid()) {
+        return absl::FailedPreconditionError(fmt::format(
+            "{} holds a RocksDB database that is not an isowatch store (no format version)", dir));
+      }
+    }
+  }
+  for (rocksdb::ColumnFamilyHandle* h : handles->all) {
+    if (h->GetName() != rocksdb::kDefaultColumnFamilyName &&
+        std::find(kOwnCfs.begin(), kOwnCfs.end(), h->GetName()) == kOwnCfs.end()) {
+      return absl::FailedPreconditionError(
+          fmt::format("the store in {} has an unknown column family \"{}\"", dir, h->GetName()));
+    }
+  }
+  for (std::string_view name : kOwnCfs) {
+    if (handles->Find(name) != nullptr) continue;
+    if (version.has_value()) {
+      return absl::DataLossError(
+          fmt::format("the store in {} lacks its column family \"{}\"", dir, name));
+    }
+    rocksdb::ColumnFamilyHandle* created = nullptr;
+    RETURN_IF_ERROR(FromRocksStatus(handles->db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(),
+                                                                    std::string(name), &created),
+                                    fmt::format("creating column family {} in {}", name, dir)));
+    handles->all.push_back(created);
+  }
+  handles->meta = handles->Find(kMetaCf);
+  handles->log = handles->Find(kLogCf);
+  handles->streams = handles->Find(kStreamsCf);
+  handles->violations = handles->Find(kViolationsCf);
+  handles->violation_ids = handles->Find(kViolationIdsCf);
+
+  if (!version.has_value()) {
+    rocksdb::WriteOptions write_options;
+    write_options.sync = true;
+    RETURN_IF_ERROR(
+        FromRocksStatus(handles->db->Put(write_options, handles->meta, ToSlice(kFormatVersionKey),
+                                         internal::EncodeFormatVersion(kFormatVersion)),
+                        fmt::format("writing the format version of {}", dir)));
+  }
+
+  std::unique_ptr<Store> store(new Store(std::move(handles), options));
+  RETURN_IF_ERROR(store->Load());
+  return store;
+}
+
+Store::Store(std::unique_ptr<Handles> handles, StoreOptions options)
+    : handles_(std::move(handles)), options_(options) {}
+
+Store::~Store() = default;
+
+absl::Status Store::Load() {
+  rocksdb::DB& db = *handles_->db;
+  const rocksdb::ReadOptions read_options;
+
+  uint64_t first_position = 1;
+  {
+    std::string value;
+    const rocksdb::Status s = db.Get(read_options, handles_->meta, ToSlice(kLogStartKey), &value);
+    if (s.ok()) {
+      ASSIGN_OR_RETURN(first_position, DecodeNumberKey(value));
+      first_position = std::max<uint64_t>(first_position, 1);
+    } else if (!s.IsNotFound()) {
+      return FromRocksStatus(s, "reading the log start");
+    }
+  }
+
+  uint64_t next_position = first_position;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(read_options, handles_->log));
+    it->SeekToLast();
+    RETURN_IF_ERROR(FromRocksStatus(it->status(), "reading the log"));
+    if (it->Valid()) {
+      ASSIGN_OR_RETURN(const uint64_t last, DecodeNumberKey(ToView(it->key())));
+      next_position = std::max(next_position, last + 1);
+    }
+  }
+
+  uint64_t next_violation = 1;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(read_options, handles_->violations));
+    it->SeekToLast();
+    RETURN_IF_ERROR(FromRocksStatus(it->status(), "reading the violations"));
+    if (it->Valid()) {
+      ASSIGN_OR_RETURN(const uint64_t last, DecodeNumberKey(ToView(it->key())));
+      next_violation = last + 1;
+    }
+  }
+
+  absl::flat_hash_map<std::string, std::unique_ptr<StreamState>> streams;
+  std::vector<std::string> names;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(read_options, handles_->streams));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      std::string name(ToView(it->key()));
+      ASSIGN_OR_RETURN(internal::StreamValue value,
+                       internal::DecodeStreamValue(ToView(it->value())));
+      if (value.id == 0) {
+        return absl::DataLossError(fmt::format("{} has stream id 0", StreamLabel(name)));
+      }
+      if (names.size() < value.id) names.resize(value.id);
+      if (!names[value.id - 1].empty()) {
+        return absl::DataLossError(fmt::format("{} and {} share the stream id {}",
+                                               StreamLabel(names[value.id - 1]), StreamLabel(name),
+                                               value.id));
+      }
+      names[value.id - 1] = name;
+      auto state = std::make_unique<StreamState>();
+      {
+        absl::MutexLock lock(&state->mu);
+        state->record = StreamRecord{.name = name,
+                                     .id = value.id,
+                                     .durable_seq = value.durable_seq,
+                                     .watermark = value.watermark,
+                                     .closed = value.closed,
+                                     .header = std::move(value.header)};
+      }
+      streams.emplace(std::move(name), std::move(state));
+    }
+    RETURN_IF_ERROR(FromRocksStatus(it->status(), "reading the streams"));
+  }
+
+  {
+    absl::MutexLock lock(&violations_mu_);
+    next_violation_ = next_violation;
+    violation_count_.store(next_violation - 1, std::memory_order_release);
+  }
+  absl::MutexLock lock(&mu_);
+  first_position_ = first_position;
+  next_position_ = next_position;
+  streams_ = std::move(streams);
+  stream_names_ = std::move(names);
+  return absl::OkStatus();
+}
+
+absl::Status Store::CheckWritable() const {
+  absl::MutexLock lock(&mu_);
+  if (write_error_.ok()) return absl::OkStatus();
+  return absl::Status(write_error_.code(),
+                      fmt::format("the store refuses writes after a failed write (reopen it): {}",
+                                  std::string(write_error_.message())));
+}
+
+absl::Status Store::Write(rocksdb::WriteBatch& batch, std::string_view what) {
+  RETURN_IF_ERROR(CheckWritable());
+  rocksdb::WriteOptions write_options;
+  write_options.sync = options_.sync_writes;
+  absl::Status status = FromRocksStatus(handles_->db->Write(write_options, &batch), what);
+  if (!status.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (write_error_.ok()) write_error_ = status;
+  }
+  return status;
+}
+
+Store::StreamState* Store::FindStream(std::string_view name, bool create) {
+  absl::MutexLock lock(&mu_);
+  auto it = streams_.find(ToAbsl(name));
+  if (it != streams_.end()) return it->second.get();
+  if (!create) return nullptr;
+  auto state = std::make_unique<StreamState>();
+  StreamState* raw = state.get();
+  stream_names_.emplace_back(name);
+  {
+    absl::MutexLock state_lock(&raw->mu);
+    raw->record.name = std::string(name);
+    raw->record.id = static_cast<uint32_t>(stream_names_.size());
+  }
+  streams_.emplace(std::string(name), std::move(state));
+  return raw;
+}
+
+absl::StatusOr<uint64_t> Store::AppendBatch(std::string_view stream, uint64_t seq,
+                                            std::optional<history::Timestamp> watermark,
+                                            bool end_of_stream, std::string_view bytes) {
+  if (stream.empty()) return absl::InvalidArgumentError("a stream needs a non-empty name");
+  RETURN_IF_ERROR(CheckWritable());
+  StreamState* state = FindStream(stream, /*create=*/seq == 1);
+  if (state == nullptr) {
+    return absl::FailedPreconditionError(
+        fmt::format("{}: batch {} does not follow the durable batch 0 (a stream starts at 1)",
+                    StreamLabel(stream), seq));
+  }
+
+  absl::MutexLock write_lock(&state->write_mu);
+  StreamRecord next;
+  {
+    absl::MutexLock lock(&state->mu);
+    next = state->record;
+  }
+  if (next.closed) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} is closed: its end-of-stream batch {} is durable", StreamLabel(stream),
+                    next.durable_seq));
+  }
+  if (seq != next.durable_seq + 1) {
+    return absl::FailedPreconditionError(
+        fmt::format("{}: batch {} does not follow the durable batch {}", StreamLabel(stream), seq,
+                    next.durable_seq));
+  }
+  next.durable_seq = seq;
+  if (watermark.has_value() && (!next.watermark.has_value() || *watermark > *next.watermark)) {
+    next.watermark = watermark;
+  }
+  next.closed = end_of_stream;
+
+  uint64_t position = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    position = next_position_++;
+  }
+  rocksdb::WriteBatch batch;
+  const std::string key = EncodeNumberKey(position);
+  RETURN_IF_ERROR(
+      FromRocksStatus(batch.Put(handles_->log, key,
+                                internal::EncodeLogValue({.stream_id = next.id,
+                                                          .seq = seq,
+                                                          .watermark = watermark,
+                                                          .end_of_stream = end_of_stream,
+                                                          .bytes = bytes})),
+                      "encoding a log entry"));
+  RETURN_IF_ERROR(
+      FromRocksStatus(batch.Put(handles_->streams, ToSlice(stream),
+                                internal::EncodeStreamValue({.id = next.id,
+                                                             .durable_seq = next.durable_seq,
+                                                             .watermark = next.watermark,
+                                                             .closed = next.closed,
+                                                             .header = next.header})),
+                      "encoding a stream record"));
+  RETURN_IF_ERROR(Write(batch, fmt::format("appending batch {} of {}", seq, StreamLabel(stream))));
+  {
+    absl::MutexLock lock(&state->mu);
+    state->record = std::move(next);
+  }
+  return position;
+}
+
+absl::Status Store::ReadLog(uint64_t from_position,
+                            absl::FunctionRef<absl::Status(const LogEntry&)> callback) const {
+  std::unique_ptr<rocksdb::Iterator> it(
+      handles_->db->NewIterator(rocksdb::ReadOptions(), handles_->log));
+  // Streams are known in memory before their first entry is written, so every stream of the
+  // iterator's view is in this copy.
+  std::vector<std::string> names;
+  {
+    absl::MutexLock lock(&mu_);
+    names = stream_names_;
+  }
+  for (it->Seek(EncodeNumberKey(from_position)); it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(const uint64_t position, DecodeNumberKey(ToView(it->key())));
+    ASSIGN_OR_RETURN(const internal::LogValue value, internal::DecodeLogValue(ToView(it->value())));
+    if (value.stream_id == 0 || value.stream_id > names.size() ||
+        names[value.stream_id - 1].empty()) {
+      return absl::DataLossError(
+          fmt::format("log entry {} names stream id {}, which the store does not know", position,
+                      value.stream_id));
+    }
+    const LogEntry entry{.position = position,
+                         .stream = names[value.stream_id - 1],
+                         .stream_id = value.stream_id,
+                         .seq = value.seq,
+                         .watermark = value.watermark,
+                         .end_of_stream = value.end_of_stream,
+                         .bytes = value.bytes};
+    RETURN_IF_ERROR(callback(entry));
+  }
+  return FromRocksStatus(it->status(), "reading the log");
+}
+
+absl::Status Store::TruncateLogBefore(uint64_t position) {
+  absl::MutexLock truncate_lock(&truncate_mu_);
+  uint64_t first = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (position > next_position_) {
+      return absl::InvalidArgumentError(
+          fmt::format("cannot truncate the log before position {}: the next position is {}",
+                      position, next_position_));
+    }
+    first = first_position_;
+  }
+  if (position <= first) return absl::OkStatus();
+  rocksdb::WriteBatch batch;
+  RETURN_IF_ERROR(FromRocksStatus(
+      batch.DeleteRange(handles_->log, EncodeNumberKey(0), EncodeNumberKey(position)),
+      "encoding a log truncation"));
+  RETURN_IF_ERROR(
+      FromRocksStatus(batch.Put(handles_->meta, ToSlice(kLogStartKey), EncodeNumberKey(position)),
+                      "encoding a log truncation"));
+  RETURN_IF_ERROR(Write(batch, fmt::format("truncating the log before {}", position)));
+  absl::MutexLock lock(&mu_);
+  first_position_ = position;
+  return absl::OkStatus();
+}
+
+uint64_t Store::next_log_position() const {
+  absl::MutexLock lock(&mu_);
+  return next_position_;
+}
+
+uint64_t Store::first_log_position() const {
+  absl::MutexLock lock(&mu_);
+  return first_position_;
+}
+
+absl::StatusOr<StreamRecord> Store::GetStream(std::string_view name) const {
+  const StreamState* state = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = streams_.find(ToAbsl(name));
+    if (it == streams_.end()) {
+      return absl::NotFoundError(fmt::format("no {}", StreamLabel(name)));
+    }
+    state = it->second.get();
+  }
+  absl::MutexLock lock(&state->mu);
+  return state->record;
+}
+
+std::vector<StreamRecord> Store::ListStreams() const {
+  std::vector<StreamRecord> records;
+  absl::MutexLock lock(&mu_);
+  records.reserve(streams_.size());
+  for (const std::string& name : stream_names_) {
+    if (name.empty()) continue;  // an id whose stream never became durable
+    const StreamState& state = *streams_.at(name);
+    absl::MutexLock state_lock(&state.mu);
+    records.push_back(state.record);
+  }
+  return records;
+}
+
+absl::Status Store::SetStreamHeader(std::string_view name, std::string_view header) {
+  if (name.empty()) return absl::InvalidArgumentError("a stream needs a non-empty name");
+  RETURN_IF_ERROR(CheckWritable());
+  StreamState* state = FindStream(name, /*create=*/true);
+  absl::MutexLock write_lock(&state->write_mu);
+  StreamRecord next;
+  {
+    absl::MutexLock lock(&state->mu);
+    next = state->record;
+  }
+  next.header = std::string(header);
+  rocksdb::WriteBatch batch;
+  RETURN_IF_ERROR(
+      FromRocksStatus(batch.Put(handles_->streams, ToSlice(name),
+                                internal::EncodeStreamValue({.id = next.id,
+                                                             .durable_seq = next.durable_seq,
+                                                             .watermark = next.watermark,
+                                                             .closed = next.closed,
+                                                             .header = next.header})),
+                      "encoding a stream record"));
+  RETURN_IF_ERROR(Write(batch, fmt::format("setting the header of {}", StreamLabel(name))));
+  absl::MutexLock lock(&state->mu);
+  state->record = std::move(next);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Store::PutViolation(const ViolationRecord& record) {
+  if (record.id.empty()) return absl::InvalidArgumentError("a violation needs a non-empty id");
+  absl::MutexLock lock(&violations_mu_);
+  RETURN_IF_ERROR(CheckWritable());
+  std::string existing;
+  const rocksdb::Status found = handles_->db->Get(rocksdb::ReadOptions(), handles_->violation_ids,
+                                                  ToSlice(record.id), &existing);
+  if (found.ok()) return false;
+  if (!found.IsNotFound()) {
+    return FromRocksStatus(found, fmt::format("looking up violation {}", record.id));
+  }
+  const std::string number = EncodeNumberKey(next_violation_);
+  rocksdb::WriteBatch batch;
+  RETURN_IF_ERROR(
+      FromRocksStatus(batch.Put(handles_->violations, number, internal::EncodeViolation(record)),
+                      "encoding a violation"));
+  RETURN_IF_ERROR(FromRocksStatus(batch.Put(handles_->violation_ids, ToSlice(record.id), number),
+                                  "encoding a violation"));
+  RETURN_IF_ERROR(Write(batch, fmt::format("storing violation {}", record.id)));
+  ++next_violation_;
+  violation_count_.store(next_violation_ - 1, std::memory_order_release);
+  return true;
+}
+
+absl::StatusOr<ViolationPage> Store::QueryViolations(const ViolationFilter& filter, size_t limit,
+                                                     std::string_view page_token) const {
+  if (limit == 0) return absl::InvalidArgumentError("limit: must be at least 1");
+  uint64_t start = 0;
+  if (!page_token.empty()) {
+    ASSIGN_OR_RETURN(start, DecodePageToken(page_token));
+  }
+  ViolationPage page;
+  std::unique_ptr<rocksdb::Iterator> it(
+      handles_->db->NewIterator(rocksdb::ReadOptions(), handles_->violations));
+  for (it->Seek(EncodeNumberKey(start)); it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(const uint64_t number, DecodeNumberKey(ToView(it->key())));
+    ASSIGN_OR_RETURN(ViolationRecord record, internal::DecodeViolation(ToView(it->value())));
+    if (!Matches(filter, record)) continue;
+    if (page.violations.size() == limit) {
+      page.next_page_token = EncodePageToken(number);
+      break;
+    }
+    page.violations.push_back(std::move(record));
+  }
+  RETURN_IF_ERROR(FromRocksStatus(it->status(), "reading the violations"));
+  return page;
+}
+
+uint64_t Store::CountViolations() const { return violation_count_.load(std::memory_order_acquire); }
+
+}  // namespace isowatch::store

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+#include "isowatch/history/timestamp.h"
+#include "isowatch/store/violation_record.h"
+
+namespace rocksdb {
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace isowatch::store {
+
+struct StoreOptions {
+  // Every write syncs RocksDB's write-ahead log before it returns, so what was acknowledged
+  // survives a power failure. With false it survives a crash of the process, not of the machine.
+  bool sync_writes = true;
+  // Create an empty store when `dir` holds none; otherwise opening a missing store fails.
+  bool create_if_missing = true;
+};
+
+// What the store knows of one ingest stream.
+struct StreamRecord {
+  std::string name;
+  uint32_t id = 0;           // unique, from 1, in the order the streams were created
+  uint64_t durable_seq = 0;  // highest sequence number made durable; 0 before the first batch
+  std::optional<history::Timestamp> watermark;  // highest watermark received, if any
+  bool closed = false;                          // the end-of-stream batch is durable
+  std::string header;                           // opaque bytes of SetStreamHeader
+
+  bool operator==(const StreamRecord&) const = default;
+};
+
+// One batch of the ingest log as ReadLog presents it. The views point into the store's read
+// buffers and are valid only during the callback.
+struct LogEntry {
+  uint64_t position = 0;  // global arrival position, from 1
+  std::string_view stream;
+  uint32_t stream_id = 0;
+  uint64_t seq = 0;
+  std::optional<history::Timestamp> watermark;
+  bool end_of_stream = false;
+  std::string_view bytes;  // the batch as the ingest layer encoded it
+};
+
+// The daemon's durable state in one RocksDB database (format in docs/store-format.md):
+//   - the ingest log: every accepted batch in global arrival order, with its stream's sequence
+//     number, watermark and end-of-stream mark; a batch is acknowledged once AppendBatch returns;
+//   - per stream: its numeric id, highest durable sequence number, highest watermark, closed flag
+//     and an opaque header (the stream's initial state, say);
+//   - the final violations, each once under its stable id, in insertion order.
+// After a crash the daemon reopens the store and re-feeds ReadLog's batches, in order, to a fresh
+// engine; PutViolation drops the violations it finds again, so none is reported twice.
+//
+// Invariants:
+//   1. A stream's log entries carry the sequence numbers 1, 2, ... durable_seq, in increasing
+//      positions; the stream record and the log entry of a batch are written in one atomic write.
+//   2. Log positions and violation insertion numbers only grow, also across reopenings and log
+//      truncation. Violations are never deleted: their insertion numbers are 1..CountViolations().
+//   3. A violation id maps to exactly one stored record.
+//   4. After a failed write the store refuses every further write with that error (the in-memory
+//      state may then be ahead of the disk): the process should exit and reopen the store.
+//
+// Thread-safe: any number of threads may append (concurrent appends to different streams are
+// grouped by RocksDB into one synced write), put violations and query at once. Appends to one
+// stream are serialised. Owns its RocksDB database; the directory is locked while it is open.
+class Store {
+ public:
+  // Version of the on-disk format this code reads and writes.
+  static constexpr uint32_t kFormatVersion = 1;
+
+  // Opens (or creates, per `options`) the store in directory `dir`.
+  // Errors: FailedPrecondition for a store of another format version, or a RocksDB database that
+  // is not an isowatch store; Unavailable when the directory is locked by another process or
+  // cannot be read; DataLoss when a record does not decode.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir,
+                                                     StoreOptions options = {});
+
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // ---- Ingest log ----
+
+  // Makes a batch of `stream` durable: its log entry and the stream's new durable sequence
+  // number, watermark (the higher of the old and `watermark`) and closed flag, in one write.
+  // Creates the stream on its first batch. Returns the batch's log position.
+  // Errors: InvalidArgument for an empty stream name; FailedPrecondition when `seq` is not
+  // durable_seq + 1 (a duplicate or a gap: the caller recognises re-sent batches first) or the
+  // stream is closed; the write's error otherwise.
+  absl::StatusOr<uint64_t> AppendBatch(std::string_view stream, uint64_t seq,
+                                       std::optional<history::Timestamp> watermark,
+                                       bool end_of_stream, std::string_view bytes);
+
+  // Calls `callback` for every log entry at position >= `from_position`, in position order, on
+  // a consistent view taken when the call starts. Stops at, and returns, the first non-OK status
+  // of the callback. The callback may call the store. Meant for recovery: while appends are in
+  // flight, an entry may become visible before one at a lower position that is still being
+  // written.
+  absl::Status ReadLog(uint64_t from_position,
+                       absl::FunctionRef<absl::Status(const LogEntry&)> callback) const;
+
+  // Deletes the log entries below `position` (a checkpoint covers them). The next positions are
+  // unaffected. REQUIRES: every append that got a position below `position` has returned.
+  // Errors: InvalidArgument when `position` > next_log_position().
+  absl::Status TruncateLogBefore(uint64_t position);
+
+  // Position the next appended batch gets.
+  uint64_t next_log_position() const;
+  // Lowest position that can still hold an entry (the last truncation point, or 1).
+  uint64_t first_log_position() const;
+
+  // ---- Streams ----
+
+  // The stream named `name`. Errors: NotFound.
+  absl::StatusOr<StreamRecord> GetStream(std::string_view name) const;
+  // Every stream, by id.
+  std::vector<StreamRecord> ListStreams() const;
+  // Stores `header` as the stream's header, creating the stream (durable_seq 0) if needed.
+  // Errors: InvalidArgument for an empty name; the write's error.
+  absl::Status SetStreamHeader(std::string_view name, std::string_view header);
+
+  // ---- Violations ----
+
+  // Stores `record` under its id. Returns false, storing nothing, when a record with that id is
+  // already stored. Errors: InvalidArgument for an empty id; the write's error.
+  absl::StatusOr<bool> PutViolation(const ViolationRecord& record);
+
+  // The stored violations matching `filter`, in insertion order, at most `limit` of them,
+  // starting at `page_token` (empty: from the first). next_page_token is empty when no matching
+  // violation follows the page; otherwise it is the insertion number of the next matching one,
+  // as 16 lowercase hexadecimal digits. A query scans records until it has filled the page and
+  // found the next match.
+  // Errors: InvalidArgument for limit 0 or a token that is not 16 hexadecimal digits; DataLoss
+  // when a record does not decode.
+  absl::StatusOr<ViolationPage> QueryViolations(const ViolationFilter& filter, size_t limit,
+                                                std::string_view page_token) const;
+
+  // Number of stored violations.
+  uint64_t CountViolations() const;
+
+ private:
+  struct Handles;
+  // One per stream. `write_mu` is held across the stream's whole append, so that the stream's
+  // writes reach RocksDB in sequence order; `record` is its durable state.
+  struct StreamState {
+    absl::Mutex write_mu;
+    mutable absl::Mutex mu ABSL_ACQUIRED_AFTER(write_mu);
+    StreamRecord record ABSL_GUARDED_BY(mu);
+  };
+
+  Store(std::unique_ptr<Handles> handles, StoreOptions options);
+
+  absl::Status Load();
+  // Finds the stream, creating its in-memory state (with the next id) when `create` is set and
+  // it is unknown. Returns nullptr when it is unknown and not created.
+  StreamState* FindStream(std::string_view name, bool create) ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes `batch` and makes a failure sticky.
+  absl::Status Write(rocksdb::WriteBatch& batch, std::string_view what);
+  absl::Status CheckWritable() const;
+
+  const std::unique_ptr<Handles> handles_;
+  const StoreOptions options_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<StreamState>> streams_ ABSL_GUARDED_BY(mu_);
+  // Index: stream id - 1; empty where an id's stream never became durable before a crash.
+  std::vector<std::string> stream_names_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_position_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t first_position_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::Status write_error_ ABSL_GUARDED_BY(mu_);
+
+  // Serialises PutViolation, which reads the id index before it writes.
+  mutable absl::Mutex violations_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  uint64_t next_violation_ ABSL_GUARDED_BY(violations_mu_) = 1;
+  // next_violation_ - 1, readable without waiting for a write. Release on store, acquire on load.
+  std::atomic<uint64_t> violation_count_{0};
+
+  // Serialises truncations.
+  absl::Mutex truncate_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+};
+
+}  // namespace isowatch::store
