@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/server/metrics.h"
+
+#include <sstream>
+
+#include <prometheus/text_serializer.h>
+
+#include "isowatch/server/process_memory.h"
+
+namespace isowatch::server {
+
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+
+}  // namespace
+
+const std::vector<double>& DaemonMetrics::CheckLatencyBuckets() {
+  static const std::vector<double> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                               0.5,   1,      2.5,   5,    10,    20,   30,  60};
+  return kBuckets;
+}
+
+const std::vector<double>& DaemonMetrics::IngestLatencyBuckets() {
+  static const std::vector<double> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                               0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+  return kBuckets;
+}
+
+DaemonMetrics::DaemonMetrics(std::string_view version)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      start_(std::chrono::steady_clock::now()) {
+  prometheus::Registry& r = *registry_;
+
+  ingested_family_ = &BuildCounter()
+                          .Name("isowatch_ingested_transactions_total")
+                          .Help("Transactions accepted at ingest, by stream.")
+                          .Register(r);
+  refused_family_ = &BuildCounter()
+                         .Name("isowatch_refused_transactions_total")
+                         .Help("Transactions refused at ingest, by reason.")
+                         .Register(r);
+  duplicate_batches_ = &BuildCounter()
+                            .Name("isowatch_duplicate_batches_total")
+                            .Help(
+                                "Batches recognised as already applied (same stream and "
+                                "sequence number) and skipped.")
+                            .Register(r)
+                            .Add({});
+  queue_depth_ = &BuildGauge()
+                      .Name("isowatch_ingest_queue_batches")
+                      .Help("Batches received and not yet applied to the engine.")
+                      .Register(r)
+                      .Add({});
+  ingest_batch_latency_ = &BuildHistogram()
+                               .Name("isowatch_ingest_batch_latency_seconds")
+                               .Help("Time from a batch's receipt to its durable acknowledgement.")
+                               .Register(r)
+                               .Add({}, IngestLatencyBuckets());
+
+  watermark_family_ = &BuildGauge()
+                           .Name("isowatch_stream_watermark")
+                           .Help(
+                               "Physical part of the stream's watermark, in the stream's own "
+                               "timestamp units.")
+                           .Register(r);
+  lag_family_ = &BuildGauge()
+                     .Name("isowatch_stream_lag_seconds")
+                     .Help("Wall-clock seconds between now and the stream's watermark.")
+                     .Register(r);
+  pending_family_ = &BuildGauge()
+                         .Name("isowatch_stream_pending_transactions")
+                         .Help("Transactions of the stream received and not yet final.")
+                         .Register(r);
+
+  violations_family_ = &BuildCounter()
+                            .Name("isowatch_violations_total")
+                            .Help("Final isolation violations, by checker, level and anomaly.")
+                            .Register(r);
+  provisional_verdicts_ = &BuildGauge()
+                               .Name("isowatch_provisional_verdicts")
+                               .Help("Verdicts reported provisionally and not yet final.")
+                               .Register(r)
+                               .Add({});
+  flip_flops_ = &BuildCounter()
+                     .Name("isowatch_flip_flops_total")
+                     .Help("Provisional verdicts reversed by a later arrival.")
+                     .Register(r)
+                     .Add({});
+  late_arrivals_ = &BuildCounter()
+                        .Name("isowatch_late_arrivals_total")
+                        .Help(
+                            "Transactions that arrived after a reader whose snapshot includes "
+                            "them.")
+                        .Register(r)
+                        .Add({});
+  horizon_misses_ = &BuildCounter()
+                         .Name("isowatch_horizon_misses_total")
+                         .Help(
+                             "Reads left unjudged because the state they needed had already "
+                             "been collected.")
+                         .Register(r)
+                         .Add({});
+  check_latency_ = &BuildHistogram()
+                        .Name("isowatch_check_latency_seconds")
+                        .Help("Time from a transaction's arrival to the final verdict on it.")
+                        .Register(r)
+                        .Add({}, CheckLatencyBuckets());
+
+  retained_versions_ = &BuildGauge()
+                            .Name("isowatch_engine_retained_versions")
+                            .Help("Committed versions held in the engine's per-key chains.")
+                            .Register(r)
+                            .Add({});
+  retained_transactions_ = &BuildGauge()
+                                .Name("isowatch_engine_retained_transactions")
+                                .Help("Transactions held in the engine's memory.")
+                                .Register(r)
+                                .Add({});
+  retained_provisional_reads_ = &BuildGauge()
+                                     .Name("isowatch_engine_retained_provisional_reads")
+                                     .Help(
+                                         "Reads held in memory because their verdict is not "
+                                         "final yet.")
+                                     .Register(r)
+                                     .Add({});
+  engine_memory_bytes_ = &BuildGauge()
+                              .Name("isowatch_engine_memory_bytes")
+                              .Help("Memory held by the engine's state, as the engine counts it.")
+                              .Register(r)
+                              .Add({});
+  internal_bugs_ = &BuildCounter()
+                        .Name("isowatch_internal_bugs_total")
+                        .Help("Internal inconsistencies the daemon detected and survived.")
+                        .Register(r)
+                        .Add({});
+
+  BuildGauge()
+      .Name("isowatch_build_info")
+      .Help("Always 1; the labels describe the build.")
+      .Register(r)
+      .Add({{"version", std::string(version)}})
+      .Set(1);
+  uptime_seconds_ = &BuildGauge()
+                         .Name("isowatch_uptime_seconds")
+                         .Help("Seconds since the daemon started.")
+                         .Register(r)
+                         .Add({});
+  start_time_seconds_ = &BuildGauge()
+                             .Name("process_start_time_seconds")
+                             .Help("Start time of the process since the Unix epoch, in seconds.")
+                             .Register(r)
+                             .Add({});
+  start_time_seconds_->SetToCurrentTime();
+  resident_memory_bytes_ = &BuildGauge()
+                                .Name("process_resident_memory_bytes")
+                                .Help("Resident memory size of the process, in bytes.")
+                                .Register(r)
+                                .Add({});
+}
+
+DaemonMetrics::~DaemonMetrics() = default;
+
+Counter& DaemonMetrics::IngestedTransactions(std::string_view stream) {
+  return ingested_family_->Add({{"stream", std::string(stream)}});
+}
+
+Counter& DaemonMetrics::RefusedTransactions(std::string_view reason) {
+  return refused_family_->Add({{"reason", std::string(reason)}});
+}
+
+Gauge& DaemonMetrics::StreamWatermark(std::string_view stream) {
+  return watermark_family_->Add({{"stream", std::string(stream)}});
+}
+
+Gauge& DaemonMetrics::StreamLagSeconds(std::string_view stream) {
+  return lag_family_->Add({{"stream", std::string(stream)}});
+}
+
+Gauge& DaemonMetrics::StreamPendingTransactions(std::string_view stream) {
+  return pending_family_->Add({{"stream", std::string(stream)}});
+}
+
+void DaemonMetrics::RemoveStream(std::string_view stream) {
+  const prometheus::Labels labels = {{"stream", std::string(stream)}};
+  if (ingested_family_->Has(labels)) ingested_family_->Remove(&ingested_family_->Add(labels));
+  if (watermark_family_->Has(labels)) watermark_family_->Remove(&watermark_family_->Add(labels));
+  if (lag_family_->Has(labels)) lag_family_->Remove(&lag_family_->Add(labels));
+  if (pending_family_->Has(labels)) pending_family_->Remove(&pending_family_->Add(labels));
+}
+
+Counter& DaemonMetrics::Violations(std::string_view checker, std::string_view level,
+                                   std::string_view anomaly) {
+  return violations_family_->Add({{"checker", std::string(checker)},
+                                  {"level", std::string(level)},
+                                  {"anomaly", std::string(anomaly)}});
+}
+
+std::string DaemonMetrics::Serialize() {
+  if (std::optional<uint64_t> rss = ProcessResidentMemoryBytes()) {
+    resident_memory_bytes_->Set(static_cast<double>(*rss));
+  }
+  uptime_seconds_->Set(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return std::move(out).str();
+}
+
+}  // namespace isowatch::server

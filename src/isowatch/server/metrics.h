@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace isowatch::server {
+
+// Every metric isowatchd exports, in one prometheus-cpp registry, and its rendering in the
+// Prometheus text exposition format (version 0.0.4). docs/operations.md lists them.
+//
+// Naming follows the Prometheus conventions: the `isowatch_` prefix, base units (`_seconds`,
+// `_bytes`), `_total` on counters, and only low-cardinality labels (stream, reason, checker,
+// level, anomaly): never a transaction id or a key. The process metrics keep the standard
+// client-library names (`process_resident_memory_bytes`, `process_start_time_seconds`) so that
+// existing dashboards and alerts apply.
+//
+// Thread-safety: thread-safe. The accessors may be called from any thread, and the metric objects
+// they return are themselves thread-safe (prometheus-cpp uses atomics). A labelled accessor looks
+// its child up under the family's lock; hot paths should keep the returned reference.
+// Ownership: the registry and every metric belong to this object; returned references stay valid
+// for its lifetime, except those of a stream removed with RemoveStream().
+class DaemonMetrics {
+ public:
+  // `version` becomes the `version` label of isowatch_build_info. The start time is now.
+  explicit DaemonMetrics(std::string_view version);
+  ~DaemonMetrics();
+
+  DaemonMetrics(const DaemonMetrics&) = delete;
+  DaemonMetrics& operator=(const DaemonMetrics&) = delete;
+
+  // --- ingest ---
+  // Transactions accepted from a stream (after validation and de-duplication).
+  prometheus::Counter& IngestedTransactions(std::string_view stream);
+  // Transactions refused at ingest; `reason` is a short fixed word ("missing_commit_ts", ...).
+  prometheus::Counter& RefusedTransactions(std::string_view reason);
+  // Batches recognised as already applied (same stream and sequence number) and skipped.
+  prometheus::Counter& duplicate_batches() { return *duplicate_batches_; }
+  // Batches received but not yet applied to the engine.
+  prometheus::Gauge& queue_depth() { return *queue_depth_; }
+  // Seconds from a batch's receipt to its durable acknowledgement.
+  prometheus::Histogram& ingest_batch_latency() { return *ingest_batch_latency_; }
+
+  // --- per stream ---
+  // The physical part of the stream's watermark, in the stream's own units (TSO milliseconds,
+  // hybrid-time microseconds, LSN, ...).
+  prometheus::Gauge& StreamWatermark(std::string_view stream);
+  // Wall-clock seconds between now and the stream's watermark, where the daemon can tell.
+  prometheus::Gauge& StreamLagSeconds(std::string_view stream);
+  // Transactions of the stream received but not yet final.
+  prometheus::Gauge& StreamPendingTransactions(std::string_view stream);
+  // Drops the stream's series (ingested, watermark, lag, pending), e.g. when a closed stream is
+  // forgotten. References obtained for that stream become invalid.
+  void RemoveStream(std::string_view stream);
+
+  // --- verdicts ---
+  // Final violations, by the checker that found them, the isolation level and the anomaly kind.
+  prometheus::Counter& Violations(std::string_view checker, std::string_view level,
+                                  std::string_view anomaly);
+  // Verdicts reported provisionally and not yet final.
+  prometheus::Gauge& provisional_verdicts() { return *provisional_verdicts_; }
+  // Provisional verdicts that a later arrival reversed.
+  prometheus::Counter& flip_flops() { return *flip_flops_; }
+  // Transactions that arrived after a reader whose snapshot they belong to.
+  prometheus::Counter& late_arrivals() { return *late_arrivals_; }
+  // Reads that could not be judged because the state they needed had been collected.
+  prometheus::Counter& horizon_misses() { return *horizon_misses_; }
+  // Seconds from a transaction's arrival to the final verdict on it.
+  prometheus::Histogram& check_latency() { return *check_latency_; }
+
+  // --- engine state and memory ---
+  prometheus::Gauge& retained_versions() { return *retained_versions_; }
+  prometheus::Gauge& retained_transactions() { return *retained_transactions_; }
+  prometheus::Gauge& retained_provisional_reads() { return *retained_provisional_reads_; }
+  prometheus::Gauge& engine_memory_bytes() { return *engine_memory_bytes_; }
+
+  // "Can't happen" conditions the daemon survived (see ISOWATCH_BUG in the style guide).
+  prometheus::Counter& internal_bugs() { return *internal_bugs_; }
+
+  // The registry, to add metrics of other components or to collect it directly. Serialize()
+  // refreshes the process metrics first; a direct Collect() sees them as of the last Serialize().
+  prometheus::Registry& registry() { return *registry_; }
+
+  // Refreshes the scrape-time metrics (resident memory from /proc/self/statm) and renders the
+  // whole registry in the Prometheus text format, version 0.0.4.
+  std::string Serialize();
+
+  // The Content-Type of Serialize()'s output.
+  static constexpr std::string_view kContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+  // Bucket upper bounds of check_latency() and ingest_batch_latency(), in seconds.
+  static const std::vector<double>& CheckLatencyBuckets();
+  static const std::vector<double>& IngestLatencyBuckets();
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+
+  prometheus::Family<prometheus::Counter>* ingested_family_;
+  prometheus::Family<prometheus::Counter>* refused_family_;
+  prometheus::Family<prometheus::Counter>* violations_family_;
+  prometheus::Family<prometheus::Gauge>* watermark_family_;
+  prometheus::Family<prometheus::Gauge>* lag_family_;
+  prometheus::Family<prometheus::Gauge>* pending_family_;
+
+  prometheus::Counter* duplicate_batches_;
+  prometheus::Gauge* queue_depth_;
+  prometheus::Histogram* ingest_batch_latency_;
+  prometheus::Gauge* provisional_verdicts_;
+  prometheus::Counter* flip_flops_;
+  prometheus::Counter* late_arrivals_;
+  prometheus::Counter* horizon_misses_;
+  prometheus::Histogram* check_latency_;
+  prometheus::Gauge* retained_versions_;
+  prometheus::Gauge* retained_transactions_;
+  prometheus::Gauge* retained_provisional_reads_;
+  prometheus::Gauge* engine_memory_bytes_;
+  prometheus::Counter* internal_bugs_;
+  prometheus::Gauge* resident_memory_bytes_;
+  prometheus::Gauge* start_time_seconds_;
+  prometheus::Gauge* uptime_seconds_;
+
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace isowatch::server

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "isowatch/history/timestamp.h"
+
+namespace isowatch::server {
+
+// One ingest stream as /api/v1/status shows it.
+struct StreamStatus {
+  std::string name;
+  std::optional<history::Timestamp> watermark;  // none before the stream sent one
+  std::optional<double> lag_seconds;            // none where the daemon cannot tell
+  bool closed = false;                          // the stream sent its end-of-stream mark
+  uint64_t pending_transactions = 0;            // received, not yet final
+  uint64_t ingested_transactions = 0;
+  uint64_t acked_sequence = 0;  // highest batch sequence number made durable
+};
+
+// Counters since the daemon started (or since its store was created, where the daemon keeps
+// them durably).
+struct StatusCounts {
+  uint64_t ingested_transactions = 0;
+  uint64_t refused_transactions = 0;
+  uint64_t duplicate_batches = 0;
+  uint64_t queued_batches = 0;
+  uint64_t violations = 0;  // final
+  uint64_t provisional_verdicts = 0;
+  uint64_t flip_flops = 0;
+  uint64_t late_arrivals = 0;
+  uint64_t horizon_misses = 0;
+};
+
+struct MemoryStatus {
+  uint64_t resident_bytes = 0;  // of the process
+  uint64_t engine_bytes = 0;    // the engine's own estimate of its state
+  uint64_t budget_bytes = 0;    // 0: no budget
+  uint64_t retained_versions = 0;
+  uint64_t retained_transactions = 0;
+  uint64_t retained_provisional_reads = 0;
+};
+
+// A snapshot of the daemon's state for /api/v1/status. A plain value.
+struct DaemonStatus {
+  std::string version;
+  int64_t start_unix_ms = 0;
+  double uptime_seconds = 0;
+  std::vector<StreamStatus> streams;
+  StatusCounts counts;
+  MemoryStatus memory;
+};
+
+// Where the HTTP API reads the daemon's status from; the daemon implements it.
+//
+// Thread-safety: implementations must be thread-safe; the HTTP server may call GetStatus() from
+// several threads at once.
+class StatusSource {
+ public:
+  virtual ~StatusSource() = default;
+
+  // A consistent-enough snapshot: each field is current when read, the fields need not be from
+  // one instant. Errors: Unavailable when the status cannot be gathered right now.
+  virtual absl::StatusOr<DaemonStatus> GetStatus() = 0;
+};
+
+}  // namespace isowatch::server
