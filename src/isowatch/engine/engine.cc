@@ -61,13 +61,25 @@ struct StreamState {
 
 // Per session: the transactions delivered, by position, from `base` on, until no future arrival
 // can need them. Positions not delivered yet hold an invalid TxnId.
+//
+// Invariants: entries[0, prefix) are all delivered; if has_anchor, entries[anchor] is the newest
+// participant among them, and anchor == 0 (everything before it has been dropped).
 struct SessionState {
+  struct Entry {
+    TxnId id;
+    bool participates = false;
+  };
   uint32_t base = 0;
-  std::deque<TxnId> entries;
+  std::deque<Entry> entries;
+  size_t prefix = 0;
+  size_t anchor = 0;
+  bool has_anchor = false;
 
-  TxnId At(uint32_t seq) const {
-    if (seq < base || seq - base >= entries.size()) return TxnId::Invalid();
-    return entries[seq - base];
+  const Entry* At(uint32_t seq) const {
+    if (seq < base || seq - base >= entries.size() || !entries[seq - base].id.valid()) {
+      return nullptr;
+    }
+    return &entries[seq - base];
   }
 };
 
@@ -199,35 +211,37 @@ class EngineImpl {
   void OnSessionArrival(TxnId id, const Transaction& t) {
     SessionState& ss = sessions_[t.session.value()];
     if (t.seq < ss.base) return;  // cannot happen: positions below base were all delivered
-    if (t.seq - ss.base >= ss.entries.size()) ss.entries.resize(t.seq - ss.base + 1);
-    ss.entries[t.seq - ss.base] = id;
+    const size_t index = t.seq - ss.base;
+    if (index >= ss.entries.size()) ss.entries.resize(index + 1);
+    const bool participates = Participates(t);
+    ss.entries[index] = SessionState::Entry{id, participates};
     ++session_entries_;
-    if (Participates(t)) CheckSessionBack(ss, t.seq, id);
+    if (participates) CheckSessionBack(ss, t.seq, id);
     // The first participant after this one may now reach its predecessor.
     for (uint32_t seq = t.seq + 1;; ++seq) {
-      TxnId next = ss.At(seq);
-      if (!next.valid()) break;
-      if (Participates(h_.txn(next))) {
-        CheckSessionBack(ss, seq, next);
+      const SessionState::Entry* next = ss.At(seq);
+      if (next == nullptr) break;
+      if (next->participates) {
+        CheckSessionBack(ss, seq, next->id);
         break;
       }
     }
     // Keep only what a future arrival can still need: from the newest participant of the
     // delivered prefix on.
-    size_t prefix = 0;
-    size_t anchor = 0;
-    bool have_anchor = false;
-    while (prefix < ss.entries.size() && ss.entries[prefix].valid()) {
-      if (Participates(h_.txn(ss.entries[prefix]))) {
-        anchor = prefix;
-        have_anchor = true;
+    if (index != ss.prefix) return;
+    while (ss.prefix < ss.entries.size() && ss.entries[ss.prefix].id.valid()) {
+      if (ss.entries[ss.prefix].participates) {
+        ss.anchor = ss.prefix;
+        ss.has_anchor = true;
       }
-      ++prefix;
+      ++ss.prefix;
     }
-    if (have_anchor && anchor > 0) {
-      ss.entries.erase(ss.entries.begin(), ss.entries.begin() + static_cast<ptrdiff_t>(anchor));
-      ss.base += static_cast<uint32_t>(anchor);
-      session_entries_ -= anchor;
+    if (ss.has_anchor && ss.anchor > 0) {
+      ss.entries.erase(ss.entries.begin(), ss.entries.begin() + static_cast<ptrdiff_t>(ss.anchor));
+      ss.base += static_cast<uint32_t>(ss.anchor);
+      ss.prefix -= ss.anchor;
+      session_entries_ -= ss.anchor;
+      ss.anchor = 0;
     }
   }
 
@@ -235,11 +249,11 @@ class EngineImpl {
   // every transaction between them has arrived.
   void CheckSessionBack(const SessionState& ss, uint32_t seq, TxnId id) {
     for (uint32_t s = seq; s-- > 0;) {
-      TxnId prev = ss.At(s);
-      if (!prev.valid()) return;  // not delivered yet: checked when it arrives
-      const Transaction& p = h_.txn(prev);
-      if (!Participates(p)) continue;
-      if (p.commit > ReadPoint(id, h_.txn(id)).ts) {
+      const SessionState::Entry* prev_entry = ss.At(s);
+      if (prev_entry == nullptr) return;  // not delivered yet: checked when it arrives
+      if (!prev_entry->participates) continue;
+      const TxnId prev = prev_entry->id;
+      if (h_.txn(prev).commit > ReadPoint(id, h_.txn(id)).ts) {
         Emit(checkers::internal::ExplainSession(h_, options_.level, id, prev));
       }
       return;
@@ -372,7 +386,7 @@ class EngineImpl {
     }
     auto pos = ks.versions.emplace(vkey, VersionInfo{t.start, value}).first;
     ++stats_.retained_versions;
-    gc_.push(KeyAt{t.commit, key});
+    ScheduleTrim(key, ks);
     // The reads whose snapshot now ends at (registers) or includes (lists) the new version.
     if (ks.readers.empty()) return;
     auto from = ks.readers.upper_bound(vkey);
@@ -381,8 +395,13 @@ class EngineImpl {
       auto next = std::next(pos);
       if (next != ks.versions.end()) to = ks.readers.upper_bound(next->first);
     }
+    const bool is_list = h_.key(key).is_list;
     for (auto it = from; it != to; ++it) {
-      bool wrong = Wrong(key, ks, it->first, it->second);
+      // A register read between the new version and the next one now sees exactly the new
+      // version; a list read sees one more append somewhere in its list.
+      bool wrong = is_list ? Wrong(key, ks, it->first, it->second)
+                           : !checkers::internal::RegisterReadMatches(
+                                 ReadOp(it->first, it->second).value(), value, false);
       if (wrong == it->second.wrong) continue;
       ++stats_.flip_flops;
       if (wrong) {
@@ -439,16 +458,31 @@ class EngineImpl {
       if (g.physical < std::numeric_limits<int64_t>::min() + keep) return;
       g = Timestamp{g.physical - keep, std::numeric_limits<int64_t>::min()};
     }
-    ++stamp_;
     collect_keys_.clear();
     while (!gc_.empty() && gc_.top().ts <= g) {
-      uint32_t k = gc_.top().key.value();
+      KeyId key = gc_.top().key;
       gc_.pop();
-      if (key_stamp_[k] == stamp_) continue;
-      key_stamp_[k] = stamp_;
-      collect_keys_.push_back(KeyId(k));
+      keys_[key.value()].in_gc = false;
+      collect_keys_.push_back(key);
     }
-    for (KeyId key : collect_keys_) Trim(key, g);
+    for (KeyId key : collect_keys_) {
+      Trim(key, g);
+      ScheduleTrim(key, keys_[key.value()]);
+    }
+  }
+
+  // Puts `key` in the collection heap if it holds a version a future collection could drop (for
+  // a register, any but the oldest; for a list, any), under the commit timestamp from which on
+  // there is something to drop. One entry per key: a version inserted below that point later
+  // only delays its collection to the entry's turn.
+  void ScheduleTrim(KeyId key, KeyState& ks) {
+    if (ks.in_gc) return;
+    const bool is_list = h_.key(key).is_list;
+    if (ks.versions.size() < (is_list ? 1U : 2U)) return;
+    auto it = ks.versions.begin();
+    if (!is_list) ++it;
+    gc_.push(KeyAt{it->first.ts, key});
+    ks.in_gc = true;
   }
 
   void Trim(KeyId key, const Timestamp& g) {
@@ -501,7 +535,7 @@ class EngineImpl {
   Timestamp final_point_ = Timestamp::Min();
   int64_t max_duration_ = 0;  // longest transaction seen, in physical timestamp units
   MinHeap<KeyAt> finality_;   // keys with pending reads, by their earliest read point
-  MinHeap<KeyAt> gc_;         // one entry per version, by commit timestamp
+  MinHeap<KeyAt> gc_;         // keys with versions to collect (ScheduleTrim), at most one each
 
   std::vector<Value> committed_scratch_;
   std::vector<Value> own_scratch_;
