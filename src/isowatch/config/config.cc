@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/config/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+#include "fmt/format.h"
+#include "yaml-cpp/yaml.h"
+
+#include "isowatch/common/status_macros.h"
+
+namespace isowatch::config {
+namespace {
+
+// One entry of the option table: how to read a value into a DaemonConfig and render it back.
+struct Option {
+  std::string key;
+  std::string type;      // short, for tables: "duration"
+  std::string expected;  // for messages: "a duration such as \"5s\""
+  std::string help;
+  // A YAML null (`key:`) sets the empty string; for the options that may be empty.
+  bool nullable = false;
+  // Render the value as a double-quoted YAML string.
+  bool quoted = false;
+  // Sets the option from its text; the error message does not name the option.
+  std::function<absl::Status(DaemonConfig&, std::string_view)> set;
+  std::function<std::string(const DaemonConfig&)> get;
+};
+
+absl::Status Expected(std::string_view what, std::string_view got) {
+  return absl::InvalidArgumentError(fmt::format(R"(expected {}, got "{}")", what, got));
+}
+
+template <typename T>
+std::optional<T> ParseInteger(std::string_view text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// `access` is a generic lambda returning a reference to the option's field, for a const or a
+// mutable DaemonConfig alike.
+
+template <typename Access>
+Option StringOption(std::string key, std::string expected, std::string help, bool may_be_empty,
+                    Access access) {
+  return {
+      .key = std::move(key),
+      .type = "string",
+      .expected = expected,
+      .help = std::move(help),
+      .nullable = may_be_empty,
+      .quoted = true,
+      .set = [access, may_be_empty, expected](DaemonConfig& c, std::string_view v) -> absl::Status {
+        if (!may_be_empty && v.empty()) return Expected(expected, v);
+        access(c) = std::string(v);
+        return absl::OkStatus();
+      },
+      .get = [access](const DaemonConfig& c) { return std::string(access(c)); }};
+}
+
+template <typename Access>
+Option PortOption(std::string key, std::string help, Access access) {
+  return {.key = std::move(key),
+          .type = "port",
+          .expected = "a port number from 0 to 65535",
+          .help = std::move(help),
+          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+            const std::optional<int> port = ParseInteger<int>(v);
+            if (!port || *port < 0 || *port > 65535) {
+              return Expected("a port number from 0 to 65535", v);
+            }
+            access(c) = *port;
+            return absl::OkStatus();
+          },
+          .get = [access](const DaemonConfig& c) { return std::to_string(access(c)); }};
+}
+
+template <typename Access>
+Option CountOption(std::string key, std::string help, Access access) {
+  return {.key = std::move(key),
+          .type = "integer >= 1",
+          .expected = "a positive integer",
+          .help = std::move(help),
+          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+            const std::optional<uint64_t> n = ParseInteger<uint64_t>(v);
+            if (!n || *n == 0) return Expected("a positive integer", v);
+            access(c) = *n;
+            return absl::OkStatus();
+          },
+          .get = [access](const DaemonConfig& c) { return std::to_string(access(c)); }};
+}
+
+template <typename Access>
+Option SizeOption(std::string key, std::string help, Access access) {
+  return {.key = std::move(key),
+          .type = "size",
+          .expected = R"(a size such as "16MiB" or "65536")",
+          .help = std::move(help),
+          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+            ASSIGN_OR_RETURN(const uint64_t bytes, ParseByteSize(v));
+            if (bytes == 0) return Expected("a size of at least 1 byte", v);
+            access(c) = bytes;
+            return absl::OkStatus();
+          },
+          .get = [access](const DaemonConfig& c) { return FormatByteSize(access(c)); }};
+}
+
+template <typename Access>
+Option DurationOption(std::string key, std::string help, Access access) {
+  return {.key = std::move(key),
+          .type = "duration",
+          .expected = R"(a duration such as "5s" or "250ms")",
+          .help = std::move(help),
+          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+            ASSIGN_OR_RETURN(const std::chrono::nanoseconds d, ParseDuration(v));
+            if (d.count() == 0) return Expected(R"(a positive duration such as "5s")", v);
+            if (d % std::chrono::milliseconds(1) != std::chrono::nanoseconds(0)) {
+              return Expected("a whole number of milliseconds", v);
+            }
+            access(c) = std::chrono::duration_cast<std::chrono::milliseconds>(d);
+            return absl::OkStatus();
+          },
+          .get = [access](const DaemonConfig& c) { return FormatDuration(access(c)); }};
+}
+
+template <typename Access>
+Option NonNegativeOption(std::string key, std::string help, Access access) {
+  return {.key = std::move(key),
+          .type = "integer >= 0",
+          .expected = "a non-negative integer",
+          .help = std::move(help),
+          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+            const std::optional<int64_t> n = ParseInteger<int64_t>(v);
+            if (!n || *n < 0) {
+              return Expected(
+                  "a non-negative integer (in the physical unit of the streams' timestamps)", v);
+            }
+            access(c) = *n;
+            return absl::OkStatus();
+          },
+          .get = [access](const DaemonConfig& c) { return std::to_string(access(c)); }};
+}
+
+template <typename Access>
+Option BoolOption(std::string key, std::string help, Access access) {
+  return {.key = std::move(key),
+          .type = "bool",
+          .expected = "true or false",
+          .help = std::move(help),
+          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+            if (EqualsIgnoringCase(v, "true")) {
+              access(c) = true;
+            } else if (EqualsIgnoringCase(v, "false")) {
+              access(c) = false;
+            } else {
+              return Expected("true or false", v);
+            }
+            return absl::OkStatus();
+          },
+          .get = [access](const DaemonConfig& c) -> std::string {
+            return access(c) ? "true" : "false";
+          }};
+}
+
+// An option whose values are the names of an enumeration's values.
+template <typename E, typename Access>
+Option EnumOption(std::string key, std::string help, std::vector<E> values, const char* (*name)(E),
+                  Access access) {
+  std::string type;
+  std::string expected;
+  for (size_t i = 0; i < values.size(); ++i) {
+    type += fmt::format("{}{}", i == 0 ? "" : " | ", name(values[i]));
+    expected += fmt::format("{}\"{}\"", i == 0 ? "" : (i + 1 == values.size() ? " or " : ", "),
+                            name(values[i]));
+  }
+  return {
+      .key = std::move(key),
+      .type = type,
+      .expected = expected,
+      .help = std::move(help),
+      .set = [access, values, name, expected](DaemonConfig& c, std::string_view v) -> absl::Status {
+        for (E value : values) {
+          if (v == name(value)) {
+            access(c) = value;
+            return absl::OkStatus();
+          }
+        }
+        return Expected(expected, v);
+      },
+      .get = [access, name](const DaemonConfig& c) { return std::string(name(access(c))); }};
+}
+
+// The option table: the one list of options, in the order of config/isowatchd.yaml.
+const std::vector<Option>& Table() {
+  using report::IsolationLevel;
+  static const std::vector<Option>* const table = new std::vector<Option>{
+      StringOption(
+          "data_dir", "a directory path",
+          "Directory of the store (ingest log, streams, violations).", false,
+          [](auto& c) -> auto& { return c.data_dir; }),
+      StringOption(
+          "grpc.listen", "an address or host name", "Address the gRPC ingest service listens on.",
+          false, [](auto& c) -> auto& { return c.grpc.listen; }),
+      PortOption(
+          "grpc.port", "Port of the gRPC ingest service; 0 picks a free port.",
+          [](auto& c) -> auto& { return c.grpc.port; }),
+      StringOption(
+          "http.listen", "an address or host name",
+          "Address the HTTP server (/metrics, /healthz, /readyz, /api/v1) listens on.", false,
+          [](auto& c) -> auto& { return c.http.listen; }),
+      PortOption(
+          "http.port", "Port of the HTTP server; 0 picks a free port.",
+          [](auto& c) -> auto& { return c.http.port; }),
+      StringOption(
+          "ports_file", "a file path",
+          R"(Once ready, the daemon writes {"grpc": PORT, "http": PORT} here; empty: no file.)",
+          true, [](auto& c) -> auto& { return c.ports_file; }),
+      EnumOption<LogLevel>(
+          "log.level", "Least severe log messages written.",
+          {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError,
+           LogLevel::kCritical, LogLevel::kOff},
+          &LogLevelName, [](auto& c) -> auto& { return c.log.level; }),
+      EnumOption<LogFormat>(
+          "log.format", "Log lines as text, or one JSON object per line.",
+          {LogFormat::kText, LogFormat::kJson}, &LogFormatName,
+          [](auto& c) -> auto& { return c.log.format; }),
+      StringOption(
+          "log.file", "a file path", "File the log is appended to; empty: standard error.", true,
+          [](auto& c) -> auto& { return c.log.file; }),
+      EnumOption<IsolationLevel>(
+          "engine.level", "Isolation level the online engine checks.",
+          {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
+          &report::IsolationLevelName, [](auto& c) -> auto& { return c.engine.level; }),
+      DurationOption(
+          "engine.finality_timeout",
+          "For streams without watermarks, a verdict becomes final this long after its "
+          "transaction arrived.",
+          [](auto& c) -> auto& { return c.engine.finality_timeout; }),
+      NonNegativeOption(
+          "engine.retention",
+          "Versions kept below the final point, in the physical unit of the "
+          "timestamps, for transactions that start that far back.",
+          [](auto& c) -> auto& { return c.engine.retention; }),
+      CountOption(
+          "ingest.max_batch_transactions",
+          "Most transactions in one batch; a larger batch is refused.",
+          [](auto& c) -> auto& { return c.ingest.max_batch_transactions; }),
+      SizeOption(
+          "ingest.max_batch_bytes", "Largest encoded batch (also the gRPC message size limit).",
+          [](auto& c) -> auto& { return c.ingest.max_batch_bytes; }),
+      CountOption(
+          "ingest.max_ops_per_transaction",
+          "Most operations in one transaction; a larger one is refused.",
+          [](auto& c) -> auto& { return c.ingest.max_ops_per_transaction; }),
+      CountOption(
+          "ingest.queue_batches",
+          "Batches queued between ingest and the engine; when full, ingest pushes back.",
+          [](auto& c) -> auto& { return c.ingest.queue_batches; }),
+      CountOption(
+          "ingest.max_streams", "Most streams the daemon accepts.",
+          [](auto& c) -> auto& { return c.ingest.max_streams; }),
+      BoolOption(
+          "store.sync_writes",
+          "Sync every write to disk before acknowledging it (survives power loss); false "
+          "survives only a crash of the process.",
+          [](auto& c) -> auto& { return c.store.sync_writes; }),
+  };
+  return *table;
+}
+
+const Option* FindOption(std::string_view key) {
+  for (const Option& o : Table()) {
+    if (o.key == key) return &o;
+  }
+  return nullptr;
+}
+
+bool IsSection(std::string_view name) {
+  for (const Option& o : Table()) {
+    if (o.key.size() > name.size() && o.key.compare(0, name.size(), name) == 0 &&
+        o.key[name.size()] == '.') {
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string UnknownOption(std::string_view key) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, key.size() / 4) + 1;
+  for (const Option& o : Table()) {
+    const size_t d = EditDistance(key, o.key);
+    if (d < best_distance) {
+      best_distance = d;
+      best = o.key;
+    }
+  }
+  if (!best.empty()) return fmt::format(R"(unknown option "{}" (did you mean "{}"?))", key, best);
+  return fmt::format(R"(unknown option "{}" (the options are listed in config/isowatchd.yaml))",
+                     key);
+}
+
+std::string NodeKind(const YAML::Node& node) {
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+// Builds messages of the form "SOURCE:LINE: text".
+class FileErrors {
+ public:
+  explicit FileErrors(std::string_view source) : source_(source) {}
+  absl::Status At(const YAML::Mark& mark, std::string_view text) const {
+    if (mark.is_null()) return absl::InvalidArgumentError(fmt::format("{}: {}", source_, text));
+    return absl::InvalidArgumentError(fmt::format("{}:{}: {}", source_, mark.line + 1, text));
+  }
+
+ private:
+  std::string_view source_;
+};
+
+absl::Status ApplyNode(DaemonConfig& config, const std::string& key, const YAML::Node& key_node,
+                       const YAML::Node& value, const FileErrors& errors) {
+  const Option* option = FindOption(key);
+  if (option == nullptr) return errors.At(key_node.Mark(), UnknownOption(key));
+  std::string text;
+  if (value.IsNull()) {
+    if (!option->nullable) {
+      return errors.At(key_node.Mark(),
+                       fmt::format("{}: expected {}, got nothing", key, option->expected));
+    }
+  } else if (!value.IsScalar()) {
+    return errors.At(key_node.Mark(), fmt::format("{}: expected {}, got {}", key, option->expected,
+                                                  NodeKind(value)));
+  } else {
+    text = value.Scalar();
+  }
+  if (absl::Status s = option->set(config, text); !s.ok()) {
+    return errors.At(key_node.Mark(), fmt::format("{}: {}", key, std::string(s.message())));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DaemonConfig> LoadYaml(std::string_view yaml, std::string_view source) {
+  const FileErrors errors(source);
+  DaemonConfig config;
+  const YAML::Node root = YAML::Load(std::string(yaml));
+  if (root.IsNull()) return config;  // an empty file: every default
+  if (!root.IsMap()) {
+    return errors.At(root.Mark(), "expected a mapping of options (option: value) at the top");
+  }
+  std::set<std::string> seen;
+  auto check_once = [&](const std::string& key, const YAML::Node& key_node) -> absl::Status {
+    if (seen.insert(key).second) return absl::OkStatus();
+    return errors.At(key_node.Mark(), fmt::format(R"("{}" is given twice)", key));
+  };
+  for (const auto& entry : root) {
+    const YAML::Node& key_node = entry.first;
+    const YAML::Node& value = entry.second;
+    if (!key_node.IsScalar()) return errors.At(key_node.Mark(), "expected an option name");
+    const std::string name = key_node.Scalar();
+    RETURN_IF_ERROR(check_once(name, key_node));
+    if (const size_t dot = name.find('.'); dot != std::string::npos && FindOption(name)) {
+      return errors.At(key_node.Mark(),
+                       fmt::format(R"(unknown option "{}" (write it nested: "{}:" then "  {}:"))",
+                                   name, name.substr(0, dot), name.substr(dot + 1)));
+    }
+    if (!IsSection(name)) {
+      RETURN_IF_ERROR(ApplyNode(config, name, key_node, value, errors));
+      continue;
+    }
+    if (value.IsNull()) continue;  // an empty section
+    if (!value.IsMap()) {
+      return errors.At(
+          key_node.Mark(),
+          fmt::format("{}: expected a section of options, got {}", name,
+                      value.IsScalar() ? fmt::format("\"{}\"", value.Scalar()) : NodeKind(value)));
+    }
+    for (const auto& inner : value) {
+      if (!inner.first.IsScalar()) return errors.At(inner.first.Mark(), "expected an option name");
+      const std::string key = fmt::format("{}.{}", name, inner.first.Scalar());
+      RETURN_IF_ERROR(check_once(key, inner.first));
+      RETURN_IF_ERROR(ApplyNode(config, key, inner.first, inner.second, errors));
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace:
+      return "trace";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kCritical:
+      return "critical";
+    case LogLevel::kOff:
+      return "off";
+  }
+  return "?";
+}
+
+const char* LogFormatName(LogFormat format) {
+  switch (format) {
+    case LogFormat::kText:
+      return "text";
+    case LogFormat::kJson:
+      return "json";
+  }
+  return "?";
+}
+
+const std::vector<OptionInfo>& Options() {
+  static const std::vector<OptionInfo>* const infos = [] {
+    auto* list = new std::vector<OptionInfo>();
+    const DaemonConfig defaults;
+    for (const Option& o : Table()) {
+      list->push_back({o.key, o.type, o.get(defaults), o.help});
+    }
+    return list;
+  }();
+  return *infos;
+}
+
+absl::StatusOr<DaemonConfig> LoadConfigString(std::string_view yaml, std::string_view source) {
+  // yaml-cpp reports syntax errors, and some misuse, by throwing; nothing else in isowatch does.
+  try {
+    return LoadYaml(yaml, source);
+  } catch (const YAML::Exception& e) {
+    return FileErrors(source).At(e.mark, e.msg);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", source, e.what()));
+  }
+}
+
+absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) {
+    return absl::NotFoundError(fmt::format("config file {}: no such file", path));
+  }
+  if (std::filesystem::is_directory(status)) {
+    return absl::InvalidArgumentError(fmt::format("config file {}: is a directory", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in || in.bad()) {
+    return absl::PermissionDeniedError(fmt::format("config file {}: cannot be read", path));
+  }
+  return LoadConfigString(text.str(), path);
+}
+
+absl::Status ApplyOverride(DaemonConfig* config, std::string_view dotted_key,
+                           std::string_view value) {
+  const Option* option = FindOption(dotted_key);
+  if (option == nullptr) return absl::InvalidArgumentError(UnknownOption(dotted_key));
+  if (absl::Status s = option->set(*config, value); !s.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", dotted_key, std::string(s.message())));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyAssignment(DaemonConfig* config, std::string_view assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return absl::InvalidArgumentError(
+        fmt::format(R"(expected KEY=VALUE such as "engine.level=ser", got "{}")", assignment));
+  }
+  return ApplyOverride(config, assignment.substr(0, eq), assignment.substr(eq + 1));
+}
+
+absl::Status Validate(const DaemonConfig& config) {
+  std::vector<std::string> problems;
+  auto check = [&](bool ok, std::string problem) {
+    if (!ok) problems.push_back(std::move(problem));
+  };
+  check(!config.data_dir.empty(), "data_dir: must name the store's directory");
+  for (const auto& [name, endpoint] :
+       {std::pair<std::string_view, const Endpoint&>{"grpc", config.grpc},
+        std::pair<std::string_view, const Endpoint&>{"http", config.http}}) {
+    check(!endpoint.listen.empty(), fmt::format("{}.listen: must not be empty", name));
+    check(endpoint.port >= 0 && endpoint.port <= 65535,
+          fmt::format("{}.port: expected a port number from 0 to 65535, got {}", name,
+                      endpoint.port));
+  }
+  check(config.grpc.port == 0 || config.grpc.port != config.http.port,
+        fmt::format("http.port: {} is grpc.port too; the two servers need different ports",
+                    config.http.port));
+  check(config.engine.finality_timeout.count() > 0,
+        fmt::format("engine.finality_timeout: must be positive, got {}",
+                    FormatDuration(config.engine.finality_timeout)));
+  check(config.engine.retention >= 0,
+        fmt::format("engine.retention: must not be negative, got {}", config.engine.retention));
+  const std::pair<std::string_view, uint64_t> counts[] = {
+      {"ingest.max_batch_transactions", config.ingest.max_batch_transactions},
+      {"ingest.max_ops_per_transaction", config.ingest.max_ops_per_transaction},
+      {"ingest.queue_batches", config.ingest.queue_batches},
+      {"ingest.max_streams", config.ingest.max_streams},
+      {"ingest.max_batch_bytes", config.ingest.max_batch_bytes}};
+  for (const auto& [name, value] : counts) {
+    check(value >= 1, fmt::format("{}: must be at least 1", name));
+  }
+  // gRPC takes its message size limit as an int.
+  check(config.ingest.max_batch_bytes <= static_cast<uint64_t>(std::numeric_limits<int>::max()),
+        fmt::format("ingest.max_batch_bytes: at most 2GiB - 1 (gRPC's largest message), got {}",
+                    FormatByteSize(config.ingest.max_batch_bytes)));
+  if (problems.empty()) return absl::OkStatus();
+  std::string message = problems.front();
+  for (size_t i = 1; i < problems.size(); ++i) message += "; " + problems[i];
+  return absl::InvalidArgumentError(message);
+}
+
+std::string DescribeConfig(const DaemonConfig& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  std::string section;
+  for (const Option& o : Table()) {
+    const size_t dot = o.key.find('.');
+    const std::string option_section = dot == std::string::npos ? "" : o.key.substr(0, dot);
+    if (option_section != section) {
+      if (!section.empty()) out << YAML::EndMap;
+      section = option_section;
+      if (!section.empty()) out << YAML::Key << section << YAML::Value << YAML::BeginMap;
+    }
+    out << YAML::Key << (dot == std::string::npos ? o.key : o.key.substr(dot + 1)) << YAML::Value;
+    if (o.quoted) out << YAML::DoubleQuoted;
+    out << o.get(config);
+  }
+  if (!section.empty()) out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace isowatch::config

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "isowatch/config/units.h"
+#include "isowatch/report/violation.h"
+
+namespace isowatch::config {
+
+enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
+const char* LogLevelName(LogLevel level);  // "trace", "debug", "info", "warn", "error", ...
+
+enum class LogFormat : uint8_t { kText, kJson };
+const char* LogFormatName(LogFormat format);  // "text", "json"
+
+// Where a server listens.
+struct Endpoint {
+  std::string listen;  // address or host name
+  int port = 0;        // 0: a free port chosen by the system (see ports_file)
+
+  bool operator==(const Endpoint&) const = default;
+};
+
+struct LogConfig {
+  LogLevel level = LogLevel::kInfo;
+  LogFormat format = LogFormat::kText;
+  std::string file;  // empty: standard error
+
+  bool operator==(const LogConfig&) const = default;
+};
+
+struct EngineConfig {
+  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  // For streams without watermarks: a verdict becomes final this long after its transaction
+  // arrived.
+  std::chrono::milliseconds finality_timeout{5000};
+  // Versions are collected only this far below the final point, in the physical unit of the
+  // streams' timestamps (engine::EngineOptions::retention).
+  int64_t retention = 0;
+
+  bool operator==(const EngineConfig&) const = default;
+};
+
+struct IngestConfig {
+  uint64_t max_batch_transactions = 10'000;
+  uint64_t max_batch_bytes = 16ull << 20;
+  uint64_t max_ops_per_transaction = 10'000;
+  uint64_t queue_batches = 64;  // capacity of the queue between ingest and the engine
+  uint64_t max_streams = 1024;
+
+  bool operator==(const IngestConfig&) const = default;
+};
+
+struct StoreConfig {
+  bool sync_writes = true;
+
+  bool operator==(const StoreConfig&) const = default;
+};
+
+// Every option of isowatchd, with its default. The file config/isowatchd.yaml lists them all
+// with comments, docs/configuration.md in a table; a field added here needs an entry in the
+// option table of config.cc, in both files and in config_test.cc. Plain data.
+struct DaemonConfig {
+  std::string data_dir = "/var/lib/isowatch";
+  Endpoint grpc{.listen = "127.0.0.1", .port = 7470};
+  Endpoint http{.listen = "127.0.0.1", .port = 7471};
+  std::string ports_file;  // empty: none
+  LogConfig log;
+  EngineConfig engine;
+  IngestConfig ingest;
+  StoreConfig store;
+
+  bool operator==(const DaemonConfig&) const = default;
+};
+
+// One option as the file and the flags name it.
+struct OptionInfo {
+  std::string key;            // dotted: "engine.finality_timeout"
+  std::string type;           // what a value looks like: "duration", "si | ser", ...
+  std::string default_value;  // rendered as in the file
+  std::string help;           // one sentence
+};
+
+// Every option, in the order of config/isowatchd.yaml.
+const std::vector<OptionInfo>& Options();
+
+// Reads a YAML configuration file. Options it does not set keep their defaults. Each value is
+// checked on its own (type, range); cross-field checks are Validate's, to run once the flags are
+// applied too.
+// Errors: NotFound / PermissionDenied when the file cannot be read; InvalidArgument for a syntax
+// error, an unknown option (typos never pass) or a bad value, with `FILE:LINE: ` and the option's
+// dotted key in the message.
+absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path);
+
+// The same for YAML text; `source` names it in messages.
+absl::StatusOr<DaemonConfig> LoadConfigString(std::string_view yaml,
+                                              std::string_view source = "<config>");
+
+// Sets the option `dotted_key` ("grpc.port") from its textual value ("0"), with the same checks
+// as the file. Errors: InvalidArgument naming the option.
+absl::Status ApplyOverride(DaemonConfig* config, std::string_view dotted_key,
+                           std::string_view value);
+
+// ApplyOverride for a "KEY=VALUE" assignment (the daemon's --set flag).
+absl::Status ApplyAssignment(DaemonConfig* config, std::string_view assignment);
+
+// Cross-field and range checks of a complete configuration: data_dir set, ports in range and
+// distinct, positive limits, ... Errors: InvalidArgument listing every problem, each naming its
+// option.
+absl::Status Validate(const DaemonConfig& config);
+
+// The configuration as YAML, every option present (for isowatchd --print-config). Loading it
+// back gives the same configuration.
+std::string DescribeConfig(const DaemonConfig& config);
+
+}  // namespace isowatch::config

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/config/config.h"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "isowatch/config/units.h"
+#include "isowatch/report/violation.h"
+
+namespace isowatch::config {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::string kShippedFile = std::string(ISOWATCH_SOURCE_DIR) + "/config/isowatchd.yaml";
+const std::string kDocsFile = std::string(ISOWATCH_SOURCE_DIR) + "/docs/configuration.md";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> Keys() {
+  std::vector<std::string> keys;
+  for (const OptionInfo& o : Options()) keys.push_back(o.key);
+  return keys;
+}
+
+// The error of loading `yaml`, which must fail.
+std::string LoadError(std::string_view yaml) {
+  auto config = LoadConfigString(yaml, "test.yaml");
+  EXPECT_FALSE(config.ok()) << "accepted:\n" << yaml;
+  if (config.ok()) return "";
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(config.status().message());
+}
+
+std::string OverrideError(std::string_view key, std::string_view value) {
+  DaemonConfig config;
+  const absl::Status s = ApplyOverride(&config, key, value);
+  EXPECT_FALSE(s.ok()) << key << "=" << value;
+  EXPECT_EQ(config, DaemonConfig()) << "a refused value changed the configuration";
+  return std::string(s.message());
+}
+
+// ---- The shipped file ----
+
+TEST(ConfigTest, TheShippedFileLoadsAndHoldsTheDefaults) {
+  auto config = LoadConfigFile(kShippedFile);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(*config, DaemonConfig());
+  EXPECT_TRUE(Validate(*config).ok()) << Validate(*config);
+}
+
+// The shipped file names every option explicitly, with the default value, and nothing else.
+TEST(ConfigTest, TheShippedFileListsEveryOption) {
+  const YAML::Node root = YAML::LoadFile(kShippedFile);
+  std::set<std::string> in_file;
+  for (const auto& entry : root) {
+    const std::string name = entry.first.Scalar();
+    if (entry.second.IsMap()) {
+      for (const auto& inner : entry.second) in_file.insert(name + "." + inner.first.Scalar());
+    } else {
+      in_file.insert(name);
+    }
+  }
+  const std::vector<std::string> keys = Keys();
+  EXPECT_EQ(in_file, std::set<std::string>(keys.begin(), keys.end()));
+  // Each value written there is the default, in the canonical spelling.
+  for (const OptionInfo& o : Options()) {
+    const size_t dot = o.key.find('.');
+    const YAML::Node node =
+        dot == std::string::npos ? root[o.key] : root[o.key.substr(0, dot)][o.key.substr(dot + 1)];
+    EXPECT_EQ(node.Scalar(), o.default_value) << o.key;
+  }
+}
+
+// Every field of DaemonConfig is an option. The structured bindings stop compiling when a field
+// is added: add it to the option table in config.cc, to config/isowatchd.yaml,
+// docs/configuration.md and here.
+TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
+  DaemonConfig c;
+  auto& [data_dir, grpc, http, ports_file, log, engine, ingest, store] = c;
+  auto& [grpc_listen, grpc_port] = grpc;
+  auto& [http_listen, http_port] = http;
+  auto& [log_level, log_format, log_file] = log;
+  auto& [engine_level, finality_timeout, retention] = engine;
+  auto& [max_batch_transactions, max_batch_bytes, max_ops, queue_batches, max_streams] = ingest;
+  auto& [sync_writes] = store;
+
+  // For each field: its key and a change of it made through the option.
+  struct Field {
+    std::string key;
+    std::string value;
+    std::function<bool()> changed;
+  };
+  const DaemonConfig d;
+  const std::vector<Field> fields = {
+      {"data_dir", "/elsewhere", [&] { return data_dir == "/elsewhere"; }},
+      {"grpc.listen", "::", [&] { return grpc_listen == "::"; }},
+      {"grpc.port", "9000", [&] { return grpc_port == 9000; }},
+      {"http.listen", "0.0.0.0", [&] { return http_listen == "0.0.0.0"; }},
+      {"http.port", "9001", [&] { return http_port == 9001; }},
+      {"ports_file", "/tmp/p.json", [&] { return ports_file == "/tmp/p.json"; }},
+      {"log.level", "debug", [&] { return log_level == LogLevel::kDebug; }},
+      {"log.format", "json", [&] { return log_format == LogFormat::kJson; }},
+      {"log.file", "/tmp/log", [&] { return log_file == "/tmp/log"; }},
+      {"engine.level", "ser",
+       [&] { return engine_level == report::IsolationLevel::kSerializable; }},
+      {"engine.finality_timeout", "250ms", [&] { return finality_timeout == 250ms; }},
+      {"engine.retention", "1000", [&] { return retention == 1000; }},
+      {"ingest.max_batch_transactions", "7", [&] { return max_batch_transactions == 7u; }},
+      {"ingest.max_batch_bytes", "1KiB", [&] { return max_batch_bytes == 1024u; }},
+      {"ingest.max_ops_per_transaction", "8", [&] { return max_ops == 8u; }},
+      {"ingest.queue_batches", "9", [&] { return queue_batches == 9u; }},
+      {"ingest.max_streams", "10", [&] { return max_streams == 10u; }},
+      {"store.sync_writes", "false", [&] { return !sync_writes; }},
+  };
+  std::vector<std::string> field_keys;
+  for (const Field& f : fields) {
+    SCOPED_TRACE(f.key);
+    field_keys.push_back(f.key);
+    EXPECT_FALSE(f.changed()) << "the test value is the default";
+    ASSERT_TRUE(ApplyOverride(&c, f.key, f.value).ok());
+    EXPECT_TRUE(f.changed());
+  }
+  EXPECT_EQ(field_keys, Keys());
+  EXPECT_NE(c, d);
+}
+
+TEST(ConfigTest, TheDocsDescribeEveryOption) {
+  const std::string docs = ReadFile(kDocsFile);
+  ASSERT_FALSE(docs.empty()) << kDocsFile;
+  for (const OptionInfo& o : Options()) {
+    EXPECT_THAT(docs, HasSubstr(fmt::format("`{}`", o.key)));
+    EXPECT_THAT(docs,
+                HasSubstr(fmt::format("`{}`", o.default_value.empty() ? "\"\"" : o.default_value)))
+        << o.key;
+  }
+}
+
+// ---- Defaults and loading ----
+
+TEST(ConfigTest, Defaults) {
+  const DaemonConfig c;
+  EXPECT_EQ(c.data_dir, "/var/lib/isowatch");
+  EXPECT_EQ(c.grpc.listen, "127.0.0.1");
+  EXPECT_EQ(c.grpc.port, 7470);
+  EXPECT_EQ(c.http.port, 7471);
+  EXPECT_EQ(c.ports_file, "");
+  EXPECT_EQ(c.log.level, LogLevel::kInfo);
+  EXPECT_EQ(c.log.format, LogFormat::kText);
+  EXPECT_EQ(c.engine.level, report::IsolationLevel::kSnapshotIsolation);
+  EXPECT_EQ(c.engine.finality_timeout, 5s);
+  EXPECT_EQ(c.engine.retention, 0);
+  EXPECT_EQ(c.ingest.max_batch_bytes, 16u << 20);
+  EXPECT_TRUE(c.store.sync_writes);
+  EXPECT_TRUE(Validate(c).ok());
+}
+
+TEST(ConfigTest, AnEmptyFileOrSectionMeansDefaults) {
+  for (std::string_view yaml : {"", "# nothing\n", "grpc:\n", "log: {}\nengine:\n"}) {
+    auto c = LoadConfigString(yaml);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(*c, DaemonConfig());
+  }
+}
+
+TEST(ConfigTest, LoadsEveryKindOfValue) {
+  auto c = LoadConfigString(R"(
+data_dir: /data/isowatch
+grpc: {listen: "0.0.0.0", port: 0}
+http:
+  port: 0
+ports_file: /run/isowatch/ports.json
+log:
+  level: warn
+  format: json
+  file: ~
+engine:
+  level: ser
+  finality_timeout: 1m30s
+  retention: 262144
+ingest:
+  max_batch_bytes: 4 MB
+  queue_batches: 8
+store:
+  sync_writes: False
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->data_dir, "/data/isowatch");
+  EXPECT_EQ(c->grpc.listen, "0.0.0.0");
+  EXPECT_EQ(c->grpc.port, 0);
+  EXPECT_EQ(c->http.port, 0);
+  EXPECT_EQ(c->http.listen, "127.0.0.1");
+  EXPECT_EQ(c->ports_file, "/run/isowatch/ports.json");
+  EXPECT_EQ(c->log.level, LogLevel::kWarn);
+  EXPECT_EQ(c->log.format, LogFormat::kJson);
+  EXPECT_EQ(c->log.file, "");
+  EXPECT_EQ(c->engine.level, report::IsolationLevel::kSerializable);
+  EXPECT_EQ(c->engine.finality_timeout, 90s);
+  EXPECT_EQ(c->engine.retention, 262144);
+  EXPECT_EQ(c->ingest.max_batch_bytes, 4'000'000u);
+  EXPECT_EQ(c->ingest.queue_batches, 8u);
+  EXPECT_EQ(c->ingest.max_streams, 1024u);
+  EXPECT_FALSE(c->store.sync_writes);
+  EXPECT_TRUE(Validate(*c).ok()) << Validate(*c);
+}
+
+TEST(ConfigTest, EachBadValueNamesItsOptionAndLine) {
+  struct Case {
+    std::string yaml;
+    std::string expected;  // part of the message
+  };
+  const std::vector<Case> cases = {
+      {"engine:\n  finality_timeout: soon\n",
+       R"(test.yaml:2: engine.finality_timeout: expected a duration such as "5s" or "250ms", got "soon")"},
+      {"engine:\n  finality_timeout: 5\n", "engine.finality_timeout: expected a duration"},
+      {"engine:\n  finality_timeout: 0s\n",
+       "engine.finality_timeout: expected a positive duration"},
+      {"engine:\n  finality_timeout: -5s\n", "engine.finality_timeout: expected a duration"},
+      {"engine:\n  finality_timeout: 1500us\n",
+       "engine.finality_timeout: expected a whole number of milliseconds"},
+      {"engine:\n  level: rc\n", R"(engine.level: expected "si" or "ser", got "rc")"},
+      {"engine:\n  retention: -1\n", "engine.retention: expected a non-negative integer"},
+      {"engine:\n  retention: 1h\n", "engine.retention: expected a non-negative integer"},
+      {"grpc:\n  port: 70000\n",
+       R"(grpc.port: expected a port number from 0 to 65535, got "70000")"},
+      {"http:\n  port: http\n", "http.port: expected a port number"},
+      {"grpc:\n  listen: \"\"\n", "grpc.listen: expected an address or host name"},
+      {"\n\nlog:\n  level: loud\n",
+       R"(test.yaml:4: log.level: expected "trace", "debug", "info", "warn", "error", "critical" or "off", got "loud")"},
+      {"log:\n  format: xml\n", R"(log.format: expected "text" or "json", got "xml")"},
+      {"ingest:\n  max_batch_bytes: lots\n",
+       R"(ingest.max_batch_bytes: expected a size such as "16MiB" or "65536", got "lots")"},
+      {"ingest:\n  max_batch_bytes: 0\n", "ingest.max_batch_bytes: expected a size of at least 1"},
+      {"ingest:\n  queue_batches: 0\n",
+       R"(ingest.queue_batches: expected a positive integer, got "0")"},
+      {"ingest:\n  max_streams: 1.5\n", "ingest.max_streams: expected a positive integer"},
+      {"ingest:\n  max_batch_transactions: -3\n", "ingest.max_batch_transactions: expected"},
+      {"ingest:\n  max_ops_per_transaction: many\n", "ingest.max_ops_per_transaction: expected"},
+      {"store:\n  sync_writes: maybe\n",
+       R"(store.sync_writes: expected true or false, got "maybe")"},
+      {"data_dir:\n", "data_dir: expected a directory path, got nothing"},
+      {"data_dir: [a, b]\n", "data_dir: expected a directory path, got a list"},
+      {"grpc:\n  port: {a: 1}\n",
+       "grpc.port: expected a port number from 0 to 65535, got a mapping"},
+      {"grpc: 7470\n", R"(grpc: expected a section of options, got "7470")"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    EXPECT_THAT(LoadError(c.yaml), HasSubstr(c.expected));
+  }
+}
+
+TEST(ConfigTest, UnknownOptionsAreRefused) {
+  EXPECT_THAT(LoadError("engine:\n  finalty_timeout: 5s\n"),
+              HasSubstr(R"(test.yaml:2: unknown option "engine.finalty_timeout" (did you mean )"
+                        R"("engine.finality_timeout"?))"));
+  EXPECT_THAT(LoadError("datadir: /x\n"),
+              HasSubstr(R"(unknown option "datadir" (did you mean "data_dir"?))"));
+  EXPECT_THAT(LoadError("windows:\n  span: 10s\n"), HasSubstr(R"(unknown option "windows")"));
+  EXPECT_THAT(LoadError("grpc:\n  port: 1\n  colour: blue\n"),
+              HasSubstr(R"(test.yaml:3: unknown option "grpc.colour")"));
+  // A dotted key at the top level is not the nested form.
+  EXPECT_THAT(LoadError("grpc.port: 1\n"), HasSubstr(R"(unknown option "grpc.port")"));
+}
+
+TEST(ConfigTest, RefusesMalformedYamlAndRepeatedOptions) {
+  EXPECT_THAT(LoadError("grpc:\n  port: [1\n"), StartsWith("test.yaml:"));
+  EXPECT_THAT(LoadError("- a\n- b\n"), HasSubstr("expected a mapping of options"));
+  EXPECT_THAT(LoadError("just text\n"), HasSubstr("expected a mapping of options"));
+  EXPECT_THAT(LoadError("grpc:\n  port: 1\ngrpc:\n  listen: x\n"), HasSubstr("given twice"));
+  EXPECT_THAT(LoadError("log:\n  level: info\n  level: debug\n"),
+              HasSubstr(R"("log.level" is given twice)"));
+}
+
+TEST(ConfigTest, MissingFile) {
+  auto c = LoadConfigFile("/nonexistent/isowatchd.yaml");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/isowatchd.yaml"));
+  EXPECT_EQ(LoadConfigFile(ISOWATCH_SOURCE_DIR).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// ---- Overrides ----
+
+TEST(ConfigTest, OverridesApplyOverTheFile) {
+  auto c = LoadConfigString("grpc:\n  port: 9000\nengine:\n  level: si\n");
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(ApplyOverride(&*c, "grpc.port", "0").ok());
+  ASSERT_TRUE(ApplyAssignment(&*c, "engine.level=ser").ok());
+  ASSERT_TRUE(ApplyAssignment(&*c, "ports_file=").ok());
+  ASSERT_TRUE(ApplyAssignment(&*c, "log.file=/var/log/a=b.log").ok());  // the first = splits
+  EXPECT_EQ(c->grpc.port, 0);
+  EXPECT_EQ(c->engine.level, report::IsolationLevel::kSerializable);
+  EXPECT_EQ(c->ports_file, "");
+  EXPECT_EQ(c->log.file, "/var/log/a=b.log");
+}
+
+TEST(ConfigTest, OverridesAreCheckedLikeTheFile) {
+  EXPECT_EQ(OverrideError("engine.finality_timeout", "soon"),
+            R"(engine.finality_timeout: expected a duration such as "5s" or "250ms", got "soon")");
+  EXPECT_THAT(OverrideError("grpc.port", "-1"), StartsWith("grpc.port: expected a port number"));
+  EXPECT_THAT(OverrideError("store.sync_writes", "1"), StartsWith("store.sync_writes:"));
+  EXPECT_THAT(OverrideError("engine.levle", "ser"),
+              HasSubstr(R"(unknown option "engine.levle" (did you mean "engine.level"?))"));
+  EXPECT_THAT(OverrideError("grpc", "1"), HasSubstr(R"(unknown option "grpc")"));
+  EXPECT_THAT(OverrideError("data_dir", ""), StartsWith("data_dir: expected a directory path"));
+  DaemonConfig c;
+  EXPECT_THAT(std::string(ApplyAssignment(&c, "engine.level").message()),
+              HasSubstr("expected KEY=VALUE"));
+  EXPECT_THAT(std::string(ApplyAssignment(&c, "=ser").message()), HasSubstr("expected KEY=VALUE"));
+  EXPECT_EQ(c, DaemonConfig());
+}
+
+// ---- Validation ----
+
+TEST(ConfigTest, ValidateChecksAcrossFields) {
+  DaemonConfig c;
+  c.http.port = c.grpc.port;
+  absl::Status s = Validate(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("http.port: 7470 is grpc.port too"));
+  c.grpc.port = c.http.port = 0;  // two free ports
+  EXPECT_TRUE(Validate(c).ok());
+
+  DaemonConfig bad;
+  bad.data_dir = "";
+  bad.grpc.port = 70000;
+  bad.http.listen = "";
+  bad.engine.finality_timeout = 0ms;
+  bad.engine.retention = -1;
+  bad.ingest.queue_batches = 0;
+  bad.ingest.max_batch_bytes = 4ull << 30;
+  s = Validate(bad);
+  ASSERT_FALSE(s.ok());
+  for (std::string_view key :
+       {"data_dir:", "grpc.port:", "http.listen:", "engine.finality_timeout:", "engine.retention:",
+        "ingest.queue_batches:", "ingest.max_batch_bytes: at most 2GiB - 1"}) {
+    EXPECT_THAT(s.message(), HasSubstr(std::string(key)));
+  }
+}
+
+// ---- Rendering ----
+
+TEST(ConfigTest, DescribeConfigLoadsBackTheSame) {
+  const std::string described_default = DescribeConfig(DaemonConfig());
+  auto back = LoadConfigString(described_default);
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << described_default;
+  EXPECT_EQ(*back, DaemonConfig());
+
+  DaemonConfig c;
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"data_dir", "/data dir/with: colon # and hash"},
+           {"grpc.listen", "::"},
+           {"http.port", "0"},
+           {"ports_file", "~"},
+           {"log.level", "off"},
+           {"log.file", "\"quoted\"\n"},
+           {"engine.level", "ser"},
+           {"engine.finality_timeout", "1500ms"},
+           {"ingest.max_batch_bytes", "1000"},
+           {"store.sync_writes", "false"}}) {
+    ASSERT_TRUE(ApplyOverride(&c, key, value).ok()) << key;
+  }
+  const std::string described = DescribeConfig(c);
+  back = LoadConfigString(described);
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << described;
+  EXPECT_EQ(*back, c) << described;
+  EXPECT_THAT(described, HasSubstr("finality_timeout: 1.5s"));
+  EXPECT_THAT(described, HasSubstr("max_batch_bytes: 1000"));
+}
+
+// ---- Units ----
+
+TEST(UnitsTest, Durations) {
+  EXPECT_EQ(*ParseDuration("5s"), 5s);
+  EXPECT_EQ(*ParseDuration("250ms"), 250ms);
+  EXPECT_EQ(*ParseDuration("1.5h"), 90min);
+  EXPECT_EQ(*ParseDuration("1m30s"), 90s);
+  EXPECT_EQ(*ParseDuration("10us"), 10us);
+  EXPECT_EQ(*ParseDuration("0"), 0ns);
+  for (std::string_view bad : {"", "soon", "5", "-1s", "inf", "5 s", "s", "1y", "1000000h"}) {
+    SCOPED_TRACE(bad);
+    auto d = ParseDuration(bad);
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(d.status().message(), HasSubstr(fmt::format("\"{}\"", bad)));
+  }
+  EXPECT_THAT(ParseDuration("5").status().message(), HasSubstr("a unit is needed"));
+  EXPECT_EQ(FormatDuration(5s), "5s");
+  EXPECT_EQ(FormatDuration(250ms), "250ms");
+  EXPECT_EQ(FormatDuration(90s), "1m30s");
+  for (auto ms : {1ms, 999ms, 1001ms, 3600000ms, 86400001ms}) {
+    EXPECT_EQ(*ParseDuration(FormatDuration(ms)), ms);
+  }
+}
+
+TEST(UnitsTest, ByteSizes) {
+  EXPECT_EQ(*ParseByteSize("0"), 0u);
+  EXPECT_EQ(*ParseByteSize("65536"), 65536u);
+  EXPECT_EQ(*ParseByteSize("16MiB"), 16u << 20);
+  EXPECT_EQ(*ParseByteSize("16 MiB"), 16u << 20);
+  EXPECT_EQ(*ParseByteSize("16mib"), 16u << 20);
+  EXPECT_EQ(*ParseByteSize("512KiB"), 512u << 10);
+  EXPECT_EQ(*ParseByteSize("2GiB"), 2ull << 30);
+  EXPECT_EQ(*ParseByteSize("1TiB"), 1ull << 40);
+  EXPECT_EQ(*ParseByteSize("3kB"), 3000u);
+  EXPECT_EQ(*ParseByteSize("3KB"), 3000u);
+  EXPECT_EQ(*ParseByteSize("4MB"), 4'000'000u);
+  EXPECT_EQ(*ParseByteSize("1GB"), 1'000'000'000u);
+  EXPECT_EQ(*ParseByteSize("7B"), 7u);
+  for (std::string_view bad :
+       {"", "lots", "MiB", "16XB", "-1", "1.5MiB", "16  MiB", "16 ", " 16", "16MiBs"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(ParseByteSize(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_THAT(ParseByteSize("99999999999999999999").status().message(), HasSubstr("64 bits"));
+  EXPECT_THAT(ParseByteSize("17179869184GiB").status().message(), HasSubstr("64 bits"));
+  EXPECT_EQ(*ParseByteSize("16383TiB"), 16383ull << 40);
+  EXPECT_EQ(FormatByteSize(16u << 20), "16MiB");
+  EXPECT_EQ(FormatByteSize(1000), "1000");
+  EXPECT_EQ(FormatByteSize(1536), "1536");
+  EXPECT_EQ(FormatByteSize(0), "0");
+  for (uint64_t n : std::vector<uint64_t>{1, 1024, 1536, 3ull << 30, 5ull << 40, UINT64_MAX}) {
+    EXPECT_EQ(*ParseByteSize(FormatByteSize(n)), n);
+  }
+}
+
+}  // namespace
+}  // namespace isowatch::config
