@@ -111,6 +111,7 @@ class EngineImpl {
   }
 
   void Deliver(StreamId stream, std::span<const TxnId> batch, std::optional<Timestamp> watermark) {
+    if (h_.size() != delivered_.size() || h_.key_count() != keys_.size()) Grow();
     StreamState& s = streams_[stream];
     for (TxnId id : batch) DeliverOne(s, id);
     if (watermark && (!s.has_watermark || *watermark > s.watermark)) {
@@ -152,6 +153,16 @@ class EngineImpl {
   }
 
  private:
+  // The history has grown since the last delivery (a live history appended to by the daemon):
+  // make room for its new transactions and keys.
+  void Grow() {
+    delivered_.resize(h_.size(), false);
+    pending_count_.resize(h_.size(), 0);
+    keys_.resize(h_.key_count());
+    key_stamp_.resize(h_.key_count(), 0);
+    walker_.Grow();
+  }
+
   bool Participates(const Transaction& t) const {
     if (!t.committed() || !t.has_commit) return false;
     return options_.level == IsolationLevel::kSerializable || t.has_start;

@@ -23,6 +23,12 @@ class ReadWalker {
   explicit ReadWalker(const history::History& h)
       : h_(h), slot_stamp_(h.key_count(), 0), slot_index_(h.key_count(), 0) {}
 
+  // Makes room for keys added to a live history since construction.
+  void Grow() {
+    slot_stamp_.resize(h_.key_count(), 0);
+    slot_index_.resize(h_.key_count(), 0);
+  }
+
   // Walks transaction `id`: for its first external read of each key calls
   // `on_external(op_index, op, own_appends)`; for each INT violation calls `on_int(violation)`.
   template <typename OnExternal, typename OnInt>

@@ -14,13 +14,11 @@ using report::ExtKind;
 using report::IsolationLevel;
 
 void WriteIndex::Build() {
-  built_ = true;
-  std::vector<uint32_t> last_write_stamp(h_.key_count(), 0);
-  uint32_t stamp = 0;
-  for (uint32_t i = 0; i < h_.size(); ++i) {
+  last_write_stamp_.resize(h_.key_count(), 0);
+  for (uint32_t i = indexed_; i < h_.size(); ++i) {
     const Transaction& t = h_.txn(TxnId(i));
     auto ops = h_.ops(t);
-    ++stamp;
+    const uint32_t stamp = ++stamp_;
     // Walk backwards: the first write of a key met is the transaction's final write to it.
     for (size_t j = ops.size(); j-- > 0;) {
       const auto& op = ops[j];
@@ -28,8 +26,8 @@ void WriteIndex::Build() {
       bool final = true;
       if (op.kind() == OpKind::kWrite) {
         uint32_t k = op.key().value();
-        final = last_write_stamp[k] != stamp;
-        last_write_stamp[k] = stamp;
+        final = last_write_stamp_[k] != stamp;
+        last_write_stamp_[k] = stamp;
       }
       uint8_t rank = (t.status == TxnStatus::kCommitted ? 4
                       : t.status == TxnStatus::kUnknown ? 2
@@ -39,6 +37,7 @@ void WriteIndex::Build() {
       if (!inserted && it->second.rank < rank) it->second = Entry{i, rank, final};
     }
   }
+  indexed_ = static_cast<uint32_t>(h_.size());
 }
 
 bool WriteIndex::Precedes(TxnId w, TxnId reader, IsolationLevel level) const {
@@ -51,7 +50,7 @@ bool WriteIndex::Precedes(TxnId w, TxnId reader, IsolationLevel level) const {
 }
 
 ExtFinding WriteIndex::Classify(TxnId reader, KeyId key, Value value, IsolationLevel level) {
-  if (!built_) Build();
+  if (indexed_ != h_.size()) Build();
   auto it = index_.find({key, value});
   if (it == index_.end()) {
     bool initial = false;

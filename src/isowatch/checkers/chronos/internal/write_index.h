@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -20,7 +21,8 @@ struct ExtFinding {
 
 // Index (key, value) -> writer over every write and append of a history, any status, used to
 // explain why an external read is wrong. Built on the first call to Classify, so histories
-// without violations never pay for it. Thread-compatible.
+// without violations never pay for it; a history that has grown since (a live history) has its
+// new transactions indexed on the next call. Thread-compatible.
 class WriteIndex {
  public:
   explicit WriteIndex(const history::History& h) : h_(h) {}
@@ -40,7 +42,9 @@ class WriteIndex {
   bool Precedes(TxnId w, TxnId reader, report::IsolationLevel level) const;
 
   const history::History& h_;
-  bool built_ = false;
+  uint32_t indexed_ = 0;                    // transactions [0, indexed_) are in index_
+  std::vector<uint32_t> last_write_stamp_;  // per key, for Build
+  uint32_t stamp_ = 0;
   absl::flat_hash_map<std::pair<KeyId, history::Value>, Entry> index_;
 };
 
