@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/ingest/service.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <gtest/gtest.h>
+
+#include "isowatch/ingest/client.h"
+#include "isowatch/ingest/health_check.h"
+#include "isowatch/ingest/memory_id_registry.h"
+#include "isowatch/ingest/validate.h"
+
+#include "tests/unit/ingest/fake_batch_sink.h"
+#include "tests/unit/ingest/txn_builder.h"
+
+namespace isowatch::ingest {
+namespace {
+
+using testing::WriteBatch;
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+uint64_t Load(const std::atomic<uint64_t>& counter) {
+  return counter.load(std::memory_order_relaxed);
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(0); }
+  void TearDown() override {
+    if (server_) server_->Shutdown(absl::Now() + absl::Seconds(5));
+  }
+
+  void Start(int port) {
+    IngestServerOptions options;
+    options.port = port;
+    options.service = service_options_;
+    auto server = StartIngestServer(options, sink_, &registry_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    ASSERT_GT(server_->port(), 0);
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = v1::Ingest::NewStub(channel_);
+  }
+
+  // Opens a raw Stream RPC.
+  struct RawStream {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::IngestBatch, v1::IngestAck>> rw;
+  };
+  std::unique_ptr<RawStream> Open() {
+    auto s = std::make_unique<RawStream>();
+    s->context.set_deadline(absl::ToChronoTime(absl::Now() + kWait));
+    s->rw = stub_->Stream(&s->context);
+    return s;
+  }
+
+  // Writes `batch` on `s` and reads its ack.
+  static v1::IngestAck Exchange(RawStream& s, const v1::IngestBatch& batch) {
+    v1::IngestAck ack;
+    EXPECT_TRUE(s.rw->Write(batch));
+    EXPECT_TRUE(s.rw->Read(&ack));
+    return ack;
+  }
+
+  static grpc::Status Finish(RawStream& s) {
+    s.rw->WritesDone();
+    return s.rw->Finish();
+  }
+
+  IngestServiceOptions service_options_;
+  FakeBatchSink sink_;
+  MemoryIdRegistry registry_;
+  std::unique_ptr<IngestServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ingest::Stub> stub_;
+};
+
+TEST_F(ServiceTest, StreamedBatchesAreAcknowledgedInOrder) {
+  auto s = Open();
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    v1::IngestAck ack = Exchange(*s, WriteBatch("a", seq, static_cast<int64_t>(10 * seq), 4));
+    EXPECT_EQ(ack.stream(), "a");
+    EXPECT_EQ(ack.durable_seq(), seq);
+    EXPECT_FALSE(ack.duplicate());
+    EXPECT_TRUE(ack.refusals().empty());
+  }
+  EXPECT_TRUE(Finish(*s).ok());
+  const std::vector<ValidatedBatch> batches = sink_.batches();
+  ASSERT_EQ(batches.size(), 3u);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_EQ(batches[i].batch.seq(), i + 1);
+    EXPECT_EQ(batches[i].accepted.size(), 4u);
+  }
+  EXPECT_EQ(Load(server_->counters().batches_received), 3u);
+  EXPECT_EQ(Load(server_->counters().transactions_accepted), 12u);
+  EXPECT_EQ(registry_.size(), 12u);
+}
+
+TEST_F(ServiceTest, RefusedTransactionsAreInTheAckAndCounted) {
+  auto s = Open();
+  v1::IngestBatch batch = WriteBatch("a", 1, 1, 3);
+  batch.mutable_txns(1)->clear_commit();
+  v1::IngestAck ack = Exchange(*s, batch);
+  EXPECT_EQ(ack.durable_seq(), 1u);
+  ASSERT_EQ(ack.refusals_size(), 1);
+  EXPECT_EQ(ack.refusals(0).index(), 1u);
+  EXPECT_EQ(ack.refusals(0).txn_id(), "2");
+  EXPECT_EQ(ack.refusals(0).reason(), v1::MISSING_COMMIT_TIMESTAMP);
+  EXPECT_TRUE(Finish(*s).ok());
+  ASSERT_EQ(sink_.batches().size(), 1u);
+  EXPECT_EQ(sink_.batches()[0].accepted, (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(Load(server_->counters().refusals[v1::MISSING_COMMIT_TIMESTAMP]), 1u);
+  EXPECT_EQ(Load(server_->counters().transactions_received), 3u);
+  EXPECT_EQ(Load(server_->counters().transactions_accepted), 2u);
+}
+
+TEST_F(ServiceTest, ResentBatchIsADuplicateAppliedOnce) {
+  auto s = Open();
+  EXPECT_EQ(Exchange(*s, WriteBatch("a", 1, 1, 2)).durable_seq(), 1u);
+  EXPECT_EQ(Exchange(*s, WriteBatch("a", 2, 3, 2)).durable_seq(), 2u);
+  v1::IngestAck again = Exchange(*s, WriteBatch("a", 1, 1, 2));
+  EXPECT_TRUE(again.duplicate());
+  EXPECT_EQ(again.durable_seq(), 2u);
+  EXPECT_TRUE(Finish(*s).ok());
+  // A new RPC (a reconnect) is no different.
+  auto t = Open();
+  EXPECT_TRUE(Exchange(*t, WriteBatch("a", 2, 3, 2)).duplicate());
+  EXPECT_TRUE(Finish(*t).ok());
+  auto counts = sink_.applied_counts();
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_EQ((counts[{"a", 1}]), 1);
+  EXPECT_EQ((counts[{"a", 2}]), 1);
+  EXPECT_EQ(Load(server_->counters().batches_duplicate), 2u);
+}
+
+TEST_F(ServiceTest, DuplicatesAreRecognisedAfterARestart) {
+  auto s = Open();
+  Exchange(*s, WriteBatch("a", 1, 1, 2));
+  EXPECT_TRUE(Finish(*s).ok());
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  Start(0);  // a new server over the same sink: it learns the durable seq from the sink
+  auto t = Open();
+  EXPECT_TRUE(Exchange(*t, WriteBatch("a", 1, 1, 2)).duplicate());
+  EXPECT_EQ(Exchange(*t, WriteBatch("a", 2, 3, 1)).durable_seq(), 2u);
+  EXPECT_TRUE(Finish(*t).ok());
+  EXPECT_EQ(sink_.batches().size(), 2u);
+}
+
+TEST_F(ServiceTest, SequenceGapIsRefusedAndNotApplied) {
+  auto s = Open();
+  Exchange(*s, WriteBatch("a", 1, 1, 1));
+  v1::IngestAck gap = Exchange(*s, WriteBatch("a", 3, 5, 1));
+  EXPECT_EQ(gap.durable_seq(), 1u);
+  ASSERT_EQ(gap.refusals_size(), 1);
+  EXPECT_EQ(gap.refusals(0).reason(), v1::SEQUENCE_GAP);
+  EXPECT_TRUE(gap.refusals(0).whole_batch());
+  EXPECT_EQ(gap.refusals(0).seq(), 3u);
+  // Resending from the gap works.
+  EXPECT_EQ(Exchange(*s, WriteBatch("a", 2, 2, 1)).durable_seq(), 2u);
+  EXPECT_EQ(Exchange(*s, WriteBatch("a", 3, 5, 1)).durable_seq(), 3u);
+  EXPECT_TRUE(Finish(*s).ok());
+  EXPECT_EQ(sink_.batches().size(), 3u);
+  EXPECT_EQ(Load(server_->counters().refusals[v1::SEQUENCE_GAP]), 1u);
+}
+
+TEST_F(ServiceTest, StreamsAreIndependent) {
+  auto s = Open();
+  EXPECT_EQ(Exchange(*s, WriteBatch("a", 1, 1, 1)).durable_seq(), 1u);
+  EXPECT_EQ(Exchange(*s, WriteBatch("b", 1, 1, 1)).durable_seq(), 1u);
+  EXPECT_EQ(Exchange(*s, WriteBatch("a", 2, 2, 1)).durable_seq(), 2u);
+  EXPECT_TRUE(Finish(*s).ok());
+  EXPECT_EQ(registry_.size(), 3u);
+}
+
+TEST_F(ServiceTest, OversizedBatchIsRefusedWholeAndItsSeqConsumed) {
+  server_->Shutdown(absl::Now());
+  service_options_.limits.max_batch_txns = 2;
+  Start(0);
+  auto s = Open();
+  v1::IngestBatch big = WriteBatch("a", 1, 1, 3);
+  big.mutable_watermark()->set_physical(100);
+  v1::IngestAck ack = Exchange(*s, big);
+  EXPECT_EQ(ack.durable_seq(), 1u);
+  ASSERT_EQ(ack.refusals_size(), 1);
+  EXPECT_EQ(ack.refusals(0).reason(), v1::BATCH_TOO_LARGE);
+  EXPECT_TRUE(ack.refusals(0).whole_batch());
+  EXPECT_EQ(Exchange(*s, WriteBatch("a", 2, 1, 2)).durable_seq(), 2u);
+  EXPECT_TRUE(Finish(*s).ok());
+  const auto batches = sink_.batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_TRUE(batches[0].whole_batch_refused);
+  EXPECT_EQ(batches[0].batch.txns_size(), 0);
+  EXPECT_FALSE(batches[0].batch.has_watermark());
+  EXPECT_EQ(batches[1].accepted.size(), 2u);
+  EXPECT_EQ(Load(server_->counters().batches_refused), 1u);
+}
+
+TEST_F(ServiceTest, WatermarkGoingBackIsIgnoredAndCounted) {
+  auto s = Open();
+  v1::IngestBatch first = WriteBatch("a", 1, 1, 1);
+  first.mutable_watermark()->set_physical(10);
+  v1::IngestBatch second = WriteBatch("a", 2, 2, 1);
+  second.mutable_watermark()->set_physical(5);
+  v1::IngestBatch third = WriteBatch("a", 3, 3, 1);
+  third.mutable_watermark()->set_physical(10);  // equal is not a regression
+  for (const auto* b : {&first, &second, &third}) {
+    v1::IngestAck ack = Exchange(*s, *b);
+    EXPECT_TRUE(ack.refusals().empty());
+  }
+  EXPECT_TRUE(Finish(*s).ok());
+  const auto batches = sink_.batches();
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_TRUE(batches[0].batch.has_watermark());
+  EXPECT_FALSE(batches[1].batch.has_watermark());
+  EXPECT_EQ(batches[1].accepted.size(), 1u);  // the transactions are kept
+  EXPECT_TRUE(batches[2].batch.has_watermark());
+  EXPECT_EQ(Load(server_->counters().watermark_regressions), 1u);
+}
+
+TEST_F(ServiceTest, EndOfStreamClosesTheStream) {
+  auto s = Open();
+  v1::IngestBatch last = WriteBatch("a", 1, 1, 1);
+  last.set_end_of_stream(true);
+  EXPECT_EQ(Exchange(*s, last).durable_seq(), 1u);
+  EXPECT_TRUE(Exchange(*s, last).duplicate());  // the closing batch can still be re-sent
+  v1::IngestAck after = Exchange(*s, WriteBatch("a", 2, 2, 1));
+  EXPECT_EQ(after.durable_seq(), 1u);
+  ASSERT_EQ(after.refusals_size(), 1);
+  EXPECT_EQ(after.refusals(0).reason(), v1::STREAM_CLOSED);
+  EXPECT_TRUE(Finish(*s).ok());
+  EXPECT_EQ(sink_.batches().size(), 1u);
+}
+
+TEST_F(ServiceTest, ProtocolErrorsEndTheStream) {
+  auto s = Open();
+  v1::IngestBatch zero = WriteBatch("a", 0, 1, 1);
+  EXPECT_TRUE(s->rw->Write(zero));
+  v1::IngestAck ack;
+  EXPECT_FALSE(s->rw->Read(&ack));
+  EXPECT_EQ(s->rw->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  grpc::ClientContext context;
+  v1::IngestAck reply;
+  grpc::Status status = stub_->Push(&context, WriteBatch("", 1, 1, 1), &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(sink_.batches().empty());
+}
+
+TEST_F(ServiceTest, PushAppliesOneBatch) {
+  grpc::ClientContext context;
+  v1::IngestAck ack;
+  ASSERT_TRUE(stub_->Push(&context, WriteBatch("p", 1, 1, 2), &ack).ok());
+  EXPECT_EQ(ack.durable_seq(), 1u);
+  grpc::ClientContext again;
+  ASSERT_TRUE(stub_->Push(&again, WriteBatch("p", 1, 1, 2), &ack).ok());
+  EXPECT_TRUE(ack.duplicate());
+  EXPECT_EQ(sink_.batches().size(), 1u);
+}
+
+TEST_F(ServiceTest, PushToAFullQueueIsResourceExhaustedWithRetryAdvice) {
+  server_->Shutdown(absl::Now());
+  service_options_.retry_after = absl::Milliseconds(20);
+  Start(0);
+  sink_.SetFull(true);
+  grpc::ClientContext context;
+  v1::IngestAck ack;
+  grpc::Status status = stub_->Push(&context, WriteBatch("p", 1, 1, 2), &ack);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("retry-after-ms"), std::string::npos)
+      << status.error_message();
+  auto it = context.GetServerTrailingMetadata().find(kRetryAfterMetadataKey);
+  ASSERT_NE(it, context.GetServerTrailingMetadata().end());
+  EXPECT_EQ(std::string(it->second.data(), it->second.size()), "20");
+  EXPECT_EQ(Load(server_->counters().push_rejected_busy), 1u);
+  EXPECT_TRUE(sink_.batches().empty());
+
+  // PushBatch honours the advice: it keeps trying until the queue has room.
+  PushStats stats;
+  absl::StatusOr<v1::IngestAck> pushed;
+  std::thread pusher([&] {
+    ClientOptions options;
+    options.deadline = kWait;
+    pushed = PushBatch(*stub_, WriteBatch("p", 1, 1, 2), options, &stats);
+  });
+  const absl::Time until = absl::Now() + kWait;
+  while (sink_.rejected() < 3 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(5));
+  sink_.SetFull(false);
+  pusher.join();
+  ASSERT_TRUE(pushed.ok()) << pushed.status();
+  EXPECT_EQ(pushed->durable_seq(), 1u);
+  EXPECT_GE(stats.resource_exhausted, 2u);
+  EXPECT_EQ(stats.attempts, stats.resource_exhausted + 1);
+  EXPECT_EQ(sink_.batches().size(), 1u);
+  // The ids of the refused attempts were not remembered: the batch's transactions were accepted.
+  EXPECT_EQ(sink_.batches()[0].accepted.size(), 2u);
+}
+
+TEST_F(ServiceTest, HealthIsServingUntilDrained) {
+  EXPECT_EQ(CheckHealth(channel_, "", kWait).value_or(ServingStatus::kUnknown),
+            ServingStatus::kServing);
+  EXPECT_EQ(CheckHealth(channel_, "isowatch.v1.Ingest", kWait).value_or(ServingStatus::kUnknown),
+            ServingStatus::kServing);
+  EXPECT_EQ(CheckHealth(channel_, "no.such.Service", kWait).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(server_->Drain(absl::Now() + kWait));
+  EXPECT_EQ(CheckHealth(channel_, "", kWait).value_or(ServingStatus::kUnknown),
+            ServingStatus::kNotServing);
+  grpc::ClientContext context;
+  v1::IngestAck ack;
+  EXPECT_EQ(stub_->Push(&context, WriteBatch("p", 1, 1, 1), &ack).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(sink_.batches().empty());
+}
+
+TEST_F(ServiceTest, DrainWaitsForTheBatchInProgress) {
+  sink_.SetFull(true);
+  auto s = Open();
+  ASSERT_TRUE(s->rw->Write(WriteBatch("a", 1, 1, 1)));
+  ASSERT_TRUE(sink_.AwaitWaiting(1, kWait));
+  // The batch is stuck in the sink: draining cannot finish before the deadline.
+  EXPECT_FALSE(server_->Drain(absl::Now() + absl::Milliseconds(50)));
+  sink_.SetFull(false);
+  EXPECT_TRUE(server_->Drain(absl::Now() + kWait));
+  v1::IngestAck ack;
+  ASSERT_TRUE(s->rw->Read(&ack));  // the batch in progress was finished and acknowledged
+  EXPECT_EQ(ack.durable_seq(), 1u);
+  server_->Shutdown(absl::Now() + kWait);
+  server_.reset();
+  EXPECT_FALSE(s->rw->Read(&ack));
+  EXPECT_FALSE(s->rw->Finish().ok());
+}
+
+}  // namespace
+}  // namespace isowatch::ingest
