@@ -147,6 +147,8 @@ class EngineImpl {
 
   std::vector<Violation> TakeFinalViolations() { return std::exchange(final_, {}); }
 
+  Timestamp final_point() const { return final_point_; }
+
   const EngineStats& stats() {
     stats_.retained_txns = session_entries_ + txns_pending_;
     return stats_;
@@ -567,5 +569,6 @@ void Engine::Tick() { impl_->Tick(); }
 void Engine::Finish() { impl_->Finish(); }
 std::vector<Violation> Engine::TakeFinalViolations() { return impl_->TakeFinalViolations(); }
 const EngineStats& Engine::stats() const { return impl_->stats(); }
+Timestamp Engine::final_point() const { return impl_->final_point(); }
 
 }  // namespace isowatch::engine

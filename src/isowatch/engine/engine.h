@@ -91,6 +91,9 @@ class Engine {
 
   const EngineStats& stats() const;
 
+  // The final point: every verdict of a transaction reading at or below it is final.
+  history::Timestamp final_point() const;
+
  private:
   std::unique_ptr<EngineImpl> impl_;
 };
