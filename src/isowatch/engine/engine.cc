@@ -171,15 +171,19 @@ class EngineImpl {
   }
 
   // The point at which `t` reads: its start (SI) or its commit (SER).
+  // Under both levels a transaction that starts and commits at the same timestamp t comes after
+  // the commits at t (a write committed at t is visible to a transaction that starts at t).
+  static bool AtOnePoint(const Transaction& t) { return t.has_start && t.start == t.commit; }
+
   OrderKey ReadPoint(TxnId id, const Transaction& t) const {
     if (options_.level == IsolationLevel::kSerializable)
-      return {t.commit, kCommitPhase, id.value()};
+      return {t.commit, AtOnePoint(t) ? kPointPhase : kCommitPhase, id.value()};
     return {t.start, t.start == t.commit ? kPointPhase : kStartPhase, id.value()};
   }
 
   OrderKey VersionKey(TxnId id, const Transaction& t) const {
     if (options_.level == IsolationLevel::kSerializable)
-      return {t.commit, kCommitPhase, id.value()};
+      return {t.commit, AtOnePoint(t) ? kPointPhase : kCommitPhase, id.value()};
     return {t.commit, t.start == t.commit ? kPointPhase : kCommitPhase, id.value()};
   }
 

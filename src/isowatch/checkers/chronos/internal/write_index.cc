@@ -2,6 +2,7 @@
 #include "isowatch/checkers/chronos/internal/write_index.h"
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 namespace isowatch::checkers::internal {
@@ -44,7 +45,10 @@ bool WriteIndex::Precedes(TxnId w, TxnId reader, IsolationLevel level) const {
   const Transaction& wt = h_.txn(w);
   const Transaction& rt = h_.txn(reader);
   if (level == IsolationLevel::kSerializable) {
-    return wt.commit < rt.commit || (wt.commit == rt.commit && w < reader);
+    // Replay order: commit timestamp, then transactions that start at their commit, then id.
+    auto at_one_point = [](const Transaction& t) { return t.has_start && t.start == t.commit; };
+    return std::tuple(wt.commit, at_one_point(wt), w) <
+           std::tuple(rt.commit, at_one_point(rt), reader);
   }
   return w != reader && wt.commit <= rt.start;
 }
