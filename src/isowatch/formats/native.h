@@ -12,6 +12,7 @@
 
 #include "isowatch/formats/read_options.h"
 #include "isowatch/history/history.h"
+#include "isowatch/v1/history.pb.h"
 
 namespace isowatch::formats {
 
@@ -51,6 +52,11 @@ absl::Status WriteNative(const history::History& h, NativeEncoding encoding, std
 // the length L - 2 (a record whose payload is 2 to 127 bytes, as written by WriteNative). For
 // callers that tell formats apart by the first byte: a binary file whose first record has a
 // payload of 91 bytes starts with '[' (0x5b), one of 123 bytes with '{' (0x7b).
+// The isowatch.v1 messages of a history, as WriteNative writes them: the header (version,
+// initial state) and one transaction. The daemon's collectors send these.
+absl::Status EncodeHeader(const history::History& h, v1::Header* header);
+absl::Status EncodeTxn(const history::History& h, TxnId id, v1::Transaction* out);
+
 bool LooksLikeNativeBinary(std::string_view head);
 
 }  // namespace isowatch::formats

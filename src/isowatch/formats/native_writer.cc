@@ -302,6 +302,14 @@ class Encoder {
 
 }  // namespace
 
+absl::Status EncodeHeader(const History& h, pb::Header* header) {
+  return Encoder(h).Header(header);
+}
+
+absl::Status EncodeTxn(const History& h, TxnId id, pb::Transaction* out) {
+  return Encoder(h).Txn(id, out);
+}
+
 absl::Status WriteNative(const History& h, NativeEncoding encoding, std::ostream& out) {
   RecordWriter writer(encoding, out);
   Encoder encoder(h);

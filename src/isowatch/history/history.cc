@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/history/history.h"
 
+#include <algorithm>
+
 #include "absl/strings/escaping.h"
 #include <fmt/format.h>
 
@@ -52,8 +54,16 @@ std::string Timestamp::ToString() const {
 TxnId History::FindTxn(std::string_view name) const {
   int64_t ext = ext_ids_.Find(name);
   if (ext < 0) return TxnId::Invalid();
-  // External ids are interned in transaction order, one per transaction.
-  return TxnId(static_cast<uint32_t>(ext));
+  // External ids are interned in transaction order, one per transaction, except in a live
+  // history, where a refused transaction leaves its id interned: then search.
+  if (static_cast<size_t>(ext) < txns_.size() && txns_[ext].ext_id == ext) {
+    return TxnId(static_cast<uint32_t>(ext));
+  }
+  auto it = std::lower_bound(txns_.begin(), txns_.end(), ext, [](const Transaction& t, int64_t e) {
+    return static_cast<int64_t>(t.ext_id) < e;
+  });
+  if (it == txns_.end() || static_cast<int64_t>(it->ext_id) != ext) return TxnId::Invalid();
+  return TxnId(static_cast<uint32_t>(it - txns_.begin()));
 }
 
 KeyId History::FindIntKey(int64_t k) const {

@@ -2,7 +2,10 @@
 #include "isowatch/history/history_builder.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <span>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -114,6 +117,81 @@ void HistoryBuilder::AbandonTxn() {
   history_.txns_.pop_back();
   given_seq_.pop_back();
   open_ = false;
+}
+
+void HistoryBuilder::StartLive(DataModel model) {
+  live_ = true;
+  history_.data_model_ = model;
+}
+
+absl::StatusOr<TxnId> HistoryBuilder::EndLiveTxn() {
+  History& h = history_;
+  Transaction& t = h.txns_.back();
+  t.ops_count = static_cast<uint32_t>(h.ops_.size() - t.ops_begin);
+  live_register_.resize(h.keys_.size(), 0);
+  const DataModel model = h.data_model_;
+  auto list_like = [&](const Op& op) {
+    switch (op.kind()) {
+      case OpKind::kAppend:
+      case OpKind::kListRead:
+        return true;
+      case OpKind::kRead:
+        return op.value().absent() &&
+               (model == DataModel::kList || h.keys_[op.key().value()].is_list);
+      case OpKind::kWrite:
+        break;
+    }
+    return false;
+  };
+  auto register_like = [&](const Op& op) {
+    return op.kind() == OpKind::kWrite || (op.kind() == OpKind::kRead && !op.value().absent());
+  };
+  std::span<Op> ops(h.ops_.data() + t.ops_begin, t.ops_count);
+  // Check everything before changing anything, so that a refused transaction leaves no trace.
+  for (const Op& op : ops) {
+    const uint32_t k = op.key().value();
+    const bool as_register =
+        live_register_[k] != 0 || h.initial_.registers.contains(op.key()) || register_like(op);
+    const bool as_list = h.keys_[k].is_list || list_like(op);
+    if (as_list && (as_register || model == DataModel::kKeyValue)) {
+      std::string id(h.ext_ids_.Get(t.ext_id));
+      AbandonTxn();
+      return absl::InvalidArgumentError(fmt::format(
+          "transaction {}: key {} is used both as a register and as a list", id,
+          h.KeyToString(KeyId(k))));
+    }
+  }
+  const uint32_t session = t.session.value();
+  if (live_session_mode_.size() <= session) {
+    live_session_mode_.resize(session + 1, 0);
+    live_next_seq_.resize(session + 1, 0);
+  }
+  const int64_t given = given_seq_.back();
+  const uint8_t mode = given >= 0 ? 1 : 2;
+  if ((live_session_mode_[session] != 0 && live_session_mode_[session] != mode) ||
+      given > int64_t{std::numeric_limits<uint32_t>::max() - 1}) {
+    std::string id(h.ext_ids_.Get(t.ext_id));
+    AbandonTxn();
+    return absl::InvalidArgumentError(fmt::format(
+        "transaction {}: session {} {}", id, h.sessions_.Get(h.session_names_[session]),
+        given > int64_t{std::numeric_limits<uint32_t>::max() - 1}
+            ? fmt::format("sequence number {} is out of range", given)
+            : std::string("gives sequence numbers for some transactions but not all")));
+  }
+  live_session_mode_[session] = mode;
+  t.seq = given >= 0 ? static_cast<uint32_t>(given) : live_next_seq_[session]++;
+  for (Op& op : ops) {
+    const uint32_t k = op.key().value();
+    if (list_like(op)) {
+      h.keys_[k].is_list = true;
+      if (op.kind() == OpKind::kRead) op.ConvertAbsentReadToEmptyListRead();
+    } else if (register_like(op)) {
+      live_register_[k] = 1;
+    }
+  }
+  given_seq_.pop_back();
+  open_ = false;
+  return TxnId(static_cast<uint32_t>(h.txns_.size() - 1));
 }
 
 void HistoryBuilder::SetInitialList(KeyId key, std::span<const Value> elements) {

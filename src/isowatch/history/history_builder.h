@@ -68,6 +68,21 @@ class HistoryBuilder {
   bool txn_open() const { return open_; }
   size_t txn_count() const { return history_.txns_.size(); }
 
+  // Live mode, for the daemon: the history is read (by the online engine) while it grows, so
+  // each transaction is complete when it is closed, instead of in Finish. Call before any
+  // transaction; `model` says how a read of an absent value is taken (kList: every key is a list;
+  // kKeyValue: no key is; kMixed: keys are lists once appended to or read as a list, or listed in
+  // the initial state). Session positions are the given sequence numbers, or the order in which
+  // the session's transactions are added; session_prev is not linked.
+  void StartLive(DataModel model);
+  bool live() const { return live_; }
+  // The history as built so far. REQUIRES: live().
+  const History& live_history() const { return history_; }
+  // Live mode: closes the open transaction and returns its id. Errors (InvalidArgument; the
+  // transaction is then dropped as by AbandonTxn): a key used both as a register and as a list;
+  // a session that gives sequence numbers for some transactions but not others.
+  absl::StatusOr<TxnId> EndLiveTxn();
+
   // Initial state.
   void SetDefaultInitialValue(Value v) { history_.initial_.default_value = v; }
   void SetInitialRegister(KeyId key, Value v) { history_.initial_.registers[key] = v; }
@@ -85,8 +100,13 @@ class HistoryBuilder {
   bool finished_ = false;
   uint64_t list_read_begin_ = 0;
   KeyId list_read_key_;
-  // Per session: given sequence numbers (or -1), for Finish.
+  // Per transaction: given sequence numbers (or -1), for Finish.
   std::vector<int64_t> given_seq_;
+  // Live mode.
+  bool live_ = false;
+  std::vector<uint8_t> live_register_;     // per key: used as a register
+  std::vector<uint8_t> live_session_mode_;  // per session: 0 unknown, 1 given seq, 2 implicit
+  std::vector<uint32_t> live_next_seq_;     // per session: next implicit position
 };
 
 }  // namespace isowatch::history

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <sstream>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -171,6 +172,40 @@ void Str(rapidjson::Writer<rapidjson::OStreamWrapper>& w, std::string_view s) {
 
 }  // namespace
 
+std::string ViolationToJson(const History& h, const Violation& v) {
+  std::ostringstream out;
+  rapidjson::OStreamWrapper os(out);
+  rapidjson::Writer<rapidjson::OStreamWrapper> w(os);
+  w.StartObject();
+  w.Key("anomaly");
+  w.String(AnomalyName(v.anomaly));
+  if (v.ext_kind != ExtKind::kNone) {
+    w.Key("ext_kind");
+    w.String(ExtKindName(v.ext_kind));
+  }
+  w.Key("txns");
+  w.StartArray();
+  for (TxnId id : v.txns) WriteTxnId(h, id, w);
+  w.EndArray();
+  w.Key("key");
+  if (!v.key.valid()) {
+    w.Null();
+  } else if (h.key(v.key).is_int) {
+    w.Int64(h.key(v.key).payload);
+  } else {
+    Str(w, h.bytes(static_cast<uint32_t>(h.key(v.key).payload)));
+  }
+  w.Key("expected");
+  Str(w, v.expected);
+  w.Key("observed");
+  Str(w, v.observed);
+  w.Key("explanation");
+  Str(w, v.explanation);
+  w.EndObject();
+  os.Flush();
+  return out.str();
+}
+
 void WriteJsonReport(const History& h, const CheckReport& report, std::ostream& out) {
   rapidjson::OStreamWrapper os(out);
   rapidjson::Writer<rapidjson::OStreamWrapper> w(os);
@@ -212,32 +247,8 @@ void WriteJsonReport(const History& h, const CheckReport& report, std::ostream& 
   w.Key("violations");
   w.StartArray();
   for (const Violation& v : report.violations) {
-    w.StartObject();
-    w.Key("anomaly");
-    w.String(AnomalyName(v.anomaly));
-    if (v.ext_kind != ExtKind::kNone) {
-      w.Key("ext_kind");
-      w.String(ExtKindName(v.ext_kind));
-    }
-    w.Key("txns");
-    w.StartArray();
-    for (TxnId id : v.txns) WriteTxnId(h, id, w);
-    w.EndArray();
-    w.Key("key");
-    if (!v.key.valid()) {
-      w.Null();
-    } else if (h.key(v.key).is_int) {
-      w.Int64(h.key(v.key).payload);
-    } else {
-      Str(w, h.bytes(static_cast<uint32_t>(h.key(v.key).payload)));
-    }
-    w.Key("expected");
-    Str(w, v.expected);
-    w.Key("observed");
-    Str(w, v.observed);
-    w.Key("explanation");
-    Str(w, v.explanation);
-    w.EndObject();
+    std::string json = ViolationToJson(h, v);
+    w.RawValue(json.data(), json.size(), rapidjson::kObjectType);
   }
   w.EndArray();
   if (report.online) {

@@ -67,4 +67,8 @@ void WriteTextReport(const history::History& h, const CheckReport& report, std::
 // late_arrivals and an "online" object with every OnlineCounts field.
 void WriteJsonReport(const history::History& h, const CheckReport& report, std::ostream& out);
 
+// One violation as the JSON object WriteJsonReport writes for it: anomaly, ext_kind (EXT only),
+// txns (ids as in the source), key, expected, observed, explanation.
+std::string ViolationToJson(const history::History& h, const Violation& v);
+
 }  // namespace isowatch::report

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/monitor/live_checker.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "isowatch/report/check_report.h"
+
+namespace isowatch::monitor {
+
+using history::DataModel;
+using history::History;
+using history::Timestamp;
+using history::Transaction;
+
+namespace {
+
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
+
+void Fnv(uint64_t& h, std::string_view bytes) {
+  for (char c : bytes) {
+    h ^= static_cast<uint8_t>(c);
+    h *= kFnvPrime;
+  }
+  // A separator no field can hold, so that ("ab", "c") and ("a", "bc") differ.
+  h ^= 0xff;
+  h *= kFnvPrime;
+}
+
+std::optional<DataModel> ModelFromHeader(const v1::IngestBatch& batch) {
+  if (!batch.has_header()) return std::nullopt;
+  auto it = batch.header().metadata().find("data_model");
+  if (it == batch.header().metadata().end()) return std::nullopt;
+  if (it->second == "kv") return DataModel::kKeyValue;
+  if (it->second == "list") return DataModel::kList;
+  if (it->second == "mixed") return DataModel::kMixed;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string StableViolationId(const History& h, const report::Violation& v) {
+  uint64_t hash = kFnvOffset;
+  Fnv(hash, v.checker);
+  Fnv(hash, report::IsolationLevelName(v.level));
+  Fnv(hash, report::AnomalyName(v.anomaly));
+  // The transactions at fault, not the ones named to explain it: an EXT violation is its reader's
+  // (txns[0]); the writer it names, and its kind, depend on what had arrived when it became final.
+  const size_t principal = v.anomaly == report::Anomaly::kExt ? std::min<size_t>(1, v.txns.size())
+                                                              : v.txns.size();
+  for (size_t i = 0; i < principal; ++i) Fnv(hash, h.txn_name(v.txns[i]));
+  Fnv(hash, v.key.valid() ? h.KeyToString(v.key) : std::string());
+  return fmt::format("{:016x}", hash);
+}
+
+LiveChecker::LiveChecker(LiveOptions options) : options_(options) {}
+
+LiveChecker::~LiveChecker() = default;
+
+void LiveChecker::StartIfNeeded(const v1::IngestBatch& batch) {
+  if (started_) return;
+  started_ = true;
+  builder_.StartLive(ModelFromHeader(batch).value_or(options_.default_model));
+  engine_ = std::make_unique<engine::Engine>(
+      builder_.live_history(),
+      engine::EngineOptions{.level = options_.level,
+                            .finality_timeout_ms = options_.finality_timeout_ms,
+                            .clock = options_.clock,
+                            .retention = options_.retention});
+}
+
+LiveChecker::Stream& LiveChecker::StreamFor(std::string_view name) {
+  auto [it, inserted] = stream_index_.try_emplace(std::string(name), streams_.size());
+  if (inserted) {
+    Stream s;
+    s.name = std::string(name);
+    s.id = engine_->AddStream(s.name);
+    streams_.push_back(std::move(s));
+  }
+  return streams_[it->second];
+}
+
+std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
+                                           std::span<const uint32_t> accepted) {
+  StartIfNeeded(batch);
+  std::vector<TxnRefusal> refused;
+  const size_t stream_index = [&] {
+    StreamFor(batch.stream());
+    return stream_index_.find(batch.stream())->second;
+  }();
+  if (batch.has_header()) {
+    if (builder_.txn_count() == 0) {
+      if (absl::Status s = decoder_.ApplyInitialState(batch.header().initial()); !s.ok()) {
+        ++ignored_headers_;
+      }
+    } else {
+      ++ignored_headers_;
+    }
+  }
+  scratch_.clear();
+  for (uint32_t index : accepted) {
+    if (index >= static_cast<uint32_t>(batch.txns_size())) continue;
+    const v1::Transaction& t = batch.txns(static_cast<int>(index));
+    absl::StatusOr<TxnId> id = decoder_.ApplyTxn(t, batch.seq());
+    if (!id.ok()) {
+      std::string name = t.id_case() == v1::Transaction::kIdInt ? fmt::format("{}", t.id_int())
+                                                                : std::string(t.id_str());
+      const auto& message = id.status().message();
+      refused.push_back(TxnRefusal{.index = index,
+                                   .txn_id = std::move(name),
+                                   .detail = std::string(message.data(), message.size())});
+      continue;
+    }
+    scratch_.push_back(*id);
+    if (txn_stream_.size() <= id->value()) txn_stream_.resize(id->value() + 1, 0);
+    txn_stream_[id->value()] = static_cast<uint16_t>(stream_index);
+  }
+  Stream& s = streams_[stream_index];
+  std::optional<Timestamp> watermark;
+  if (batch.has_watermark()) {
+    watermark = Timestamp{batch.watermark().physical(), batch.watermark().logical()};
+    if (!s.watermark || *watermark > *s.watermark) s.watermark = watermark;
+  }
+  engine_->Deliver(s.id, scratch_, watermark);
+  const History& h = builder_.live_history();
+  for (TxnId id : scratch_) {
+    const Transaction& t = h.txn(id);
+    ++s.delivered;
+    if (t.committed() && t.has_commit) s.unfinal.push_back(t.commit);
+  }
+  if (batch.end_of_stream() && !s.closed) {
+    s.closed = true;
+    engine_->CloseStream(s.id);
+  }
+  // Forget what has become final, now and then, so the lists stay as short as the disorder.
+  if (s.unfinal.size() >= 1024 && s.unfinal.size() % 1024 < scratch_.size()) {
+    const Timestamp f = engine_->final_point();
+    std::erase_if(s.unfinal, [&](const Timestamp& c) { return c <= f; });
+  }
+  return refused;
+}
+
+void LiveChecker::Tick() {
+  if (engine_ != nullptr) engine_->Tick();
+}
+
+std::vector<store::ViolationRecord> LiveChecker::TakeViolations(int64_t now_unix_ms) {
+  std::vector<store::ViolationRecord> out;
+  if (engine_ == nullptr) return out;
+  for (const report::Violation& v : engine_->TakeFinalViolations()) {
+    out.push_back(Render(v, now_unix_ms));
+  }
+  return out;
+}
+
+store::ViolationRecord LiveChecker::Render(const report::Violation& v, int64_t now_unix_ms) const {
+  const History& h = builder_.live_history();
+  store::ViolationRecord r;
+  r.id = StableViolationId(h, v);
+  r.checker = v.checker;
+  r.level = report::IsolationLevelName(v.level);
+  r.anomaly = report::AnomalyName(v.anomaly);
+  if (v.ext_kind != report::ExtKind::kNone) r.ext_kind = report::ExtKindName(v.ext_kind);
+  for (TxnId id : v.txns) {
+    if (id.value() >= txn_stream_.size()) continue;
+    const std::string& name = streams_[txn_stream_[id.value()]].name;
+    if (std::find(r.streams.begin(), r.streams.end(), name) == r.streams.end()) {
+      r.streams.push_back(name);
+    }
+  }
+  r.finalised_unix_ms = now_unix_ms;
+  r.json = report::ViolationToJson(h, v);
+  return r;
+}
+
+std::vector<LiveStreamStatus> LiveChecker::Streams() const {
+  std::vector<LiveStreamStatus> out;
+  if (engine_ == nullptr) return out;
+  const Timestamp f = engine_->final_point();
+  for (const Stream& s : streams_) {
+    const auto pending = std::count_if(s.unfinal.begin(), s.unfinal.end(),
+                                       [&](const Timestamp& c) { return c > f; });
+    out.push_back(LiveStreamStatus{.name = s.name,
+                                   .closed = s.closed,
+                                   .watermark = s.watermark,
+                                   .delivered = s.delivered,
+                                   .pending = static_cast<uint64_t>(pending)});
+  }
+  return out;
+}
+
+}  // namespace isowatch::monitor

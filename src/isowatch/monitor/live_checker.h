@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+#include "isowatch/engine/clock.h"
+#include "isowatch/engine/engine.h"
+#include "isowatch/formats/proto_decoder.h"
+#include "isowatch/history/history_builder.h"
+#include "isowatch/report/violation.h"
+#include "isowatch/store/violation_record.h"
+#include "isowatch/v1/ingest.pb.h"
+
+namespace isowatch::monitor {
+
+struct LiveOptions {
+  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  // Streams without watermarks: a verdict is final this long after its transaction arrived.
+  int64_t finality_timeout_ms = 5000;
+  // engine::EngineOptions::retention.
+  int64_t retention = 0;
+  // Source of time for the timeout; nullptr = the system clock.
+  const engine::Clock* clock = nullptr;
+  // How reads of absent values are taken when no stream header says (metadata "data_model":
+  // "kv", "list" or "mixed"): docs/operations.md, "Data model".
+  history::DataModel default_model = history::DataModel::kMixed;
+};
+
+// A transaction the history could not take (docs/ingest-protocol.md): its batch index and why.
+struct TxnRefusal {
+  uint32_t index = 0;
+  std::string txn_id;
+  std::string detail;
+};
+
+struct LiveStreamStatus {
+  std::string name;
+  bool closed = false;
+  std::optional<history::Timestamp> watermark;
+  uint64_t delivered = 0;  // transactions delivered to the engine
+  uint64_t pending = 0;    // of which not final yet
+};
+
+// The checking half of the daemon, with no I/O: takes the validated batches of any number of
+// streams, appends their transactions to one live history, runs them through the online engine
+// and hands out the violations that became final, rendered self-contained with stable ids. The
+// daemon feeds it from the ingest queue and, after a restart, from the store's log in the same
+// order, which gives the same violations with the same ids.
+//
+// Engine-thread only (thread-compatible).
+class LiveChecker {
+ public:
+  explicit LiveChecker(LiveOptions options);
+  ~LiveChecker();
+  LiveChecker(const LiveChecker&) = delete;
+  LiveChecker& operator=(const LiveChecker&) = delete;
+
+  // Applies one batch: its header's initial state (taken only before the first transaction of
+  // the history; later headers are ignored and counted), the transactions at `accepted` (a
+  // transaction the live history refuses, e.g. a key used both as a register and as a list, is
+  // returned and not delivered), then its watermark and end of stream.
+  std::vector<TxnRefusal> Apply(const v1::IngestBatch& batch, std::span<const uint32_t> accepted);
+
+  // Finalises what has timed out (streams without watermarks). Call periodically.
+  void Tick();
+
+  // The violations that became final since the last call, in the order they became final,
+  // stamped with `now_unix_ms`.
+  std::vector<store::ViolationRecord> TakeViolations(int64_t now_unix_ms);
+
+  const engine::EngineStats& stats() const { return engine_->stats(); }
+  std::vector<LiveStreamStatus> Streams() const;
+  uint64_t ignored_headers() const { return ignored_headers_; }
+  // Bytes held by the live history (transactions, operations, interned keys and values).
+  size_t history_bytes() const { return builder_.live_history().MemoryUsage(); }
+  const history::History& history() const { return builder_.live_history(); }
+
+ private:
+  struct Stream {
+    std::string name;
+    engine::StreamId id = 0;
+    bool closed = false;
+    std::optional<history::Timestamp> watermark;
+    uint64_t delivered = 0;
+    // Commit timestamps of delivered transactions not yet known to be final, for `pending`.
+    std::vector<history::Timestamp> unfinal;
+  };
+
+  Stream& StreamFor(std::string_view name);
+  void StartIfNeeded(const v1::IngestBatch& batch);
+  store::ViolationRecord Render(const report::Violation& v, int64_t now_unix_ms) const;
+
+  LiveOptions options_;
+  history::HistoryBuilder builder_;
+  formats::ProtoDecoder decoder_{builder_};
+  std::unique_ptr<engine::Engine> engine_;
+  bool started_ = false;
+  uint64_t ignored_headers_ = 0;
+  std::vector<Stream> streams_;
+  absl::flat_hash_map<std::string, size_t> stream_index_;
+  std::vector<uint16_t> txn_stream_;  // per transaction of the history: index into streams_
+  std::vector<TxnId> scratch_;
+};
+
+// The stable id of a violation: a 64-bit FNV-1a hash, in 16 hex digits, of its checker, level,
+// anomaly, key and the transactions at fault (their ids as in the source): for EXT the reader
+// alone, for the others all of them. The same violation found again (after a restart, from a
+// re-sent batch) gets the same id. The EXT kind and the writer an EXT violation names are left
+// out: they are judged from the transactions delivered by the time the verdict became final, so
+// a writer that arrives later can change them, not the verdict.
+std::string StableViolationId(const history::History& h, const report::Violation& v);
+
+}  // namespace isowatch::monitor

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: Apache-2.0
+// The daemon's checking core against Chronos: simulated histories with faults, encoded as the
+// isowatch.v1 batches a collector sends, split over several streams and delivered out of order,
+// must give exactly Chronos's violations, each once, with ids that do not depend on the run.
+#include "isowatch/monitor/live_checker.h"
+#include "isowatch/report/check_report.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "isowatch/checkers/chronos/chronos.h"
+#include "isowatch/engine/clock.h"
+#include "isowatch/engine/delivery.h"
+#include "isowatch/formats/native.h"
+#include "isowatch/sim/simulator.h"
+
+namespace isowatch::monitor {
+namespace {
+
+using history::History;
+using report::IsolationLevel;
+using sim::DataKind;
+using sim::Fault;
+
+// The batches a set of collectors would send for `h`: the delivery schedule's batches, dealt
+// round-robin to `streams` streams, each with the schedule's watermark (which covers every
+// transaction collected so far, so it is a true promise for each stream), the last batch of each
+// stream ending it.
+std::vector<v1::IngestBatch> Batches(const History& h, const engine::DeliverySchedule& schedule,
+                                     int streams) {
+  std::vector<v1::IngestBatch> out;
+  std::vector<uint64_t> seq(streams, 0);
+  v1::Header header;
+  EXPECT_TRUE(formats::EncodeHeader(h, &header).ok());
+  for (size_t b = 0; b < schedule.batches.size(); ++b) {
+    const auto& batch = schedule.batches[b];
+    const int s = static_cast<int>(b % streams);
+    v1::IngestBatch ib;
+    ib.set_stream(fmt::format("collector-{}", s));
+    ib.set_seq(++seq[s]);
+    if (b == 0) *ib.mutable_header() = header;
+    for (TxnId id : schedule.txns(batch)) {
+      EXPECT_TRUE(formats::EncodeTxn(h, id, ib.add_txns()).ok());
+    }
+    if (batch.watermark) {
+      ib.mutable_watermark()->set_physical(batch.watermark->physical);
+      ib.mutable_watermark()->set_logical(batch.watermark->logical);
+    }
+    out.push_back(std::move(ib));
+  }
+  // End every stream: on its last batch, or on an empty one if it had none.
+  std::vector<int> last(streams, -1);
+  for (size_t i = 0; i < out.size(); ++i) last[i % streams] = static_cast<int>(i);
+  for (int s = 0; s < streams; ++s) {
+    if (last[s] >= 0) {
+      out[last[s]].set_end_of_stream(true);
+    } else {
+      v1::IngestBatch ib;
+      ib.set_stream(fmt::format("collector-{}", s));
+      ib.set_seq(1);
+      ib.set_end_of_stream(true);
+      out.push_back(std::move(ib));
+    }
+  }
+  return out;
+}
+
+std::vector<uint32_t> All(const v1::IngestBatch& b) {
+  std::vector<uint32_t> out(static_cast<size_t>(b.txns_size()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint32_t>(i);
+  return out;
+}
+
+std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& batches,
+                                            IsolationLevel level) {
+  engine::FakeClock clock;
+  LiveChecker live(LiveOptions{.level = level, .clock = &clock});
+  std::vector<store::ViolationRecord> out;
+  int64_t now = 1000;
+  for (const v1::IngestBatch& b : batches) {
+    std::vector<TxnRefusal> refused = live.Apply(b, All(b));
+    EXPECT_TRUE(refused.empty()) << refused.front().detail;
+    for (auto& r : live.TakeViolations(++now)) out.push_back(std::move(r));
+  }
+  for (const LiveStreamStatus& s : live.Streams()) {
+    EXPECT_TRUE(s.closed) << s.name;
+    EXPECT_EQ(s.pending, 0u) << s.name;
+  }
+  return out;
+}
+
+// Chronos's violations, with the ids the daemon gives them.
+std::map<std::string, std::string> Offline(const History& h, IsolationLevel level) {
+  checkers::ChronosOptions options;
+  options.level = level;
+  checkers::ChronosResult result = checkers::RunChronos(h, options);
+  std::map<std::string, std::string> out;
+  for (report::Violation v : result.violations) {
+    v.checker = "online";
+    out.emplace(StableViolationId(h, v), report::ViolationToJson(h, v));
+  }
+  return out;
+}
+
+struct Config {
+  IsolationLevel level;
+  DataKind data;
+  int streams;
+};
+
+class LiveCheckerTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
+  const Config c = GetParam();
+  size_t total = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    sim::WorkloadOptions o;
+    o.seed = seed;
+    o.level = c.level;
+    o.data = c.data;
+    o.txns = 400;
+    o.sessions = 6;
+    o.keys = 20 + seed * 7;
+    if (c.data == DataKind::kList) o.max_appends_per_key = 8;
+    for (Fault f : sim::kAllFaults) {
+      if (c.data == DataKind::kList && f == Fault::kIntermediateRead) continue;  // kv only
+      o.faults.push_back({f, 0.03, /*from_txn=*/seed * 10});
+    }
+    auto sim = sim::Simulate(o);
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    const History& h = sim->history;
+    auto schedule = engine::BuildDeliverySchedule(
+        h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = seed, .rate_tps = 2000});
+    const auto batches = Batches(h, schedule, c.streams);
+    const std::vector<store::ViolationRecord> live = RunLive(batches, c.level);
+    std::set<std::string> live_ids;
+    for (const auto& r : live) {
+      EXPECT_TRUE(live_ids.insert(r.id).second) << "reported twice: " << r.json;
+      EXPECT_EQ(r.level, report::IsolationLevelName(c.level));
+      EXPECT_FALSE(r.streams.empty());
+      EXPECT_EQ(r.json.front(), '{');
+    }
+    const std::map<std::string, std::string> offline = Offline(h, c.level);
+    for (const auto& r : live) {
+      EXPECT_TRUE(offline.contains(r.id)) << "seed " << seed << ": not found offline: " << r.json;
+    }
+    for (const auto& [id, json] : offline) {
+      EXPECT_TRUE(live_ids.contains(id)) << "seed " << seed << ": not found online: " << json;
+    }
+    total += offline.size();
+    // The same batches again, as after a restart: the same violations with the same ids.
+    std::set<std::string> again;
+    for (const auto& r : RunLive(batches, c.level)) again.insert(r.id);
+    EXPECT_EQ(again, live_ids);
+  }
+  EXPECT_GT(total, 0u) << "the faults produced no violation: the comparison proves nothing";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, LiveCheckerTest,
+    ::testing::Values(Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 1},
+                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 3},
+                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2},
+                      Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 3},
+                      Config{IsolationLevel::kSerializable, DataKind::kList, 2}),
+    [](const ::testing::TestParamInfo<Config>& p) {
+      return fmt::format("{}_{}_{}streams", report::IsolationLevelName(p.param.level),
+                         p.param.data == DataKind::kList ? "list" : "kv", p.param.streams);
+    });
+
+v1::Transaction Txn(int64_t id, int64_t start, int64_t commit) {
+  v1::Transaction t;
+  t.set_id_int(id);
+  t.set_session_int(id);
+  t.mutable_start()->set_physical(start);
+  t.mutable_commit()->set_physical(commit);
+  return t;
+}
+
+void AddOp(v1::Transaction* t, v1::Operation::Kind kind, int64_t key, int64_t value) {
+  v1::Operation* op = t->add_ops();
+  op->set_kind(kind);
+  op->mutable_key()->set_int_(key);
+  op->mutable_value()->set_int_(value);
+}
+
+TEST(LiveChecker, RefusesAKeyUsedAsRegisterAndListAndKeepsTheRest) {
+  engine::FakeClock clock;
+  LiveChecker live(LiveOptions{.clock = &clock});
+  v1::IngestBatch b;
+  b.set_stream("s");
+  b.set_seq(1);
+  v1::Transaction* w = b.add_txns();
+  *w = Txn(1, 1, 2);
+  AddOp(w, v1::Operation::WRITE, 7, 10);
+  v1::Transaction* a = b.add_txns();
+  *a = Txn(2, 3, 4);
+  AddOp(a, v1::Operation::APPEND, 7, 11);  // key 7 is a register
+  v1::Transaction* r = b.add_txns();
+  *r = Txn(3, 5, 6);
+  AddOp(r, v1::Operation::READ, 7, 99);  // never written: EXT
+  b.set_end_of_stream(true);
+  std::vector<TxnRefusal> refused = live.Apply(b, All(b));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].index, 1u);
+  EXPECT_EQ(refused[0].txn_id, "2");
+  EXPECT_NE(refused[0].detail.find("both as a register and as a list"), std::string::npos);
+  EXPECT_EQ(live.history().size(), 2u);
+  auto violations = live.TakeViolations(5);
+  ASSERT_EQ(violations.size(), 1u);
+  EXPECT_EQ(violations[0].anomaly, "EXT");
+  EXPECT_EQ(violations[0].ext_kind, "never");
+  EXPECT_EQ(violations[0].streams, std::vector<std::string>{"s"});
+  EXPECT_EQ(violations[0].finalised_unix_ms, 5);
+  EXPECT_NE(violations[0].json.find("\"txns\":[3]"), std::string::npos) << violations[0].json;
+}
+
+TEST(LiveChecker, HeaderAfterTransactionsIsIgnoredAndCounted) {
+  engine::FakeClock clock;
+  LiveChecker live(LiveOptions{.clock = &clock});
+  v1::IngestBatch first;
+  first.set_stream("a");
+  first.set_seq(1);
+  first.mutable_header()->mutable_initial()->mutable_default_value()->set_int_(0);
+  *first.add_txns() = Txn(1, 1, 2);
+  AddOp(first.mutable_txns(0), v1::Operation::READ, 1, 0);  // the initial value: fine
+  EXPECT_TRUE(live.Apply(first, All(first)).empty());
+  v1::IngestBatch second;
+  second.set_stream("b");
+  second.set_seq(1);
+  second.mutable_header()->mutable_initial()->mutable_default_value()->set_int_(5);
+  *second.add_txns() = Txn(2, 3, 4);
+  AddOp(second.mutable_txns(0), v1::Operation::READ, 2, 0);  // still 0: the second header is out
+  second.set_end_of_stream(true);
+  EXPECT_TRUE(live.Apply(second, All(second)).empty());
+  EXPECT_EQ(live.ignored_headers(), 1u);
+  // Stream "a" is open without a watermark: nothing is final until its timeout.
+  EXPECT_TRUE(live.TakeViolations(1).empty());
+  clock.Advance(6000);
+  live.Tick();
+  EXPECT_TRUE(live.TakeViolations(2).empty());
+  // The timeout covers what stream "a" delivered (up to commit 2), not later commits of "b".
+  for (const LiveStreamStatus& s : live.Streams()) {
+    EXPECT_EQ(s.pending, s.name == "a" ? 0u : 1u) << s.name;
+  }
+}
+
+TEST(LiveChecker, PendingCountsTransactionsHeldBackByAnOpenStream) {
+  engine::FakeClock clock;
+  LiveChecker live(LiveOptions{.clock = &clock});
+  v1::IngestBatch a;
+  a.set_stream("a");
+  a.set_seq(1);
+  a.mutable_watermark()->set_physical(1);
+  *a.add_txns() = Txn(1, 1, 1);
+  EXPECT_TRUE(live.Apply(a, All(a)).empty());
+  v1::IngestBatch b;
+  b.set_stream("b");
+  b.set_seq(1);
+  b.mutable_watermark()->set_physical(50);
+  *b.add_txns() = Txn(2, 10, 20);
+  *b.add_txns() = Txn(3, 30, 40);
+  b.set_end_of_stream(true);
+  EXPECT_TRUE(live.Apply(b, All(b)).empty());
+  auto find = [&](const std::string& name) {
+    for (const LiveStreamStatus& s : live.Streams()) {
+      if (s.name == name) return s;
+    }
+    return LiveStreamStatus{};
+  };
+  EXPECT_TRUE(find("b").closed);
+  EXPECT_EQ(find("b").delivered, 2u);
+  EXPECT_EQ(find("b").pending, 2u);  // stream "a" promises only up to 1
+  ASSERT_TRUE(find("a").watermark.has_value());
+  EXPECT_EQ(find("a").watermark->physical, 1);
+  v1::IngestBatch a2;
+  a2.set_stream("a");
+  a2.set_seq(2);
+  a2.mutable_watermark()->set_physical(30);
+  EXPECT_TRUE(live.Apply(a2, All(a2)).empty());
+  EXPECT_EQ(find("b").pending, 1u);
+  v1::IngestBatch end;
+  end.set_stream("a");
+  end.set_seq(3);
+  end.set_end_of_stream(true);
+  EXPECT_TRUE(live.Apply(end, All(end)).empty());
+  EXPECT_EQ(find("b").pending, 0u);
+}
+
+}  // namespace
+}  // namespace isowatch::monitor
