@@ -59,7 +59,8 @@ class BatchSink {
   // Queues the batch, waiting while the sink's bounded queue is full, then waits until the batch
   // is durable. Returns the stream's durable seq, which is then >= batch.seq(). Errors
   // (Unavailable, Internal, ...) mean the batch is not durable; the service ends the RPC with the
-  // error and the collector sends the batch again.
+  // error and the collector sends the batch again. A sink whose failed Submit may still have made
+  // the batch durable must take the same (stream, seq) again without applying it twice.
   virtual absl::StatusOr<uint64_t> Submit(ValidatedBatch batch) = 0;
 
   // Like Submit, but never waits for room: when the queue is full, returns ResourceExhausted at
