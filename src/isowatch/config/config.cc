@@ -62,13 +62,13 @@ bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
 // mutable DaemonConfig alike.
 
 template <typename Access>
-Option StringOption(std::string key, std::string expected, std::string help, bool may_be_empty,
-                    Access access) {
+Option StringOption(const std::string& key, const std::string& expected, const std::string& help,
+                    bool may_be_empty, Access access) {
   return {
-      .key = std::move(key),
+      .key = key,
       .type = "string",
       .expected = expected,
-      .help = std::move(help),
+      .help = help,
       .nullable = may_be_empty,
       .quoted = true,
       .set = [access, may_be_empty, expected](DaemonConfig& c, std::string_view v) -> absl::Status {
@@ -80,11 +80,11 @@ Option StringOption(std::string key, std::string expected, std::string help, boo
 }
 
 template <typename Access>
-Option PortOption(std::string key, std::string help, Access access) {
-  return {.key = std::move(key),
+Option PortOption(const std::string& key, const std::string& help, Access access) {
+  return {.key = key,
           .type = "port",
           .expected = "a port number from 0 to 65535",
-          .help = std::move(help),
+          .help = help,
           .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
             const std::optional<int> port = ParseInteger<int>(v);
             if (!port || *port < 0 || *port > 65535) {
@@ -97,11 +97,11 @@ Option PortOption(std::string key, std::string help, Access access) {
 }
 
 template <typename Access>
-Option CountOption(std::string key, std::string help, Access access) {
-  return {.key = std::move(key),
+Option CountOption(const std::string& key, const std::string& help, Access access) {
+  return {.key = key,
           .type = "integer >= 1",
           .expected = "a positive integer",
-          .help = std::move(help),
+          .help = help,
           .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
             const std::optional<uint64_t> n = ParseInteger<uint64_t>(v);
             if (!n || *n == 0) return Expected("a positive integer", v);
@@ -112,11 +112,11 @@ Option CountOption(std::string key, std::string help, Access access) {
 }
 
 template <typename Access>
-Option SizeOption(std::string key, std::string help, Access access) {
-  return {.key = std::move(key),
+Option SizeOption(const std::string& key, const std::string& help, Access access) {
+  return {.key = key,
           .type = "size",
           .expected = R"(a size such as "16MiB" or "65536")",
-          .help = std::move(help),
+          .help = help,
           .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
             ASSIGN_OR_RETURN(const uint64_t bytes, ParseByteSize(v));
             if (bytes == 0) return Expected("a size of at least 1 byte", v);
@@ -127,11 +127,11 @@ Option SizeOption(std::string key, std::string help, Access access) {
 }
 
 template <typename Access>
-Option DurationOption(std::string key, std::string help, Access access) {
-  return {.key = std::move(key),
+Option DurationOption(const std::string& key, const std::string& help, Access access) {
+  return {.key = key,
           .type = "duration",
           .expected = R"(a duration such as "5s" or "250ms")",
-          .help = std::move(help),
+          .help = help,
           .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
             ASSIGN_OR_RETURN(const std::chrono::nanoseconds d, ParseDuration(v));
             if (d.count() == 0) return Expected(R"(a positive duration such as "5s")", v);
@@ -145,11 +145,11 @@ Option DurationOption(std::string key, std::string help, Access access) {
 }
 
 template <typename Access>
-Option NonNegativeOption(std::string key, std::string help, Access access) {
-  return {.key = std::move(key),
+Option NonNegativeOption(const std::string& key, const std::string& help, Access access) {
+  return {.key = key,
           .type = "integer >= 0",
           .expected = "a non-negative integer",
-          .help = std::move(help),
+          .help = help,
           .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
             const std::optional<int64_t> n = ParseInteger<int64_t>(v);
             if (!n || *n < 0) {
@@ -163,11 +163,11 @@ Option NonNegativeOption(std::string key, std::string help, Access access) {
 }
 
 template <typename Access>
-Option BoolOption(std::string key, std::string help, Access access) {
-  return {.key = std::move(key),
+Option BoolOption(const std::string& key, const std::string& help, Access access) {
+  return {.key = key,
           .type = "bool",
           .expected = "true or false",
-          .help = std::move(help),
+          .help = help,
           .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
             if (EqualsIgnoringCase(v, "true")) {
               access(c) = true;
@@ -185,8 +185,8 @@ Option BoolOption(std::string key, std::string help, Access access) {
 
 // An option whose values are the names of an enumeration's values.
 template <typename E, typename Access>
-Option EnumOption(std::string key, std::string help, std::vector<E> values, const char* (*name)(E),
-                  Access access) {
+Option EnumOption(const std::string& key, const std::string& help, std::vector<E> values,
+                  const char* (*name)(E), Access access) {
   std::string type;
   std::string expected;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -195,10 +195,10 @@ Option EnumOption(std::string key, std::string help, std::vector<E> values, cons
                             name(values[i]));
   }
   return {
-      .key = std::move(key),
+      .key = key,
       .type = type,
       .expected = expected,
-      .help = std::move(help),
+      .help = help,
       .set = [access, values, name, expected](DaemonConfig& c, std::string_view v) -> absl::Status {
         for (E value : values) {
           if (v == name(value)) {
@@ -372,7 +372,9 @@ absl::Status ApplyNode(DaemonConfig& config, const std::string& key, const YAML:
     text = value.Scalar();
   }
   if (absl::Status s = option->set(config, text); !s.ok()) {
-    return errors.At(key_node.Mark(), fmt::format("{}: {}", key, std::string(s.message())));
+    return errors.At(
+        key_node.Mark(),
+        fmt::format("{}: {}", key, std::string_view(s.message().data(), s.message().size())));
   }
   return absl::OkStatus();
 }
@@ -500,7 +502,8 @@ absl::Status ApplyOverride(DaemonConfig* config, std::string_view dotted_key,
   const Option* option = FindOption(dotted_key);
   if (option == nullptr) return absl::InvalidArgumentError(UnknownOption(dotted_key));
   if (absl::Status s = option->set(*config, value); !s.ok()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", dotted_key, std::string(s.message())));
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: {}", dotted_key, std::string_view(s.message().data(), s.message().size())));
   }
   return absl::OkStatus();
 }

@@ -120,6 +120,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Store
                                     fmt::format("listing the column families of {}", dir)));
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.reserve(names.size());
   for (const std::string& name : names) {
     descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
   }
@@ -292,9 +293,10 @@ absl::Status Store::Load() {
 absl::Status Store::CheckWritable() const {
   absl::MutexLock lock(&mu_);
   if (write_error_.ok()) return absl::OkStatus();
-  return absl::Status(write_error_.code(),
-                      fmt::format("the store refuses writes after a failed write (reopen it): {}",
-                                  std::string(write_error_.message())));
+  return absl::Status(
+      write_error_.code(),
+      fmt::format("the store refuses writes after a failed write (reopen it): {}",
+                  std::string_view(write_error_.message().data(), write_error_.message().size())));
 }
 
 absl::Status Store::Write(rocksdb::WriteBatch& batch, std::string_view what) {

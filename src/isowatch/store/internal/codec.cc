@@ -183,7 +183,7 @@ absl::StatusOr<LogValue> DecodeLogValue(std::string_view bytes) {
 
 std::string EncodeViolation(const ViolationRecord& record) {
   std::string out;
-  size_t size = 5 * 4 + record.id.size() + record.checker.size() + record.level.size() +
+  size_t size = size_t{5} * 4 + record.id.size() + record.checker.size() + record.level.size() +
                 record.anomaly.size() + record.ext_kind.size() + 4 + 8 + 4 + record.json.size();
   for (const std::string& s : record.streams) size += 4 + s.size();
   out.reserve(size);
