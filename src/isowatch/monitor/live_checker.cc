@@ -49,8 +49,8 @@ std::string StableViolationId(const History& h, const report::Violation& v) {
   Fnv(hash, report::AnomalyName(v.anomaly));
   // The transactions at fault, not the ones named to explain it: an EXT violation is its reader's
   // (txns[0]); the writer it names, and its kind, depend on what had arrived when it became final.
-  const size_t principal = v.anomaly == report::Anomaly::kExt ? std::min<size_t>(1, v.txns.size())
-                                                              : v.txns.size();
+  const size_t principal =
+      v.anomaly == report::Anomaly::kExt ? std::min<size_t>(1, v.txns.size()) : v.txns.size();
   for (size_t i = 0; i < principal; ++i) Fnv(hash, h.txn_name(v.txns[i]));
   Fnv(hash, v.key.valid() ? h.KeyToString(v.key) : std::string());
   return fmt::format("{:016x}", hash);
@@ -84,7 +84,7 @@ LiveChecker::Stream& LiveChecker::StreamFor(std::string_view name) {
 }
 
 std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
-                                           std::span<const uint32_t> accepted) {
+                                           std::span<const uint32_t> accepted, int64_t now_ms) {
   StartIfNeeded(batch);
   std::vector<TxnRefusal> refused;
   const size_t stream_index = [&] {
@@ -129,18 +129,29 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
   for (TxnId id : scratch_) {
     const Transaction& t = h.txn(id);
     ++s.delivered;
-    if (t.committed() && t.has_commit) s.unfinal.push_back(t.commit);
+    if (t.committed() && t.has_commit) s.unfinal.push_back({t.commit, now_ms});
   }
   if (batch.end_of_stream() && !s.closed) {
     s.closed = true;
     engine_->CloseStream(s.id);
   }
   // Forget what has become final, now and then, so the lists stay as short as the disorder.
-  if (s.unfinal.size() >= 1024 && s.unfinal.size() % 1024 < scratch_.size()) {
-    const Timestamp f = engine_->final_point();
-    std::erase_if(s.unfinal, [&](const Timestamp& c) { return c <= f; });
+  if (s.unfinal.size() >= 4096 && s.unfinal.size() % 4096 < scratch_.size()) {
+    CollectFinal(now_ms, nullptr);
   }
   return refused;
+}
+
+void LiveChecker::CollectFinal(int64_t now_ms, std::vector<int64_t>* latencies_ms) {
+  if (engine_ == nullptr) return;
+  const Timestamp f = engine_->final_point();
+  for (Stream& s : streams_) {
+    std::erase_if(s.unfinal, [&](const Stream::Unfinal& u) {
+      if (u.commit > f) return false;
+      if (latencies_ms != nullptr) latencies_ms->push_back(now_ms - u.arrival_ms);
+      return true;
+    });
+  }
 }
 
 void LiveChecker::Tick() {
@@ -182,7 +193,7 @@ std::vector<LiveStreamStatus> LiveChecker::Streams() const {
   const Timestamp f = engine_->final_point();
   for (const Stream& s : streams_) {
     const auto pending = std::count_if(s.unfinal.begin(), s.unfinal.end(),
-                                       [&](const Timestamp& c) { return c > f; });
+                                       [&](const Stream::Unfinal& u) { return u.commit > f; });
     out.push_back(LiveStreamStatus{.name = s.name,
                                    .closed = s.closed,
                                    .watermark = s.watermark,

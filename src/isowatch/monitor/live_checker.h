@@ -67,7 +67,13 @@ class LiveChecker {
   // the history; later headers are ignored and counted), the transactions at `accepted` (a
   // transaction the live history refuses, e.g. a key used both as a register and as a list, is
   // returned and not delivered), then its watermark and end of stream.
-  std::vector<TxnRefusal> Apply(const v1::IngestBatch& batch, std::span<const uint32_t> accepted);
+  // `now_ms`: the arrival time, for the check latency (CollectFinal).
+  std::vector<TxnRefusal> Apply(const v1::IngestBatch& batch, std::span<const uint32_t> accepted,
+                                int64_t now_ms = 0);
+
+  // Forgets the delivered transactions that have become final since the last call and appends,
+  // for each, the time from its arrival to `now_ms` (milliseconds) to `latencies_ms` if given.
+  void CollectFinal(int64_t now_ms, std::vector<int64_t>* latencies_ms);
 
   // Finalises what has timed out (streams without watermarks). Call periodically.
   void Tick();
@@ -76,7 +82,9 @@ class LiveChecker {
   // stamped with `now_unix_ms`.
   std::vector<store::ViolationRecord> TakeViolations(int64_t now_unix_ms);
 
-  const engine::EngineStats& stats() const { return engine_->stats(); }
+  const engine::EngineStats& stats() const {
+    return engine_ != nullptr ? engine_->stats() : no_stats_;
+  }
   std::vector<LiveStreamStatus> Streams() const;
   uint64_t ignored_headers() const { return ignored_headers_; }
   // Bytes held by the live history (transactions, operations, interned keys and values).
@@ -90,8 +98,12 @@ class LiveChecker {
     bool closed = false;
     std::optional<history::Timestamp> watermark;
     uint64_t delivered = 0;
-    // Commit timestamps of delivered transactions not yet known to be final, for `pending`.
-    std::vector<history::Timestamp> unfinal;
+    // Delivered committed transactions not yet known to be final: commit timestamp and arrival.
+    struct Unfinal {
+      history::Timestamp commit;
+      int64_t arrival_ms = 0;
+    };
+    std::vector<Unfinal> unfinal;
   };
 
   Stream& StreamFor(std::string_view name);
@@ -108,6 +120,7 @@ class LiveChecker {
   absl::flat_hash_map<std::string, size_t> stream_index_;
   std::vector<uint16_t> txn_stream_;  // per transaction of the history: index into streams_
   std::vector<TxnId> scratch_;
+  engine::EngineStats no_stats_;  // before the first batch
 };
 
 // The stable id of a violation: a 64-bit FNV-1a hash, in 16 hex digits, of its checker, level,

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// isowatchd: the daemon (docs/operations.md). All logic lives in libisowatch; this is the wiring
+// of configuration, signals and the ports file.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <pthread.h>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "isowatch/config/config.h"
+#include "isowatch/monitor/daemon.h"
+
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "isowatchd: %s\n", std::string(status.message()).c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"isowatchd: checks, continuously, the isolation level a database provides"};
+  std::string config_path;
+  std::optional<std::string> data_dir;
+  std::optional<int> grpc_port;
+  std::optional<int> http_port;
+  std::optional<std::string> ports_file;
+  std::vector<std::string> assignments;
+  bool print_config = false;
+  bool version = false;
+  app.add_option("--config", config_path, "YAML configuration file (config/isowatchd.yaml)");
+  app.add_option("--data-dir", data_dir, "Directory of the store (overrides data_dir)");
+  app.add_option("--grpc-port", grpc_port, "gRPC ingest port; 0 = a free port");
+  app.add_option("--http-port", http_port, "HTTP port (metrics, health, API); 0 = a free port");
+  app.add_option("--ports-file", ports_file,
+                 "Write {\"grpc\": P, \"http\": P} here once ready (overrides ports_file)");
+  app.add_option("--set", assignments, "Override any option: --set engine.level=ser")
+      ->type_name("KEY=VALUE");
+  app.add_flag("--print-config", print_config, "Print the effective configuration and exit");
+  app.add_flag("--version", version, "Print the version and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (version) {
+    std::cout << "isowatchd " << kVersion << "\n";
+    return 0;
+  }
+
+  isowatch::config::DaemonConfig config;
+  if (!config_path.empty()) {
+    auto loaded = isowatch::config::LoadConfigFile(config_path);
+    if (!loaded.ok()) return Fail(loaded.status());
+    config = *std::move(loaded);
+  }
+  std::vector<std::pair<std::string, std::string>> overrides;
+  if (data_dir) overrides.emplace_back("data_dir", *data_dir);
+  if (grpc_port) overrides.emplace_back("grpc.port", std::to_string(*grpc_port));
+  if (http_port) overrides.emplace_back("http.port", std::to_string(*http_port));
+  if (ports_file) overrides.emplace_back("ports_file", *ports_file);
+  for (const auto& [key, value] : overrides) {
+    if (auto s = isowatch::config::ApplyOverride(&config, key, value); !s.ok()) return Fail(s);
+  }
+  for (const std::string& a : assignments) {
+    if (auto s = isowatch::config::ApplyAssignment(&config, a); !s.ok()) return Fail(s);
+  }
+  if (auto s = isowatch::config::Validate(config); !s.ok()) return Fail(s);
+  if (print_config) {
+    std::cout << isowatch::config::DescribeConfig(config);
+    return 0;
+  }
+  if (auto s = isowatch::monitor::ConfigureLogging(config.log); !s.ok()) return Fail(s);
+
+  // SIGTERM and SIGINT are taken by sigwait below, not by a handler: block them before any
+  // thread starts, so every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto daemon = isowatch::monitor::Daemon::Start(config, kVersion);
+  if (!daemon.ok()) {
+    spdlog::critical("cannot start: {}", std::string(daemon.status().message()));
+    return Fail(daemon.status());
+  }
+  if (!config.ports_file.empty()) {
+    if (auto s = (*daemon)->WritePortsFile(config.ports_file); !s.ok()) {
+      (*daemon)->Shutdown();
+      return Fail(s);
+    }
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*daemon)->Shutdown();
+  return 0;
+}

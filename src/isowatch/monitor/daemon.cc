@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/monitor/daemon.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "isowatch/common/status_macros.h"
+
+namespace isowatch::monitor {
+namespace {
+
+spdlog::level::level_enum SpdLevel(config::LogLevel level) {
+  switch (level) {
+    case config::LogLevel::kTrace:
+      return spdlog::level::trace;
+    case config::LogLevel::kDebug:
+      return spdlog::level::debug;
+    case config::LogLevel::kInfo:
+      return spdlog::level::info;
+    case config::LogLevel::kWarn:
+      return spdlog::level::warn;
+    case config::LogLevel::kError:
+      return spdlog::level::err;
+    case config::LogLevel::kCritical:
+      return spdlog::level::critical;
+    case config::LogLevel::kOff:
+      break;
+  }
+  return spdlog::level::off;
+}
+
+}  // namespace
+
+absl::Status ConfigureLogging(const config::LogConfig& log) {
+  std::shared_ptr<spdlog::logger> logger;
+  if (log.file.empty()) {
+    logger = std::make_shared<spdlog::logger>(
+        "isowatchd", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  } else {
+    // spdlog reports a file it cannot open by throwing; the rest of isowatch never throws.
+    try {
+      logger = std::make_shared<spdlog::logger>(
+          "isowatchd", std::make_shared<spdlog::sinks::basic_file_sink_mt>(log.file));
+    } catch (const spdlog::spdlog_ex& e) {
+      return absl::InvalidArgumentError(
+          fmt::format("log.file: cannot open {}: {}", log.file, e.what()));
+    }
+  }
+  if (log.format == config::LogFormat::kJson) {
+    // One JSON object per line; %v is the message, escaped by the callers' choice of text.
+    logger->set_pattern(
+        R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","thread":%t,"message":"%v"})");
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  }
+  logger->set_level(SpdLevel(log.level));
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(std::move(logger));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig& config,
+                                                      std::string version) {
+  RETURN_IF_ERROR(config::Validate(config));
+  std::unique_ptr<Daemon> d(new Daemon());
+  std::error_code ec;
+  std::filesystem::create_directories(config.data_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        fmt::format("data_dir: cannot create {}: {}", config.data_dir, ec.message()));
+  }
+  ASSIGN_OR_RETURN(
+      d->store_, store::Store::Open((std::filesystem::path(config.data_dir) / "store").string(),
+                                    store::StoreOptions{.sync_writes = config.store.sync_writes}));
+  d->metrics_ = std::make_unique<server::DaemonMetrics>(version);
+  MonitorOptions options;
+  options.live.level = config.engine.level;
+  options.live.finality_timeout_ms = config.engine.finality_timeout.count();
+  options.live.retention = config.engine.retention;
+  options.queue_batches = config.ingest.queue_batches;
+  options.version = version;
+  ASSIGN_OR_RETURN(d->monitor_,
+                   Monitor::Open(d->store_.get(), d->metrics_.get(), std::move(options)));
+
+  ingest::IngestServerOptions grpc;
+  grpc.host = config.grpc.listen;
+  grpc.port = config.grpc.port;
+  grpc.service.limits.max_batch_txns =
+      static_cast<uint32_t>(std::min<uint64_t>(config.ingest.max_batch_transactions, UINT32_MAX));
+  grpc.service.limits.max_batch_bytes = config.ingest.max_batch_bytes;
+  grpc.service.limits.max_ops_per_txn =
+      static_cast<uint32_t>(std::min<uint64_t>(config.ingest.max_ops_per_transaction, UINT32_MAX));
+  ASSIGN_OR_RETURN(d->ingest_,
+                   ingest::StartIngestServer(grpc, *d->monitor_, &d->monitor_->id_registry()));
+  d->monitor_->SetIngestCounters(&d->ingest_->counters());
+  d->monitor_->Start();
+
+  server::HttpServer::Options http;
+  http.host = config.http.listen;
+  http.port = static_cast<uint16_t>(config.http.port);
+  d->http_ = std::make_unique<server::HttpServer>(http);
+  Monitor* monitor = d->monitor_.get();
+  d->api_ = std::make_unique<server::HttpApi>(d->metrics_.get(), monitor, monitor,
+                                              [monitor] { return monitor->Ready(); });
+  RETURN_IF_ERROR(d->api_->RegisterOn(*d->http_));
+  RETURN_IF_ERROR(d->http_->Start());
+  spdlog::info("isowatchd {} serving: gRPC on {}:{}, HTTP on {}:{}, store in {}", version,
+               config.grpc.listen, d->grpc_port(), config.http.listen, d->http_port(),
+               config.data_dir);
+  return d;
+}
+
+Daemon::~Daemon() { Shutdown(); }
+
+absl::Status Daemon::WritePortsFile(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << fmt::format("{{\"grpc\": {}, \"http\": {}}}\n", grpc_port(), http_port());
+    out.close();
+    if (!out) return absl::UnavailableError(fmt::format("ports_file: cannot write {}", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::ErrnoToStatus(errno, fmt::format("ports_file: cannot rename {} to {}", tmp, path));
+  }
+  return absl::OkStatus();
+}
+
+void Daemon::Shutdown(absl::Duration deadline) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  spdlog::info("draining: no new batches; finishing queued work");
+  if (ingest_ != nullptr) ingest_->Shutdown(absl::Now() + deadline);
+  if (monitor_ != nullptr) monitor_->Stop();
+  if (http_ != nullptr) http_->Stop();
+  spdlog::info("stopped; {} violations in the store",
+               store_ != nullptr ? store_->CountViolations() : 0);
+  spdlog::default_logger()->flush();
+}
+
+}  // namespace isowatch::monitor

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/monitor/monitor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "isowatch/common/status_macros.h"
+#include "isowatch/ingest/txn_fingerprint.h"
+#include "isowatch/ingest/validate.h"
+#include "isowatch/server/process_memory.h"
+
+namespace isowatch::monitor {
+namespace {
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::vector<uint32_t> AllIndices(const v1::IngestBatch& b) {
+  std::vector<uint32_t> out(static_cast<size_t>(b.txns_size()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint32_t>(i);
+  return out;
+}
+
+std::string View(absl::string_view s) { return std::string(s.data(), s.size()); }
+
+// The refusal reason label of transactions the live history refuses after their batch was
+// acknowledged (a key used both as a register and as a list).
+constexpr std::string_view kHistoryConflict = "history_conflict";
+
+}  // namespace
+
+Monitor::Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOptions options)
+    : store_(store),
+      metrics_(metrics),
+      options_(std::move(options)),
+      start_unix_ms_(NowUnixMs()),
+      live_(options_.live) {}
+
+absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(store::Store* store,
+                                                       server::DaemonMetrics* metrics,
+                                                       MonitorOptions options) {
+  std::unique_ptr<Monitor> m(new Monitor(store, metrics, std::move(options)));
+  RETURN_IF_ERROR(m->Recover());
+  return m;
+}
+
+Monitor::~Monitor() { Stop(); }
+
+absl::Status Monitor::Recover() {
+  uint64_t batches = 0;
+  const int64_t now = NowUnixMs();
+  RETURN_IF_ERROR(store_->ReadLog(store_->first_log_position(), [&](const store::LogEntry& e) {
+    Queued q;
+    if (!q.batch.ParseFromArray(e.bytes.data(), static_cast<int>(e.bytes.size()))) {
+      return absl::DataLossError(
+          fmt::format("the store's log entry {} (stream {}, batch {}) does not parse", e.position,
+                      e.stream, e.seq));
+    }
+    for (const v1::Transaction& t : q.batch.txns()) {
+      registry_.Record(q.batch.stream(), ingest::TxnIdString(t), ingest::TxnFingerprint(t));
+    }
+    q.received_ms = now;
+    ApplyOne(q, now);
+    ++batches;
+    return absl::OkStatus();
+  }));
+  next_position_ = store_->next_log_position();
+  live_.Tick();
+  // Violations found again are already stored (and counted before the restart); only those
+  // that became final in the replay for the first time are new.
+  RETURN_IF_ERROR(StoreViolations(now, /*count=*/true));
+  Refresh(now);
+  if (batches > 0) {
+    spdlog::info("recovered {} batches from the store ({} transactions, {} violations stored)",
+                 batches, live_.history().size(), store_->CountViolations());
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  recovered_ = true;
+  return absl::OkStatus();
+}
+
+void Monitor::Start() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (running_ || stopped_) return;
+  running_ = true;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Monitor::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopped_) return;
+    draining_ = true;
+  }
+  cv_.notify_all();
+  room_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> l(mu_);
+  stopped_ = true;
+}
+
+void Monitor::SetIngestCounters(const ingest::IngestCounters* counters) {
+  std::lock_guard<std::mutex> l(mu_);
+  ingest_counters_ = counters;
+}
+
+absl::Status Monitor::Ready() const {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!recovered_) return absl::UnavailableError("recovering from the store");
+  if (draining_) return absl::UnavailableError("draining");
+  if (!running_) return absl::UnavailableError("not started");
+  if (!engine_error_.ok()) return engine_error_;
+  return absl::OkStatus();
+}
+
+uint64_t Monitor::late_refusals() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return late_refusals_;
+}
+
+ingest::StreamPosition Monitor::Position(std::string_view stream) {
+  absl::StatusOr<store::StreamRecord> r = store_->GetStream(stream);
+  if (!r.ok()) return {};
+  return ingest::StreamPosition{
+      .durable_seq = r->durable_seq, .watermark = r->watermark, .closed = r->closed};
+}
+
+absl::StatusOr<uint64_t> Monitor::Submit(ingest::ValidatedBatch batch) {
+  return SubmitImpl(std::move(batch), /*wait=*/true);
+}
+
+absl::StatusOr<uint64_t> Monitor::TrySubmit(ingest::ValidatedBatch batch) {
+  return SubmitImpl(std::move(batch), /*wait=*/false);
+}
+
+absl::StatusOr<uint64_t> Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait) {
+  const auto started = std::chrono::steady_clock::now();
+  const size_t capacity = std::max<size_t>(options_.queue_batches, 1);
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    auto full = [&] { return queue_.size() + reserved_ >= capacity; };
+    if (draining_) return absl::UnavailableError("isowatchd is shutting down");
+    if (full()) {
+      if (!wait) {
+        return absl::ResourceExhaustedError(
+            fmt::format("the ingest queue is full ({} batches); retry later", capacity));
+      }
+      room_cv_.wait(l, [&] { return !full() || draining_; });
+      if (draining_) return absl::UnavailableError("isowatchd is shutting down");
+    }
+    ++reserved_;
+  }
+  // What the log keeps: the accepted transactions with the batch's header, watermark and end.
+  v1::IngestBatch& in = vb.batch;
+  v1::IngestBatch logged;
+  logged.set_stream(in.stream());
+  logged.set_seq(in.seq());
+  if (in.has_header()) *logged.mutable_header() = in.header();
+  if (in.has_watermark()) *logged.mutable_watermark() = in.watermark();
+  logged.set_end_of_stream(in.end_of_stream());
+  if (!vb.whole_batch_refused) {
+    for (uint32_t index : vb.accepted) {
+      if (index < static_cast<uint32_t>(in.txns_size())) {
+        logged.add_txns()->Swap(in.mutable_txns(static_cast<int>(index)));
+      }
+    }
+  }
+  std::optional<history::Timestamp> watermark;
+  if (logged.has_watermark()) {
+    watermark = history::Timestamp{logged.watermark().physical(), logged.watermark().logical()};
+  }
+  absl::StatusOr<uint64_t> position = store_->AppendBatch(
+      logged.stream(), logged.seq(), watermark, logged.end_of_stream(), logged.SerializeAsString());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    --reserved_;
+    if (position.ok()) {
+      queue_.emplace(*position, Queued{.batch = std::move(logged), .received_ms = NowUnixMs()});
+    }
+  }
+  cv_.notify_one();
+  room_cv_.notify_one();
+  if (!position.ok()) return position.status();
+  metrics_->ingest_batch_latency().Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  return in.seq();
+}
+
+void Monitor::Run() {
+  auto last_tick = std::chrono::steady_clock::now();
+  const auto tick = std::chrono::milliseconds(std::max<int64_t>(options_.tick_ms, 1));
+  std::vector<Queued> work;
+  while (true) {
+    bool done = false;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      auto ready = [&] {
+        if (queue_.empty()) return false;
+        // A gap in the log positions with no Submit still writing: a position the store gave
+        // out but did not write (a failed write). Skip it rather than wait forever.
+        return queue_.begin()->first == next_position_ || reserved_ == 0;
+      };
+      cv_.wait_until(l, last_tick + tick, [&] { return ready() || draining_; });
+      while (ready()) {
+        auto it = queue_.begin();
+        next_position_ = it->first + 1;
+        work.push_back(std::move(it->second));
+        queue_.erase(it);
+      }
+      done = draining_ && queue_.empty() && reserved_ == 0;
+    }
+    room_cv_.notify_all();
+    const int64_t now = NowUnixMs();
+    for (Queued& q : work) ApplyOne(q, now);
+    work.clear();
+    const auto steady_now = std::chrono::steady_clock::now();
+    if (done || steady_now - last_tick >= tick) {
+      last_tick = steady_now;
+      live_.Tick();
+      if (absl::Status s = StoreViolations(now, /*count=*/true); !s.ok()) {
+        spdlog::error("storing violations failed: {}", View(s.message()));
+        std::lock_guard<std::mutex> l(mu_);
+        engine_error_ = s;
+      }
+      Refresh(now);
+    }
+    if (done) break;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  running_ = false;
+}
+
+void Monitor::ApplyOne(Queued& q, int64_t now_ms) {
+  const v1::IngestBatch& b = q.batch;
+  const uint64_t ignored_before = live_.ignored_headers();
+  std::vector<TxnRefusal> refused = live_.Apply(b, AllIndices(b), q.received_ms);
+  if (live_.ignored_headers() != ignored_before) {
+    spdlog::warn("stream {}: batch {}: header ignored (the history already has transactions)",
+                 b.stream(), b.seq());
+  }
+  for (const TxnRefusal& r : refused) {
+    spdlog::warn("stream {}: batch {}: transaction {} refused: {}", b.stream(), b.seq(), r.txn_id,
+                 r.detail);
+    metrics_->RefusedTransactions(kHistoryConflict).Increment();
+  }
+  const auto delivered = static_cast<double>(b.txns_size()) - static_cast<double>(refused.size());
+  if (delivered > 0) metrics_->IngestedTransactions(b.stream()).Increment(delivered);
+  if (!refused.empty()) {
+    std::lock_guard<std::mutex> l(mu_);
+    late_refusals_ += refused.size();
+  }
+  // Keep violations flowing out during a long replay.
+  if (live_.history().size() % 4096 < static_cast<size_t>(b.txns_size())) {
+    if (absl::Status s = StoreViolations(now_ms, /*count=*/true); !s.ok()) {
+      spdlog::error("storing violations failed: {}", View(s.message()));
+    }
+  }
+}
+
+absl::Status Monitor::StoreViolations(int64_t now_ms, bool count) {
+  for (const store::ViolationRecord& r : live_.TakeViolations(now_ms)) {
+    ASSIGN_OR_RETURN(bool inserted, store_->PutViolation(r));
+    if (!inserted) continue;
+    if (count) metrics_->Violations(r.checker, r.level, r.anomaly).Increment();
+    spdlog::warn("violation {} ({} {}{}): {}", r.id, r.level, r.anomaly,
+                 r.ext_kind.empty() ? "" : "/" + r.ext_kind, r.json);
+  }
+  return absl::OkStatus();
+}
+
+void Monitor::Refresh(int64_t now_ms) {
+  const engine::EngineStats& st = live_.stats();
+  auto add = [](prometheus::Counter& c, uint64_t now, uint64_t before) {
+    if (now > before) c.Increment(static_cast<double>(now - before));
+  };
+  add(metrics_->flip_flops(), st.flip_flops, last_stats_.flip_flops);
+  add(metrics_->late_arrivals(), st.late_arrivals, last_stats_.late_arrivals);
+  add(metrics_->horizon_misses(), st.horizon_misses, last_stats_.horizon_misses);
+  last_stats_ = st;
+  metrics_->provisional_verdicts().Set(static_cast<double>(st.provisional_reads));
+  metrics_->retained_versions().Set(static_cast<double>(st.retained_versions));
+  metrics_->retained_transactions().Set(static_cast<double>(st.retained_txns));
+  metrics_->retained_provisional_reads().Set(static_cast<double>(st.provisional_reads));
+  const auto history_bytes = static_cast<uint64_t>(live_.history_bytes());
+  metrics_->engine_memory_bytes().Set(static_cast<double>(history_bytes));
+
+  latencies_.clear();
+  live_.CollectFinal(now_ms, &latencies_);
+  for (int64_t ms : latencies_) {
+    metrics_->check_latency().Observe(static_cast<double>(std::max<int64_t>(ms, 0)) / 1000.0);
+  }
+
+  const ingest::IngestCounters* counters = nullptr;
+  size_t queued = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    counters = ingest_counters_;
+    queued = queue_.size();
+  }
+  metrics_->queue_depth().Set(static_cast<double>(queued));
+  uint64_t refused_total = 0;
+  if (counters != nullptr) {
+    last_refusals_.resize(ingest::kRefusalReasonCount, 0);
+    for (int r = 0; r < ingest::kRefusalReasonCount; ++r) {
+      const uint64_t n = counters->refusals[r].load(std::memory_order_relaxed);
+      refused_total += n;
+      if (n > last_refusals_[r]) {
+        metrics_->RefusedTransactions(ingest::RefusalReasonName(static_cast<v1::RefusalReason>(r)))
+            .Increment(static_cast<double>(n - last_refusals_[r]));
+        last_refusals_[r] = n;
+      }
+    }
+    const uint64_t dup = counters->batches_duplicate.load(std::memory_order_relaxed);
+    add(metrics_->duplicate_batches(), dup, last_duplicates_);
+    last_duplicates_ = dup;
+  }
+
+  server::DaemonStatus status;
+  status.version = options_.version;
+  status.start_unix_ms = start_unix_ms_;
+  uint64_t ingested = 0;
+  for (const LiveStreamStatus& s : live_.Streams()) {
+    server::StreamStatus out;
+    out.name = s.name;
+    out.watermark = s.watermark;
+    out.closed = s.closed;
+    out.pending_transactions = s.pending;
+    out.ingested_transactions = s.delivered;
+    ingested += s.delivered;
+    // Lag: how long ago the stream's watermark last moved (its promise is that old).
+    auto& last = last_watermark_[s.name];
+    if (!watermark_moved_ms_.contains(s.name) || last != s.watermark) {
+      watermark_moved_ms_[s.name] = now_ms;
+      last = s.watermark;
+    }
+    if (!s.closed) {
+      out.lag_seconds = static_cast<double>(now_ms - watermark_moved_ms_[s.name]) / 1000.0;
+      metrics_->StreamLagSeconds(s.name).Set(*out.lag_seconds);
+    } else {
+      metrics_->StreamLagSeconds(s.name).Set(0);
+    }
+    if (s.watermark) {
+      metrics_->StreamWatermark(s.name).Set(static_cast<double>(s.watermark->physical));
+    }
+    metrics_->StreamPendingTransactions(s.name).Set(static_cast<double>(s.pending));
+    status.streams.push_back(std::move(out));
+  }
+  status.counts.ingested_transactions = ingested;
+  status.counts.queued_batches = queued;
+  status.counts.violations = store_->CountViolations();
+  status.counts.provisional_verdicts = st.provisional_reads;
+  status.counts.flip_flops = st.flip_flops;
+  status.counts.late_arrivals = st.late_arrivals;
+  status.counts.horizon_misses = st.horizon_misses;
+  status.memory.engine_bytes = history_bytes;
+  status.memory.retained_versions = st.retained_versions;
+  status.memory.retained_transactions = st.retained_txns;
+  status.memory.retained_provisional_reads = st.provisional_reads;
+  std::lock_guard<std::mutex> l(mu_);
+  status.counts.refused_transactions = refused_total + late_refusals_;
+  if (counters != nullptr) {
+    status.counts.duplicate_batches = counters->batches_duplicate.load(std::memory_order_relaxed);
+  }
+  status_ = std::move(status);
+}
+
+absl::StatusOr<store::ViolationPage> Monitor::Query(const store::ViolationFilter& filter,
+                                                    size_t limit, std::string_view page_token) {
+  return store_->QueryViolations(filter, limit, page_token);
+}
+
+absl::StatusOr<server::DaemonStatus> Monitor::GetStatus() {
+  server::DaemonStatus status;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    status = status_;
+  }
+  status.uptime_seconds = static_cast<double>(NowUnixMs() - start_unix_ms_) / 1000.0;
+  status.memory.resident_bytes = server::ProcessResidentMemoryBytes().value_or(0);
+  for (server::StreamStatus& s : status.streams) {
+    if (absl::StatusOr<store::StreamRecord> r = store_->GetStream(s.name); r.ok()) {
+      s.acked_sequence = r->durable_seq;
+    }
+  }
+  return status;
+}
+
+}  // namespace isowatch::monitor

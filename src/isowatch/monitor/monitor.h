@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "isowatch/ingest/batch_sink.h"
+#include "isowatch/ingest/memory_id_registry.h"
+#include "isowatch/ingest/service.h"
+#include "isowatch/monitor/live_checker.h"
+#include "isowatch/server/metrics.h"
+#include "isowatch/server/status_source.h"
+#include "isowatch/server/violation_source.h"
+#include "isowatch/store/store.h"
+
+namespace isowatch::monitor {
+
+struct MonitorOptions {
+  LiveOptions live;
+  // Batches made durable but not yet applied by the engine thread; when full, Submit waits and
+  // TrySubmit answers ResourceExhausted.
+  size_t queue_batches = 64;
+  // How often the engine thread finalises timed-out verdicts and refreshes gauges and status.
+  int64_t tick_ms = 100;
+  std::string version;
+};
+
+// The heart of isowatchd (docs/operations.md, "How the daemon works"): the sink of the ingest
+// service, the source of the HTTP API's violations and status, and the engine thread.
+//
+// A batch is made durable in the store's log (Submit, on the caller's thread: ingest threads
+// write concurrently and the store groups their syncs), then queued; the engine thread applies
+// batches in log order to a LiveChecker, stores each final violation under its stable id and
+// updates the metrics. At Open, the log is replayed into a fresh LiveChecker first, so after a
+// crash the daemon carries on where it was, and a violation already stored is not stored or
+// counted again.
+//
+// Thread-safe: Submit/TrySubmit/Position from ingest threads, Query/GetStatus from HTTP threads.
+class Monitor final : public ingest::BatchSink,
+                      public server::ViolationSource,
+                      public server::StatusSource {
+ public:
+  // Replays `store`'s log (recovery) and returns a monitor ready to Start.
+  // REQUIRES: `store` and `metrics` outlive the monitor.
+  static absl::StatusOr<std::unique_ptr<Monitor>> Open(store::Store* store,
+                                                       server::DaemonMetrics* metrics,
+                                                       MonitorOptions options);
+  ~Monitor() override;
+  Monitor(const Monitor&) = delete;
+  Monitor& operator=(const Monitor&) = delete;
+
+  // Starts the engine thread.
+  void Start();
+  // Drains: refuses new batches (Unavailable), applies every queued one, stores the violations,
+  // stops the engine thread. Idempotent.
+  void Stop();
+
+  // The ingest service whose counters the periodic refresh exports (refusals by reason,
+  // duplicate batches). May be null.
+  void SetIngestCounters(const ingest::IngestCounters* counters);
+  // The registry of accepted transaction ids, rebuilt from the log at Open.
+  ingest::IdRegistry& id_registry() { return registry_; }
+
+  // Ready: recovered and running, not draining.
+  absl::Status Ready() const;
+  // Transactions the live history refused after their batch was acknowledged (a key used both as
+  // a register and as a list), and headers ignored because they came after transactions.
+  uint64_t late_refusals() const;
+
+  // ingest::BatchSink
+  ingest::StreamPosition Position(std::string_view stream) override;
+  absl::StatusOr<uint64_t> Submit(ingest::ValidatedBatch batch) override;
+  absl::StatusOr<uint64_t> TrySubmit(ingest::ValidatedBatch batch) override;
+
+  // server::ViolationSource
+  absl::StatusOr<store::ViolationPage> Query(const store::ViolationFilter& filter, size_t limit,
+                                             std::string_view page_token) override;
+
+  // server::StatusSource
+  absl::StatusOr<server::DaemonStatus> GetStatus() override;
+
+ private:
+  struct Queued {
+    v1::IngestBatch batch;
+    int64_t received_ms = 0;
+  };
+
+  Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOptions options);
+  absl::Status Recover();
+  absl::StatusOr<uint64_t> SubmitImpl(ingest::ValidatedBatch batch, bool wait);
+  void Run();
+  // Engine thread: applies one batch and stores what became final.
+  void ApplyOne(Queued& q, int64_t now_ms);
+  absl::Status StoreViolations(int64_t now_ms, bool count);
+  void Refresh(int64_t now_ms);
+
+  store::Store* const store_;
+  server::DaemonMetrics* const metrics_;
+  const MonitorOptions options_;
+  const int64_t start_unix_ms_;
+  ingest::MemoryIdRegistry registry_;
+  LiveChecker live_;  // engine thread only (and Open, before it starts)
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;        // the engine thread waits for work
+  std::condition_variable room_cv_;   // Submit waits for room
+  std::map<uint64_t, Queued> queue_;  // by log position
+  size_t reserved_ = 0;               // slots taken by Submits still writing the log
+  uint64_t next_position_ = 1;        // the next log position to apply
+  bool running_ = false;
+  bool draining_ = false;
+  bool stopped_ = false;
+  bool recovered_ = false;
+  absl::Status engine_error_;
+  server::DaemonStatus status_;  // refreshed by the engine thread
+  uint64_t late_refusals_ = 0;
+  const ingest::IngestCounters* ingest_counters_ = nullptr;
+
+  // Engine thread: what the metrics were last told, to turn totals into increments.
+  engine::EngineStats last_stats_;
+  std::vector<uint64_t> last_refusals_;
+  uint64_t last_duplicates_ = 0;
+  std::vector<int64_t> latencies_;
+  absl::flat_hash_map<std::string, int64_t> watermark_moved_ms_;
+  absl::flat_hash_map<std::string, std::optional<history::Timestamp>> last_watermark_;
+
+  std::thread thread_;
+};
+
+}  // namespace isowatch::monitor
