@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The isowatch command: check history files, generate them, run the demo.
+// The isowatch command: check history files, generate them, replay them to isowatchd, run the
+// demo.
 #include <exception>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 #include "isowatch/cli/command.h"
 #include "isowatch/cli/demo_command.h"
 #include "isowatch/cli/gen_command.h"
+#include "isowatch/cli/replay_command.h"
 
 int main(int argc, char** argv) {
   using namespace isowatch::cli;
@@ -17,9 +19,11 @@ int main(int argc, char** argv) {
   CheckCommand check;
   GenCommand gen;
   DemoCommand demo;
+  ReplayCommand replay;
   CLI::App* check_cmd = check.Register(app);
   CLI::App* gen_cmd = gen.Register(app);
   CLI::App* demo_cmd = demo.Register(app);
+  CLI::App* replay_cmd = replay.Register(app);
   // CLI11 reports usage errors by exception; this entry point is where they stop.
   try {
     app.parse(argc, argv);
@@ -33,6 +37,7 @@ int main(int argc, char** argv) {
     if (check_cmd->parsed()) return check.Run();
     if (gen_cmd->parsed()) return gen.Run();
     if (demo_cmd->parsed()) return demo.Run();
+    if (replay_cmd->parsed()) return replay.Run();
   } catch (const std::exception& e) {
     std::cerr << "isowatch: internal error: " << e.what() << "\n";
     return 3;

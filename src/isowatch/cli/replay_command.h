@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace isowatch::cli {
+
+// `isowatch replay FILE --to HOST:PORT`: streams a history file to isowatchd with the simulated
+// asynchrony of `check --online` (docs/operations.md, "Replaying a history file").
+class ReplayCommand {
+ public:
+  CLI::App* Register(CLI::App& app);
+  int Run();
+
+ private:
+  std::string file_;
+  std::string to_;
+  std::string format_ = "auto";
+  std::string initial_value_ = "null";
+  std::string initial_txn_;
+  std::string stream_ = "replay";
+  uint32_t batch_ = 500;
+  double sigma_ms_ = 10;
+  double mean_ms_ = 100;
+  uint64_t seed_ = 1;
+  double collect_rate_tps_ = 10000;
+  double rate_tps_ = 0;
+  bool no_watermarks_ = false;
+  bool quiet_ = false;
+};
+
+}  // namespace isowatch::cli

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "isowatch/engine/delivery.h"
+#include "isowatch/history/history.h"
+#include "isowatch/v1/ingest.pb.h"
+
+namespace isowatch::collect {
+
+// Changes applied to every transaction a replay sends, so several histories can share one
+// daemon: ids get a prefix, keys (integers) an offset, timestamps (physical part) an offset.
+struct Relabel {
+  std::string id_prefix;
+  int64_t key_offset = 0;
+  int64_t time_offset = 0;
+};
+
+struct ReplayOptions {
+  std::string target;  // host:port of isowatchd's gRPC ingest
+  std::string stream = "replay";
+  // The simulated asynchrony of `isowatch check --online` (engine::DeliveryOptions): batch size,
+  // delays, seed, collection rate, watermarks.
+  engine::DeliveryOptions delivery;
+  // Real sending rate in transactions per second; 0 = as fast as the daemon takes them.
+  double send_rate_tps = 0;
+  // Batches in flight before Send waits for acks.
+  size_t max_in_flight = 8;
+  // End the stream when the history has been sent (the daemon then stops waiting for it).
+  bool end_of_stream = true;
+  Relabel relabel;
+};
+
+struct ReplayResult {
+  uint64_t transactions = 0;
+  uint64_t batches = 0;
+  uint64_t reconnects = 0;
+  uint64_t duplicates = 0;  // batches the daemon had already (re-sent after a reconnect)
+  std::vector<v1::Refusal> refusals;
+  double seconds = 0;
+};
+
+// The batches `h` is sent as: the delivery schedule's batches in arrival order, each with its
+// watermark; the first one carries the header (initial state and the data model in metadata
+// "data_model"). Sequence numbers are left to the client.
+absl::StatusOr<std::vector<v1::IngestBatch>> BuildReplayBatches(const history::History& h,
+                                                                const ReplayOptions& options);
+
+// Streams `h` to isowatchd (the replay collector): builds the batches, sends them through an
+// ingest::IngestClient (which reconnects and resumes from the last ack), paces them at
+// send_rate_tps, and closes the stream. `progress` (optional) is called after each batch with
+// the transactions sent so far.
+absl::StatusOr<ReplayResult> Replay(const history::History& h, const ReplayOptions& options,
+                                    const std::function<void(uint64_t)>& progress = nullptr);
+
+}  // namespace isowatch::collect
