@@ -34,6 +34,9 @@ void Key(JsonWriter& w, std::string_view s) {
   w.Key(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
+// Debian's abseil has its own string_view type.
+std::string_view View(absl::string_view s) { return {s.data(), s.size()}; }
+
 std::string ToString(const rapidjson::StringBuffer& buffer) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
@@ -193,7 +196,9 @@ void WriteViolation(JsonWriter& w, const store::ViolationRecord& record) {
   rapidjson::Document detail;
   detail.Parse(record.json.data(), record.json.size());
   if (!detail.HasParseError() && detail.IsObject()) {
-    for (const auto& member : detail.GetObject()) {
+    // An index loop: comparing rapidjson's member iterators is ambiguous in C++20 for clang.
+    for (rapidjson::SizeType i = 0; i < detail.MemberCount(); ++i) {
+      const auto& member = *(detail.MemberBegin() + i);
       std::string_view name(member.name.GetString(), member.name.GetStringLength());
       if (name == "finalised_unix_ms" ||
           std::find(kOwnKeys.begin(), kOwnKeys.end(), name) != kOwnKeys.end()) {
@@ -334,8 +339,8 @@ HttpResponse HttpApi::ServeReady(const HttpRequest& /*request*/) const {
   if (!readiness_) return HttpResponse::Text(200, "ok\n");
   absl::Status ready = readiness_();
   if (ready.ok()) return HttpResponse::Text(200, "ok\n");
-  std::string reason(ready.message());
-  if (reason.empty()) reason = std::string(absl::StatusCodeToString(ready.code()));
+  std::string reason(View(ready.message()));
+  if (reason.empty()) reason = absl::StatusCodeToString(ready.code());
   return HttpResponse::Text(503, fmt::format("not ready: {}\n", reason));
 }
 
@@ -350,7 +355,7 @@ HttpResponse HttpApi::ServeViolations(const HttpRequest& request) const {
       violations_->Query(query.filter, query.limit, query.page_token);
   if (!page.ok()) {
     int status = HttpStatusOf(page.status());
-    std::string message(page.status().message());
+    std::string message(View(page.status().message()));
     // The only parameter a source can reject is the page token; the others were checked above.
     return JsonError(status, message, status == 400 ? "page_token" : "");
   }
@@ -375,7 +380,7 @@ HttpResponse HttpApi::ServeStatus(const HttpRequest& request) const {
   if (status_ == nullptr) return JsonError(503, "status is not available");
   absl::StatusOr<DaemonStatus> status = status_->GetStatus();
   if (!status.ok()) {
-    return JsonError(HttpStatusOf(status.status()), std::string(status.status().message()));
+    return JsonError(HttpStatusOf(status.status()), View(status.status().message()));
   }
   absl::Status ready = readiness_ ? readiness_() : absl::OkStatus();
   rapidjson::StringBuffer buffer;
@@ -391,7 +396,7 @@ HttpResponse HttpApi::ServeStatus(const HttpRequest& request) const {
   w.Bool(ready.ok());
   if (!ready.ok()) {
     Key(w, "not_ready_reason");
-    String(w, std::string(ready.message()));
+    String(w, View(ready.message()));
   }
   Key(w, "streams");
   w.StartArray();

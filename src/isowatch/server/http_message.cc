@@ -19,7 +19,7 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 
 std::optional<std::string_view> HttpRequest::Param(std::string_view name) const {
   for (const auto& [key, value] : query) {
-    if (key == name) return std::string_view(value);
+    if (key == name) return value;
   }
   return std::nullopt;
 }
@@ -31,7 +31,7 @@ size_t HttpRequest::ParamCount(std::string_view name) const {
 
 std::optional<std::string_view> HttpRequest::Header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
-    if (EqualsIgnoreCase(key, name)) return std::string_view(value);
+    if (EqualsIgnoreCase(key, name)) return value;
   }
   return std::nullopt;
 }

@@ -132,18 +132,21 @@ class Session : public std::enable_shared_from_this<Session> {
       absl::StatusOr<RequestTarget> target =
           ParseRequestTarget(std::string_view(message.target().data(), message.target().size()));
       if (!target.ok()) {
-        response = HttpResponse::Text(400, std::string(target.status().message()) + "\n");
+        absl::string_view error = target.status().message();
+        response = HttpResponse::Text(
+            400, fmt::format("{}\n", std::string_view(error.data(), error.size())));
         keep_alive = false;
       } else {
         HttpRequest request;
-        request.method = std::string(message.method_string());
+        request.method.assign(message.method_string().data(), message.method_string().size());
         request.path = std::move(target->path);
         request.query = std::move(target->query);
         for (const auto& field : message) {
-          std::string name(field.name_string());
+          std::string name(field.name_string().data(), field.name_string().size());
           std::transform(name.begin(), name.end(), name.begin(),
                          [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-          request.headers.emplace_back(std::move(name), std::string(field.value()));
+          request.headers.emplace_back(std::move(name),
+                                       std::string(field.value().data(), field.value().size()));
         }
         request.body = message.body();
         is_head = request.method == "HEAD";

@@ -51,8 +51,8 @@ class HttpServer {
     std::string host = "127.0.0.1";  // an IPv4 or IPv6 address literal
     uint16_t port = 0;               // 0: any free port; port() tells which
     int threads = 1;
-    size_t max_header_bytes = 16 * 1024;
-    size_t max_body_bytes = 64 * 1024;
+    size_t max_header_bytes = size_t{16} * 1024;
+    size_t max_body_bytes = size_t{64} * 1024;
     size_t max_connections = 256;  // further connections are accepted and closed at once
     std::chrono::milliseconds idle_timeout = std::chrono::seconds(60);
   };

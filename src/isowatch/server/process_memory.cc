@@ -12,7 +12,7 @@ std::optional<uint64_t> ProcessResidentMemoryBytes() {
   uint64_t size_pages = 0;
   uint64_t resident_pages = 0;
   if (!(statm >> size_pages >> resident_pages)) return std::nullopt;
-  long page_size = sysconf(_SC_PAGESIZE);
+  const int64_t page_size = sysconf(_SC_PAGESIZE);
   if (page_size <= 0) return std::nullopt;
   return resident_pages * static_cast<uint64_t>(page_size);
 }

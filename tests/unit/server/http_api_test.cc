@@ -28,8 +28,8 @@
 namespace isowatch::server {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::ClientResponse;
+using ::testing::HasSubstr;
 using testing::HttpTestClient;
 
 // Keeps records in the order they became final and pages through them with the index of the
@@ -141,7 +141,7 @@ store::ViolationRecord MakeRecord(int i) {
   r.anomaly = i % 4 == 0 ? "EXT" : "SESSION";
   r.ext_kind = r.anomaly == "EXT" ? "never" : "";
   r.streams = {i % 5 == 0 ? "s2" : "s1"};
-  r.finalised_unix_ms = 1704067200000 + i * 1000;  // 2024-01-01T00:00:00Z + i s
+  r.finalised_unix_ms = 1704067200000 + int64_t{i} * 1000;  // 2024-01-01T00:00:00Z + i s
   r.json =
       fmt::format(R"({{"anomaly":"{}","txns":[{},"t{}"],"key":{},"expected":"1","observed":"2",)"
                   R"("explanation":"read of key {} saw 2"}})",
@@ -151,6 +151,7 @@ store::ViolationRecord MakeRecord(int i) {
 
 std::vector<store::ViolationRecord> MakeRecords(int n) {
   std::vector<store::ViolationRecord> records;
+  records.reserve(n);
   for (int i = 0; i < n; ++i) records.push_back(MakeRecord(i));
   return records;
 }

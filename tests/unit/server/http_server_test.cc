@@ -33,7 +33,7 @@ HttpResponse Echo(const HttpRequest& request) {
 class HttpServerTest : public ::testing::Test {
  protected:
   // Starts a server on 127.0.0.1, a free port, with the echo handler on a few routes.
-  void StartServer(HttpServer::Options options = {}) {
+  void StartServer(const HttpServer::Options& options = {}) {
     server_ = std::make_unique<HttpServer>(options);
     ASSERT_TRUE(server_->Handle("GET", "/a", Echo).ok());
     ASSERT_TRUE(
@@ -258,6 +258,7 @@ TEST_F(HttpServerTest, ServesConcurrentClientsOnSeveralThreads) {
   constexpr int kRequests = 20;
   std::atomic<int> good{0};
   std::vector<std::thread> clients;
+  clients.reserve(kClients);
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&, c] {
       HttpTestClient client(server_->port());

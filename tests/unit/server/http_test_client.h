@@ -115,7 +115,7 @@ class HttpTestClient {
     namespace http = boost::beast::http;
     boost::beast::error_code ec;
     http::response_parser<http::string_body> parser;
-    parser.body_limit(64 * 1024 * 1024);
+    parser.body_limit(uint64_t{64} * 1024 * 1024);
     parser.skip(head);
     stream_.expires_after(timeout_);
     http::async_read(stream_, buffer_, parser, [&](boost::beast::error_code e, size_t) { ec = e; });
@@ -125,9 +125,9 @@ class HttpTestClient {
     ClientResponse response;
     response.status = static_cast<int>(message.result_int());
     for (const auto& field : message) {
-      std::string name(field.name_string());
+      std::string name(field.name_string().data(), field.name_string().size());
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      response.headers[name] = std::string(field.value());
+      response.headers[name] = std::string(field.value().data(), field.value().size());
     }
     response.body = message.body();
     response.keep_alive = message.keep_alive();

@@ -103,6 +103,7 @@ class PrometheusProcess {
         "--log.level=info",
     };
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
