@@ -39,7 +39,7 @@ std::unique_ptr<Store> OpenFresh(bool sync) {
   std::filesystem::remove_all(BenchDir());
   auto store = Store::Open(BenchDir().string(), {.sync_writes = sync});
   if (!store.ok()) {
-    fmt::print(stderr, "cannot open the store: {}\n", std::string(store.status().message()));
+    fmt::print(stderr, "cannot open the store: {}\n", store.status().ToString());
     std::abort();
   }
   return *std::move(store);
@@ -64,7 +64,8 @@ void BM_AppendBatch(benchmark::State& state) {
   Store& store = *SharedStore();
   uint64_t seq = 0;
   for (auto _ : state) {
-    auto pos = store.AppendBatch(stream, ++seq, history::Timestamp{static_cast<int64_t>(seq), 0},
+    ++seq;
+    auto pos = store.AppendBatch(stream, seq, history::Timestamp{static_cast<int64_t>(seq), 0},
                                  false, payload);
     if (!pos.ok()) {
       state.SkipWithError("append failed");
@@ -77,9 +78,9 @@ void BM_AppendBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_AppendBatch)
     ->ArgNames({"sync", "bytes"})
-    ->ArgsProduct({{1}, {1024, 64 * 1024}})
+    ->ArgsProduct({{1}, {1024, int64_t{64} << 10}})
     ->Args({0, 1024})
-    ->Args({0, 64 * 1024})
+    ->Args({0, int64_t{64} << 10})
     ->Setup(SetUpStore)
     ->Teardown(TearDownStore)
     ->ThreadRange(1, 16)

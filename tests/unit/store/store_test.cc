@@ -78,6 +78,7 @@ ViolationRecord Violation(std::string id, std::string level, std::string anomaly
 
 std::vector<std::string> Ids(const std::vector<ViolationRecord>& records) {
   std::vector<std::string> ids;
+  ids.reserve(records.size());
   for (const ViolationRecord& r : records) ids.push_back(r.id);
   return ids;
 }
@@ -112,6 +113,7 @@ class RawDb {
     std::vector<std::string> names;
     EXPECT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names).ok());
     std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+    descriptors.reserve(names.size());
     for (const std::string& n : names) descriptors.emplace_back(n, rocksdb::ColumnFamilyOptions());
     rocksdb::DB* raw = nullptr;
     const rocksdb::Status s =
@@ -123,8 +125,8 @@ class RawDb {
     for (auto* h : handles_) EXPECT_TRUE(db_->DestroyColumnFamilyHandle(h).ok());
     EXPECT_TRUE(db_->Close().ok());
   }
-  rocksdb::DB& db() { return *db_; }
-  rocksdb::ColumnFamilyHandle* cf(std::string_view name) {
+  rocksdb::DB& Db() { return *db_; }
+  rocksdb::ColumnFamilyHandle* Cf(std::string_view name) {
     for (auto* h : handles_) {
       if (h->GetName() == name) return h;
     }
@@ -658,10 +660,10 @@ TEST_F(StoreTest, RefusesAnUnknownFormatVersion) {
   {
     RawDb raw(dir_);
     std::string value;
-    ASSERT_TRUE(raw.db().Get({}, raw.cf("meta"), "format_version", &value).ok());
+    ASSERT_TRUE(raw.Db().Get({}, raw.Cf("meta"), "format_version", &value).ok());
     EXPECT_EQ(value, std::string("\0\0\0\1", 4));  // as docs/store-format.md says
     ASSERT_TRUE(
-        raw.db().Put({}, raw.cf("meta"), "format_version", std::string("\0\0\0\7", 4)).ok());
+        raw.Db().Put({}, raw.Cf("meta"), "format_version", std::string("\0\0\0\7", 4)).ok());
   }
   auto store = Store::Open(dir_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -692,8 +694,8 @@ TEST_F(StoreTest, ACorruptRecordIsDataLoss) {
   }
   {
     RawDb raw(dir_);
-    ASSERT_TRUE(raw.db()
-                    .Put({}, raw.cf("violations"), internal::EncodeNumberKey(1),
+    ASSERT_TRUE(raw.Db()
+                    .Put({}, raw.Cf("violations"), internal::EncodeNumberKey(1),
                          std::string("\0\0\0\xff", 4))
                     .ok());
   }
@@ -744,6 +746,7 @@ TEST_F(StoreTest, ConcurrentAppendsPutsAndQueries) {
   constexpr int kStreams = 4;
   constexpr uint64_t kBatches = 40;
   std::vector<std::thread> threads;
+  threads.reserve(kStreams + 4);
   for (int t = 0; t < kStreams; ++t) {
     threads.emplace_back([&store, t] {
       const std::string stream = fmt::format("t{}", t);
