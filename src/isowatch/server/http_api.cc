@@ -326,6 +326,7 @@ absl::Status HttpApi::RegisterOn(HttpServer& server) {
 
 HttpResponse HttpApi::ServeMetrics(const HttpRequest& /*request*/) const {
   if (metrics_ == nullptr) return HttpResponse::Text(503, "metrics are not available\n");
+  metrics_->ready().Set(!readiness_ || readiness_().ok() ? 1 : 0);
   HttpResponse response = HttpResponse::Text(200, metrics_->Serialize());
   response.content_type = std::string(DaemonMetrics::kContentType);
   return response;

@@ -142,6 +142,16 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                               .Help("Memory held by the engine's state, as the engine counts it.")
                               .Register(r)
                               .Add({});
+  engine_memory_budget_bytes_ = &BuildGauge()
+                                     .Name("isowatch_engine_memory_budget_bytes")
+                                     .Help("The engine's configured memory budget; 0 when none.")
+                                     .Register(r)
+                                     .Add({});
+  ready_ = &BuildGauge()
+                .Name("isowatch_ready")
+                .Help("1 while the daemon is ready to take ingest (as /readyz), else 0.")
+                .Register(r)
+                .Add({});
   internal_bugs_ = &BuildCounter()
                         .Name("isowatch_internal_bugs_total")
                         .Help("Internal inconsistencies the daemon detected and survived.")

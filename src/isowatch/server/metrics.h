@@ -82,6 +82,12 @@ class DaemonMetrics {
   prometheus::Gauge& retained_transactions() { return *retained_transactions_; }
   prometheus::Gauge& retained_provisional_reads() { return *retained_provisional_reads_; }
   prometheus::Gauge& engine_memory_bytes() { return *engine_memory_bytes_; }
+  // The configured memory budget of the engine; 0 when there is none.
+  prometheus::Gauge& engine_memory_budget_bytes() { return *engine_memory_budget_bytes_; }
+
+  // 1 while the daemon is ready to take ingest, else 0. HttpApi sets it from its readiness check
+  // at every scrape of /metrics.
+  prometheus::Gauge& ready() { return *ready_; }
 
   // "Can't happen" conditions the daemon survived (see ISOWATCH_BUG in the style guide).
   prometheus::Counter& internal_bugs() { return *internal_bugs_; }
@@ -123,6 +129,8 @@ class DaemonMetrics {
   prometheus::Gauge* retained_transactions_;
   prometheus::Gauge* retained_provisional_reads_;
   prometheus::Gauge* engine_memory_bytes_;
+  prometheus::Gauge* engine_memory_budget_bytes_;
+  prometheus::Gauge* ready_;
   prometheus::Counter* internal_bugs_;
   prometheus::Gauge* resident_memory_bytes_;
   prometheus::Gauge* start_time_seconds_;

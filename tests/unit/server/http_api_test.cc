@@ -257,6 +257,14 @@ TEST_F(HttpApiTest, MetricsHaveTheExpositionContentTypeAndCurrentValues) {
               HasSubstr("isowatch_ingested_transactions_total{stream=\"orders\"} 7\n"));
 }
 
+TEST_F(HttpApiTest, ReadyGaugeFollowsTheReadinessCheckAtScrapeTime) {
+  EXPECT_THAT(Get("/metrics").body, HasSubstr("\nisowatch_ready 1\n"));
+  SetReady(absl::UnavailableError("draining"));
+  EXPECT_THAT(Get("/metrics").body, HasSubstr("\nisowatch_ready 0\n"));
+  SetReady(absl::OkStatus());
+  EXPECT_THAT(Get("/metrics").body, HasSubstr("\nisowatch_ready 1\n"));
+}
+
 // Runs `promtool check metrics` on `text` (on stdin); returns its exit code and output.
 std::pair<int, std::string> Promtool(const std::string& text) {
   const std::filesystem::path dir = ::testing::TempDir();
@@ -294,6 +302,7 @@ void PopulateAll(DaemonMetrics& metrics) {
   metrics.retained_transactions().Set(50);
   metrics.retained_provisional_reads().Set(5);
   metrics.engine_memory_bytes().Set(1 << 20);
+  metrics.engine_memory_budget_bytes().Set(1 << 30);
 }
 
 TEST_F(HttpApiTest, PromtoolAcceptsTheMetrics) {
@@ -333,6 +342,8 @@ TEST_F(HttpApiTest, MetricsCoverEveryDocumentedFamily) {
                            "isowatch_engine_retained_transactions",
                            "isowatch_engine_retained_provisional_reads",
                            "isowatch_engine_memory_bytes",
+                           "isowatch_engine_memory_budget_bytes",
+                           "isowatch_ready",
                            "isowatch_internal_bugs_total",
                            "isowatch_build_info",
                            "isowatch_uptime_seconds",
