@@ -107,6 +107,14 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Store
   if (!exists && !options.create_if_missing) {
     return absl::NotFoundError(fmt::format("no store in {}", dir));
   }
+  if (!exists) {
+    // RocksDB creates the last directory only.
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::UnavailableError(
+          fmt::format("cannot create the store directory {}: {}", dir, ec.message()));
+    }
+  }
 
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = options.create_if_missing;

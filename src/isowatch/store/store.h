@@ -84,7 +84,8 @@ class Store {
   // Version of the on-disk format this code reads and writes.
   static constexpr uint32_t kFormatVersion = 1;
 
-  // Opens (or creates, per `options`) the store in directory `dir`.
+  // Opens (or creates, per `options`, with any missing parent directories) the store in
+  // directory `dir`.
   // Errors: FailedPrecondition for a store of another format version, or a RocksDB database that
   // is not an isowatch store; Unavailable when the directory is locked by another process or
   // cannot be read; DataLoss when a record does not decode.

@@ -359,6 +359,14 @@ TEST_F(StoreTest, TheDirectoryIsLockedWhileOpen) {
   EXPECT_FALSE(second.ok());
 }
 
+TEST_F(StoreTest, CreatesMissingParentDirectories) {
+  const std::string nested = (root_ / "a" / "b" / "db").string();
+  auto store = OpenOrDie(nested);
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->AppendBatch("s", 1, std::nullopt, false, "x").ok());
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(nested) / "CURRENT"));
+}
+
 TEST_F(StoreTest, OpeningAMissingStoreWithoutCreateFails) {
   auto store = Store::Open(dir_, {.sync_writes = true, .create_if_missing = false});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kNotFound);
