@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstddef>
+
 #include <CLI/CLI.hpp>
 
 #include "isowatch/cli/sim_flags.h"
 
 namespace isowatch::cli {
 
-// `isowatch demo`: simulates a workload with faults switched on part-way through, checks the
-// history, prints the report and compares it with the simulator's ground truth.
+// `isowatch demo`: starts isowatchd in-process with a temporary store, feeds it from the built-in
+// simulator (a database that starts misbehaving part-way through) over gRPC with simulated
+// asynchrony, prints a live one-line summary and each violation as it becomes final, and at the
+// end compares what the daemon found with the simulator's ground truth. Ctrl-C stops it cleanly.
 class DemoCommand {
  public:
   DemoCommand();
@@ -17,7 +21,10 @@ class DemoCommand {
 
  private:
   SimFlags sim_;
-  size_t max_detailed_ = 5;
+  double rate_tps_ = 20000;
+  double sigma_ms_ = 20;
+  size_t max_shown_ = 20;
+  bool keep_ = false;
 };
 
 }  // namespace isowatch::cli

@@ -100,6 +100,7 @@ absl::StatusOr<ReplayResult> Replay(const history::History& h, const ReplayOptio
   ReplayResult result;
   const auto start = std::chrono::steady_clock::now();
   for (v1::IngestBatch& batch : batches) {
+    if (options.cancel != nullptr && options.cancel->load()) break;
     const auto n = static_cast<uint64_t>(batch.txns_size());
     RETURN_IF_ERROR(client.Send(std::move(batch)));
     result.transactions += n;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -35,6 +36,8 @@ struct ReplayOptions {
   // End the stream when the history has been sent (the daemon then stops waiting for it).
   bool end_of_stream = true;
   Relabel relabel;
+  // Set (from another thread) to stop sending; the stream is then closed as usual.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ReplayResult {
