@@ -78,7 +78,8 @@ class HttpServer {
   uint16_t port() const { return bound_port_.load(std::memory_order_acquire); }
 
   // Stops accepting, closes all connections and joins the threads. Idempotent; safe to call when
-  // Start() was never called or failed.
+  // Start() was never called or failed. REQUIRES: not called from a handler (it would wait for
+  // itself).
   void Stop();
 
  private:
