@@ -307,10 +307,10 @@ absl::Status Store::CheckWritable() const {
                   std::string_view(write_error_.message().data(), write_error_.message().size())));
 }
 
-absl::Status Store::Write(rocksdb::WriteBatch& batch, std::string_view what) {
+absl::Status Store::Write(rocksdb::WriteBatch& batch, bool sync, std::string_view what) {
   RETURN_IF_ERROR(CheckWritable());
   rocksdb::WriteOptions write_options;
-  write_options.sync = options_.sync_writes;
+  write_options.sync = sync;
   absl::Status status = FromRocksStatus(handles_->db->Write(write_options, &batch), what);
   if (!status.ok()) {
     absl::MutexLock lock(&mu_);
@@ -393,7 +393,8 @@ absl::StatusOr<uint64_t> Store::AppendBatch(std::string_view stream, uint64_t se
                                                              .closed = next.closed,
                                                              .header = next.header})),
                       "encoding a stream record"));
-  RETURN_IF_ERROR(Write(batch, fmt::format("appending batch {} of {}", seq, StreamLabel(stream))));
+  RETURN_IF_ERROR(Write(batch, options_.sync_writes,
+                        fmt::format("appending batch {} of {}", seq, StreamLabel(stream))));
   {
     absl::MutexLock lock(&state->mu);
     state->record = std::move(next);
@@ -453,7 +454,11 @@ absl::Status Store::TruncateLogBefore(uint64_t position) {
   RETURN_IF_ERROR(
       FromRocksStatus(batch.Put(handles_->meta, ToSlice(kLogStartKey), EncodeNumberKey(position)),
                       "encoding a log truncation"));
-  RETURN_IF_ERROR(Write(batch, fmt::format("truncating the log before {}", position)));
+  // What the truncated entries led to (violations, a checkpoint) must be durable before they go.
+  RETURN_IF_ERROR(CheckWritable());
+  RETURN_IF_ERROR(FromRocksStatus(handles_->db->SyncWAL(), "syncing before a log truncation"));
+  RETURN_IF_ERROR(
+      Write(batch, /*sync=*/true, fmt::format("truncating the log before {}", position)));
   absl::MutexLock lock(&mu_);
   first_position_ = position;
   return absl::OkStatus();
@@ -516,7 +521,8 @@ absl::Status Store::SetStreamHeader(std::string_view name, std::string_view head
                                                              .closed = next.closed,
                                                              .header = next.header})),
                       "encoding a stream record"));
-  RETURN_IF_ERROR(Write(batch, fmt::format("setting the header of {}", StreamLabel(name))));
+  RETURN_IF_ERROR(Write(batch, options_.sync_writes,
+                        fmt::format("setting the header of {}", StreamLabel(name))));
   absl::MutexLock lock(&state->mu);
   state->record = std::move(next);
   return absl::OkStatus();
@@ -540,7 +546,8 @@ absl::StatusOr<bool> Store::PutViolation(const ViolationRecord& record) {
                       "encoding a violation"));
   RETURN_IF_ERROR(FromRocksStatus(batch.Put(handles_->violation_ids, ToSlice(record.id), number),
                                   "encoding a violation"));
-  RETURN_IF_ERROR(Write(batch, fmt::format("storing violation {}", record.id)));
+  RETURN_IF_ERROR(
+      Write(batch, options_.sync_violations, fmt::format("storing violation {}", record.id)));
   ++next_violation_;
   violation_count_.store(next_violation_ - 1, std::memory_order_release);
   return true;

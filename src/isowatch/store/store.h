@@ -30,6 +30,11 @@ struct StoreOptions {
   // Every write syncs RocksDB's write-ahead log before it returns, so what was acknowledged
   // survives a power failure. With false it survives a crash of the process, not of the machine.
   bool sync_writes = true;
+  // PutViolation syncs too. Off by default: a violation is derived from the ingest log, which is
+  // synced, so one lost to a power failure is found again, under the same id, by recovery; a
+  // crash of the process loses none either way. (Any synced write also makes every earlier
+  // violation durable, and TruncateLogBefore syncs before it deletes.)
+  bool sync_violations = false;
   // Create an empty store when `dir` holds none; otherwise opening a missing store fails.
   bool create_if_missing = true;
 };
@@ -116,9 +121,10 @@ class Store {
   absl::Status ReadLog(uint64_t from_position,
                        absl::FunctionRef<absl::Status(const LogEntry&)> callback) const;
 
-  // Deletes the log entries below `position` (a checkpoint covers them). The next positions are
-  // unaffected. REQUIRES: every append that got a position below `position` has returned.
-  // Errors: InvalidArgument when `position` > next_log_position().
+  // Deletes the log entries below `position` (a checkpoint covers them), after syncing every
+  // earlier write (violations included). The next positions are unaffected. REQUIRES: every append
+  // that got a position below `position` has returned. Errors: InvalidArgument when `position` >
+  // next_log_position().
   absl::Status TruncateLogBefore(uint64_t position);
 
   // Position the next appended batch gets.
@@ -171,8 +177,8 @@ class Store {
   // Finds the stream, creating its in-memory state (with the next id) when `create` is set and
   // it is unknown. Returns nullptr when it is unknown and not created.
   StreamState* FindStream(std::string_view name, bool create) ABSL_LOCKS_EXCLUDED(mu_);
-  // Writes `batch` and makes a failure sticky.
-  absl::Status Write(rocksdb::WriteBatch& batch, std::string_view what);
+  // Writes `batch`, synced if `sync`, and makes a failure sticky.
+  absl::Status Write(rocksdb::WriteBatch& batch, bool sync, std::string_view what);
   absl::Status CheckWritable() const;
 
   const std::unique_ptr<Handles> handles_;
