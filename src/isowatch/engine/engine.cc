@@ -5,7 +5,6 @@
 #include <deque>
 #include <iterator>
 #include <limits>
-#include <queue>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -15,6 +14,7 @@
 #include "isowatch/checkers/chronos/internal/read_walker.h"
 #include "isowatch/checkers/chronos/internal/write_index.h"
 #include "isowatch/engine/internal/key_state.h"
+#include "isowatch/engine/internal/time_queue.h"
 
 namespace isowatch::engine {
 
@@ -27,6 +27,7 @@ using history::Value;
 using internal::KeyState;
 using internal::OrderKey;
 using internal::ReadInfo;
+using internal::TimeQueue;
 using internal::VersionInfo;
 using report::IsolationLevel;
 using report::Violation;
@@ -36,18 +37,6 @@ namespace {
 constexpr uint32_t kCommitPhase = 0;
 constexpr uint32_t kPointPhase = 1;
 constexpr uint32_t kStartPhase = 2;
-
-// A key with state waiting for a point to be passed: its pending reads (finality) or its old
-// versions (collection).
-struct KeyAt {
-  Timestamp ts;
-  KeyId key;
-
-  bool operator>(const KeyAt& o) const { return ts > o.ts; }
-};
-
-template <typename T>
-using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<T>>;
 
 struct StreamState {
   std::string name;
@@ -292,9 +281,7 @@ class EngineImpl {
       if (read.wrong) Emit(Explain(key, ks, point, read));
       return;
     }
-    if (ks.readers.empty() || point < ks.readers.begin()->first) {
-      finality_.push(KeyAt{point.ts, key});
-    }
+    finality_.Push(point.ts, key.value());
     ks.readers.emplace(point, read);
     ++stats_.provisional_reads;
     if (read.wrong) ++stats_.provisional_violations;
@@ -440,17 +427,15 @@ class EngineImpl {
     if (streams_.empty()) f = Timestamp::Min();
     if (f <= final_point_) return;
     final_point_ = f;
-    while (!finality_.empty() && finality_.top().ts <= final_point_) {
-      KeyId key = finality_.top().key;
-      finality_.pop();
-      FinalizeKey(key);
-    }
+    finality_.TakeUpTo(final_point_, [this](uint32_t key) { FinalizeKey(KeyId(key)); });
     Collect();
   }
 
-  // Makes final every pending read of `key` at or below the final point.
+  // Makes final every pending read of `key` at or below the final point. Called once for each
+  // such read: after the first call for a key, the others find nothing to do.
   void FinalizeKey(KeyId key) {
     KeyState& ks = keys_[key.value()];
+    if (ks.readers.empty() || ks.readers.begin()->first.ts > final_point_) return;
     auto end = ks.readers.upper_bound(LastAt(final_point_));
     for (auto it = ks.readers.begin(); it != end; ++it) {
       if (it->second.wrong) {
@@ -461,7 +446,6 @@ class EngineImpl {
       if (--pending_count_[it->first.txn] == 0) --txns_pending_;
     }
     ks.readers.erase(ks.readers.begin(), end);
-    if (!ks.readers.empty()) finality_.push(KeyAt{ks.readers.begin()->first.ts, key});
   }
 
   // Drops what no read at or after the collection point can need: for registers every version
@@ -476,12 +460,10 @@ class EngineImpl {
       g = Timestamp{g.physical - keep, std::numeric_limits<int64_t>::min()};
     }
     collect_keys_.clear();
-    while (!gc_.empty() && gc_.top().ts <= g) {
-      KeyId key = gc_.top().key;
-      gc_.pop();
-      keys_[key.value()].in_gc = false;
-      collect_keys_.push_back(key);
-    }
+    gc_.TakeUpTo(g, [this](uint32_t key) {
+      keys_[key].in_gc = false;
+      collect_keys_.push_back(KeyId(key));
+    });
     for (KeyId key : collect_keys_) {
       Trim(key, g);
       ScheduleTrim(key, keys_[key.value()]);
@@ -498,7 +480,7 @@ class EngineImpl {
     if (ks.versions.size() < (is_list ? 1U : 2U)) return;
     auto it = ks.versions.begin();
     if (!is_list) ++it;
-    gc_.push(KeyAt{it->first.ts, key});
+    gc_.Push(it->first.ts, key.value());
     ks.in_gc = true;
   }
 
@@ -551,8 +533,8 @@ class EngineImpl {
   std::vector<StreamState> streams_;
   Timestamp final_point_ = Timestamp::Min();
   int64_t max_duration_ = 0;  // longest transaction seen, in physical timestamp units
-  MinHeap<KeyAt> finality_;   // keys with pending reads, by their earliest read point
-  MinHeap<KeyAt> gc_;         // keys with versions to collect (ScheduleTrim), at most one each
+  TimeQueue finality_;        // per pending read: its key, by the read's timestamp
+  TimeQueue gc_;              // keys with versions to collect (ScheduleTrim), at most one each
 
   std::vector<Value> committed_scratch_;
   std::vector<Value> own_scratch_;
