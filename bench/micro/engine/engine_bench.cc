@@ -20,9 +20,12 @@
 // horizon misses of the run, the schedule's largest disorder in ms.
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <tuple>
+
+#include <unistd.h>
 
 #include <benchmark/benchmark.h>
 
@@ -33,6 +36,15 @@ namespace isowatch {
 namespace {
 
 using report::IsolationLevel;
+
+// Resident set size of this process, from /proc/self/statm.
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0;
+  uint64_t resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
 
 struct Fixture {
   sim::SimResult sim;
@@ -84,6 +96,10 @@ void RunEngine(benchmark::State& state, IsolationLevel level) {
   state.counters["flip_flops"] = static_cast<double>(last.stats.flip_flops);
   state.counters["horizon_misses"] = static_cast<double>(last.stats.horizon_misses);
   state.counters["max_disorder_ms"] = f.schedule.max_disorder_ms;
+  // Process memory after the run: the input history (held for the whole run, as the fixture)
+  // plus the engine. The history's own share is reported apart.
+  state.counters["rss_mib"] = static_cast<double>(ResidentBytes()) / (1 << 20);
+  state.counters["history_mib"] = static_cast<double>(f.sim.history.MemoryUsage()) / (1 << 20);
 }
 
 void BM_EngineSi(benchmark::State& state) { RunEngine(state, IsolationLevel::kSnapshotIsolation); }
@@ -93,6 +109,19 @@ BENCHMARK(BM_EngineSi)
     ->Args({100000, 100, 10000})
     ->Args({1000000, 100, 10000})
     ->Args({100000, 100, 100000})
+    ->Unit(benchmark::kMillisecond);
+
+// Long streams: retained state and memory at 1M, 5M and 10M committed transactions (one
+// iteration each; generating the 10M history takes minutes and some 8 GB).
+void BM_EngineSiLong(benchmark::State& state) {
+  RunEngine(state, IsolationLevel::kSnapshotIsolation);
+}
+BENCHMARK(BM_EngineSiLong)
+    ->ArgNames({"txns", "sigma_ms", "rate_tps"})
+    ->Args({1000000, 100, 10000})
+    ->Args({5000000, 100, 10000})
+    ->Args({10000000, 100, 10000})
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
 void BM_EngineSer(benchmark::State& state) { RunEngine(state, IsolationLevel::kSerializable); }
