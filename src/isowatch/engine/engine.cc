@@ -5,6 +5,7 @@
 #include <deque>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -282,7 +283,7 @@ class EngineImpl {
       return;
     }
     finality_.Push(point.ts, key.value());
-    ks.readers.emplace(point, read);
+    ks.readers.insert(point, read);
     ++stats_.provisional_reads;
     if (read.wrong) ++stats_.provisional_violations;
     if (pending_count_[point.txn]++ == 0) ++txns_pending_;
@@ -293,15 +294,24 @@ class EngineImpl {
   bool Collected(KeyId key, const KeyState& ks, const OrderKey& point) const {
     if (!ks.trimmed) return false;
     if (h_.key(key).is_list) return point.ts <= ks.trim_point;
-    return ks.versions.empty() || point < ks.versions.begin()->first;
+    return ks.versions.empty() || point < ks.versions.front_key();
   }
 
   // The newest version of a register visible at `point`, or nullptr for the initial value.
-  static const std::pair<const OrderKey, VersionInfo>* VisibleVersion(const KeyState& ks,
-                                                                      const OrderKey& point) {
+  struct Visible {
+    OrderKey key;
+    const VersionInfo* info;
+  };
+  static std::optional<Visible> VisibleVersion(const KeyState& ks, const OrderKey& point) {
+    if (ks.versions.empty()) return std::nullopt;
+    if (ks.versions.back_key() < point) {
+      auto last = ks.versions.last();  // usually: the read arrives after what it sees
+      return Visible{last.key(), &last.value()};
+    }
     auto it = ks.versions.lower_bound(point);
-    if (it == ks.versions.begin()) return nullptr;
-    return &*std::prev(it);
+    if (it == ks.versions.begin()) return std::nullopt;
+    --it;
+    return Visible{it.key(), &it.value()};
   }
 
   // The committed list visible at `point`, into `out`.
@@ -314,8 +324,8 @@ class EngineImpl {
       auto init = h_.InitialList(key);
       out->assign(init.begin(), init.end());
     }
-    for (auto it = ks.versions.begin(); it != ks.versions.end() && it->first < point; ++it) {
-      AppendsOf(TxnId(it->first.txn), key, out);
+    for (auto it = ks.versions.begin(); it != ks.versions.end() && it.key() < point; ++it) {
+      AppendsOf(TxnId(it.key().txn), key, out);
     }
   }
 
@@ -342,11 +352,11 @@ class EngineImpl {
       return !checkers::internal::ListReadMatches(committed_scratch_, own_scratch_,
                                                   h_.list_elements(op));
     }
-    const auto* v = VisibleVersion(ks, point);
-    if (v == nullptr) {
+    const auto v = VisibleVersion(ks, point);
+    if (!v) {
       return !checkers::internal::RegisterReadMatches(op.value(), h_.InitialValue(key), true);
     }
-    return !checkers::internal::RegisterReadMatches(op.value(), v->second.value, false);
+    return !checkers::internal::RegisterReadMatches(op.value(), v->info->value, false);
   }
 
   Violation Explain(KeyId key, const KeyState& ks, const OrderKey& point, const ReadInfo& r) {
@@ -360,9 +370,9 @@ class EngineImpl {
                                                committed_scratch_, own_scratch_,
                                                h_.list_elements(op));
     }
-    const auto* v = VisibleVersion(ks, point);
-    Value expected = v == nullptr ? h_.InitialValue(key) : v->second.value;
-    TxnId writer = v == nullptr ? TxnId::Invalid() : TxnId(v->first.txn);
+    const auto v = VisibleVersion(ks, point);
+    Value expected = !v ? h_.InitialValue(key) : v->info->value;
+    TxnId writer = !v ? TxnId::Invalid() : TxnId(v->key.txn);
     return checkers::internal::RegisterViolation(h_, write_index_, options_.level, reader, key,
                                                  expected, writer, op.value());
   }
@@ -378,42 +388,47 @@ class EngineImpl {
       // before t.commit commits before t.commit + max_duration, which bounds the scan.
       int64_t duration = t.commit.physical - t.start.physical;
       int64_t horizon = t.commit.physical + std::max(ks.max_duration, duration);
-      for (auto it = ks.versions.upper_bound(LastAt(t.start));
-           it != ks.versions.end() && it->first.ts.physical <= horizon; ++it) {
-        if (it->second.start < t.commit && it->first.ts > t.start && it->first.txn != id.value()) {
-          bool u_first = it->first < vkey;
-          TxnId u(it->first.txn);
+      // Usually every version of the key committed before t started: nothing to scan.
+      auto it = ks.versions.end();
+      if (!ks.versions.empty() && ks.versions.back_key().ts > t.start) {
+        it = ks.versions.upper_bound(LastAt(t.start));
+      }
+      for (; it != ks.versions.end() && it.key().ts.physical <= horizon; ++it) {
+        if (it.value().start < t.commit && it.key().ts > t.start && it.key().txn != id.value()) {
+          bool u_first = it.key() < vkey;
+          TxnId u(it.key().txn);
           Emit(checkers::internal::ExplainNoConflict(h_, u_first ? u : id, u_first ? id : u, key));
         }
       }
       ks.max_duration = std::max(ks.max_duration, duration);
     }
-    auto pos = ks.versions.emplace(vkey, VersionInfo{t.start, value}).first;
+    auto pos = ks.versions.insert(vkey, VersionInfo{t.start, value});
     ++stats_.retained_versions;
     ScheduleTrim(key, ks);
     // The reads whose snapshot now ends at (registers) or includes (lists) the new version.
-    if (ks.readers.empty()) return;
+    if (ks.readers.empty() || !(vkey < ks.readers.back_key())) return;
     auto from = ks.readers.upper_bound(vkey);
     auto to = ks.readers.end();
     if (!h_.key(key).is_list) {
-      auto next = std::next(pos);
-      if (next != ks.versions.end()) to = ks.readers.upper_bound(next->first);
+      auto next = pos;
+      ++next;
+      if (next != ks.versions.end()) to = ks.readers.upper_bound(next.key());
     }
     const bool is_list = h_.key(key).is_list;
     for (auto it = from; it != to; ++it) {
       // A register read between the new version and the next one now sees exactly the new
       // version; a list read sees one more append somewhere in its list.
-      bool wrong = is_list ? Wrong(key, ks, it->first, it->second)
+      bool wrong = is_list ? Wrong(key, ks, it.key(), it.value())
                            : !checkers::internal::RegisterReadMatches(
-                                 ReadOp(it->first, it->second).value(), value, false);
-      if (wrong == it->second.wrong) continue;
+                                 ReadOp(it.key(), it.value()).value(), value, false);
+      if (wrong == it.value().wrong) continue;
       ++stats_.flip_flops;
       if (wrong) {
         ++stats_.provisional_violations;
       } else {
         --stats_.provisional_violations;
       }
-      it->second.wrong = wrong;
+      it.value().wrong = wrong;
     }
   }
 
@@ -435,17 +450,18 @@ class EngineImpl {
   // such read: after the first call for a key, the others find nothing to do.
   void FinalizeKey(KeyId key) {
     KeyState& ks = keys_[key.value()];
-    if (ks.readers.empty() || ks.readers.begin()->first.ts > final_point_) return;
-    auto end = ks.readers.upper_bound(LastAt(final_point_));
-    for (auto it = ks.readers.begin(); it != end; ++it) {
-      if (it->second.wrong) {
-        Emit(Explain(key, ks, it->first, it->second));
+    auto it = ks.readers.begin();
+    const auto end = ks.readers.end();
+    if (it == end || it.key().ts > final_point_) return;
+    for (; it != end && it.key().ts <= final_point_; ++it) {
+      if (it.value().wrong) {
+        Emit(Explain(key, ks, it.key(), it.value()));
         --stats_.provisional_violations;
       }
       --stats_.provisional_reads;
-      if (--pending_count_[it->first.txn] == 0) --txns_pending_;
+      if (--pending_count_[it.key().txn] == 0) --txns_pending_;
     }
-    ks.readers.erase(ks.readers.begin(), end);
+    ks.readers.erase_prefix(it);
   }
 
   // Drops what no read at or after the collection point can need: for registers every version
@@ -480,16 +496,21 @@ class EngineImpl {
     if (ks.versions.size() < (is_list ? 1U : 2U)) return;
     auto it = ks.versions.begin();
     if (!is_list) ++it;
-    gc_.Push(it->first.ts, key.value());
+    gc_.Push(it.key().ts, key.value());
     ks.in_gc = true;
   }
 
   void Trim(KeyId key, const Timestamp& g) {
     KeyState& ks = keys_[key.value()];
-    auto last = ks.versions.upper_bound(LastAt(g));
+    // The first version above g: usually among the first few.
+    auto last = ks.versions.begin();
+    const auto end = ks.versions.end();
+    for (int i = 0; i < 8 && last != end && last.key().ts <= g; ++i) ++last;
+    if (last != end && last.key().ts <= g) last = ks.versions.upper_bound(LastAt(g));
     if (last == ks.versions.begin()) return;
     bool is_list = h_.key(key).is_list;
-    auto keep = is_list ? last : std::prev(last);
+    auto keep = last;
+    if (!is_list) --keep;
     if (keep == ks.versions.begin()) return;
     if (is_list) {
       if (!ks.trimmed) {
@@ -497,11 +518,10 @@ class EngineImpl {
         ks.base_list.assign(init.begin(), init.end());
       }
       for (auto it = ks.versions.begin(); it != keep; ++it) {
-        AppendsOf(TxnId(it->first.txn), key, &ks.base_list);
+        AppendsOf(TxnId(it.key().txn), key, &ks.base_list);
       }
     }
-    stats_.retained_versions -= static_cast<uint64_t>(std::distance(ks.versions.begin(), keep));
-    ks.versions.erase(ks.versions.begin(), keep);
+    stats_.retained_versions -= ks.versions.erase_prefix(keep);
     ks.trimmed = true;
     ks.trim_point = std::max(ks.trim_point, g);
   }
