@@ -8,8 +8,6 @@
 #include <optional>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-
 #include "isowatch/checkers/chronos/internal/explain.h"
 #include "isowatch/checkers/chronos/internal/ext_rules.h"
 #include "isowatch/checkers/chronos/internal/read_walker.h"
@@ -59,8 +57,28 @@ struct SessionState {
     TxnId id;
     bool participates = false;
   };
+  // The entries from `base` on: a vector whose dropped front is reclaimed once it is the larger
+  // part (amortised O(1) per entry).
+  class Window {
+   public:
+    size_t size() const { return v_.size() - first_; }
+    Entry& operator[](size_t i) { return v_[first_ + i]; }
+    const Entry& operator[](size_t i) const { return v_[first_ + i]; }
+    void resize(size_t n) { v_.resize(first_ + n); }
+    void drop_front(size_t n) {
+      first_ += n;
+      if (first_ >= 64 && first_ * 2 >= v_.size()) {
+        v_.erase(v_.begin(), v_.begin() + static_cast<ptrdiff_t>(first_));
+        first_ = 0;
+      }
+    }
+
+   private:
+    std::vector<Entry> v_;
+    size_t first_ = 0;
+  };
   uint32_t base = 0;
-  std::deque<Entry> entries;
+  Window entries;
   size_t prefix = 0;
   size_t anchor = 0;
   bool has_anchor = false;
@@ -92,7 +110,8 @@ class EngineImpl {
         keys_(h.key_count()),
         delivered_(h.size(), false),
         pending_count_(h.size(), 0),
-        key_stamp_(h.key_count(), 0) {}
+        key_stamp_(h.key_count(), 0),
+        sessions_(h.session_count()) {}
 
   StreamId AddStream(std::string name) {
     streams_.push_back(StreamState{.name = std::move(name)});
@@ -101,7 +120,10 @@ class EngineImpl {
   }
 
   void Deliver(StreamId stream, std::span<const TxnId> batch, std::optional<Timestamp> watermark) {
-    if (h_.size() != delivered_.size() || h_.key_count() != keys_.size()) Grow();
+    if (h_.size() != delivered_.size() || h_.key_count() != keys_.size() ||
+        h_.session_count() != sessions_.size()) {
+      Grow();
+    }
     StreamState& s = streams_[stream];
     for (TxnId id : batch) DeliverOne(s, id);
     if (watermark && (!s.has_watermark || *watermark > s.watermark)) {
@@ -152,6 +174,7 @@ class EngineImpl {
     pending_count_.resize(h_.size(), 0);
     keys_.resize(h_.key_count());
     key_stamp_.resize(h_.key_count(), 0);
+    sessions_.resize(h_.session_count());
     walker_.Grow();
   }
 
@@ -244,7 +267,7 @@ class EngineImpl {
       ++ss.prefix;
     }
     if (ss.has_anchor && ss.anchor > 0) {
-      ss.entries.erase(ss.entries.begin(), ss.entries.begin() + static_cast<ptrdiff_t>(ss.anchor));
+      ss.entries.drop_front(ss.anchor);
       ss.base += static_cast<uint32_t>(ss.anchor);
       ss.prefix -= ss.anchor;
       session_entries_ -= ss.anchor;
@@ -547,7 +570,7 @@ class EngineImpl {
   std::vector<uint32_t> key_stamp_;      // per key: deduplication within one pass
   uint32_t stamp_ = 0;
   std::vector<KeyId> collect_keys_;
-  absl::flat_hash_map<uint32_t, SessionState> sessions_;
+  std::vector<SessionState> sessions_;  // by session
   uint64_t session_entries_ = 0;
 
   std::vector<StreamState> streams_;
