@@ -1,0 +1,734 @@
+// SPDX-License-Identifier: Apache-2.0
+// isowatchd in-process (monitor::Daemon on free ports, a temporary store): malformed batches sent
+// with the unary Push are refused with the expected reasons while the rest of each batch is kept;
+// the counters, the status and the violations say so over HTTP; a restart keeps the violations,
+// the ids of the transactions and recognises re-sent batches; a shutdown applies every batch
+// already acknowledged; a stream's first watermark, not the timeout, makes its verdicts final.
+#include "isowatch/monitor/daemon.h"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdlib.h>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "isowatch/config/config.h"
+#include "isowatch/ingest/client.h"
+#include "isowatch/ingest/validate.h"
+#include "isowatch/store/violation_record.h"
+
+#include "tests/unit/server/http_test_client.h"
+
+namespace isowatch::monitor {
+namespace {
+
+using server::testing::HttpTestClient;
+
+constexpr absl::Duration kWait = absl::Seconds(60);
+constexpr char kVersion[] = "0.0.0-test";
+
+// A directory under the test's temporary directory, removed with its contents at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::path(::testing::TempDir()) / "isowatch-daemon-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& Path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Polls `done` every 20 ms until it holds or `timeout` passes; returns its last answer.
+template <typename F>
+bool WaitFor(F done, absl::Duration timeout = kWait) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() > deadline) return done();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// --- transactions -----------------------------------------------------------------------------
+// Every transaction has its own session and the interval [10 id, 10 id + 5]: transactions never
+// overlap, so the only anomalies are the reads of values nobody wrote (EXT, kind never).
+
+v1::Transaction Txn(int64_t id) {
+  v1::Transaction t;
+  t.set_id_int(id);
+  t.set_session_int(id);
+  t.set_status(v1::Transaction::COMMITTED);
+  t.mutable_start()->set_physical(10 * id);
+  t.mutable_commit()->set_physical(10 * id + 5);
+  return t;
+}
+
+v1::Transaction Writer(int64_t id, int64_t key, int64_t value) {
+  v1::Transaction t = Txn(id);
+  v1::Operation* op = t.add_ops();
+  op->set_kind(v1::Operation::WRITE);
+  op->mutable_key()->set_int_(key);
+  op->mutable_value()->set_int_(value);
+  return t;
+}
+
+v1::Transaction Reader(int64_t id, int64_t key, int64_t value) {
+  v1::Transaction t = Txn(id);
+  v1::Operation* op = t.add_ops();
+  op->set_kind(v1::Operation::READ);
+  op->mutable_key()->set_int_(key);
+  op->mutable_value()->set_int_(value);
+  return t;
+}
+
+// A value no transaction of these tests writes.
+int64_t Unwritten(int64_t id) { return 1'000'000 + id; }
+
+v1::IngestBatch Batch(std::string_view stream, uint64_t seq, std::vector<v1::Transaction> txns) {
+  v1::IngestBatch b;
+  b.set_stream(std::string(stream));
+  b.set_seq(seq);
+  for (v1::Transaction& t : txns) *b.add_txns() = std::move(t);
+  return b;
+}
+
+// --- the daemon and its HTTP API -----------------------------------------------------------------
+
+config::DaemonConfig TestConfig(const std::string& data_dir) {
+  config::DaemonConfig c;
+  c.data_dir = data_dir;
+  c.grpc.port = 0;
+  c.http.port = 0;
+  return c;
+}
+
+// A violation as compared across the daemon and the expectations.
+struct Seen {
+  std::string id;
+  std::string anomaly;
+  std::string ext_kind;
+  std::string txns;  // the JSON array, as text
+  std::string key;   // the JSON value, as text
+};
+
+std::string ToJson(const rapidjson::Value& v) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  v.Accept(w);
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+std::string MemberString(const rapidjson::Value& v, const char* name) {
+  if (!v.IsObject() || !v.HasMember(name) || !v[name].IsString()) return "";
+  return std::string(v[name].GetString(), v[name].GetStringLength());
+}
+
+// A metric's sample in the Prometheus text format: `series` is the name with its labels as
+// rendered (`isowatch_refused_transactions_total{reason="missing_id"}`).
+std::optional<double> Sample(const std::string& text, std::string_view series) {
+  std::istringstream in(text);
+  std::string line;
+  const std::string prefix = std::string(series) + " ";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) return std::stod(line.substr(prefix.size()));
+  }
+  return std::nullopt;
+}
+
+// The sum of every sample of the metric `name`, whatever its labels.
+double Total(const std::string& text, std::string_view name) {
+  std::istringstream in(text);
+  std::string line;
+  double total = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind(std::string(name) + "{", 0) == 0 ||
+        line.rfind(std::string(name) + " ", 0) == 0) {
+      total += std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return total;
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (daemon_ != nullptr) daemon_->Shutdown();
+  }
+
+  void Start(const config::DaemonConfig& config) {
+    auto d = Daemon::Start(config, kVersion);
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = *std::move(d);
+    ASSERT_GT(daemon_->grpc_port(), 0);
+    ASSERT_GT(daemon_->http_port(), 0);
+    channel_ = ingest::MakeIngestChannel(fmt::format("127.0.0.1:{}", daemon_->grpc_port()),
+                                         ClientOptions());
+    stub_ = v1::Ingest::NewStub(channel_);
+  }
+
+  void Stop() {
+    stub_.reset();
+    channel_.reset();
+    if (daemon_ != nullptr) daemon_->Shutdown();
+    daemon_.reset();
+  }
+
+  static ingest::ClientOptions ClientOptions() {
+    ingest::ClientOptions o;
+    o.initial_backoff = absl::Milliseconds(20);
+    o.max_backoff = absl::Milliseconds(500);
+    o.deadline = kWait;
+    return o;
+  }
+
+  absl::StatusOr<v1::IngestAck> Push(const v1::IngestBatch& batch) {
+    return ingest::PushBatch(*stub_, batch, ClientOptions());
+  }
+
+  std::optional<server::testing::ClientResponse> Get(std::string_view target) {
+    HttpTestClient http(static_cast<uint16_t>(daemon_->http_port()));
+    if (!http.connected()) return std::nullopt;
+    return http.Get(target, /*keep_alive=*/false);
+  }
+
+  std::string Metrics() {
+    auto r = Get("/metrics");
+    return r && r->status == 200 ? r->body : "";
+  }
+
+  // /api/v1/status, parsed; an empty document when it cannot be had.
+  std::unique_ptr<rapidjson::Document> Status() {
+    auto doc = std::make_unique<rapidjson::Document>();
+    auto r = Get("/api/v1/status");
+    if (!r || r->status != 200) return doc;
+    doc->Parse(r->body.data(), r->body.size());
+    if (doc->HasParseError()) doc->SetNull();
+    return doc;
+  }
+
+  // The stream's entry in /api/v1/status: each member as JSON text; nullopt when absent.
+  std::optional<std::map<std::string, std::string>> StreamStatus(std::string_view name) {
+    std::unique_ptr<rapidjson::Document> doc = Status();
+    if (!doc->IsObject() || !doc->HasMember("streams") || !(*doc)["streams"].IsArray()) {
+      return std::nullopt;
+    }
+    for (const rapidjson::Value& s : (*doc)["streams"].GetArray()) {
+      if (MemberString(s, "name") != name) continue;
+      std::map<std::string, std::string> out;
+      for (auto it = s.MemberBegin(); it != s.MemberEnd(); ++it) {
+        out[std::string(it->name.GetString(), it->name.GetStringLength())] = ToJson(it->value);
+      }
+      return out;
+    }
+    return std::nullopt;
+  }
+
+  // Waits until the stream is closed and nothing of it is pending.
+  bool WaitChecked(std::string_view stream) {
+    return WaitFor([&] {
+      auto s = StreamStatus(stream);
+      return s && (*s)["closed"] == "true" && (*s)["pending_transactions"] == "0";
+    });
+  }
+
+  // Every page of /api/v1/violations (pages of `limit`), or nullopt on any error.
+  std::optional<std::vector<Seen>> Violations(int limit = 2) {
+    std::vector<Seen> out;
+    std::string token;
+    for (int page = 0; page < 10'000; ++page) {
+      std::string target = fmt::format("/api/v1/violations?limit={}", limit);
+      if (!token.empty()) target += "&page_token=" + token;
+      auto r = Get(target);
+      if (!r || r->status != 200) {
+        ADD_FAILURE() << target << ": " << (r ? r->body : "no answer");
+        return std::nullopt;
+      }
+      rapidjson::Document doc;
+      doc.Parse(r->body.data(), r->body.size());
+      if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("violations") ||
+          !doc["violations"].IsArray()) {
+        ADD_FAILURE() << "bad answer: " << r->body;
+        return std::nullopt;
+      }
+      for (const rapidjson::Value& v : doc["violations"].GetArray()) {
+        Seen s;
+        s.id = MemberString(v, "id");
+        s.anomaly = MemberString(v, "anomaly");
+        s.ext_kind = MemberString(v, "ext_kind");
+        if (v.HasMember("txns")) s.txns = ToJson(v["txns"]);
+        if (v.HasMember("key")) s.key = ToJson(v["key"]);
+        out.push_back(std::move(s));
+      }
+      token = MemberString(doc, "next_page_token");
+      if (token.empty()) return out;
+    }
+    ADD_FAILURE() << "too many pages";
+    return std::nullopt;
+  }
+
+  std::unique_ptr<Daemon> daemon_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ingest::Stub> stub_;
+};
+
+// A violation as (anomaly, ext_kind, txns, key), the last two as JSON text.
+using Brief = std::tuple<std::string, std::string, std::string, std::string>;
+
+// The brief of each violation; checks that no id is served twice.
+std::multiset<Brief> Summary(const std::vector<Seen>& seen) {
+  std::multiset<Brief> out;
+  std::set<std::string> ids;
+  for (const Seen& s : seen) {
+    EXPECT_FALSE(s.id.empty());
+    EXPECT_TRUE(ids.insert(s.id).second) << "violation " << s.id << " served twice";
+    out.emplace(s.anomaly, s.ext_kind, s.txns, s.key);
+  }
+  return out;
+}
+
+// The violation of reader `id` that read an unwritten value of `key`.
+Brief ExtNever(int64_t id, int64_t key) {
+  return {"EXT", "never", fmt::format("[{}]", id), fmt::format("{}", key)};
+}
+
+struct ExpectedRefusal {
+  uint32_t index;
+  v1::RefusalReason reason;
+  bool whole_batch = false;
+};
+
+TEST_F(DaemonTest, RefusesMalformedTransactionsAndKeepsTheRest) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = TestConfig(dir.Path());
+  config.ingest.max_batch_transactions = 8;
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  const std::string s = "bad-input";
+
+  struct Step {
+    v1::IngestBatch batch;
+    std::vector<ExpectedRefusal> refusals;
+    uint64_t durable_seq;
+  };
+  std::vector<Step> steps;
+  // The good transactions: writers of key 1 and 2, readers of what they wrote (no violation)
+  // and readers of values nobody wrote (one EXT violation each).
+  std::multiset<Brief> want;
+  uint64_t good = 0;
+
+  {  // 1: a transaction without an id.
+    v1::Transaction no_id = Reader(900, 1, Unwritten(900));
+    no_id.clear_id_int();
+    steps.push_back({Batch(s, 1, {Writer(1, 1, 100), std::move(no_id), Reader(2, 1, Unwritten(2))}),
+                     {{1, v1::MISSING_ID}},
+                     1});
+    want.insert(ExtNever(2, 1));
+    good += 2;
+  }
+  {  // 2: committed without a commit timestamp.
+    v1::Transaction no_commit = Reader(901, 1, Unwritten(901));
+    no_commit.clear_commit();
+    steps.push_back({Batch(s, 2, {Reader(3, 1, 100), std::move(no_commit)}),
+                     {{1, v1::MISSING_COMMIT_TIMESTAMP}},
+                     2});
+    good += 1;
+  }
+  {  // 3: start after commit.
+    v1::Transaction backwards = Reader(902, 1, Unwritten(902));
+    backwards.mutable_start()->set_physical(backwards.commit().physical() + 1);
+    steps.push_back({Batch(s, 3, {std::move(backwards), Reader(4, 1, Unwritten(4))}),
+                     {{0, v1::START_AFTER_COMMIT}},
+                     3});
+    want.insert(ExtNever(4, 1));
+    good += 1;
+  }
+  {  // 4: an operation without a kind.
+    v1::Transaction no_kind = Reader(903, 1, Unwritten(903));
+    no_kind.mutable_ops(0)->clear_kind();
+    steps.push_back({Batch(s, 4, {Writer(5, 2, 200), Reader(6, 2, 200), std::move(no_kind)}),
+                     {{2, v1::UNKNOWN_OPERATION_KIND}},
+                     4});
+    good += 2;
+  }
+  {  // 5: a write without a value.
+    v1::Transaction no_value = Writer(904, 2, 999);
+    no_value.mutable_ops(0)->clear_value();
+    steps.push_back({Batch(s, 5, {std::move(no_value), Reader(7, 2, Unwritten(7))}),
+                     {{0, v1::MISSING_VALUE}},
+                     5});
+    want.insert(ExtNever(7, 2));
+    good += 1;
+  }
+  {  // 6: more transactions than max_batch_transactions: refused whole, its seq consumed. Had any
+     // of them been applied, its unwritten read would show as a violation.
+    std::vector<v1::Transaction> txns;
+    for (int64_t id = 910; id < 919; ++id) txns.push_back(Reader(id, 1, Unwritten(id)));
+    steps.push_back({Batch(s, 6, std::move(txns)), {{0, v1::BATCH_TOO_LARGE, true}}, 6});
+  }
+  {  // 7: id 1 again with other content (refused), id 2 again unchanged (a silent duplicate).
+    steps.push_back({Batch(s, 7,
+                           {Writer(1, 1, 101), Reader(2, 1, Unwritten(2)), Reader(8, 1, 100),
+                            Reader(9, 2, Unwritten(9))}),
+                     {{0, v1::ID_REUSED}},
+                     7});
+    want.insert(ExtNever(9, 2));
+    good += 2;
+  }
+  {  // 8: key 1 is a register; an append to it passes validation and is refused by the live
+     // history after the batch is acknowledged.
+    v1::Transaction append = Txn(10);
+    v1::Operation* op = append.add_ops();
+    op->set_kind(v1::Operation::APPEND);
+    op->mutable_key()->set_int_(1);
+    op->mutable_value()->set_int_(5);
+    steps.push_back({Batch(s, 8, {std::move(append), Reader(11, 1, Unwritten(11))}), {}, 8});
+    want.insert(ExtNever(11, 1));
+    good += 1;  // the append is delivered to nothing
+  }
+  // 10 before 9: a gap, refused whole without taking the seq.
+  steps.push_back(
+      {Batch(s, 10, {Reader(920, 1, Unwritten(920))}), {{0, v1::SEQUENCE_GAP, true}}, 8});
+  {  // 9: the last batch, closing the stream.
+    v1::IngestBatch last = Batch(s, 9, {Reader(12, 2, 200), Reader(13, 1, Unwritten(13))});
+    last.set_end_of_stream(true);
+    steps.push_back({std::move(last), {}, 9});
+    want.insert(ExtNever(13, 1));
+    good += 2;
+  }
+
+  for (const Step& step : steps) {
+    SCOPED_TRACE(fmt::format("batch {}", step.batch.seq()));
+    absl::StatusOr<v1::IngestAck> ack = Push(step.batch);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    EXPECT_EQ(ack->stream(), s);
+    EXPECT_EQ(ack->durable_seq(), step.durable_seq);
+    EXPECT_FALSE(ack->duplicate());
+    ASSERT_EQ(ack->refusals_size(), static_cast<int>(step.refusals.size()))
+        << ack->ShortDebugString();
+    for (size_t i = 0; i < step.refusals.size(); ++i) {
+      const v1::Refusal& got = ack->refusals(static_cast<int>(i));
+      EXPECT_EQ(got.seq(), step.batch.seq());
+      EXPECT_EQ(got.index(), step.refusals[i].index);
+      EXPECT_EQ(got.reason(), step.refusals[i].reason)
+          << ingest::RefusalReasonName(got.reason()) << ": " << got.detail();
+      EXPECT_EQ(got.whole_batch(), step.refusals[i].whole_batch);
+      EXPECT_FALSE(got.detail().empty());
+    }
+  }
+
+  ASSERT_TRUE(WaitChecked(s)) << "the stream was not checked completely";
+
+  // Every reason counted once: eight at ingest, one by the live history.
+  const std::vector<std::string> reasons = {
+      "missing_id",      "missing_commit_timestamp", "start_after_commit", "unknown_operation_kind",
+      "missing_value",   "batch_too_large",          "id_reused",          "sequence_gap",
+      "history_conflict"};
+  std::string metrics;
+  const bool counted = WaitFor([&] {
+    metrics = Metrics();
+    for (const std::string& reason : reasons) {
+      auto v = Sample(metrics,
+                      fmt::format("isowatch_refused_transactions_total{{reason=\"{}\"}}", reason));
+      if (!v || *v != 1) return false;
+    }
+    return true;
+  });
+  EXPECT_TRUE(counted) << metrics;
+  for (const std::string& reason : reasons) {
+    EXPECT_EQ(Sample(metrics,
+                     fmt::format("isowatch_refused_transactions_total{{reason=\"{}\"}}", reason)),
+              1.0)
+        << reason;
+  }
+  // Nothing else refused.
+  EXPECT_EQ(Total(metrics, "isowatch_refused_transactions_total"),
+            static_cast<double>(reasons.size()))
+      << metrics;
+  EXPECT_EQ(
+      Sample(metrics, fmt::format("isowatch_ingested_transactions_total{{stream=\"{}\"}}", s)),
+      static_cast<double>(good));
+
+  // The status agrees, and counts the late refusal with the others.
+  auto stream = StreamStatus(s);
+  ASSERT_TRUE(stream.has_value());
+  EXPECT_EQ((*stream)["ingested_transactions"], std::to_string(good));
+  EXPECT_EQ((*stream)["acked_sequence"], "9");
+  std::unique_ptr<rapidjson::Document> status = Status();
+  ASSERT_TRUE(status->IsObject() && status->HasMember("counts"));
+  const rapidjson::Value& counts = (*status)["counts"];
+  ASSERT_TRUE(counts.HasMember("refused_transactions"));
+  EXPECT_EQ(ToJson(counts["refused_transactions"]), std::to_string(reasons.size()));
+  EXPECT_EQ(ToJson(counts["violations"]), std::to_string(want.size()));
+
+  // Still alive and ready, and the good transactions gave exactly the expected violations.
+  auto ready = Get("/readyz");
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ(ready->status, 200) << ready->body;
+  auto seen = Violations();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(Summary(*seen), want);
+  EXPECT_EQ(Total(metrics, "isowatch_violations_total"), static_cast<double>(want.size()))
+      << metrics;
+
+  // A later stream on the same daemon is checked as usual.
+  v1::IngestBatch more =
+      Batch("after-bad-input", 1, {Writer(20, 3, 300), Reader(21, 3, Unwritten(21))});
+  more.set_end_of_stream(true);
+  absl::StatusOr<v1::IngestAck> ack = Push(more);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_EQ(ack->refusals_size(), 0);
+  ASSERT_TRUE(WaitChecked("after-bad-input"));
+  want.insert(ExtNever(21, 3));
+  seen = Violations();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(Summary(*seen), want);
+}
+
+TEST_F(DaemonTest, RestartKeepsViolationsAndRecognisesResentBatches) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  const config::DaemonConfig config = TestConfig(dir.Path());
+  const std::string s = "restart";
+  const v1::IngestBatch first =
+      Batch(s, 1, {Writer(1, 1, 100), Reader(2, 1, Unwritten(2)), Reader(3, 1, 100)});
+  v1::IngestBatch second = Batch(s, 2, {Reader(4, 1, Unwritten(4)), Reader(5, 1, Unwritten(5))});
+  second.set_end_of_stream(true);
+  const std::multiset<Brief> want = {ExtNever(2, 1), ExtNever(4, 1), ExtNever(5, 1)};
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  for (const v1::IngestBatch& b : {first, second}) {
+    absl::StatusOr<v1::IngestAck> ack = Push(b);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    EXPECT_EQ(ack->refusals_size(), 0);
+  }
+  ASSERT_TRUE(WaitChecked(s));
+  auto before = Violations();
+  ASSERT_TRUE(before.has_value());
+  ASSERT_EQ(Summary(*before), want);
+  Stop();
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  auto ready = Get("/readyz");
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ(ready->status, 200) << ready->body;
+  // Served once each, with the same ids.
+  auto after = Violations();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(Summary(*after), want);
+  std::set<std::string> ids_before, ids_after;
+  for (const Seen& v : *before) ids_before.insert(v.id);
+  for (const Seen& v : *after) ids_after.insert(v.id);
+  EXPECT_EQ(ids_after, ids_before);
+
+  // The first batch again: a duplicate, not applied again.
+  absl::StatusOr<v1::IngestAck> ack = Push(first);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_TRUE(ack->duplicate());
+  EXPECT_EQ(ack->durable_seq(), 2u);
+  EXPECT_EQ(ack->refusals_size(), 0);
+  // A batch on another stream is applied after anything the duplicate could have caused, since
+  // the engine applies batches in the order of the log: once it is checked, the first stream's
+  // state is final.
+  v1::IngestBatch barrier = Batch("barrier", 1, {Reader(30, 1, Unwritten(30))});
+  barrier.set_end_of_stream(true);
+  ack = Push(barrier);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  ASSERT_TRUE(WaitChecked("barrier"));
+  auto stream = StreamStatus(s);
+  ASSERT_TRUE(stream.has_value());
+  EXPECT_EQ((*stream)["ingested_transactions"], "5");
+  EXPECT_EQ((*stream)["acked_sequence"], "2");
+  auto all = Violations();
+  ASSERT_TRUE(all.has_value());
+  auto want_all = want;
+  want_all.insert(ExtNever(30, 1));
+  EXPECT_EQ(Summary(*all), want_all);
+  std::string metrics;
+  EXPECT_TRUE(WaitFor([&] {
+    metrics = Metrics();
+    return Sample(metrics, "isowatch_duplicate_batches_total") == 1.0;
+  })) << metrics;
+}
+
+TEST_F(DaemonTest, RestartKeepsTheIdsOfAnOpenStream) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  const config::DaemonConfig config = TestConfig(dir.Path());
+  const std::string s = "open";
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  absl::StatusOr<v1::IngestAck> ack =
+      Push(Batch(s, 1, {Writer(1, 1, 100), Reader(2, 1, Unwritten(2))}));
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_EQ(ack->refusals_size(), 0);
+  Stop();
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  // Batch 1 again: a duplicate. Batch 2 reuses id 1 with other content and resends id 2.
+  ack = Push(Batch(s, 1, {Writer(1, 1, 100), Reader(2, 1, Unwritten(2))}));
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_TRUE(ack->duplicate());
+  EXPECT_EQ(ack->durable_seq(), 1u);
+  v1::IngestBatch next =
+      Batch(s, 2, {Writer(1, 1, 555), Reader(2, 1, Unwritten(2)), Reader(3, 1, Unwritten(3))});
+  next.set_end_of_stream(true);
+  ack = Push(next);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_EQ(ack->durable_seq(), 2u);
+  ASSERT_EQ(ack->refusals_size(), 1) << ack->ShortDebugString();
+  EXPECT_EQ(ack->refusals(0).index(), 0u);
+  EXPECT_EQ(ack->refusals(0).reason(), v1::ID_REUSED);
+  ASSERT_TRUE(WaitChecked(s));
+  auto stream = StreamStatus(s);
+  ASSERT_TRUE(stream.has_value());
+  EXPECT_EQ((*stream)["ingested_transactions"], "3");
+  auto seen = Violations();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(Summary(*seen), (std::multiset<Brief>{ExtNever(2, 1), ExtNever(3, 1)}));
+}
+
+// A stream that sends watermarks, but none with its first batch (a collector that cannot tell one
+// yet: `isowatch replay` under disorder sends none until the first transaction collected has
+// arrived). docs/configuration.md: "Streams with watermarks finalise at the watermark"; the
+// finality timeout is for streams that send none. Here the reader of key 1 arrives first, the
+// writer it read from after the timeout, within the stream's first watermark: the read is right.
+//
+// KNOWN DAEMON BUG (reported; this test fails until it is fixed): the engine treats a stream as
+// one without watermarks until its first watermark arrives (engine.cc: StreamState::has_watermark,
+// Tick), so the timeout lifts the stream's implicit watermark over the reader, the read becomes
+// final with no version of key 1 known, and a false EXT (never) is stored; the writer is then
+// counted as a late arrival. The same makes `isowatch replay` of a disordered history disagree
+// with `isowatch check` whenever the daemon takes longer than the timeout to get to the first
+// watermark (seen with list histories on a loaded machine).
+TEST_F(DaemonTest, StreamWithoutWatermarkYetIsNotFinalisedByTimeout) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = TestConfig(dir.Path());
+  config.engine.finality_timeout = std::chrono::milliseconds(200);
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  const std::string s = "late-first-watermark";
+
+  absl::StatusOr<v1::IngestAck> ack = Push(Batch(s, 1, {Reader(2, 1, 100)}));
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  // Let the timeout pass (ten times over): until the stream has nothing pending any more, which
+  // only the timeout can cause, or three seconds.
+  WaitFor(
+      [&] {
+        auto st = StreamStatus(s);
+        return st && (*st)["ingested_transactions"] == "1" && (*st)["pending_transactions"] == "0";
+      },
+      absl::Seconds(3));
+
+  v1::IngestBatch second = Batch(s, 2, {Writer(1, 1, 100)});
+  second.mutable_watermark()->set_physical(25);
+  second.set_end_of_stream(true);
+  ack = Push(second);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  ASSERT_TRUE(WaitChecked(s));
+  auto seen = Violations();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_TRUE(seen->empty()) << "a read of a value written within the first watermark was "
+                                "finalised by timeout: "
+                             << (seen->empty()
+                                     ? ""
+                                     : seen->front().anomaly + "/" + seen->front().ext_kind + " " +
+                                           seen->front().txns);
+  std::string metrics = Metrics();
+  EXPECT_EQ(Sample(metrics, "isowatch_late_arrivals_total"), 0.0) << metrics;
+}
+
+TEST_F(DaemonTest, ShutdownAppliesEveryAcknowledgedBatch) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = TestConfig(dir.Path());
+  // A fast log and a deep queue, so that acknowledged batches are likely still queued when the
+  // shutdown starts; verdicts become final only at the end of the stream.
+  config.store.sync_writes = false;
+  config.ingest.queue_batches = 4096;
+  config.engine.finality_timeout = std::chrono::milliseconds(600'000);
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+
+  constexpr int kBatches = 200;
+  constexpr int kPerBatch = 50;
+  ingest::ClientOptions options = ClientOptions();
+  options.max_in_flight = 256;
+  ingest::IngestClient client(fmt::format("127.0.0.1:{}", daemon_->grpc_port()), "drain", options);
+  int64_t id = 0;
+  int64_t expected = 0;
+  for (int b = 0; b < kBatches; ++b) {
+    v1::IngestBatch batch;
+    const int64_t key = b;
+    const int64_t written = ++id;
+    *batch.add_txns() = Writer(written, key, written);
+    for (int i = 1; i < kPerBatch; ++i) {
+      ++id;
+      if (i % 7 == 0) {
+        *batch.add_txns() = Reader(id, key, Unwritten(id));
+        ++expected;
+      } else {
+        *batch.add_txns() = Reader(id, key, written);
+      }
+    }
+    ASSERT_TRUE(client.Send(std::move(batch)).ok());
+  }
+  absl::StatusOr<std::vector<v1::Refusal>> refusals = client.Close();
+  ASSERT_TRUE(refusals.ok()) << refusals.status();
+  EXPECT_TRUE(refusals->empty());
+  EXPECT_EQ(client.durable_seq(), static_cast<uint64_t>(kBatches + 1));
+
+  // Every batch is acknowledged, so durable; the shutdown must apply those still queued.
+  Monitor& monitor = daemon_->monitor();
+  absl::StatusOr<store::ViolationPage> early = monitor.Query({}, 1'000'000, "");
+  ASSERT_TRUE(early.ok()) << early.status();
+  daemon_->Shutdown();
+  std::cout << "violations stored when the shutdown started: " << early->violations.size() << " of "
+            << expected << "\n";
+
+  absl::StatusOr<store::ViolationPage> page = monitor.Query({}, 1'000'000, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->violations.size(), static_cast<size_t>(expected));
+  std::set<std::string> readers;
+  for (const store::ViolationRecord& r : page->violations) {
+    EXPECT_EQ(r.anomaly, "EXT");
+    EXPECT_EQ(r.ext_kind, "never");
+    readers.insert(r.json);
+  }
+  EXPECT_EQ(readers.size(), static_cast<size_t>(expected));
+  absl::StatusOr<server::DaemonStatus> status = monitor.GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  ASSERT_EQ(status->streams.size(), 1u);
+  EXPECT_TRUE(status->streams[0].closed);
+  EXPECT_EQ(status->streams[0].pending_transactions, 0u);
+  EXPECT_EQ(status->streams[0].ingested_transactions, static_cast<uint64_t>(id));
+  EXPECT_EQ(status->counts.queued_batches, 0u);
+}
+
+}  // namespace
+}  // namespace isowatch::monitor
