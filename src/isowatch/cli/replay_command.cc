@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/cli/command.h"
+#include "isowatch/cli/read_flags.h"
 #include "isowatch/collect/replay.h"
 #include "isowatch/formats/history_file.h"
 #include "isowatch/ingest/validate.h"
@@ -40,19 +41,12 @@ CLI::App* ReplayCommand::Register(CLI::App& app) {
 }
 
 int ReplayCommand::Run() {
-  formats::ReadOptions options;
-  if (initial_value_ != "null") {
-    int64_t v = 0;
-    auto [ptr, ec] =
-        std::from_chars(initial_value_.data(), initial_value_.data() + initial_value_.size(), v);
-    if (ec != std::errc() || ptr != initial_value_.data() + initial_value_.size()) {
-      std::cerr << fmt::format(
-          "isowatch replay: --initial-value must be null or an integer, not {}\n", initial_value_);
-      return kExitBadInput;
-    }
-    options.initial_value = v;
+  auto read_options = ParseReadFlags(initial_value_, initial_txn_);
+  if (!read_options.ok()) {
+    std::cerr << "isowatch replay: " << read_options.status().message() << "\n";
+    return kExitBadInput;
   }
-  options.initial_txn_path = initial_txn_;
+  const formats::ReadOptions& options = *read_options;
   auto format = formats::ParseFileFormat(format_);
   if (!format) {
     std::cerr << fmt::format("isowatch replay: unknown --format {} (auto, timekiller, native)\n",
