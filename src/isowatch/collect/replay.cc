@@ -2,6 +2,8 @@
 #include "isowatch/collect/replay.h"
 
 #include <chrono>
+#include <limits>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -67,6 +69,19 @@ absl::StatusOr<std::vector<v1::IngestBatch>> BuildReplayBatches(const history::H
       RelabelDatum(l.mutable_key(), options.relabel.key_offset);
     }
   }
+  // Until the first collected transaction has arrived, the schedule has no watermark to give;
+  // the replay then promises what it can: nothing commits at or before the timestamp just below
+  // the earliest commit of the file. So the stream is a stream with watermarks from its first
+  // batch on, and none of its verdicts is finalised by the daemon's timeout.
+  std::optional<history::Timestamp> floor;
+  for (const history::Transaction& t : h.txns()) {
+    if (t.has_commit && (!floor || t.commit < *floor)) floor = t.commit;
+  }
+  if (floor) {
+    floor = floor->logical > std::numeric_limits<int64_t>::min()
+                ? history::Timestamp{floor->physical, floor->logical - 1}
+                : history::Timestamp{floor->physical - 1, std::numeric_limits<int64_t>::max()};
+  }
   for (const engine::DeliveryBatch& b : schedule.batches) {
     v1::IngestBatch batch;
     batch.set_stream(options.stream);
@@ -76,9 +91,11 @@ absl::StatusOr<std::vector<v1::IngestBatch>> BuildReplayBatches(const history::H
       RETURN_IF_ERROR(formats::EncodeTxn(h, id, t));
       RelabelTxn(t, options.relabel);
     }
-    if (b.watermark) {
-      batch.mutable_watermark()->set_physical(b.watermark->physical + options.relabel.time_offset);
-      batch.mutable_watermark()->set_logical(b.watermark->logical);
+    std::optional<history::Timestamp> watermark = b.watermark;
+    if (!watermark && options.delivery.watermarks) watermark = floor;
+    if (watermark) {
+      batch.mutable_watermark()->set_physical(watermark->physical + options.relabel.time_offset);
+      batch.mutable_watermark()->set_logical(watermark->logical);
     }
     out.push_back(std::move(batch));
   }
