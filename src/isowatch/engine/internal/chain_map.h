@@ -22,8 +22,9 @@ namespace isowatch::engine::internal {
 //  - Adding after the last entry while the last leaf has room touches only that leaf; a full last
 //    leaf splits off just the new entry, so a sequentially filled tree has full leaves.
 //  - A leaf holds its entries in [begin, count) of its arrays: erasing a prefix within a leaf
-//    only moves `begin`, and an insertion into a leaf full at the end shifts the entries before
-//    the insertion point down into the room left there instead.
+//    only moves `begin`. A leaf full at the end with a quarter or more free at the front moves
+//    its entries to the front (at most 3 moves per entry erased since, amortised); otherwise it
+//    grows (a lone leaf) or splits, so a sliding window does not compact at every insertion.
 //  - erase_prefix frees the leaves and subtrees left of the cut: cost O(height + nodes freed).
 //    Nodes on the left edge may be left under-full (the tree does not rebalance); every other
 //    node was at least half full when it was split off and only the left edge loses entries, so
@@ -76,6 +77,7 @@ class ChainMap {
   };
 
   static constexpr int kMaxHeight = 16;
+  static constexpr int kBackSteps = 4;
   static constexpr uint32_t kFirstLeafSlots = 4;
 
  public:
@@ -135,25 +137,50 @@ class ChainMap {
   iterator last() const { return iterator(last_, last_->count - 1); }
 
   // The first entry with key >= k / > k.
+  // Searches near the end (the engine's usual case) stay in the last leaf: no descent, and a few
+  // steps back from the end before a binary search of the rest of the leaf.
   iterator lower_bound(const OrderKey& k) const {
+    if (InLastLeaf(k)) {
+      Leaf* leaf = last_;
+      const OrderKey* keys = leaf->keys();
+      uint32_t i = leaf->count;
+      for (int step = 0; step < kBackSteps; ++step) {
+        if (i == leaf->begin || keys[i - 1] < k) return iterator(leaf, i);
+        --i;
+      }
+      return iterator(leaf, LowerBoundIn(keys, leaf->begin, i, k));
+    }
     Leaf* leaf = Descend(k);
-    return Normalize(leaf, LeafLowerBound(leaf, k));
+    return Normalize(leaf, LowerBoundIn(leaf->keys(), leaf->begin, leaf->count, k));
   }
   iterator upper_bound(const OrderKey& k) const {
+    if (InLastLeaf(k)) return iterator(last_, LastLeafUpperBound(k));
     Leaf* leaf = Descend(k);
-    return Normalize(leaf, LeafUpperBound(leaf, k));
+    return Normalize(leaf, UpperBoundIn(leaf->keys(), leaf->begin, leaf->count, k));
   }
 
   // Adds (k, v). REQUIRES: no entry has key k.
   iterator insert(const OrderKey& k, const V& v) {
     Leaf* leaf = last_;
-    // After the last entry, with room at the end of the last leaf: no descent.
-    if (leaf->count < leaf->capacity && (size_ == 0 || back_key() < k)) {
-      const uint32_t i = leaf->count++;
-      leaf->keys()[i] = k;
-      leaf->values()[i] = v;
-      ++size_;
-      return iterator(leaf, i);
+    if (leaf->count < leaf->capacity) {
+      // After the last entry, with room at the end of the last leaf: no descent.
+      if (size_ == 0 || back_key() < k) {
+        const uint32_t i = leaf->count++;
+        leaf->keys()[i] = k;
+        leaf->values()[i] = v;
+        ++size_;
+        return iterator(leaf, i);
+      }
+      // Near the end: still in the last leaf.
+      if (InLastLeaf(k)) {
+        const uint32_t i = LastLeafUpperBound(k);
+        ShiftUp(leaf, i, leaf->count);
+        ++leaf->count;
+        leaf->keys()[i] = k;
+        leaf->values()[i] = v;
+        ++size_;
+        return iterator(leaf, i);
+      }
     }
     return InsertSlow(k, v);
   }
@@ -202,10 +229,27 @@ class ChainMap {
     return lo;
   }
 
-  static uint32_t LeafLowerBound(Leaf* leaf, const OrderKey& k) {
-    const OrderKey* keys = leaf->keys();
-    uint32_t lo = leaf->begin;
-    uint32_t n = leaf->count - lo;
+  // Whether the first entry >= k (and the first > k) is in the last leaf or the end: the tree is
+  // one leaf, or k is at least the last leaf's first key. REQUIRES: !empty() unless one leaf.
+  bool InLastLeaf(const OrderKey& k) const {
+    return last_ == first_ || !(k < last_->keys()[last_->begin]);
+  }
+
+  // Upper bound within the last leaf, a few steps back from its end first.
+  uint32_t LastLeafUpperBound(const OrderKey& k) const {
+    const Leaf* leaf = last_;
+    const OrderKey* keys = const_cast<Leaf*>(leaf)->keys();
+    uint32_t i = leaf->count;
+    for (int step = 0; step < kBackSteps; ++step) {
+      if (i == leaf->begin || !(k < keys[i - 1])) return i;
+      --i;
+    }
+    return UpperBoundIn(keys, leaf->begin, i, k);
+  }
+
+  // The first index in [lo, hi) whose key is >= k (LowerBoundIn) or > k (UpperBoundIn), or hi.
+  static uint32_t LowerBoundIn(const OrderKey* keys, uint32_t lo, uint32_t hi, const OrderKey& k) {
+    uint32_t n = hi - lo;
     while (n > 0) {
       const uint32_t half = n / 2;
       if (keys[lo + half] < k) {
@@ -217,10 +261,8 @@ class ChainMap {
     }
     return lo;
   }
-  static uint32_t LeafUpperBound(Leaf* leaf, const OrderKey& k) {
-    const OrderKey* keys = leaf->keys();
-    uint32_t lo = leaf->begin;
-    uint32_t n = leaf->count - lo;
+  static uint32_t UpperBoundIn(const OrderKey* keys, uint32_t lo, uint32_t hi, const OrderKey& k) {
+    uint32_t n = hi - lo;
     while (n > 0) {
       const uint32_t half = n / 2;
       if (!(k < keys[lo + half])) {
@@ -248,29 +290,31 @@ class ChainMap {
     return iterator(leaf, i);
   }
 
-  // Moves entries [from, to) of `leaf` by `by` places (+1 or -1).
-  static void Shift(Leaf* leaf, uint32_t from, uint32_t to, int by) {
+  // Moves entries [from, to) of `leaf` one place up.
+  static void ShiftUp(Leaf* leaf, uint32_t from, uint32_t to) {
     if (from == to) return;
     OrderKey* keys = leaf->keys();
     V* values = leaf->values();
-    std::memmove(keys + from + by, keys + from, (to - from) * sizeof(OrderKey));
-    std::memmove(values + from + by, values + from, (to - from) * sizeof(V));
+    std::memmove(keys + from + 1, keys + from, (to - from) * sizeof(OrderKey));
+    std::memmove(values + from + 1, values + from, (to - from) * sizeof(V));
   }
 
-  // Inserts at position pos of a leaf with room at either end; returns where the entry went.
+  // Inserts at position pos of a leaf with room at the end; returns pos.
   static uint32_t InsertInLeaf(Leaf* leaf, uint32_t pos, const OrderKey& k, const V& v) {
-    if (leaf->count < leaf->capacity) {
-      Shift(leaf, pos, leaf->count, 1);
-      ++leaf->count;
-    } else {
-      // Full at the end, room at the front: the entries before pos move down.
-      Shift(leaf, leaf->begin, pos, -1);
-      --leaf->begin;
-      --pos;
-    }
+    ShiftUp(leaf, pos, leaf->count);
+    ++leaf->count;
     leaf->keys()[pos] = k;
     leaf->values()[pos] = v;
     return pos;
+  }
+
+  // Moves the entries of `leaf` to the front of its arrays (begin = 0).
+  static void Compact(Leaf* leaf) {
+    const uint32_t live = leaf->count - leaf->begin;
+    std::memmove(leaf->keys(), leaf->keys() + leaf->begin, live * sizeof(OrderKey));
+    std::memmove(leaf->values(), leaf->values() + leaf->begin, live * sizeof(V));
+    leaf->begin = 0;
+    leaf->count = live;
   }
 
   [[gnu::noinline]] iterator InsertSlow(const OrderKey& k, const V& v) {
@@ -294,10 +338,16 @@ class ChainMap {
       node = inner->children[c];
     }
     Leaf* leaf = static_cast<Leaf*>(node);
-    uint32_t pos = LeafUpperBound(leaf, k);
+    uint32_t pos = UpperBoundIn(leaf->keys(), leaf->begin, leaf->count, k);
     ++size_;
-    if (leaf->count < leaf->capacity || leaf->begin > 0) {
-      return iterator(leaf, InsertInLeaf(leaf, pos, k, v));
+    if (leaf->count < leaf->capacity) return iterator(leaf, InsertInLeaf(leaf, pos, k, v));
+    // Full at the end. With a quarter or more free at the front, the entries move to the front:
+    // at most 3 moves per entry erased since, amortised. Otherwise the leaf grows or splits.
+    const uint32_t begin = leaf->begin;
+    if (begin > 0) {
+      pos -= begin;
+      Compact(leaf);
+      if (begin * 4 >= leaf->capacity) return iterator(leaf, InsertInLeaf(leaf, pos, k, v));
     }
     if (height_ == 0 && leaf->capacity < kLeafSlots) {
       leaf = GrowRoot(leaf);
