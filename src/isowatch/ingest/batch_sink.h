@@ -2,11 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include "isowatch/history/timestamp.h"
@@ -43,11 +46,13 @@ struct StreamPosition {
 // tests. The ingest service calls it from its RPC handler threads.
 //
 // Thread-safety: implementations are thread-safe. The service never has two calls in progress for
-// the same stream, so per stream the calls come one after another; different streams' calls may
-// run at the same time.
+// the same stream, so per stream the calls come one after another, in seq order; different
+// streams' calls may run at the same time. With SubmitAsync several batches of a stream may be
+// waiting for durability at once.
 //
-// Shutdown: Submit and TrySubmit must return (with the batch durable or with an error) in bounded
-// time while the sink runs; the daemon drains the ingest server before it stops the sink.
+// Shutdown: Submit and TrySubmit must return (with the batch durable or with an error), and the
+// callbacks of SubmitAsync must be called, in bounded time while the sink runs; the daemon drains
+// the ingest server (which waits for those callbacks) before it stops the sink.
 class BatchSink {
  public:
   virtual ~BatchSink() = default;
@@ -66,6 +71,27 @@ class BatchSink {
   // Like Submit, but never waits for room: when the queue is full, returns ResourceExhausted at
   // once without taking the batch. Used by the unary Push.
   virtual absl::StatusOr<uint64_t> TrySubmit(ValidatedBatch batch) = 0;
+
+  // Called once per SubmitAsync with the stream's durable seq (>= the batch's seq) or an error.
+  using DurableCallback = std::function<void(absl::StatusOr<uint64_t>)>;
+
+  // The pipelined Submit (the streaming RPC): waits for room like Submit, gives the batch its
+  // place after the stream's earlier batches, and returns without waiting for durability, so the
+  // next batch of the stream can follow while this one waits for its sync (one sync then covers
+  // many batches).
+  //  - OK: the batch is taken. `on_durable` is called exactly once, from any thread (possibly
+  //    before SubmitAsync returns), once the batch is durable, or with an error if it will not
+  //    be. Per stream, the calls come in seq order; after an error, every batch of the stream
+  //    submitted before the error was reported fails too (the service then rolls the stream back
+  //    to its durable seq and the collector sends the batches again).
+  //  - An error: the batch was not taken, and `on_durable` is never called.
+  // `on_durable` must not block or call the sink. The default runs Submit and then the callback.
+  virtual absl::Status SubmitAsync(ValidatedBatch batch, DurableCallback on_durable) {
+    absl::StatusOr<uint64_t> durable = Submit(std::move(batch));
+    if (!durable.ok()) return durable.status();
+    on_durable(*durable);
+    return absl::OkStatus();
+  }
 };
 
 }  // namespace isowatch::ingest

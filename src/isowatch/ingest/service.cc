@@ -9,7 +9,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -40,16 +42,83 @@ history::Timestamp FromProto(const v1::Timestamp& ts) { return {ts.physical(), t
 
 }  // namespace
 
+// What Prepare hands to the sink, and what the service needs once the batch is durable.
+struct IngestService::Prepared {
+  ValidatedBatch validated;
+  v1::IngestAck ack;  // stream and refusals; durable_seq is set by Finish
+  uint64_t seq = 0;
+  std::vector<std::pair<std::string, uint64_t>> ids;  // accepted ids and their fingerprints
+  Progress next;                                      // the stream once the batch is durable
+  uint64_t received = 0;
+  uint64_t duplicates = 0;
+  bool watermark_regressed = false;
+};
+
+// The registry as the validation of a stream's next batch sees it: with the accepted ids of the
+// stream's batches still waiting for their sync.
+class IngestService::PendingIdView final : public IdRegistry {
+ public:
+  PendingIdView(IdRegistry& base, StreamState& state) : base_(base), state_(state) {}
+
+  Outcome Check(std::string_view stream, std::string_view txn_id, uint64_t fingerprint) override {
+    {
+      absl::MutexLock lock(&state_.durable_mu);
+      auto it = state_.pending_ids.find(absl::string_view(txn_id.data(), txn_id.size()));
+      if (it != state_.pending_ids.end()) {
+        return it->second == fingerprint ? Outcome::kDuplicate : Outcome::kConflict;
+      }
+    }
+    return base_.Check(stream, txn_id, fingerprint);
+  }
+
+  void Record(std::string_view stream, std::string_view txn_id, uint64_t fingerprint) override {
+    base_.Record(stream, txn_id, fingerprint);
+  }
+
+ private:
+  IdRegistry& base_;
+  StreamState& state_;
+};
+
+// One streaming RPC's acks, in the order of its batches. Shared with the sink's callbacks.
+struct IngestService::AckPipe {
+  struct Entry {
+    bool ready = false;
+    bool async = false;  // still waiting for the sink when ApplyAsync returned
+    bool gated = false;  // holds a place in the drain gate until its ack is written
+    absl::StatusOr<v1::IngestAck> ack;
+  };
+  absl::Mutex mu;
+  std::deque<std::shared_ptr<Entry>> entries ABSL_GUARDED_BY(mu);  // read, not yet written
+  bool reader_done ABSL_GUARDED_BY(mu) = false;
+  bool failed ABSL_GUARDED_BY(mu) = false;  // an error was met or a write failed
+  grpc::Status status ABSL_GUARDED_BY(mu);  // what the RPC ends with
+
+  void Resolve(const std::shared_ptr<Entry>& entry, absl::StatusOr<v1::IngestAck> ack) {
+    absl::MutexLock lock(&mu);
+    entry->ack = std::move(ack);
+    entry->ready = true;
+  }
+};
+
 IngestService::GateEntry::GateEntry(IngestService& service) : service_(service) {
-  absl::MutexLock lock(&service_.gate_mu_);
-  entered_ = !service_.draining_;
-  if (entered_) ++service_.in_progress_;
+  entered_ = service_.EnterGate();
 }
 
 IngestService::GateEntry::~GateEntry() {
-  if (!entered_) return;
-  absl::MutexLock lock(&service_.gate_mu_);
-  --service_.in_progress_;
+  if (entered_) service_.LeaveGate();
+}
+
+bool IngestService::EnterGate() {
+  absl::MutexLock lock(&gate_mu_);
+  if (draining_) return false;
+  ++in_progress_;
+  return true;
+}
+
+void IngestService::LeaveGate() {
+  absl::MutexLock lock(&gate_mu_);
+  --in_progress_;
 }
 
 IngestService::IngestService(BatchSink& sink, IdRegistry& registry, IngestServiceOptions options)
@@ -72,22 +141,92 @@ IngestService::StreamState& IngestService::State(std::string_view stream) {
 }
 
 grpc::Status IngestService::Stream(
-    grpc::ServerContext* /*context*/,
+    grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::IngestAck, v1::IngestBatch>* stream) {
+  const size_t window = std::max<size_t>(options_.max_pipelined_batches, 1);
+  auto pipe = std::make_shared<AckPipe>();
+  using Entry = AckPipe::Entry;
+
+  // Writes the acks in order as they become ready; after a failure, only waits for the rest.
+  std::thread writer([this, pipe, stream, context] {
+    while (true) {
+      std::shared_ptr<Entry> entry;
+      bool write = false;
+      {
+        absl::MutexLock lock(&pipe->mu);
+        auto next = [&pipe]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pipe->mu) {
+          return pipe->entries.empty() ? pipe->reader_done : pipe->entries.front()->ready;
+        };
+        pipe->mu.Await(absl::Condition(&next));
+        if (pipe->entries.empty()) return;
+        entry = pipe->entries.front();
+        if (!pipe->failed && !entry->ack.ok()) {
+          pipe->failed = true;
+          pipe->status = ToGrpcStatus(entry->ack.status());
+          // The handler may be waiting for a batch the collector will not send before its acks
+          // (an error found while reading, the handler sees itself).
+          if (entry->async) context->TryCancel();
+        }
+        write = !pipe->failed;
+      }
+      bool written = true;
+      if (write) written = stream->Write(*entry->ack);
+      if (entry->gated) LeaveGate();
+      absl::MutexLock lock(&pipe->mu);
+      pipe->entries.pop_front();
+      if (!written && !pipe->failed) {
+        pipe->failed = true;
+        pipe->status = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+        context->TryCancel();
+      }
+    }
+  });
+
   while (true) {
+    {
+      absl::MutexLock lock(&pipe->mu);
+      auto room = [&pipe, window]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pipe->mu) {
+        return pipe->failed || pipe->entries.size() < window;
+      };
+      pipe->mu.Await(absl::Condition(&room));
+      if (pipe->failed) break;
+    }
     v1::IngestBatch batch;
-    if (!stream->Read(&batch)) return grpc::Status::OK;
-    GateEntry gate(*this);
-    if (!gate.entered()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          "the server is draining: reconnect and send the batch again");
+    if (!stream->Read(&batch)) break;
+    auto entry = std::make_shared<Entry>();
+    if (!EnterGate()) {
+      entry->ack =
+          absl::UnavailableError("the server is draining: reconnect and send the batch again");
+      entry->ready = true;
+      absl::MutexLock lock(&pipe->mu);
+      pipe->entries.push_back(std::move(entry));
+      break;
     }
-    absl::StatusOr<v1::IngestAck> ack = Apply(std::move(batch), SubmitMode::kWait);
-    if (!ack.ok()) return ToGrpcStatus(ack.status());
-    if (!stream->Write(*ack)) {
-      return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    entry->gated = true;
+    {
+      absl::MutexLock lock(&pipe->mu);
+      pipe->entries.push_back(entry);
     }
+    bool error = false;
+    ApplyAsync(std::move(batch), [pipe, entry](absl::StatusOr<v1::IngestAck> ack) {
+      pipe->Resolve(entry, std::move(ack));
+    });
+    {
+      // A batch refused synchronously (bad name, seq 0, in progress elsewhere) ends the RPC with
+      // its error: stop reading, let the writer flush the acks before it.
+      absl::MutexLock lock(&pipe->mu);
+      entry->async = !entry->ready;
+      error = entry->ready && !entry->ack.ok();
+    }
+    if (error) break;
   }
+  {
+    absl::MutexLock lock(&pipe->mu);
+    pipe->reader_done = true;
+  }
+  writer.join();
+  absl::MutexLock lock(&pipe->mu);
+  return pipe->status;
 }
 
 grpc::Status IngestService::Push(grpc::ServerContext* context, const v1::IngestBatch* request,
@@ -132,92 +271,202 @@ absl::StatusOr<v1::IngestAck> IngestService::Apply(v1::IngestBatch batch, Submit
   return ack;
 }
 
-absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state, v1::IngestBatch batch,
-                                                         SubmitMode mode) {
+absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestService::Prepare(
+    StreamState& state, v1::IngestBatch batch) {
   if (!state.loaded) {
     StreamPosition position = sink_.Position(batch.stream());
-    state.durable_seq = position.durable_seq;
-    state.watermark = position.watermark;
-    state.closed = position.closed;
+    state.taken = Progress{
+        .seq = position.durable_seq, .watermark = position.watermark, .closed = position.closed};
+    absl::MutexLock lock(&state.durable_mu);
+    state.durable = state.taken;
     state.loaded = true;
+  }
+  uint64_t durable_seq = 0;
+  {
+    absl::MutexLock lock(&state.durable_mu);
+    if (state.failed) {
+      if (state.in_flight > 0) {
+        return absl::UnavailableError(fmt::format(
+            "stream \"{}\": a batch failed and later ones are still settling: send again "
+            "from batch {}",
+            batch.stream(), state.durable.seq + 1));
+      }
+      // Every batch taken after the durable ones failed: the stream goes back to its durable seq.
+      state.failed = false;
+      state.taken = state.durable;
+    }
+    durable_seq = state.durable.seq;
   }
   const uint64_t seq = batch.seq();
   v1::IngestAck ack;
   ack.set_stream(batch.stream());
-  ack.set_durable_seq(state.durable_seq);
-  if (seq <= state.durable_seq) {
+  ack.set_durable_seq(durable_seq);
+  if (seq <= durable_seq) {
     Bump(counters_.batches_duplicate);
     ack.set_duplicate(true);
     return ack;
   }
-  if (seq > state.durable_seq + 1) {
+  if (seq <= state.taken.seq) {
+    return absl::UnavailableError(
+        fmt::format("batch {} of stream \"{}\" is still being made durable (sent before): send "
+                    "it again to get its ack",
+                    seq, batch.stream()));
+  }
+  if (seq > state.taken.seq + 1) {
     *ack.add_refusals() =
         MakeBatchRefusal(seq, v1::SEQUENCE_GAP,
-                         fmt::format("batch {} after durable batch {}: send batch {} next", seq,
-                                     state.durable_seq, state.durable_seq + 1));
+                         fmt::format("batch {} after batch {}: send batch {} next", seq,
+                                     state.taken.seq, state.taken.seq + 1));
     CountRefusals(ack);
     return ack;
   }
-  if (state.closed) {
+  if (state.taken.closed) {
     *ack.add_refusals() = MakeBatchRefusal(
         seq, v1::STREAM_CLOSED,
-        fmt::format("stream closed by end_of_stream at batch {}", state.durable_seq));
+        fmt::format("stream closed by end_of_stream at batch {}", state.taken.seq));
     CountRefusals(ack);
     return ack;
   }
 
-  BatchValidation validation = ValidateBatch(batch, options_.limits, registry_);
-  const auto received = static_cast<uint64_t>(batch.txns_size());
+  PendingIdView ids_view(registry_, state);
+  BatchValidation validation = ValidateBatch(batch, options_.limits, ids_view);
+  Prepared p;
+  p.seq = seq;
+  p.received = static_cast<uint64_t>(batch.txns_size());
+  p.duplicates = validation.duplicates;
   if (validation.whole_batch_refused) {
     batch.clear_txns();
     batch.clear_header();
     batch.clear_watermark();
     batch.set_end_of_stream(false);
   }
-  bool watermark_regressed = false;
-  if (batch.has_watermark() && state.watermark && FromProto(batch.watermark()) < *state.watermark) {
+  if (batch.has_watermark() && state.taken.watermark &&
+      FromProto(batch.watermark()) < *state.taken.watermark) {
     batch.clear_watermark();
-    watermark_regressed = true;
+    p.watermark_regressed = true;
   }
-  std::optional<history::Timestamp> watermark;
-  if (batch.has_watermark()) watermark = FromProto(batch.watermark());
-  const bool end_of_stream = batch.end_of_stream();
-  // What Record needs once the batch is durable.
-  std::vector<std::string> ids;
-  ids.reserve(validation.accepted.size());
-  for (uint32_t index : validation.accepted) ids.push_back(TxnIdString(batch.txns(index)));
-  std::vector<uint64_t> fingerprints = validation.fingerprints;
+  p.next = state.taken;
+  p.next.seq = seq;
+  if (batch.has_watermark()) {
+    const history::Timestamp watermark = FromProto(batch.watermark());
+    if (!p.next.watermark || watermark > *p.next.watermark) p.next.watermark = watermark;
+  }
+  if (batch.end_of_stream()) p.next.closed = true;
+  p.ids.reserve(validation.accepted.size());
+  for (size_t i = 0; i < validation.accepted.size(); ++i) {
+    p.ids.emplace_back(TxnIdString(batch.txns(static_cast<int>(validation.accepted[i]))),
+                       validation.fingerprints[i]);
+  }
   for (const v1::Refusal& r : validation.refusals) *ack.add_refusals() = r;
-  const std::string stream = batch.stream();
+  p.ack = std::move(ack);
+  p.validated.batch = std::move(batch);
+  p.validated.accepted = std::move(validation.accepted);
+  p.validated.fingerprints = std::move(validation.fingerprints);
+  p.validated.refusals = std::move(validation.refusals);
+  p.validated.whole_batch_refused = validation.whole_batch_refused;
+  return p;
+}
 
-  ValidatedBatch validated;
-  validated.batch = std::move(batch);
-  validated.accepted = std::move(validation.accepted);
-  validated.fingerprints = std::move(validation.fingerprints);
-  validated.refusals = std::move(validation.refusals);
-  validated.whole_batch_refused = validation.whole_batch_refused;
+void IngestService::Finish(Prepared& p, uint64_t durable_seq) {
+  Bump(counters_.batches_applied);
+  Bump(counters_.transactions_received, p.received);
+  Bump(counters_.transactions_accepted, p.ids.size());
+  Bump(counters_.transactions_duplicate, p.duplicates);
+  if (p.watermark_regressed) Bump(counters_.watermark_regressions);
+  CountRefusals(p.ack);
+  p.ack.set_durable_seq(durable_seq);
+}
+
+absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state, v1::IngestBatch batch,
+                                                         SubmitMode mode) {
+  ASSIGN_OR_RETURN(auto prepared, Prepare(state, std::move(batch)));
+  if (auto* ack = std::get_if<v1::IngestAck>(&prepared)) return std::move(*ack);
+  Prepared& p = std::get<Prepared>(prepared);
+  const std::string stream = p.ack.stream();
   absl::StatusOr<uint64_t> durable = mode == SubmitMode::kWait
-                                         ? sink_.Submit(std::move(validated))
-                                         : sink_.TrySubmit(std::move(validated));
+                                         ? sink_.Submit(std::move(p.validated))
+                                         : sink_.TrySubmit(std::move(p.validated));
   if (!durable.ok()) return durable.status();
-  if (*durable < seq) {
+  if (*durable < p.seq) {
     return absl::InternalError(
         fmt::format("the sink made batch {} of stream \"{}\" durable but reports durable seq {}",
-                    seq, stream, *durable));
+                    p.seq, stream, *durable));
   }
-  for (size_t i = 0; i < ids.size(); ++i) registry_.Record(stream, ids[i], fingerprints[i]);
-  state.durable_seq = *durable;
-  if (watermark && (!state.watermark || *watermark > *state.watermark)) state.watermark = watermark;
-  if (end_of_stream) state.closed = true;
+  for (const auto& [id, fingerprint] : p.ids) registry_.Record(stream, id, fingerprint);
+  state.taken = p.next;
+  {
+    absl::MutexLock lock(&state.durable_mu);
+    if (p.next.seq > state.durable.seq) state.durable = p.next;
+  }
+  Finish(p, *durable);
+  return std::move(p.ack);
+}
 
-  Bump(counters_.batches_applied);
-  Bump(counters_.transactions_received, received);
-  Bump(counters_.transactions_accepted, ids.size());
-  Bump(counters_.transactions_duplicate, validation.duplicates);
-  if (watermark_regressed) Bump(counters_.watermark_regressions);
-  CountRefusals(ack);
-  ack.set_durable_seq(state.durable_seq);
-  return ack;
+void IngestService::ApplyAsync(v1::IngestBatch batch,
+                               std::function<void(absl::StatusOr<v1::IngestAck>)> done) {
+  Bump(counters_.batches_received);
+  if (absl::Status s = CheckStreamName(batch.stream()); !s.ok()) return done(s);
+  if (batch.seq() == 0) {
+    return done(
+        absl::InvalidArgumentError("a batch with seq 0: the first batch of a stream has seq 1"));
+  }
+  StreamState& state = State(batch.stream());
+  absl::MutexLock lock(&state.mu);
+  absl::StatusOr<std::variant<v1::IngestAck, Prepared>> prepared = Prepare(state, std::move(batch));
+  if (!prepared.ok()) return done(prepared.status());
+  if (auto* ack = std::get_if<v1::IngestAck>(&*prepared)) return done(std::move(*ack));
+  auto p = std::make_shared<Prepared>(std::get<Prepared>(std::move(*prepared)));
+  {
+    absl::MutexLock durable_lock(&state.durable_mu);
+    ++state.in_flight;
+    for (const auto& [id, fingerprint] : p->ids) state.pending_ids.emplace(id, fingerprint);
+    state.pending_batches.push_back(p->ids);
+  }
+  StreamState* sp = &state;
+  auto on_durable = [this, sp, p, done](absl::StatusOr<uint64_t> durable) {
+    const std::string& stream = p->ack.stream();
+    {
+      absl::MutexLock durable_lock(&sp->durable_mu);
+      --sp->in_flight;
+      // The sink reports a stream's batches in order: this one is the oldest in flight.
+      std::vector<std::pair<std::string, uint64_t>> ids;
+      if (!sp->pending_batches.empty()) {
+        ids = std::move(sp->pending_batches.front());
+        sp->pending_batches.pop_front();
+      }
+      for (const auto& entry : ids) sp->pending_ids.erase(entry.first);
+      if (durable.ok() && *durable < p->seq) {
+        durable = absl::InternalError(fmt::format(
+            "the sink made batch {} of stream \"{}\" durable but reports durable seq {}", p->seq,
+            stream, *durable));
+      }
+      if (durable.ok() && !sp->failed) {
+        for (const auto& [id, fingerprint] : ids) registry_.Record(stream, id, fingerprint);
+        if (p->next.seq > sp->durable.seq) sp->durable = p->next;
+      } else if (durable.ok()) {
+        // After a failure the rollback stays put: a later success would leave a hole.
+        durable = absl::UnavailableError(
+            fmt::format("stream \"{}\": an earlier batch failed: send again from batch {}", stream,
+                        sp->durable.seq + 1));
+      } else {
+        sp->failed = true;
+      }
+    }
+    if (!durable.ok()) return done(durable.status());
+    Finish(*p, *durable);
+    done(p->ack);
+  };
+  ValidatedBatch validated = std::move(p->validated);
+  if (absl::Status s = sink_.SubmitAsync(std::move(validated), on_durable); !s.ok()) {
+    {
+      absl::MutexLock durable_lock(&state.durable_mu);
+      --state.in_flight;
+      for (const auto& entry : state.pending_batches.back()) state.pending_ids.erase(entry.first);
+      state.pending_batches.pop_back();
+    }
+    return done(s);
+  }
+  state.taken = p->next;
 }
 
 void IngestService::CountRefusals(const v1::IngestAck& ack) {

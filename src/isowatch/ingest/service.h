@@ -4,10 +4,15 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -48,6 +53,10 @@ struct IngestServiceOptions {
   ValidationLimits limits;
   // The retry advice of a unary Push refused because the queue is full.
   absl::Duration retry_after = absl::Milliseconds(200);
+  // Per streaming RPC, how many batches may be read ahead of their ack (taken by the sink and
+  // waiting for their sync, or acked but not yet written). At least 1; 1 handles one batch at a
+  // time. More than a collector's window of unacknowledged batches gains nothing.
+  size_t max_pipelined_batches = 64;
 };
 
 // The name of the trailing metadata entry that carries the retry advice (milliseconds, decimal).
@@ -56,8 +65,18 @@ inline constexpr char kRetryAfterMetadataKey[] = "retry-after-ms";
 // The ingest gRPC service (proto/isowatch/v1/ingest.proto, docs/ingest-protocol.md) on the
 // synchronous gRPC API: each RPC runs on a gRPC thread. Per batch it checks the stream name and
 // seq, tells duplicates and gaps, validates (ValidateBatch), hands the batch to the sink and
-// answers with an ack. The batches of one stream are handled one at a time (a per-stream lock),
-// whichever RPCs they come on; different streams proceed in parallel.
+// answers with an ack once the sink reports it durable. The batches of one stream are checked
+// and handed over one at a time, in seq order (a per-stream lock), whichever RPCs they come on;
+// different streams proceed in parallel.
+//
+// The streaming RPC pipelines: its handler thread reads, checks and hands over batches with
+// BatchSink::SubmitAsync without waiting for their sync (at most max_pipelined_batches ahead),
+// and a second thread per RPC writes the acks, in the order of the batches, as they become
+// durable. A batch's transaction ids count for the validation of the stream's next batches at
+// once, but reach the IdRegistry only once the batch is durable. When the sink reports a failure,
+// the RPC ends (CANCELLED when the handler was waiting for the next batch) after the acks of the
+// batches durable before it, and the stream goes back to its durable seq once its other batches
+// in the pipeline are settled: the collector reconnects and sends the rest again.
 //
 // Thread-safe. Does not own `sink` or `registry`, which must outlive it.
 class IngestService final : public v1::Ingest::Service {
@@ -91,15 +110,34 @@ class IngestService final : public v1::Ingest::Service {
   const IngestCounters& counters() const { return counters_; }
 
  private:
+  // Where a stream is: its seq, highest watermark and closed flag.
+  struct Progress {
+    uint64_t seq = 0;
+    std::optional<history::Timestamp> watermark;
+    bool closed = false;
+  };
+
   // What the service knows of one stream: loaded from the sink when first met, then kept up to
-  // date by the batches it applies.
+  // date by the batches it hands over (`taken`) and the sink's reports (`durable`).
   struct StreamState {
+    // Held while a batch of the stream is checked, validated and handed to the sink.
     absl::Mutex mu;
     bool loaded ABSL_GUARDED_BY(mu) = false;
-    uint64_t durable_seq ABSL_GUARDED_BY(mu) = 0;
-    std::optional<history::Timestamp> watermark ABSL_GUARDED_BY(mu);
-    bool closed ABSL_GUARDED_BY(mu) = false;
+    Progress taken ABSL_GUARDED_BY(mu);  // including the batches waiting for their sync
+
+    // Guards what the sink's callbacks update (they never wait for `mu`).
+    absl::Mutex durable_mu ABSL_ACQUIRED_AFTER(mu);
+    Progress durable ABSL_GUARDED_BY(durable_mu);
+    int in_flight ABSL_GUARDED_BY(durable_mu) = 0;    // taken by SubmitAsync, not yet reported
+    bool failed ABSL_GUARDED_BY(durable_mu) = false;  // a failure was reported since the rollback
+    // The accepted ids of the batches in flight, oldest batch first, and all of them by id.
+    std::deque<std::vector<std::pair<std::string, uint64_t>>> pending_batches
+        ABSL_GUARDED_BY(durable_mu);
+    absl::flat_hash_map<std::string, uint64_t> pending_ids ABSL_GUARDED_BY(durable_mu);
   };
+  class PendingIdView;
+  struct Prepared;
+  struct AckPipe;
 
   // Holds a place in the drain gate for its lifetime, if it got one.
   class GateEntry {
@@ -116,10 +154,23 @@ class IngestService final : public v1::Ingest::Service {
   };
 
   StreamState& State(std::string_view stream);
+  // Checks and validates a batch under the stream's lock. Returns the ack at once (duplicate,
+  // gap, closed stream) or what to hand to the sink.
+  absl::StatusOr<std::variant<v1::IngestAck, Prepared>> Prepare(StreamState& state,
+                                                                v1::IngestBatch batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
   absl::StatusOr<v1::IngestAck> ApplyLocked(StreamState& state, v1::IngestBatch batch,
                                             SubmitMode mode)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
+  // The pipelined Apply of the streaming RPC: calls `done` exactly once, with the ack once the
+  // batch is durable (or at once), or with an error.
+  void ApplyAsync(v1::IngestBatch batch, std::function<void(absl::StatusOr<v1::IngestAck>)> done);
+  // Counts a batch made durable and completes its ack.
+  void Finish(Prepared& prepared, uint64_t durable_seq);
   void CountRefusals(const v1::IngestAck& ack);
+  // The drain gate, for a batch whose handling outlives the RPC handler's loop iteration.
+  bool EnterGate();
+  void LeaveGate();
 
   BatchSink& sink_;
   IdRegistry& registry_;

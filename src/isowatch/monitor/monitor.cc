@@ -48,10 +48,19 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(store::Store* store,
                                                        MonitorOptions options) {
   std::unique_ptr<Monitor> m(new Monitor(store, metrics, std::move(options)));
   RETURN_IF_ERROR(m->Recover());
+  m->syncer_ = std::thread([raw = m.get()] { raw->RunSyncer(); });
   return m;
 }
 
-Monitor::~Monitor() { Stop(); }
+Monitor::~Monitor() {
+  Stop();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    syncer_stop_ = true;
+  }
+  sync_cv_.notify_all();
+  if (syncer_.joinable()) syncer_.join();
+}
 
 absl::Status Monitor::Recover() {
   uint64_t batches = 0;
@@ -133,14 +142,37 @@ ingest::StreamPosition Monitor::Position(std::string_view stream) {
 }
 
 absl::StatusOr<uint64_t> Monitor::Submit(ingest::ValidatedBatch batch) {
-  return SubmitImpl(std::move(batch), /*wait=*/true);
+  return SubmitAndWait(std::move(batch), /*wait=*/true);
 }
 
 absl::StatusOr<uint64_t> Monitor::TrySubmit(ingest::ValidatedBatch batch) {
-  return SubmitImpl(std::move(batch), /*wait=*/false);
+  return SubmitAndWait(std::move(batch), /*wait=*/false);
 }
 
-absl::StatusOr<uint64_t> Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait) {
+absl::Status Monitor::SubmitAsync(ingest::ValidatedBatch batch, DurableCallback on_durable) {
+  return SubmitImpl(std::move(batch), /*wait=*/true, std::move(on_durable));
+}
+
+absl::StatusOr<uint64_t> Monitor::SubmitAndWait(ingest::ValidatedBatch batch, bool wait) {
+  struct Result {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    absl::StatusOr<uint64_t> durable;
+  };
+  auto result = std::make_shared<Result>();
+  RETURN_IF_ERROR(SubmitImpl(std::move(batch), wait, [result](absl::StatusOr<uint64_t> durable) {
+    std::lock_guard<std::mutex> l(result->mu);
+    result->durable = std::move(durable);
+    result->done = true;
+    result->cv.notify_all();
+  }));
+  std::unique_lock<std::mutex> l(result->mu);
+  result->cv.wait(l, [&] { return result->done; });
+  return result->durable;
+}
+
+absl::Status Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait, DurableCallback on_durable) {
   const auto started = std::chrono::steady_clock::now();
   const size_t capacity = std::max<size_t>(options_.queue_batches, 1);
   {
@@ -176,21 +208,71 @@ absl::StatusOr<uint64_t> Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wai
   if (logged.has_watermark()) {
     watermark = history::Timestamp{logged.watermark().physical(), logged.watermark().logical()};
   }
-  absl::StatusOr<uint64_t> position = store_->AppendBatch(
-      logged.stream(), logged.seq(), watermark, logged.end_of_stream(), logged.SerializeAsString());
+  // Unsynced: the syncer makes it durable together with whatever else was appended meanwhile.
+  absl::StatusOr<uint64_t> position =
+      store_->AppendBatch(logged.stream(), logged.seq(), watermark, logged.end_of_stream(),
+                          logged.SerializeAsString(), /*sync=*/false);
+  if (!position.ok()) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      --reserved_;
+    }
+    cv_.notify_one();
+    room_cv_.notify_one();
+    return position.status();
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
-    --reserved_;
-    if (position.ok()) {
-      queue_.emplace(*position, Queued{.batch = std::move(logged), .received_ms = NowUnixMs()});
-    }
+    const uint64_t seq = logged.seq();
+    unsynced_.push_back(Unsynced{.position = *position,
+                                 .queued = Queued{.batch = std::move(logged), .received_ms = 0},
+                                 .seq = seq,
+                                 .on_durable = std::move(on_durable),
+                                 .started = started});
   }
-  cv_.notify_one();
-  room_cv_.notify_one();
-  if (!position.ok()) return position.status();
-  metrics_->ingest_batch_latency().Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-  return in.seq();
+  sync_cv_.notify_one();
+  return absl::OkStatus();
+}
+
+void Monitor::RunSyncer() {
+  std::vector<Unsynced> work;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      sync_cv_.wait(l, [&] { return !unsynced_.empty() || syncer_stop_; });
+      if (unsynced_.empty()) break;
+      work.swap(unsynced_);
+    }
+    // Covers every batch of `work`: each was appended before it was handed over.
+    const absl::Status synced = store_->SyncLog();
+    if (!synced.ok()) {
+      spdlog::error("syncing the ingest log failed: {}", View(synced.message()));
+    }
+    const int64_t now = NowUnixMs();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (Unsynced& u : work) {
+        --reserved_;
+        if (synced.ok()) {
+          u.queued.received_ms = now;
+          queue_.emplace(u.position, std::move(u.queued));
+        }
+      }
+    }
+    cv_.notify_one();
+    room_cv_.notify_all();
+    const auto done = std::chrono::steady_clock::now();
+    for (Unsynced& u : work) {
+      if (synced.ok()) {
+        metrics_->ingest_batch_latency().Observe(
+            std::chrono::duration<double>(done - u.started).count());
+        u.on_durable(u.seq);
+      } else {
+        u.on_durable(synced);
+      }
+    }
+    work.clear();
+  }
 }
 
 void Monitor::Run() {

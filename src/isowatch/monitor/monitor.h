@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -28,8 +29,9 @@ namespace isowatch::monitor {
 
 struct MonitorOptions {
   LiveOptions live;
-  // Batches made durable but not yet applied by the engine thread; when full, Submit waits and
-  // TrySubmit answers ResourceExhausted.
+  // Batches taken (being appended, waiting for their sync, or durable but not yet applied by
+  // the engine thread); when full, Submit and SubmitAsync wait and TrySubmit answers
+  // ResourceExhausted.
   size_t queue_batches = 64;
   // How often the engine thread finalises timed-out verdicts and refreshes gauges and status.
   int64_t tick_ms = 100;
@@ -39,14 +41,19 @@ struct MonitorOptions {
 // The heart of isowatchd (docs/operations.md, "How the daemon works"): the sink of the ingest
 // service, the source of the HTTP API's violations and status, and the engine thread.
 //
-// A batch is made durable in the store's log (Submit, on the caller's thread: ingest threads
-// write concurrently and the store groups their syncs), then queued; the engine thread applies
+// A batch is appended to the store's log unsynced (Submit/SubmitAsync, on the caller's thread, in
+// the stream's order), then handed to the syncer thread, which makes everything appended so far
+// durable with one Store::SyncLog (group commit: while a sync runs, later batches wait for the
+// next one), queues the synced batches for the engine and reports them durable. Only durable
+// batches reach the engine (recovery replays only what is durable). The engine thread applies
 // batches in log order to a LiveChecker, stores each final violation under its stable id and
 // updates the metrics. At Open, the log is replayed into a fresh LiveChecker first, so after a
 // crash the daemon carries on where it was, and a violation already stored is not stored or
 // counted again.
 //
-// Thread-safe: Submit/TrySubmit/Position from ingest threads, Query/GetStatus from HTTP threads.
+// Thread-safe: Submit/TrySubmit/SubmitAsync/Position from ingest threads, Query/GetStatus from
+// HTTP threads. SubmitAsync's callbacks run on the syncer thread (started by Open, stopped by the
+// destructor), in append order.
 class Monitor final : public ingest::BatchSink,
                       public server::ViolationSource,
                       public server::StatusSource {
@@ -82,6 +89,7 @@ class Monitor final : public ingest::BatchSink,
   ingest::StreamPosition Position(std::string_view stream) override;
   absl::StatusOr<uint64_t> Submit(ingest::ValidatedBatch batch) override;
   absl::StatusOr<uint64_t> TrySubmit(ingest::ValidatedBatch batch) override;
+  absl::Status SubmitAsync(ingest::ValidatedBatch batch, DurableCallback on_durable) override;
 
   // server::ViolationSource
   absl::StatusOr<store::ViolationPage> Query(const store::ViolationFilter& filter, size_t limit,
@@ -98,8 +106,12 @@ class Monitor final : public ingest::BatchSink,
 
   Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOptions options);
   absl::Status Recover();
-  absl::StatusOr<uint64_t> SubmitImpl(ingest::ValidatedBatch batch, bool wait);
+  // Appends the batch unsynced and hands it to the syncer; see BatchSink::SubmitAsync.
+  absl::Status SubmitImpl(ingest::ValidatedBatch batch, bool wait, DurableCallback on_durable);
+  absl::StatusOr<uint64_t> SubmitAndWait(ingest::ValidatedBatch batch, bool wait);
   void Run();
+  // Syncer thread: syncs what was appended, queues it for the engine, calls the callbacks.
+  void RunSyncer();
   // Engine thread: applies one batch and stores what became final.
   void ApplyOne(Queued& q, int64_t now_ms);
   absl::Status StoreViolations(int64_t now_ms, bool count);
@@ -116,8 +128,20 @@ class Monitor final : public ingest::BatchSink,
   std::condition_variable cv_;        // the engine thread waits for work
   std::condition_variable room_cv_;   // Submit waits for room
   std::map<uint64_t, Queued> queue_;  // by log position
-  size_t reserved_ = 0;               // slots taken by Submits still writing the log
-  uint64_t next_position_ = 1;        // the next log position to apply
+  size_t reserved_ = 0;  // slots taken by batches being appended or waiting for their sync
+  // Appended, waiting for the syncer, in append order.
+  struct Unsynced {
+    uint64_t position = 0;
+    Queued queued;
+    uint64_t seq = 0;
+    DurableCallback on_durable;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::vector<Unsynced> unsynced_;
+  std::condition_variable sync_cv_;  // the syncer waits for work
+  bool syncer_stop_ = false;
+  std::thread syncer_;
+  uint64_t next_position_ = 1;  // the next log position to apply
   bool running_ = false;
   bool draining_ = false;
   bool stopped_ = false;

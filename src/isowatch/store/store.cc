@@ -338,7 +338,7 @@ Store::StreamState* Store::FindStream(std::string_view name, bool create) {
 
 absl::StatusOr<uint64_t> Store::AppendBatch(std::string_view stream, uint64_t seq,
                                             std::optional<history::Timestamp> watermark,
-                                            bool end_of_stream, std::string_view bytes) {
+                                            bool end_of_stream, std::string_view bytes, bool sync) {
   if (stream.empty()) return absl::InvalidArgumentError("a stream needs a non-empty name");
   RETURN_IF_ERROR(CheckWritable());
   StreamState* state = FindStream(stream, /*create=*/seq == 1);
@@ -393,13 +393,25 @@ absl::StatusOr<uint64_t> Store::AppendBatch(std::string_view stream, uint64_t se
                                                              .closed = next.closed,
                                                              .header = next.header})),
                       "encoding a stream record"));
-  RETURN_IF_ERROR(Write(batch, options_.sync_writes,
+  RETURN_IF_ERROR(Write(batch, sync && options_.sync_writes,
                         fmt::format("appending batch {} of {}", seq, StreamLabel(stream))));
   {
     absl::MutexLock lock(&state->mu);
     state->record = std::move(next);
   }
   return position;
+}
+
+absl::Status Store::SyncLog() {
+  absl::MutexLock sync_lock(&sync_mu_);
+  RETURN_IF_ERROR(CheckWritable());
+  if (!options_.sync_writes) return absl::OkStatus();
+  absl::Status status = FromRocksStatus(handles_->db->SyncWAL(), "syncing the log");
+  if (!status.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (write_error_.ok()) write_error_ = status;
+  }
+  return status;
 }
 
 absl::Status Store::ReadLog(uint64_t from_position,

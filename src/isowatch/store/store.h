@@ -65,7 +65,8 @@ struct LogEntry {
 
 // The daemon's durable state in one RocksDB database (format in docs/store-format.md):
 //   - the ingest log: every accepted batch in global arrival order, with its stream's sequence
-//     number, watermark and end-of-stream mark; a batch is acknowledged once AppendBatch returns;
+//     number, watermark and end-of-stream mark; a batch is acknowledged once it is durable:
+//     AppendBatch has returned, synced, or an unsynced append was followed by SyncLog;
 //   - per stream: its numeric id, highest durable sequence number, highest watermark, closed flag
 //     and an opaque header (the stream's initial state, say);
 //   - the final violations, each once under its stable id, in insertion order.
@@ -109,9 +110,21 @@ class Store {
   // Errors: InvalidArgument for an empty stream name; FailedPrecondition when `seq` is not
   // durable_seq + 1 (a duplicate or a gap: the caller recognises re-sent batches first) or the
   // stream is closed; the write's error otherwise.
+  //
+  // With `sync` false the write is not synced: the batch survives a crash of the process but
+  // becomes durable against a power failure only at the next SyncLog (or synced write) that
+  // starts after AppendBatch returns. The stream's record (GetStream) counts the batch at once.
   absl::StatusOr<uint64_t> AppendBatch(std::string_view stream, uint64_t seq,
                                        std::optional<history::Timestamp> watermark,
-                                       bool end_of_stream, std::string_view bytes);
+                                       bool end_of_stream, std::string_view bytes,
+                                       bool sync = true);
+
+  // Makes durable every write that returned before the call (RocksDB's SyncWAL); one call covers
+  // any number of unsynced appends, of any streams (group commit: the caller batches). A no-op
+  // with StoreOptions::sync_writes off. A failure is sticky like a failed write: the unsynced
+  // appends may or may not survive, and the store refuses every further write and sync.
+  // Thread-safe; concurrent calls are serialised.
+  absl::Status SyncLog();
 
   // Calls `callback` for every log entry at position >= `from_position`, in position order, on
   // a consistent view taken when the call starts. Stops at, and returns, the first non-OK status
@@ -197,6 +210,9 @@ class Store {
   uint64_t next_violation_ ABSL_GUARDED_BY(violations_mu_) = 1;
   // next_violation_ - 1, readable without waiting for a write. Release on store, acquire on load.
   std::atomic<uint64_t> violation_count_{0};
+
+  // Serialises SyncLog.
+  absl::Mutex sync_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 
   // Serialises truncations.
   absl::Mutex truncate_mu_ ABSL_ACQUIRED_BEFORE(mu_);

@@ -810,3 +810,58 @@ TEST_F(StoreTest, ConcurrentAppendsPutsAndQueries) {
 
 }  // namespace
 }  // namespace isowatch::store
+
+namespace isowatch::store {
+namespace {
+
+TEST_F(StoreTest, UnsyncedAppendsMadeDurableBySyncLogAreKeptAcrossReopening) {
+  {
+    auto store = OpenOrDie(dir_);
+    ASSERT_NE(store, nullptr);
+    // Appends of several streams without sync, with syncs running at the same time.
+    std::vector<std::thread> writers;
+    for (int w = 0; w < 3; ++w) {
+      writers.emplace_back([&store, w] {
+        const std::string stream = fmt::format("s{}", w);
+        for (uint64_t seq = 1; seq <= 50; ++seq) {
+          auto pos = store->AppendBatch(stream, seq, Timestamp{static_cast<int64_t>(seq), 0}, false,
+                                        fmt::format("{}#{}", stream, seq), /*sync=*/false);
+          EXPECT_TRUE(pos.ok()) << pos.status();
+          if (seq % 10 == 0) {
+            EXPECT_TRUE(store->SyncLog().ok());
+          }
+        }
+      });
+    }
+    for (std::thread& t : writers) t.join();
+    ASSERT_TRUE(store->SyncLog().ok());
+    EXPECT_EQ(store->GetStream("s1")->durable_seq, 50u);
+  }
+  auto store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  const std::vector<Entry> entries = ReadAll(*store);
+  ASSERT_EQ(entries.size(), 150u);
+  std::map<std::string, uint64_t> last;
+  for (const Entry& e : entries) {
+    EXPECT_EQ(e.seq, last[e.stream] + 1) << e.stream;
+    last[e.stream] = e.seq;
+    EXPECT_EQ(e.bytes, fmt::format("{}#{}", e.stream, e.seq));
+  }
+  for (int w = 0; w < 3; ++w) {
+    auto r = store->GetStream(fmt::format("s{}", w));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->durable_seq, 50u);
+    EXPECT_EQ(r->watermark, (Timestamp{50, 0}));
+  }
+}
+
+TEST_F(StoreTest, SyncLogWithoutSyncWritesIsANoOp) {
+  auto store = Store::Open(dir_, {.sync_writes = false});
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->AppendBatch("a", 1, std::nullopt, false, "x", /*sync=*/false).ok());
+  EXPECT_TRUE((*store)->SyncLog().ok());
+  EXPECT_EQ(ReadAll(**store).size(), 1u);
+}
+
+}  // namespace
+}  // namespace isowatch::store

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+// The streaming RPC's pipeline: batches read ahead of their sync, acked in order, each once, only
+// once durable; a failed sync fails its batches and the collector sends them again.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <gtest/gtest.h>
+
+#include "isowatch/ingest/memory_id_registry.h"
+#include "isowatch/ingest/service.h"
+
+#include "tests/unit/ingest/manual_sync_sink.h"
+#include "tests/unit/ingest/txn_builder.h"
+
+namespace isowatch::ingest {
+namespace {
+
+using testing::WriteBatch;
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+// An ack as the client saw it, with whether the sink had made its batch durable by then.
+struct SeenAck {
+  v1::IngestAck ack;
+  bool durable_when_read = false;
+};
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    IngestServerOptions options;
+    options.service.max_pipelined_batches = 16;
+    auto server = StartIngestServer(options, sink_, &registry_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = v1::Ingest::NewStub(channel_);
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(absl::Now() + absl::Seconds(5));
+  }
+
+  // A Stream RPC whose acks a thread reads as they come.
+  class Rpc {
+   public:
+    Rpc(v1::Ingest::Stub& stub, ManualSyncSink& sink) : sink_(sink) {
+      context_.set_deadline(absl::ToChronoTime(absl::Now() + kWait));
+      rw_ = stub.Stream(&context_);
+      reader_ = std::thread([this] {
+        v1::IngestAck ack;
+        while (rw_->Read(&ack)) {
+          const bool durable = sink_.IsDurable(ack.stream(), ack.durable_seq());
+          absl::MutexLock lock(&mu_);
+          acks_.push_back(SeenAck{ack, durable});
+        }
+        absl::MutexLock lock(&mu_);
+        ended_ = true;
+      });
+    }
+    ~Rpc() {
+      if (reader_.joinable()) {
+        context_.TryCancel();
+        reader_.join();
+      }
+    }
+
+    bool Write(const v1::IngestBatch& b) { return rw_->Write(b); }
+
+    // Waits until `n` acks were read (or the RPC ended), or `timeout` passes.
+    std::vector<SeenAck> AwaitAcks(size_t n) {
+      absl::MutexLock lock(&mu_);
+      auto enough = [this, n]()
+                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return acks_.size() >= n || ended_; };
+      mu_.AwaitWithTimeout(absl::Condition(&enough), kWait);
+      return acks_;
+    }
+
+    grpc::Status Finish() {
+      rw_->WritesDone();
+      reader_.join();
+      return rw_->Finish();
+    }
+    grpc::Status FinishEnded() {
+      reader_.join();
+      return rw_->Finish();
+    }
+
+   private:
+    ManualSyncSink& sink_;
+    grpc::ClientContext context_;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::IngestBatch, v1::IngestAck>> rw_;
+    std::thread reader_;
+    absl::Mutex mu_;
+    std::vector<SeenAck> acks_ ABSL_GUARDED_BY(mu_);
+    bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  };
+
+  ManualSyncSink sink_;
+  MemoryIdRegistry registry_;
+  std::unique_ptr<IngestServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ingest::Stub> stub_;
+};
+
+TEST_F(PipelineTest, BatchesInFlightAreAckedInOrderOnceEachAndOnlyWhenDurable) {
+  Rpc rpc(*stub_, sink_);
+  // Ten batches are read and handed over while none is durable: the service does not wait for
+  // one batch's sync before it reads the next.
+  for (uint64_t seq = 1; seq <= 10; ++seq) {
+    ASSERT_TRUE(rpc.Write(WriteBatch("a", seq, static_cast<int64_t>(100 * seq), 3)));
+  }
+  ASSERT_TRUE(sink_.AwaitTaken(10, kWait));
+  EXPECT_TRUE(rpc.AwaitAcks(0).empty());
+  EXPECT_EQ(sink_.Sync(), 10u);  // one sync covers the ten
+  // Five more, synced one at a time while later ones wait.
+  for (uint64_t seq = 11; seq <= 15; ++seq) {
+    ASSERT_TRUE(rpc.Write(WriteBatch("a", seq, static_cast<int64_t>(100 * seq), 3)));
+  }
+  ASSERT_TRUE(sink_.AwaitTaken(15, kWait));
+  EXPECT_EQ(sink_.Sync(), 5u);
+  std::vector<SeenAck> acks = rpc.AwaitAcks(15);
+  ASSERT_TRUE(rpc.Finish().ok());
+  acks = rpc.AwaitAcks(15);
+  ASSERT_EQ(acks.size(), 15u);
+  for (size_t i = 0; i < acks.size(); ++i) {
+    EXPECT_EQ(acks[i].ack.durable_seq(), i + 1);
+    EXPECT_FALSE(acks[i].ack.duplicate());
+    EXPECT_TRUE(acks[i].durable_when_read) << "ack of batch " << i + 1 << " before its sync";
+  }
+  EXPECT_EQ(sink_.durable_batches().size(), 15u);
+  EXPECT_EQ(registry_.size(), 45u);
+  EXPECT_EQ(server_->counters().batches_applied.load(), 15u);
+}
+
+TEST_F(PipelineTest, IdsOfBatchesInFlightCountForTheNextBatches) {
+  Rpc rpc(*stub_, sink_);
+  ASSERT_TRUE(rpc.Write(WriteBatch("a", 1, 1, 3)));
+  ASSERT_TRUE(rpc.Write(WriteBatch("a", 2, 1, 3)));  // the same transactions again
+  ASSERT_TRUE(sink_.AwaitTaken(2, kWait));
+  sink_.Sync();
+  ASSERT_TRUE(rpc.Finish().ok());
+  const std::vector<ValidatedBatch> batches = sink_.durable_batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0].accepted.size(), 3u);
+  EXPECT_TRUE(batches[1].accepted.empty());  // duplicates, though batch 1 was not durable yet
+  EXPECT_EQ(server_->counters().transactions_duplicate.load(), 3u);
+}
+
+TEST_F(PipelineTest, FailedSyncFailsItsBatchesAndTheyAreSentAgain) {
+  {
+    Rpc rpc(*stub_, sink_);
+    for (uint64_t seq = 1; seq <= 2; ++seq) {
+      ASSERT_TRUE(rpc.Write(WriteBatch("a", seq, static_cast<int64_t>(10 * seq), 2)));
+    }
+    ASSERT_TRUE(sink_.AwaitTaken(2, kWait));
+    sink_.Sync();
+    ASSERT_EQ(rpc.AwaitAcks(2).size(), 2u);
+    for (uint64_t seq = 3; seq <= 5; ++seq) {
+      ASSERT_TRUE(rpc.Write(WriteBatch("a", seq, static_cast<int64_t>(10 * seq), 2)));
+    }
+    ASSERT_TRUE(sink_.AwaitTaken(5, kWait));
+    EXPECT_EQ(sink_.Fail(absl::UnavailableError("the disk went away")), 3u);
+    EXPECT_FALSE(rpc.FinishEnded().ok());
+    const std::vector<SeenAck> acks = rpc.AwaitAcks(5);
+    ASSERT_EQ(acks.size(), 2u);  // none for the failed batches
+    EXPECT_EQ(acks[1].ack.durable_seq(), 2u);
+  }
+  // The collector reconnects and sends the failed batches again: they are taken, their
+  // transactions accepted (the failed attempt remembered none of their ids).
+  Rpc rpc(*stub_, sink_);
+  for (uint64_t seq = 3; seq <= 5; ++seq) {
+    ASSERT_TRUE(rpc.Write(WriteBatch("a", seq, static_cast<int64_t>(10 * seq), 2)));
+  }
+  ASSERT_TRUE(sink_.AwaitTaken(8, kWait));
+  sink_.Sync();
+  const std::vector<SeenAck> acks = rpc.AwaitAcks(3);
+  ASSERT_TRUE(rpc.Finish().ok());
+  ASSERT_EQ(acks.size(), 3u);
+  for (size_t i = 0; i < acks.size(); ++i) {
+    EXPECT_EQ(acks[i].ack.durable_seq(), i + 3);
+    EXPECT_FALSE(acks[i].ack.duplicate());
+    EXPECT_TRUE(acks[i].durable_when_read);
+  }
+  const std::vector<ValidatedBatch> batches = sink_.durable_batches();
+  ASSERT_EQ(batches.size(), 5u);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_EQ(batches[i].batch.seq(), i + 1);
+    EXPECT_EQ(batches[i].accepted.size(), 2u);
+  }
+  EXPECT_EQ(registry_.size(), 10u);
+}
+
+TEST_F(PipelineTest, DrainWaitsForTheBatchesWaitingForTheirSync) {
+  Rpc rpc(*stub_, sink_);
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    ASSERT_TRUE(rpc.Write(WriteBatch("a", seq, static_cast<int64_t>(10 * seq), 1)));
+  }
+  ASSERT_TRUE(sink_.AwaitTaken(3, kWait));
+  EXPECT_FALSE(server_->Drain(absl::Now() + absl::Milliseconds(50)));
+  sink_.Sync();
+  EXPECT_TRUE(server_->Drain(absl::Now() + kWait));
+  EXPECT_EQ(rpc.AwaitAcks(3).size(), 3u);
+}
+
+}  // namespace
+}  // namespace isowatch::ingest
