@@ -220,10 +220,10 @@ class EngineImpl {
     walker_.Walk(
         id, options_.level,
         [&](uint32_t op_index, const Op& op, std::span<const Value>) {
-          AddRead(op.key(), point, ReadInfo{op_index, false});
+          AddRead(op, point, ReadInfo{op_index, false});
         },
         [&](Violation v) { Emit(std::move(v)); });
-    ++stamp_;
+    NextStamp();
     auto ops = h_.ops(id);
     // Each key once, with the transaction's final value for registers.
     for (size_t i = ops.size(); i-- > 0;) {
@@ -233,6 +233,15 @@ class EngineImpl {
       if (key_stamp_[k] == stamp_) continue;
       key_stamp_[k] = stamp_;
       InsertVersion(id, t, op.key(), op.value());
+    }
+  }
+
+  // A fresh value of stamp_ (key_stamp_ deduplicates keys within one pass); all stamps are
+  // cleared when it wraps around.
+  void NextStamp() {
+    if (++stamp_ == 0) {
+      std::fill(key_stamp_.begin(), key_stamp_.end(), 0);
+      stamp_ = 1;
     }
   }
 
@@ -292,7 +301,8 @@ class EngineImpl {
 
   // --- Ext -----------------------------------------------------------------------------------
 
-  void AddRead(KeyId key, const OrderKey& point, ReadInfo read) {
+  void AddRead(const Op& op, const OrderKey& point, ReadInfo read) {
+    const KeyId key = op.key();
     KeyState& ks = keys_[key.value()];
     if (Collected(key, ks, point)) {
       // What the read could see has been collected: rather than risk a false alarm, the read
@@ -300,12 +310,16 @@ class EngineImpl {
       ++stats_.horizon_misses;
       return;
     }
-    read.wrong = Wrong(key, ks, point, read);
+    read.wrong = Wrong(key, ks, point, op, read.op_index);
     if (point.ts <= final_point_) {
       if (read.wrong) Emit(Explain(key, ks, point, read));
       return;
     }
-    finality_.Push(point.ts, key.value());
+    if (ks.readers.empty() || point.ts < ks.finality_at) {
+      // The key's earliest pending read: its entry in the finality queue moves here.
+      ks.finality_at = point.ts;
+      finality_.Push(point.ts, key.value());
+    }
     ks.readers.insert(point, read);
     ++stats_.provisional_reads;
     if (read.wrong) ++stats_.provisional_violations;
@@ -367,11 +381,15 @@ class EngineImpl {
   }
 
   bool Wrong(KeyId key, const KeyState& ks, const OrderKey& point, const ReadInfo& r) {
-    const Op& op = ReadOp(point, r);
+    return Wrong(key, ks, point, ReadOp(point, r), r.op_index);
+  }
+  // The same, for the read `op`, operation op_index of the reader.
+  bool Wrong(KeyId key, const KeyState& ks, const OrderKey& point, const Op& op,
+             uint32_t op_index) {
     if (op.kind() == OpKind::kListRead) {
       VisibleList(key, ks, point, &committed_scratch_);
       own_scratch_.clear();
-      AppendsOf(TxnId(point.txn), key, &own_scratch_, r.op_index);
+      AppendsOf(TxnId(point.txn), key, &own_scratch_, op_index);
       return !checkers::internal::ListReadMatches(committed_scratch_, own_scratch_,
                                                   h_.list_elements(op));
     }
@@ -417,7 +435,8 @@ class EngineImpl {
         it = ks.versions.upper_bound(LastAt(t.start));
       }
       for (; it != ks.versions.end() && it.key().ts.physical <= horizon; ++it) {
-        if (it.value().start < t.commit && it.key().ts > t.start && it.key().txn != id.value()) {
+        if (it.key().ts > t.start && it.key().txn != id.value() &&
+            h_.txn(TxnId(it.key().txn)).start < t.commit) {
           bool u_first = it.key() < vkey;
           TxnId u(it.key().txn);
           Emit(checkers::internal::ExplainNoConflict(h_, u_first ? u : id, u_first ? id : u, key));
@@ -425,20 +444,26 @@ class EngineImpl {
       }
       ks.max_duration = std::max(ks.max_duration, duration);
     }
-    auto pos = ks.versions.insert(vkey, VersionInfo{t.start, value});
+    auto pos = ks.versions.insert(vkey, VersionInfo{value});
     ++stats_.retained_versions;
     ScheduleTrim(key, ks);
-    // The reads whose snapshot now ends at (registers) or includes (lists) the new version.
+    // The reads whose snapshot now ends at (registers: points in (vkey, next version]) or
+    // includes (lists: every point after vkey) the new version.
     if (ks.readers.empty() || !(vkey < ks.readers.back_key())) return;
-    auto from = ks.readers.upper_bound(vkey);
-    auto to = ks.readers.end();
-    if (!h_.key(key).is_list) {
+    const bool is_list = h_.key(key).is_list;
+    bool bounded = false;
+    OrderKey limit;
+    if (!is_list) {
       auto next = pos;
       ++next;
-      if (next != ks.versions.end()) to = ks.readers.upper_bound(next.key());
+      if (next != ks.versions.end()) {
+        bounded = true;
+        limit = next.key();
+      }
     }
-    const bool is_list = h_.key(key).is_list;
-    for (auto it = from; it != to; ++it) {
+    const auto end = ks.readers.end();
+    for (auto it = ks.readers.upper_bound(vkey); it != end; ++it) {
+      if (bounded && limit < it.key()) break;
       // A register read between the new version and the next one now sees exactly the new
       // version; a list read sees one more append somewhere in its list.
       bool wrong = is_list ? Wrong(key, ks, it.key(), it.value())
@@ -465,17 +490,20 @@ class EngineImpl {
     if (streams_.empty()) f = Timestamp::Min();
     if (f <= final_point_) return;
     final_point_ = f;
-    finality_.TakeUpTo(final_point_, [this](uint32_t key) { FinalizeKey(KeyId(key)); });
+    // A key's entry is current while it sits at the key's finality_at; older ones are stale.
+    due_keys_.clear();
+    finality_.TakeUpTo(final_point_, [this](uint32_t key) { due_keys_.push_back(KeyId(key)); });
+    for (KeyId key : due_keys_) FinalizeKey(key);
     Collect();
   }
 
-  // Makes final every pending read of `key` at or below the final point. Called once for each
-  // such read: after the first call for a key, the others find nothing to do.
+  // Makes final every pending read of `key` at or below the final point, and queues the key
+  // again at its earliest read left.
   void FinalizeKey(KeyId key) {
     KeyState& ks = keys_[key.value()];
+    if (ks.finality_at > final_point_) return;  // a stale entry: already done
     auto it = ks.readers.begin();
     const auto end = ks.readers.end();
-    if (it == end || it.key().ts > final_point_) return;
     for (; it != end && it.key().ts <= final_point_; ++it) {
       if (it.value().wrong) {
         Emit(Explain(key, ks, it.key(), it.value()));
@@ -485,6 +513,12 @@ class EngineImpl {
       if (--pending_count_[it.key().txn] == 0) --txns_pending_;
     }
     ks.readers.erase_prefix(it);
+    if (ks.readers.empty()) {
+      ks.finality_at = Timestamp::Max();
+    } else {
+      ks.finality_at = ks.readers.front_key().ts;
+      finality_.Push(ks.finality_at, key.value());
+    }
   }
 
   // Drops what no read at or after the collection point can need: for registers every version
@@ -576,8 +610,9 @@ class EngineImpl {
   std::vector<StreamState> streams_;
   Timestamp final_point_ = Timestamp::Min();
   int64_t max_duration_ = 0;  // longest transaction seen, in physical timestamp units
-  TimeQueue finality_;        // per pending read: its key, by the read's timestamp
-  TimeQueue gc_;              // keys with versions to collect (ScheduleTrim), at most one each
+  TimeQueue finality_;        // keys with pending reads, by their earliest (KeyState::finality_at)
+  std::vector<KeyId> due_keys_;  // keys taken from finality_, to finalise
+  TimeQueue gc_;                 // keys with versions to collect (ScheduleTrim), at most one each
 
   std::vector<Value> committed_scratch_;
   std::vector<Value> own_scratch_;

@@ -11,10 +11,10 @@
 
 namespace isowatch::engine::internal {
 
-// One committed version of a key, stored under its OrderKey (commit, 0 or 1, writer).
+// One committed version of a key, stored under its OrderKey (commit, 0 or 1, writer). The
+// writer's start, needed only by the NoConflict scan, is read from the history.
 struct VersionInfo {
-  history::Timestamp start;  // the writer's start (SI)
-  history::Value value;      // registers: the writer's final value; lists: unused
+  history::Value value;  // registers: the writer's final value; lists: unused
 };
 
 // An external read whose verdict is not final yet, stored under its read point (point.txn is the
@@ -32,6 +32,8 @@ struct ReadInfo {
 //     newest of them is still versions.begin(); for a list their appends, in order, are
 //     base_list.
 //  3. max_duration >= commit.physical - start.physical of every version ever inserted (SI).
+//  4. finality_at is the timestamp of readers' first entry (Max if there is none), and the
+//     engine's finality queue holds the key under finality_at.
 struct KeyState {
   ChainMap<VersionInfo> versions;
   ChainMap<ReadInfo> readers;
@@ -39,6 +41,7 @@ struct KeyState {
   int64_t max_duration = 0;
   bool trimmed = false;
   bool in_gc = false;  // the key has an entry in the engine's collection queue
+  history::Timestamp finality_at = history::Timestamp::Max();
   history::Timestamp trim_point = history::Timestamp::Min();
 };
 

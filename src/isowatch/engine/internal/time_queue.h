@@ -32,7 +32,7 @@ class TimeQueue {
  public:
   TimeQueue() = default;
 
-  void Push(const history::Timestamp& ts, uint32_t key) {
+  [[gnu::always_inline]] void Push(const history::Timestamp& ts, uint32_t key) {
     const Wide x = Widen(ts);
     if (!(last_ < x)) {
       below_.push(Low{x, key});
