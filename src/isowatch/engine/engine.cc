@@ -125,7 +125,10 @@ class EngineImpl {
       Grow();
     }
     StreamState& s = streams_[stream];
-    for (TxnId id : batch) DeliverOne(s, id);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Prefetch(batch, i);
+      DeliverOne(s, batch[i]);
+    }
     if (watermark && (!s.has_watermark || *watermark > s.watermark)) {
       s.has_watermark = true;
       s.watermark = *watermark;
@@ -234,6 +237,48 @@ class EngineImpl {
       key_stamp_[k] = stamp_;
       InsertVersion(id, t, op.key(), op.value());
     }
+  }
+
+  // Software prefetch ahead of the transaction being checked, one level per step: its record,
+  // then its operations, then the state of its keys, then the ends of their chains, each asked
+  // for once the memory it is found through has been asked for a step earlier. Most of the
+  // engine's time is otherwise spent waiting for these lines. (Always inlined: GCC finds a
+  // function made only of prefetches free of side effects and drops calls to it.)
+  [[gnu::always_inline]] void Prefetch(std::span<const TxnId> batch, size_t i) const {
+    const size_t n = batch.size();
+    if (i + kPrefetchRecord < n && batch[i + kPrefetchRecord].value() < h_.size()) {
+      const char* t = reinterpret_cast<const char*>(&h_.txn(batch[i + kPrefetchRecord]));
+      __builtin_prefetch(t);
+      __builtin_prefetch(t + 64);
+    }
+    // Only transactions that take part read their operations and keys (not aborted ones).
+    if (const Transaction* t = PrefetchTarget(batch, i + kPrefetchOps)) {
+      auto ops = h_.ops(*t);
+      const char* p = reinterpret_cast<const char*>(ops.data());
+      for (size_t off = 0; off < ops.size_bytes(); off += 64) __builtin_prefetch(p + off);
+    }
+    if (const Transaction* t = PrefetchTarget(batch, i + kPrefetchState)) {
+      for (const Op& op : h_.ops(*t)) {
+        if (op.key().value() < keys_.size()) keys_[op.key().value()].PrefetchState();
+      }
+    }
+    if (const Transaction* t = PrefetchTarget(batch, i + kPrefetchChains)) {
+      for (const Op& op : h_.ops(*t)) {
+        if (op.key().value() < keys_.size()) keys_[op.key().value()].PrefetchChains();
+      }
+    }
+  }
+  // How many transactions ahead each level is asked for.
+  static constexpr size_t kPrefetchRecord = 8;
+  static constexpr size_t kPrefetchOps = 6;
+  static constexpr size_t kPrefetchState = 4;
+  static constexpr size_t kPrefetchChains = 2;
+
+  // batch[j], if it exists and takes part in the checks.
+  const Transaction* PrefetchTarget(std::span<const TxnId> batch, size_t j) const {
+    if (j >= batch.size() || batch[j].value() >= h_.size()) return nullptr;
+    const Transaction& t = h_.txn(batch[j]);
+    return Participates(t) ? &t : nullptr;
   }
 
   // A fresh value of stamp_ (key_stamp_ deduplicates keys within one pass); all stamps are
@@ -493,7 +538,11 @@ class EngineImpl {
     // A key's entry is current while it sits at the key's finality_at; older ones are stale.
     due_keys_.clear();
     finality_.TakeUpTo(final_point_, [this](uint32_t key) { due_keys_.push_back(KeyId(key)); });
-    for (KeyId key : due_keys_) FinalizeKey(key);
+    for (size_t i = 0; i < due_keys_.size(); ++i) {
+      if (i + 2 < due_keys_.size()) keys_[due_keys_[i + 2].value()].PrefetchState();
+      if (i + 1 < due_keys_.size()) keys_[due_keys_[i + 1].value()].readers.PrefetchEnds();
+      FinalizeKey(due_keys_[i]);
+    }
     Collect();
   }
 
@@ -537,7 +586,10 @@ class EngineImpl {
       keys_[key].in_gc = false;
       collect_keys_.push_back(KeyId(key));
     });
-    for (KeyId key : collect_keys_) {
+    for (size_t i = 0; i < collect_keys_.size(); ++i) {
+      if (i + 2 < collect_keys_.size()) keys_[collect_keys_[i + 2].value()].PrefetchState();
+      if (i + 1 < collect_keys_.size()) keys_[collect_keys_[i + 1].value()].versions.PrefetchEnds();
+      const KeyId key = collect_keys_[i];
       Trim(key, g);
       ScheduleTrim(key, keys_[key.value()]);
     }
