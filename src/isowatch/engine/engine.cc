@@ -223,7 +223,7 @@ class EngineImpl {
     walker_.Walk(
         id, options_.level,
         [&](uint32_t op_index, const Op& op, std::span<const Value>) {
-          AddRead(op, point, ReadInfo{op_index, false});
+          AddRead(op, point, ReadInfo{op.value(), op_index, false});
         },
         [&](Violation v) { Emit(std::move(v)); });
     NextStamp();
@@ -511,9 +511,9 @@ class EngineImpl {
       if (bounded && limit < it.key()) break;
       // A register read between the new version and the next one now sees exactly the new
       // version; a list read sees one more append somewhere in its list.
-      bool wrong = is_list ? Wrong(key, ks, it.key(), it.value())
-                           : !checkers::internal::RegisterReadMatches(
-                                 ReadOp(it.key(), it.value()).value(), value, false);
+      bool wrong =
+          is_list ? Wrong(key, ks, it.key(), it.value())
+                  : !checkers::internal::RegisterReadMatches(it.value().observed, value, false);
       if (wrong == it.value().wrong) continue;
       ++stats_.flip_flops;
       if (wrong) {

@@ -20,8 +20,9 @@ struct VersionInfo {
 // An external read whose verdict is not final yet, stored under its read point (point.txn is the
 // reader).
 struct ReadInfo {
-  uint32_t op_index = 0;  // the read's index among the reader's operations
-  bool wrong = false;     // the current, provisional verdict
+  history::Value observed;  // registers: the value read (re-checks need no history lookup)
+  uint32_t op_index = 0;    // the read's index among the reader's operations
+  bool wrong = false;       // the current, provisional verdict
 };
 
 // Everything the engine keeps about one key.
