@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <unistd.h>
 #include <vector>
 
 #include <fmt/format.h>
@@ -695,7 +696,9 @@ History BuildLargeHistory(size_t n) {
 
 void RoundTripThroughFile(NativeEncoding encoding, const std::string& name) {
   History h = BuildLargeHistory(20000);
-  const std::string path = ::testing::TempDir() + name;
+  // Unique per process: builds in other directories may run the same test at the same time.
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / fmt::format("{}_{}", getpid(), name)).string();
   {
     std::ofstream out(path, std::ios::binary);
     ASSERT_TRUE(WriteNative(h, encoding, out).ok());
