@@ -137,7 +137,9 @@ OnlineResult RunOnline(const History& h, report::IsolationLevel level,
   Engine engine(h, {.level = level,
                     .finality_timeout_ms = online.finality_timeout_ms,
                     .clock = &clock,
-                    .retention = online.retention});
+                    .retention = online.retention,
+                    .spill = online.spill,
+                    .memory_budget = online.memory_budget});
   const StreamId stream = engine.AddStream("simulated");
 
   std::set<std::tuple<report::Anomaly, std::vector<TxnId>, KeyId>> seen;
@@ -152,6 +154,7 @@ OnlineResult RunOnline(const History& h, report::IsolationLevel level,
     result.max_provisional_reads = std::max(result.max_provisional_reads, st.provisional_reads);
     result.max_retained_versions = std::max(result.max_retained_versions, st.retained_versions);
     result.max_retained_txns = std::max(result.max_retained_txns, st.retained_txns);
+    result.max_memory_bytes = std::max(result.max_memory_bytes, st.memory_bytes);
   };
 
   for (const DeliveryBatch& b : schedule.batches) {

@@ -86,6 +86,9 @@ struct OnlineOptions {
   int64_t finality_timeout_ms = 5000;
   // EngineOptions::retention.
   int64_t retention = 0;
+  // EngineOptions::spill and EngineOptions::memory_budget.
+  VersionSpill* spill = nullptr;
+  uint64_t memory_budget = 0;
 };
 
 // The outcome of one online run.
@@ -98,6 +101,7 @@ struct OnlineResult {
   uint64_t max_provisional_reads = 0;
   uint64_t max_retained_versions = 0;
   uint64_t max_retained_txns = 0;
+  uint64_t max_memory_bytes = 0;  // EngineStats::memory_bytes, sampled after each batch
   // Violations reported more than once (same anomaly, transactions and key). Must be 0.
   uint64_t repeated_reports = 0;
   size_t batches = 0;

@@ -8,6 +8,9 @@
 #include <optional>
 #include <utility>
 
+#include "absl/status/status.h"
+#include <spdlog/spdlog.h>
+
 #include "isowatch/checkers/chronos/internal/explain.h"
 #include "isowatch/checkers/chronos/internal/ext_rules.h"
 #include "isowatch/checkers/chronos/internal/read_walker.h"
@@ -96,6 +99,9 @@ OrderKey LastAt(Timestamp ts) {
   return OrderKey{ts, std::numeric_limits<uint32_t>::max(), std::numeric_limits<uint32_t>::max()};
 }
 
+// Before the key of every version.
+constexpr OrderKey kBeforeAll{Timestamp::Min(), 0, 0};
+
 }  // namespace
 
 // Engine-thread only. See engine.h and docs/engine.md.
@@ -105,6 +111,7 @@ class EngineImpl {
       : h_(h),
         options_(options),
         clock_(options.clock != nullptr ? options.clock : &system_clock_),
+        spill_(options.spill),
         write_index_(h),
         walker_(h),
         keys_(h.key_count()),
@@ -166,6 +173,8 @@ class EngineImpl {
 
   const EngineStats& stats() {
     stats_.retained_txns = session_entries_ + txns_pending_;
+    stats_.memory_bytes = MemoryBytes();
+    stats_.spill_bytes = spill_ != nullptr ? spill_->bytes() : 0;
     return stats_;
   }
 
@@ -350,9 +359,7 @@ class EngineImpl {
     const KeyId key = op.key();
     KeyState& ks = keys_[key.value()];
     if (Collected(key, ks, point)) {
-      // What the read could see has been collected: rather than risk a false alarm, the read
-      // goes unjudged, and is counted.
-      ++stats_.horizon_misses;
+      CheckCollectedRead(key, ks, op, point, read.op_index);
       return;
     }
     read.wrong = Wrong(key, ks, point, op, read.op_index);
@@ -369,6 +376,21 @@ class EngineImpl {
     ++stats_.provisional_reads;
     if (read.wrong) ++stats_.provisional_violations;
     if (pending_count_[point.txn]++ == 0) ++txns_pending_;
+  }
+
+  // A read whose snapshot has been collected. With a spill it is reloaded: everything collected
+  // lies at or below the final point, so the verdict is final at once. Without one (or if the
+  // spill fails), rather than risk a false alarm, the read goes unjudged and is counted.
+  [[gnu::noinline, gnu::cold]] void CheckCollectedRead(KeyId key, const KeyState& ks, const Op& op,
+                                                       const OrderKey& point, uint32_t op_index) {
+    Violation v;
+    const std::optional<bool> wrong =
+        spill_ != nullptr ? Judge(key, ks, point, op, op_index, &v) : std::nullopt;
+    if (!wrong) {
+      ++stats_.horizon_misses;
+    } else if (*wrong) {
+      Emit(std::move(v));
+    }
   }
 
   // Whether versions visible at `point` may have been collected: for a register, the point lies
@@ -396,11 +418,23 @@ class EngineImpl {
     return Visible{it.key(), &it.value()};
   }
 
-  // The committed list visible at `point`, into `out`.
-  void VisibleList(KeyId key, const KeyState& ks, const OrderKey& point,
-                   std::vector<Value>* out) const {
+  // The committed list visible at `point`, into `out`: the initial list, then the appends of
+  // every version before the point, in order; from the spill when the point lies at or below
+  // what memory folded into base_list. False if the spill could not be read.
+  bool VisibleList(KeyId key, const KeyState& ks, const OrderKey& point, std::vector<Value>* out) {
     out->clear();
-    if (ks.trimmed) {
+    if (ks.trimmed && point.ts <= ks.trim_point && spill_ != nullptr) {
+      if (spill_broken_) return false;
+      ++stats_.reloads;
+      auto init = h_.InitialList(key);
+      out->assign(init.begin(), init.end());
+      absl::Status s = spill_->ScanAfter(key, kBeforeAll, [&](const SpilledVersion& v) {
+        if (!(v.at < point)) return false;
+        out->insert(out->end(), v.appends.begin(), v.appends.end());
+        return true;
+      });
+      if (!s.ok()) return SpillFailed(s);
+    } else if (ks.trimmed) {
       out->assign(ks.base_list.begin(), ks.base_list.end());
     } else {
       auto init = h_.InitialList(key);
@@ -409,6 +443,45 @@ class EngineImpl {
     for (auto it = ks.versions.begin(); it != ks.versions.end() && it.key() < point; ++it) {
       AppendsOf(TxnId(it.key().txn), key, out);
     }
+    return true;
+  }
+
+  // The newest version of register `key` visible at `point` (writer invalid: the initial
+  // value); from the spill when memory holds nothing before the point and versions were
+  // collected. False if the spill could not be read.
+  struct RegisterView {
+    Value value;
+    TxnId writer = TxnId::Invalid();
+  };
+  bool VisibleRegister(KeyId key, const KeyState& ks, const OrderKey& point, RegisterView* out) {
+    if (const auto v = VisibleVersion(ks, point)) {
+      *out = RegisterView{v->info->value, TxnId(v->key.txn)};
+      return true;
+    }
+    if (ks.trimmed && spill_ != nullptr) {
+      if (spill_broken_) return false;
+      ++stats_.reloads;
+      auto r = spill_->NewestBefore(key, point);
+      if (!r.ok()) return SpillFailed(r.status());
+      if (r->has_value()) {
+        *out = RegisterView{(*r)->value, TxnId((*r)->at.txn)};
+        return true;
+      }
+    }
+    *out = RegisterView{h_.InitialValue(key), TxnId::Invalid()};
+    return true;
+  }
+
+  // A failed spill read or write: counted and logged once; the spill is off from then on (the
+  // checks that need it go unjudged, as horizon misses). Returns false.
+  [[gnu::cold]] bool SpillFailed(const absl::Status& s) {
+    ++stats_.spill_errors;
+    if (!spill_broken_) {
+      spdlog::error("engine: the version spill failed, checks that need it go unjudged: {}",
+                    std::string(s.message()));
+    }
+    spill_broken_ = true;
+    return false;
   }
 
   // Appends `writer`'s appends to `key`, in program order, to `out`; only those before op
@@ -426,54 +499,99 @@ class EngineImpl {
   }
 
   bool Wrong(KeyId key, const KeyState& ks, const OrderKey& point, const ReadInfo& r) {
-    return Wrong(key, ks, point, ReadOp(point, r), r.op_index);
+    return Judge(key, ks, point, ReadOp(point, r), r.op_index, nullptr).value_or(r.wrong);
   }
-  // The same, for the read `op`, operation op_index of the reader.
   bool Wrong(KeyId key, const KeyState& ks, const OrderKey& point, const Op& op,
              uint32_t op_index) {
+    if (op.kind() != OpKind::kListRead) {
+      // The common case inline: a register whose visible version memory holds.
+      if (const auto v = VisibleVersion(ks, point)) {
+        return !checkers::internal::RegisterReadMatches(op.value(), v->info->value, false);
+      }
+      if (!ks.trimmed || spill_ == nullptr) {
+        return !checkers::internal::RegisterReadMatches(op.value(), h_.InitialValue(key), true);
+      }
+    }
+    return Judge(key, ks, point, op, op_index, nullptr).value_or(false);
+  }
+
+  // Whether the read `op` (operation op_index of the reader point.txn) at `point` is wrong, and
+  // if so and `violation` is given, the violation; nullopt if the snapshot could not be had.
+  [[gnu::noinline]] std::optional<bool> Judge(KeyId key, const KeyState& ks, const OrderKey& point,
+                                              const Op& op, uint32_t op_index,
+                                              Violation* violation) {
+    const TxnId reader(point.txn);
     if (op.kind() == OpKind::kListRead) {
-      VisibleList(key, ks, point, &committed_scratch_);
+      if (!VisibleList(key, ks, point, &committed_scratch_)) return std::nullopt;
       own_scratch_.clear();
-      AppendsOf(TxnId(point.txn), key, &own_scratch_, op_index);
-      return !checkers::internal::ListReadMatches(committed_scratch_, own_scratch_,
-                                                  h_.list_elements(op));
+      AppendsOf(reader, key, &own_scratch_, op_index);
+      if (checkers::internal::ListReadMatches(committed_scratch_, own_scratch_,
+                                              h_.list_elements(op))) {
+        return false;
+      }
+      if (violation != nullptr) {
+        *violation = checkers::internal::ListViolation(h_, write_index_, options_.level, reader,
+                                                       key, committed_scratch_, own_scratch_,
+                                                       h_.list_elements(op));
+      }
+      return true;
     }
-    const auto v = VisibleVersion(ks, point);
-    if (!v) {
-      return !checkers::internal::RegisterReadMatches(op.value(), h_.InitialValue(key), true);
+    RegisterView v;
+    if (!VisibleRegister(key, ks, point, &v)) return std::nullopt;
+    if (checkers::internal::RegisterReadMatches(op.value(), v.value, !v.writer.valid())) {
+      return false;
     }
-    return !checkers::internal::RegisterReadMatches(op.value(), v->info->value, false);
+    if (violation != nullptr) {
+      *violation = checkers::internal::RegisterViolation(h_, write_index_, options_.level, reader,
+                                                         key, v.value, v.writer, op.value());
+    }
+    return true;
   }
 
   Violation Explain(KeyId key, const KeyState& ks, const OrderKey& point, const ReadInfo& r) {
-    const Op& op = ReadOp(point, r);
-    TxnId reader(point.txn);
-    if (op.kind() == OpKind::kListRead) {
-      VisibleList(key, ks, point, &committed_scratch_);
-      own_scratch_.clear();
-      AppendsOf(reader, key, &own_scratch_, r.op_index);
-      return checkers::internal::ListViolation(h_, write_index_, options_.level, reader, key,
-                                               committed_scratch_, own_scratch_,
-                                               h_.list_elements(op));
-    }
-    const auto v = VisibleVersion(ks, point);
-    Value expected = !v ? h_.InitialValue(key) : v->info->value;
-    TxnId writer = !v ? TxnId::Invalid() : TxnId(v->key.txn);
-    return checkers::internal::RegisterViolation(h_, write_index_, options_.level, reader, key,
-                                                 expected, writer, op.value());
+    Violation v;
+    Judge(key, ks, point, ReadOp(point, r), r.op_index, &v);
+    return v;
   }
 
   // --- Versions and NoConflict ---------------------------------------------------------------
+
+  // Reports the writers of `key` in the spill whose intervals overlap writer `t`'s (SI
+  // NoConflict). False if the spill could not be read.
+  // Some writers overlapping `t` may have been collected: they are in the spill, or, without
+  // one, the check is a horizon miss.
+  [[gnu::noinline, gnu::cold]] void CollectedOverlaps(TxnId id, const Transaction& t, KeyId key,
+                                                      const OrderKey& vkey, int64_t horizon) {
+    if (spill_ == nullptr || !SpilledOverlaps(id, t, key, vkey, horizon)) {
+      ++stats_.horizon_misses;
+    }
+  }
+  bool SpilledOverlaps(TxnId id, const Transaction& t, KeyId key, const OrderKey& vkey,
+                       int64_t horizon) {
+    if (spill_broken_) return false;
+    ++stats_.reloads;
+    absl::Status s = spill_->ScanAfter(key, LastAt(t.start), [&](const SpilledVersion& u) {
+      if (u.at.ts.physical > horizon) return false;
+      if (u.at.txn != id.value() && u.writer_start < t.commit) {
+        const TxnId other(u.at.txn);
+        const bool u_first = u.at < vkey;
+        Emit(checkers::internal::ExplainNoConflict(h_, u_first ? other : id, u_first ? id : other,
+                                                   key));
+      }
+      return true;
+    });
+    return s.ok() || SpillFailed(s);
+  }
 
   void InsertVersion(TxnId id, const Transaction& t, KeyId key, Value value) {
     KeyState& ks = keys_[key.value()];
     const OrderKey vkey = VersionKey(id, t);
     if (options_.level == IsolationLevel::kSnapshotIsolation) {
-      if (ks.trimmed && t.start < ks.trim_point) ++stats_.horizon_misses;
       // Overlapping writers U: U.commit > t.start and U.start < t.commit. A writer that started
       // before t.commit commits before t.commit + max_duration, which bounds the scan.
       int64_t duration = t.commit.physical - t.start.physical;
       int64_t horizon = t.commit.physical + std::max(ks.max_duration, duration);
+      if (ks.trimmed && t.start < ks.trim_point) CollectedOverlaps(id, t, key, vkey, horizon);
       // Usually every version of the key committed before t started: nothing to scan.
       auto it = ks.versions.end();
       if (!ks.versions.empty() && ks.versions.back_key().ts > t.start) {
@@ -576,7 +694,12 @@ class EngineImpl {
     // A transaction still to come commits after the final point and starts, if it is no longer
     // than the longest seen so far (or the configured retention), after g.
     Timestamp g = final_point_;
-    if (g != Timestamp::Max()) {
+    if (spill_ != nullptr && !spill_broken_ && options_.memory_budget > 0 &&
+        MemoryBytes() > options_.memory_budget) {
+      // Over budget: keep in memory only what reads above the final point can need (for a
+      // register the newest version at or below it); everything older goes to the spill.
+      ++stats_.budget_collections;
+    } else if (g != Timestamp::Max()) {
       int64_t keep = std::max(options_.retention, max_duration_);
       if (g.physical < std::numeric_limits<int64_t>::min() + keep) return;
       g = Timestamp{g.physical - keep, std::numeric_limits<int64_t>::min()};
@@ -592,6 +715,9 @@ class EngineImpl {
       const KeyId key = collect_keys_[i];
       Trim(key, g);
       ScheduleTrim(key, keys_[key.value()]);
+    }
+    if (spill_ != nullptr && !spill_broken_) {
+      if (absl::Status s = spill_->Flush(); !s.ok()) SpillFailed(s);
     }
   }
 
@@ -621,7 +747,23 @@ class EngineImpl {
     auto keep = last;
     if (!is_list) --keep;
     if (keep == ks.versions.begin()) return;
+    if (spill_ != nullptr && !spill_broken_) {
+      for (auto it = ks.versions.begin(); it != keep; ++it) {
+        const Transaction& w = h_.txn(TxnId(it.key().txn));
+        SpilledVersion v;
+        v.at = it.key();
+        v.writer_start = w.has_start ? w.start : Timestamp::Min();
+        if (is_list) {
+          AppendsOf(TxnId(it.key().txn), key, &v.appends);
+        } else {
+          v.value = it.value().value;
+        }
+        spill_->Put(key, v);
+        ++stats_.spilled_versions;
+      }
+    }
     if (is_list) {
+      const size_t before = ks.base_list.size();
       if (!ks.trimmed) {
         auto init = h_.InitialList(key);
         ks.base_list.assign(init.begin(), init.end());
@@ -629,10 +771,26 @@ class EngineImpl {
       for (auto it = ks.versions.begin(); it != keep; ++it) {
         AppendsOf(TxnId(it.key().txn), key, &ks.base_list);
       }
+      base_list_values_ += ks.base_list.size() - before;
     }
     stats_.retained_versions -= ks.versions.erase_prefix(keep);
     ks.trimmed = true;
     ks.trim_point = std::max(ks.trim_point, g);
+  }
+
+  // The engine's own accounting of the memory it holds (docs/engine.md, "Memory"). Chain leaves
+  // are counted at twice their entries (a leaf off the tree's edges is at least half full),
+  // plus one small leaf per key.
+  uint64_t MemoryBytes() const {
+    constexpr uint64_t kVersionEntry = sizeof(OrderKey) + sizeof(VersionInfo);
+    constexpr uint64_t kReadEntry = sizeof(OrderKey) + sizeof(ReadInfo);
+    constexpr uint64_t kSmallLeaf = 32 + 4 * kVersionEntry;
+    return keys_.capacity() * (sizeof(KeyState) + sizeof(uint32_t)) + keys_.size() * kSmallLeaf +
+           stats_.retained_versions * 2 * kVersionEntry +
+           stats_.provisional_reads * 2 * kReadEntry + base_list_values_ * sizeof(Value) +
+           session_entries_ * sizeof(SessionState::Entry) * 2 +
+           sessions_.capacity() * sizeof(SessionState) + delivered_.capacity() / 8 +
+           pending_count_.capacity() * sizeof(uint32_t);
   }
 
   void Emit(Violation v) {
@@ -646,6 +804,9 @@ class EngineImpl {
   EngineOptions options_;
   SystemClock system_clock_;
   const Clock* clock_;
+  VersionSpill* spill_;        // may be null
+  bool spill_broken_ = false;  // a spill operation failed: the spill is no longer used
+  uint64_t base_list_values_ = 0;
   checkers::internal::WriteIndex write_index_;
   checkers::internal::ReadWalker walker_;
 

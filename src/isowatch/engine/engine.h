@@ -10,6 +10,7 @@
 
 #include "isowatch/common/strong_id.h"
 #include "isowatch/engine/clock.h"
+#include "isowatch/engine/version_spill.h"
 #include "isowatch/history/history.h"
 #include "isowatch/report/violation.h"
 
@@ -29,6 +30,14 @@ struct EngineOptions {
   // timestamps: room for transactions whose start lies that far below the final point when they
   // arrive. Longer ones are still checked against what is retained and counted as horizon misses.
   int64_t retention = 0;
+  // Where collected versions go (docs/spill-format.md); nullptr = they are dropped. With a spill,
+  // a check that needs a snapshot older than memory holds reloads it, so there are no horizon
+  // misses. Not owned; must outlive the engine.
+  VersionSpill* spill = nullptr;
+  // Bytes of engine state (EngineStats::memory_bytes) above which every version older than the
+  // newest one at or below the final point is spilled rather than kept for `retention`. 0 = no
+  // budget. Needs `spill`.
+  uint64_t memory_budget = 0;
 };
 
 // Counters and gauges of the engine. Plain data.
@@ -45,6 +54,16 @@ struct EngineStats {
   uint64_t provisional_violations = 0;  // of which currently wrong
   uint64_t retained_versions = 0;
   uint64_t retained_txns = 0;
+  // Spill (EngineOptions::spill).
+  uint64_t spilled_versions = 0;    // versions written to the spill
+  uint64_t reloads = 0;             // checks that read the spill
+  uint64_t spill_errors = 0;        // spill reads or writes that failed (the spill is then off)
+  uint64_t budget_collections = 0;  // collections cut at the final point by the memory budget
+  uint64_t spill_bytes = 0;         // gauge: bytes written to the spill (estimate)
+  // Gauge: bytes of engine state in memory, by the engine's own accounting (docs/engine.md,
+  // "Memory"): key states, chain entries, pending reads, list bases, session windows and the
+  // per-transaction arrays. Excludes the History the engine reads.
+  uint64_t memory_bytes = 0;
 };
 
 class EngineImpl;

@@ -24,13 +24,15 @@ struct OrderKey {
   // (phase, txn) as one number in the same order.
   constexpr uint64_t tie() const { return (uint64_t{phase} << 32) | txn; }
 
-  friend constexpr bool operator<(const OrderKey& a, const OrderKey& b) {
+  [[gnu::always_inline]] friend constexpr bool operator<(const OrderKey& a, const OrderKey& b) {
     if (a.ts.physical != b.ts.physical) return a.ts.physical < b.ts.physical;
     if (a.ts.logical != b.ts.logical) return a.ts.logical < b.ts.logical;
     return a.tie() < b.tie();
   }
   friend constexpr bool operator>(const OrderKey& a, const OrderKey& b) { return b < a; }
-  friend constexpr bool operator<=(const OrderKey& a, const OrderKey& b) { return !(b < a); }
+  [[gnu::always_inline]] friend constexpr bool operator<=(const OrderKey& a, const OrderKey& b) {
+    return !(b < a);
+  }
   friend constexpr bool operator>=(const OrderKey& a, const OrderKey& b) { return !(a < b); }
   friend constexpr bool operator==(const OrderKey& a, const OrderKey& b) {
     return a.ts == b.ts && a.tie() == b.tie();

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/engine/version_spill.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/write_batch.h>
+
+#include "isowatch/store/rocksdb_status.h"
+
+namespace isowatch::engine {
+namespace spill_format {
+namespace {
+
+using history::Timestamp;
+using history::Value;
+using history::ValueKind;
+using internal::OrderKey;
+
+// Sign-flipped big-endian: byte order equals numeric order for signed integers.
+void PutOrdered64(std::string& out, int64_t v) {
+  uint64_t u = static_cast<uint64_t>(v) ^ (uint64_t{1} << 63);
+  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(u >> shift));
+}
+void PutBig32(std::string& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+}
+uint64_t GetBig(std::string_view in, size_t pos, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<uint8_t>(in[pos + i]);
+  return v;
+}
+int64_t GetOrdered64(std::string_view in, size_t pos) {
+  return static_cast<int64_t>(GetBig(in, pos, 8) ^ (uint64_t{1} << 63));
+}
+
+constexpr size_t kKeyBytes = 4 + 8 + 8 + 4 + 4;
+constexpr size_t kValueBytes = 1 + 8;  // kind, payload
+
+void PutValue(std::string& out, const Value& v) {
+  out.push_back(static_cast<char>(v.kind()));
+  PutOrdered64(out, v.payload());
+}
+bool GetValue(std::string_view in, size_t pos, Value* v) {
+  const auto kind = static_cast<uint8_t>(in[pos]);
+  if (kind > static_cast<uint8_t>(ValueKind::kBytes)) return false;
+  *v = Value::FromRaw(static_cast<ValueKind>(kind), GetOrdered64(in, pos + 1));
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeKey(KeyId key, const OrderKey& at) {
+  std::string out;
+  out.reserve(kKeyBytes);
+  PutBig32(out, key.value());
+  PutOrdered64(out, at.ts.physical);
+  PutOrdered64(out, at.ts.logical);
+  PutBig32(out, at.phase);
+  PutBig32(out, at.txn);
+  return out;
+}
+
+bool DecodeKey(std::string_view bytes, KeyId* key, OrderKey* at) {
+  if (bytes.size() != kKeyBytes) return false;
+  *key = KeyId(static_cast<uint32_t>(GetBig(bytes, 0, 4)));
+  *at = OrderKey(Timestamp{GetOrdered64(bytes, 4), GetOrdered64(bytes, 12)},
+                 static_cast<uint32_t>(GetBig(bytes, 20, 4)),
+                 static_cast<uint32_t>(GetBig(bytes, 24, 4)));
+  return true;
+}
+
+// Value: writer start (16 bytes), the register value (9), the number of appends (4), then each
+// append (9). The version's own place is in the key.
+std::string EncodeValue(const SpilledVersion& version) {
+  std::string out;
+  out.reserve(16 + kValueBytes + 4 + version.appends.size() * kValueBytes);
+  PutOrdered64(out, version.writer_start.physical);
+  PutOrdered64(out, version.writer_start.logical);
+  PutValue(out, version.value);
+  PutBig32(out, static_cast<uint32_t>(version.appends.size()));
+  for (const Value& v : version.appends) PutValue(out, v);
+  return out;
+}
+
+bool DecodeValue(std::string_view bytes, SpilledVersion* version) {
+  constexpr size_t kFixed = 16 + kValueBytes + 4;
+  if (bytes.size() < kFixed) return false;
+  version->writer_start = Timestamp{GetOrdered64(bytes, 0), GetOrdered64(bytes, 8)};
+  if (!GetValue(bytes, 16, &version->value)) return false;
+  const uint64_t n = GetBig(bytes, 16 + kValueBytes, 4);
+  if (bytes.size() != kFixed + n * kValueBytes) return false;
+  version->appends.resize(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    if (!GetValue(bytes, kFixed + i * kValueBytes, &version->appends[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace spill_format
+
+// --- MemoryVersionSpill ------------------------------------------------------------------------
+
+void MemoryVersionSpill::Put(KeyId key, const SpilledVersion& version) {
+  pending_.emplace_back(key, version);
+}
+
+absl::Status MemoryVersionSpill::Flush() {
+  for (auto& [key, version] : pending_) {
+    bytes_ += spill_format::EncodeValue(version).size() + 28;
+    ++versions_;
+    map_[{key.value(), version.at}] = std::move(version);
+  }
+  pending_.clear();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<SpilledVersion>> MemoryVersionSpill::NewestBefore(
+    KeyId key, const internal::OrderKey& point) {
+  auto it = map_.lower_bound({key.value(), point});
+  if (it == map_.begin()) return std::nullopt;
+  --it;
+  if (it->first.first != key.value()) return std::nullopt;
+  return it->second;
+}
+
+absl::Status MemoryVersionSpill::ScanAfter(KeyId key, const internal::OrderKey& after,
+                                           absl::FunctionRef<bool(const SpilledVersion&)> fn) {
+  for (auto it = map_.upper_bound({key.value(), after});
+       it != map_.end() && it->first.first == key.value(); ++it) {
+    if (!fn(it->second)) break;
+  }
+  return absl::OkStatus();
+}
+
+// --- RocksVersionSpill -------------------------------------------------------------------------
+
+struct RocksVersionSpill::Db {
+  std::unique_ptr<rocksdb::DB> db;
+  rocksdb::WriteBatch batch;
+  rocksdb::WriteOptions write_options;
+  rocksdb::ReadOptions read_options;
+};
+
+RocksVersionSpill::RocksVersionSpill(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+RocksVersionSpill::~RocksVersionSpill() = default;
+
+absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const std::string& dir) {
+  if (dir.empty()) return absl::InvalidArgumentError("spill directory: empty path");
+  std::error_code ec;
+  // Derived state: what a previous process left is rebuilt, never read.
+  std::filesystem::remove_all(dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        fmt::format("cannot clear the spill directory {}: {}", dir, ec.message()));
+  }
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        fmt::format("cannot create the spill directory {}: {}", dir, ec.message()));
+  }
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.keep_log_file_num = 2;
+  // Reads are point lookups and short forward scans within one key's prefix.
+  options.OptimizeForSmallDb();
+  auto db = std::make_unique<Db>();
+  rocksdb::DB* raw = nullptr;
+  if (absl::Status s = store::FromRocksStatus(rocksdb::DB::Open(options, dir, &raw),
+                                              fmt::format("opening the spill in {}", dir));
+      !s.ok()) {
+    return s;
+  }
+  db->db.reset(raw);
+  db->write_options.disableWAL = true;
+  return std::unique_ptr<RocksVersionSpill>(new RocksVersionSpill(std::move(db)));
+}
+
+void RocksVersionSpill::Put(KeyId key, const SpilledVersion& version) {
+  const std::string k = spill_format::EncodeKey(key, version.at);
+  const std::string v = spill_format::EncodeValue(version);
+  bytes_ += k.size() + v.size();
+  ++versions_;
+  db_->batch.Put(k, v);
+}
+
+absl::Status RocksVersionSpill::Flush() {
+  if (db_->batch.Count() == 0) return absl::OkStatus();
+  rocksdb::Status s = db_->db->Write(db_->write_options, &db_->batch);
+  db_->batch.Clear();
+  return store::FromRocksStatus(s, "writing to the spill");
+}
+
+absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::NewestBefore(
+    KeyId key, const internal::OrderKey& point) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(db_->read_options));
+  const std::string target = spill_format::EncodeKey(key, point);
+  it->SeekForPrev(target);
+  if (it->Valid() && it->key().ToStringView() == target) it->Prev();
+  if (!it->Valid()) {
+    if (absl::Status s = store::FromRocksStatus(it->status(), "reading the spill"); !s.ok()) {
+      return s;
+    }
+    return std::nullopt;
+  }
+  KeyId found_key;
+  SpilledVersion v;
+  if (!spill_format::DecodeKey(it->key().ToStringView(), &found_key, &v.at) ||
+      !spill_format::DecodeValue(it->value().ToStringView(), &v)) {
+    return absl::DataLossError("the spill holds an entry it cannot decode");
+  }
+  if (found_key != key) return std::nullopt;
+  return v;
+}
+
+absl::Status RocksVersionSpill::ScanAfter(KeyId key, const internal::OrderKey& after,
+                                          absl::FunctionRef<bool(const SpilledVersion&)> fn) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(db_->read_options));
+  const std::string from = spill_format::EncodeKey(key, after);
+  for (it->Seek(from); it->Valid(); it->Next()) {
+    if (it->key().ToStringView() == from) continue;
+    KeyId found_key;
+    SpilledVersion v;
+    if (!spill_format::DecodeKey(it->key().ToStringView(), &found_key, &v.at) ||
+        !spill_format::DecodeValue(it->value().ToStringView(), &v)) {
+      return absl::DataLossError("the spill holds an entry it cannot decode");
+    }
+    if (found_key != key || !fn(v)) return absl::OkStatus();
+  }
+  return store::FromRocksStatus(it->status(), "reading the spill");
+}
+
+}  // namespace isowatch::engine

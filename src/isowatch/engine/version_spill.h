@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "isowatch/common/strong_id.h"
+#include "isowatch/engine/internal/order_key.h"
+#include "isowatch/history/timestamp.h"
+#include "isowatch/history/value.h"
+
+namespace isowatch::engine {
+
+// A committed version the engine collected from memory, as the spill keeps it: everything a
+// later check of an older snapshot needs without the writer's record (docs/spill-format.md).
+struct SpilledVersion {
+  internal::OrderKey at;                // commit, phase, writer: its place in the key's chain
+  history::Timestamp writer_start;      // the writer's start (SI NoConflict); Min if it has none
+  history::Value value;                 // registers: the writer's final value
+  std::vector<history::Value> appends;  // lists: the writer's appends to the key, in order
+
+  friend bool operator==(const SpilledVersion&, const SpilledVersion&) = default;
+};
+
+// Where the engine puts the versions it collects, so that a check which needs a snapshot older
+// than what memory holds (a transaction longer than any before it, a late arrival, or a memory
+// budget that keeps less in memory) reloads it instead of going unjudged.
+//
+// Versions are written with Put and become visible to reads after Flush. Versions of one key
+// are ordered by OrderKey. Engine-thread only.
+class VersionSpill {
+ public:
+  virtual ~VersionSpill() = default;
+
+  // Adds a version of `key` (not visible to reads until Flush).
+  virtual void Put(KeyId key, const SpilledVersion& version) = 0;
+  // Makes every version put so far durable for this process and visible to reads.
+  virtual absl::Status Flush() = 0;
+
+  // The newest version of `key` ordered before `point`, or nullopt if there is none.
+  virtual absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
+      KeyId key, const internal::OrderKey& point) = 0;
+
+  // Calls `fn` with the versions of `key` ordered after `after`, oldest first, until it returns
+  // false or they run out.
+  virtual absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
+                                 absl::FunctionRef<bool(const SpilledVersion&)> fn) = 0;
+
+  // Versions put so far, and an estimate of the bytes they take in the spill.
+  virtual uint64_t versions() const = 0;
+  virtual uint64_t bytes() const = 0;
+};
+
+// A VersionSpill in memory, for tests and for checks that must not touch the disk.
+class MemoryVersionSpill final : public VersionSpill {
+ public:
+  void Put(KeyId key, const SpilledVersion& version) override;
+  absl::Status Flush() override;
+  absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
+      KeyId key, const internal::OrderKey& point) override;
+  absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
+                         absl::FunctionRef<bool(const SpilledVersion&)> fn) override;
+  uint64_t versions() const override { return versions_; }
+  uint64_t bytes() const override { return bytes_; }
+
+ private:
+  struct Less {
+    bool operator()(const std::pair<uint32_t, internal::OrderKey>& a,
+                    const std::pair<uint32_t, internal::OrderKey>& b) const {
+      if (a.first != b.first) return a.first < b.first;
+      return a.second < b.second;
+    }
+  };
+  std::map<std::pair<uint32_t, internal::OrderKey>, SpilledVersion, Less> map_;
+  std::vector<std::pair<KeyId, SpilledVersion>> pending_;
+  uint64_t versions_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+// A VersionSpill in a RocksDB database of its own (format in docs/spill-format.md). Its contents
+// are derived state: Open clears whatever a previous process left, and writes skip the
+// write-ahead log (the daemon rebuilds engine state from its durable log after a restart).
+class RocksVersionSpill final : public VersionSpill {
+ public:
+  static absl::StatusOr<std::unique_ptr<RocksVersionSpill>> Open(const std::string& dir);
+  ~RocksVersionSpill() override;
+
+  void Put(KeyId key, const SpilledVersion& version) override;
+  absl::Status Flush() override;
+  absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
+      KeyId key, const internal::OrderKey& point) override;
+  absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
+                         absl::FunctionRef<bool(const SpilledVersion&)> fn) override;
+  uint64_t versions() const override { return versions_; }
+  uint64_t bytes() const override { return bytes_; }
+
+ private:
+  struct Db;
+  explicit RocksVersionSpill(std::unique_ptr<Db> db);
+
+  std::unique_ptr<Db> db_;
+  uint64_t versions_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+// The spill's encodings (docs/spill-format.md), exposed for tests and tools.
+namespace spill_format {
+std::string EncodeKey(KeyId key, const internal::OrderKey& at);
+bool DecodeKey(std::string_view bytes, KeyId* key, internal::OrderKey* at);
+std::string EncodeValue(const SpilledVersion& version);
+bool DecodeValue(std::string_view bytes, SpilledVersion* version);
+}  // namespace spill_format
+
+}  // namespace isowatch::engine

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// The version spill: its byte encodings (docs/spill-format.md) and both implementations against
+// a brute-force model.
+#include "isowatch/engine/version_spill.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+namespace isowatch::engine {
+namespace {
+
+using history::Timestamp;
+using history::Value;
+using internal::OrderKey;
+
+OrderKey RandomKey(std::mt19937_64& rng) {
+  // Small ranges so that ties on each field are common; negative timestamps included.
+  std::uniform_int_distribution<int64_t> ts(-3, 3);
+  std::uniform_int_distribution<uint32_t> small(0, 2);
+  return OrderKey(Timestamp{ts(rng) * (int64_t{1} << 40), ts(rng)}, small(rng), small(rng) * 7);
+}
+
+TEST(SpillFormatTest, KeyBytesSortLikeOrderKeys) {
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 2000; ++i) {
+    const KeyId ka(static_cast<uint32_t>(rng() % 3));
+    const KeyId kb(static_cast<uint32_t>(rng() % 3));
+    const OrderKey a = RandomKey(rng);
+    const OrderKey b = RandomKey(rng);
+    const bool less = ka != kb ? ka.value() < kb.value() : a < b;
+    EXPECT_EQ(spill_format::EncodeKey(ka, a) < spill_format::EncodeKey(kb, b), less);
+    KeyId back_key;
+    OrderKey back;
+    ASSERT_TRUE(spill_format::DecodeKey(spill_format::EncodeKey(ka, a), &back_key, &back));
+    EXPECT_EQ(back_key, ka);
+    EXPECT_EQ(back, a);
+  }
+  KeyId k;
+  OrderKey at;
+  EXPECT_FALSE(spill_format::DecodeKey("short", &k, &at));
+}
+
+TEST(SpillFormatTest, ValuesRoundTripAndTruncationIsRejected) {
+  SpilledVersion v;
+  v.writer_start = Timestamp{-5, 7};
+  v.value = Value::Int(-42);
+  v.appends = {Value::Int(1), Value::BytesRef(3), Value::Absent()};
+  const std::string bytes = spill_format::EncodeValue(v);
+  EXPECT_EQ(bytes.size(), 16u + 9u + 4u + 3u * 9u);
+  SpilledVersion back;
+  ASSERT_TRUE(spill_format::DecodeValue(bytes, &back));
+  back.at = v.at;
+  EXPECT_EQ(back, v);
+  for (size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_FALSE(spill_format::DecodeValue(bytes.substr(0, cut), &back)) << cut;
+  }
+  std::string bad_kind = bytes;
+  bad_kind[16] = 9;
+  EXPECT_FALSE(spill_format::DecodeValue(bad_kind, &back));
+}
+
+class VersionSpillTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) {
+      dir_ = (std::filesystem::path(::testing::TempDir()) /
+              fmt::format("version_spill_test_{}", getpid()))
+                 .string();
+      auto rocks = RocksVersionSpill::Open(dir_);
+      ASSERT_TRUE(rocks.ok()) << rocks.status();
+      spill_ = *std::move(rocks);
+    } else {
+      spill_ = std::make_unique<MemoryVersionSpill>();
+    }
+  }
+  void TearDown() override {
+    spill_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  std::string dir_;
+  std::unique_ptr<VersionSpill> spill_;
+};
+
+TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
+  std::mt19937_64 rng(7);
+  struct Entry {
+    KeyId key;
+    SpilledVersion v;
+  };
+  std::vector<Entry> model;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 200; ++i) {
+      Entry e{KeyId(static_cast<uint32_t>(rng() % 4)), {}};
+      e.v.at = RandomKey(rng);
+      const bool taken = std::any_of(model.begin(), model.end(), [&](const Entry& m) {
+        return m.key == e.key && m.v.at == e.v.at;
+      });
+      if (taken) continue;  // the engine never spills a version twice
+      e.v.writer_start = Timestamp{static_cast<int64_t>(rng() % 100), 0};
+      e.v.value = Value::Int(static_cast<int64_t>(rng() % 1000));
+      if (rng() % 2 == 0) e.v.appends = {Value::Int(i), Value::Int(round)};
+      spill_->Put(e.key, e.v);
+      model.push_back(e);
+    }
+    // Not visible before Flush.
+    if (round == 0) {
+      auto none = spill_->NewestBefore(model.front().key, OrderKey(Timestamp::Max(), 9, 99));
+      ASSERT_TRUE(none.ok());
+      EXPECT_FALSE(none->has_value());
+    }
+    ASSERT_TRUE(spill_->Flush().ok());
+    EXPECT_EQ(spill_->versions(), model.size());
+    EXPECT_GT(spill_->bytes(), 0u);
+
+    for (int q = 0; q < 300; ++q) {
+      const KeyId key(static_cast<uint32_t>(rng() % 5));  // key 4 never holds anything
+      const OrderKey point = RandomKey(rng);
+      // NewestBefore.
+      const SpilledVersion* want = nullptr;
+      for (const Entry& m : model) {
+        if (m.key == key && m.v.at < point && (want == nullptr || want->at < m.v.at)) {
+          want = &m.v;
+        }
+      }
+      auto got = spill_->NewestBefore(key, point);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->has_value(), want != nullptr);
+      if (want != nullptr) {
+        EXPECT_EQ(**got, *want);
+      }
+      // ScanAfter, stopping after a few.
+      std::vector<SpilledVersion> expected;
+      for (const Entry& m : model) {
+        if (m.key == key && point < m.v.at) expected.push_back(m.v);
+      }
+      std::sort(expected.begin(), expected.end(),
+                [](const SpilledVersion& a, const SpilledVersion& b) { return a.at < b.at; });
+      const size_t limit = rng() % 6;
+      if (expected.size() > limit) expected.resize(limit);
+      std::vector<SpilledVersion> scanned;
+      ASSERT_TRUE(spill_
+                      ->ScanAfter(key, point,
+                                  [&](const SpilledVersion& v) {
+                                    if (scanned.size() == limit) return false;
+                                    scanned.push_back(v);
+                                    return true;
+                                  })
+                      .ok());
+      EXPECT_EQ(scanned, expected);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Implementations, VersionSpillTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? std::string("RocksDB") : std::string("Memory");
+                         });
+
+TEST(RocksVersionSpillTest, OpenClearsWhatAPreviousProcessLeft) {
+  const std::string dir = (std::filesystem::path(::testing::TempDir()) /
+                           fmt::format("version_spill_reopen_{}", getpid()))
+                              .string();
+  {
+    auto spill = RocksVersionSpill::Open(dir);
+    ASSERT_TRUE(spill.ok()) << spill.status();
+    SpilledVersion v;
+    v.at = OrderKey(Timestamp{5, 0}, 0, 1);
+    (*spill)->Put(KeyId(0), v);
+    ASSERT_TRUE((*spill)->Flush().ok());
+    auto found = (*spill)->NewestBefore(KeyId(0), OrderKey(Timestamp{6, 0}, 0, 0));
+    ASSERT_TRUE(found.ok());
+    EXPECT_TRUE(found->has_value());
+  }
+  auto again = RocksVersionSpill::Open(dir);
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto found = (*again)->NewestBefore(KeyId(0), OrderKey(Timestamp{6, 0}, 0, 0));
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found->has_value());
+  again->reset();
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(RocksVersionSpill::Open("").ok());
+}
+
+}  // namespace
+}  // namespace isowatch::engine
