@@ -139,6 +139,7 @@ OnlineResult RunOnline(const History& h, report::IsolationLevel level,
                     .clock = &clock,
                     .retention = online.retention,
                     .spill = online.spill,
+                    .spill_collected = online.spill_collected,
                     .memory_budget = online.memory_budget});
   const StreamId stream = engine.AddStream("simulated");
 

@@ -86,8 +86,9 @@ struct OnlineOptions {
   int64_t finality_timeout_ms = 5000;
   // EngineOptions::retention.
   int64_t retention = 0;
-  // EngineOptions::spill and EngineOptions::memory_budget.
+  // EngineOptions::spill, spill_collected and memory_budget.
   VersionSpill* spill = nullptr;
+  bool spill_collected = false;
   uint64_t memory_budget = 0;
 };
 

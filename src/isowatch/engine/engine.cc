@@ -99,8 +99,56 @@ OrderKey LastAt(Timestamp ts) {
   return OrderKey{ts, std::numeric_limits<uint32_t>::max(), std::numeric_limits<uint32_t>::max()};
 }
 
+// How many pending reads each transaction has, over a window of transaction indexes from the
+// lowest one with any: the window spans the transactions delivered while the oldest pending
+// read waits for finality, not the history.
+class PendingCounts {
+ public:
+  void Add(uint32_t txn) {
+    if (first_ == counts_.size()) {  // empty
+      counts_.clear();
+      first_ = 0;
+      base_ = txn;
+    } else if (txn < base_) {  // rare: a transaction with a lower index than any pending
+      counts_.insert(counts_.begin() + static_cast<ptrdiff_t>(first_), base_ - txn, 0);
+      base_ = txn;
+    }
+    const size_t i = first_ + (txn - base_);
+    if (i >= counts_.size()) counts_.resize(i + 1, 0);
+    if (counts_[i]++ == 0) ++transactions_;
+  }
+  // REQUIRES: txn has a pending read.
+  void Remove(uint32_t txn) {
+    if (--counts_[first_ + (txn - base_)] == 0) --transactions_;
+    while (first_ < counts_.size() && counts_[first_] == 0) {
+      ++first_;
+      ++base_;
+    }
+    if (first_ > 1024 && first_ * 2 > counts_.size()) {  // reclaim the dropped front
+      counts_.erase(counts_.begin(), counts_.begin() + static_cast<ptrdiff_t>(first_));
+      first_ = 0;
+    }
+  }
+  size_t transactions() const { return transactions_; }
+  size_t window() const { return counts_.size(); }
+
+ private:
+  std::vector<uint32_t> counts_;  // counts_[first_ + i]: transaction base_ + i
+  size_t first_ = 0;
+  uint32_t base_ = 0;
+  size_t transactions_ = 0;
+};
+
 // Before the key of every version.
 constexpr OrderKey kBeforeAll{Timestamp::Min(), 0, 0};
+
+// The greatest key before `k` (for scans that must include k itself).
+OrderKey Before(const OrderKey& k) {
+  if (k.txn > 0) return OrderKey{k.ts, k.phase, k.txn - 1};
+  if (k.phase > 0) return OrderKey{k.ts, k.phase - 1, std::numeric_limits<uint32_t>::max()};
+  return OrderKey{Timestamp{k.ts.physical, k.ts.logical - 1}, std::numeric_limits<uint32_t>::max(),
+                  std::numeric_limits<uint32_t>::max()};
+}
 
 }  // namespace
 
@@ -116,7 +164,6 @@ class EngineImpl {
         walker_(h),
         keys_(h.key_count()),
         delivered_(h.size(), false),
-        pending_count_(h.size(), 0),
         key_stamp_(h.key_count(), 0),
         sessions_(h.session_count()) {}
 
@@ -172,7 +219,7 @@ class EngineImpl {
   Timestamp final_point() const { return final_point_; }
 
   const EngineStats& stats() {
-    stats_.retained_txns = session_entries_ + txns_pending_;
+    stats_.retained_txns = session_entries_ + pending_count_.transactions();
     stats_.memory_bytes = MemoryBytes();
     stats_.spill_bytes = spill_ != nullptr ? spill_->bytes() : 0;
     return stats_;
@@ -183,7 +230,6 @@ class EngineImpl {
   // make room for its new transactions and keys.
   void Grow() {
     delivered_.resize(h_.size(), false);
-    pending_count_.resize(h_.size(), 0);
     keys_.resize(h_.key_count());
     key_stamp_.resize(h_.key_count(), 0);
     sessions_.resize(h_.session_count());
@@ -375,7 +421,7 @@ class EngineImpl {
     ks.readers.insert(point, read);
     ++stats_.provisional_reads;
     if (read.wrong) ++stats_.provisional_violations;
-    if (pending_count_[point.txn]++ == 0) ++txns_pending_;
+    pending_count_.Add(point.txn);
   }
 
   // A read whose snapshot has been collected. With a spill it is reloaded: everything collected
@@ -424,16 +470,19 @@ class EngineImpl {
   bool VisibleList(KeyId key, const KeyState& ks, const OrderKey& point, std::vector<Value>* out) {
     out->clear();
     if (ks.trimmed && point.ts <= ks.trim_point && spill_ != nullptr) {
-      if (spill_broken_) return false;
+      // base_list holds the appends of every version up to trim_point, in order; those of the
+      // versions at or after the point are in the spill (all of them, if nothing at or after
+      // the point was dropped): the list at the point is base_list without them.
+      if (spill_broken_ || !(ks.dropped_upto < point)) return false;
       ++stats_.reloads;
-      auto init = h_.InitialList(key);
-      out->assign(init.begin(), init.end());
-      absl::Status s = spill_->ScanAfter(key, kBeforeAll, [&](const SpilledVersion& v) {
-        if (!(v.at < point)) return false;
-        out->insert(out->end(), v.appends.begin(), v.appends.end());
+      size_t after = 0;
+      absl::Status s = spill_->ScanAfter(key, Before(point), [&](const SpilledVersion& v) {
+        after += v.appends.size();
         return true;
       });
       if (!s.ok()) return SpillFailed(s);
+      if (after > ks.base_list.size()) return false;  // cannot happen: the spill is a subset
+      out->assign(ks.base_list.begin(), ks.base_list.end() - static_cast<ptrdiff_t>(after));
     } else if (ks.trimmed) {
       out->assign(ks.base_list.begin(), ks.base_list.end());
     } else {
@@ -463,10 +512,12 @@ class EngineImpl {
       ++stats_.reloads;
       auto r = spill_->NewestBefore(key, point);
       if (!r.ok()) return SpillFailed(r.status());
-      if (r->has_value()) {
+      // Exact unless a dropped version may be newer than what the spill has before the point.
+      if (r->has_value() && ks.dropped_upto < (*r)->at) {
         *out = RegisterView{(*r)->value, TxnId((*r)->at.txn)};
         return true;
       }
+      if (r->has_value() || ks.dropped_upto != kBeforeAll) return false;
     }
     *out = RegisterView{h_.InitialValue(key), TxnId::Invalid()};
     return true;
@@ -580,7 +631,9 @@ class EngineImpl {
       }
       return true;
     });
-    return s.ok() || SpillFailed(s);
+    if (!s.ok()) return SpillFailed(s);
+    // Complete unless a writer committed after t's start was dropped rather than spilled.
+    return keys_[key.value()].dropped_upto.ts <= t.start;
   }
 
   void InsertVersion(TxnId id, const Transaction& t, KeyId key, Value value) {
@@ -677,7 +730,7 @@ class EngineImpl {
         --stats_.provisional_violations;
       }
       --stats_.provisional_reads;
-      if (--pending_count_[it.key().txn] == 0) --txns_pending_;
+      pending_count_.Remove(it.key().txn);
     }
     ks.readers.erase_prefix(it);
     if (ks.readers.empty()) {
@@ -693,17 +746,23 @@ class EngineImpl {
   void Collect() {
     // A transaction still to come commits after the final point and starts, if it is no longer
     // than the longest seen so far (or the configured retention), after g.
-    Timestamp g = final_point_;
+    Timestamp normal = final_point_;
+    if (normal != Timestamp::Max()) {
+      int64_t keep = std::max(options_.retention, max_duration_);
+      normal = normal.physical < std::numeric_limits<int64_t>::min() + keep
+                   ? Timestamp::Min()
+                   : Timestamp{normal.physical - keep, std::numeric_limits<int64_t>::min()};
+    }
+    Timestamp g = normal;
     if (spill_ != nullptr && !spill_broken_ && options_.memory_budget > 0 &&
         MemoryBytes() > options_.memory_budget) {
       // Over budget: keep in memory only what reads above the final point can need (for a
-      // register the newest version at or below it); everything older goes to the spill.
+      // register the newest version at or below it); what the normal collection point would
+      // have kept goes to the spill.
+      g = final_point_;
       ++stats_.budget_collections;
-    } else if (g != Timestamp::Max()) {
-      int64_t keep = std::max(options_.retention, max_duration_);
-      if (g.physical < std::numeric_limits<int64_t>::min() + keep) return;
-      g = Timestamp{g.physical - keep, std::numeric_limits<int64_t>::min()};
     }
+    if (g == Timestamp::Min()) return;
     collect_keys_.clear();
     gc_.TakeUpTo(g, [this](uint32_t key) {
       keys_[key].in_gc = false;
@@ -713,7 +772,7 @@ class EngineImpl {
       if (i + 2 < collect_keys_.size()) keys_[collect_keys_[i + 2].value()].PrefetchState();
       if (i + 1 < collect_keys_.size()) keys_[collect_keys_[i + 1].value()].versions.PrefetchEnds();
       const KeyId key = collect_keys_[i];
-      Trim(key, g);
+      Trim(key, g, normal);
       ScheduleTrim(key, keys_[key.value()]);
     }
     if (spill_ != nullptr && !spill_broken_) {
@@ -735,7 +794,11 @@ class EngineImpl {
     ks.in_gc = true;
   }
 
-  void Trim(KeyId key, const Timestamp& g) {
+  // Collects the versions of `key` at or below `g` (keeping, for a register, the newest of
+  // them). With a spill, the ones the normal collection point `normal` would have kept (for a
+  // register also the newest at or below it) are written to it, and the others too if
+  // spill_collected; the rest are dropped and recorded in dropped_upto.
+  void Trim(KeyId key, const Timestamp& g, const Timestamp& normal) {
     KeyState& ks = keys_[key.value()];
     // The first version above g: usually among the first few.
     auto last = ks.versions.begin();
@@ -749,6 +812,16 @@ class EngineImpl {
     if (keep == ks.versions.begin()) return;
     if (spill_ != nullptr && !spill_broken_) {
       for (auto it = ks.versions.begin(); it != keep; ++it) {
+        if (!options_.spill_collected && it.key().ts <= normal) {
+          auto next = it;
+          ++next;
+          // A register's newest version at or below `normal` is still needed above it.
+          const bool needed = !is_list && (next == end || next.key().ts > normal);
+          if (!needed) {
+            ks.dropped_upto = std::max(ks.dropped_upto, it.key());
+            continue;
+          }
+        }
         const Transaction& w = h_.txn(TxnId(it.key().txn));
         SpilledVersion v;
         v.at = it.key();
@@ -773,6 +846,7 @@ class EngineImpl {
       }
       base_list_values_ += ks.base_list.size() - before;
     }
+
     stats_.retained_versions -= ks.versions.erase_prefix(keep);
     ks.trimmed = true;
     ks.trim_point = std::max(ks.trim_point, g);
@@ -790,7 +864,7 @@ class EngineImpl {
            stats_.provisional_reads * 2 * kReadEntry + base_list_values_ * sizeof(Value) +
            session_entries_ * sizeof(SessionState::Entry) * 2 +
            sessions_.capacity() * sizeof(SessionState) + delivered_.capacity() / 8 +
-           pending_count_.capacity() * sizeof(uint32_t);
+           pending_count_.window() * sizeof(uint32_t);
   }
 
   void Emit(Violation v) {
@@ -811,10 +885,9 @@ class EngineImpl {
   checkers::internal::ReadWalker walker_;
 
   std::vector<KeyState> keys_;
-  std::vector<bool> delivered_;          // per transaction of the history: duplicates
-  std::vector<uint32_t> pending_count_;  // per transaction: its pending reads
-  uint64_t txns_pending_ = 0;            // transactions with pending reads
-  std::vector<uint32_t> key_stamp_;      // per key: deduplication within one pass
+  std::vector<bool> delivered_;  // per transaction of the history: duplicates
+  PendingCounts pending_count_;
+  std::vector<uint32_t> key_stamp_;  // per key: deduplication within one pass
   uint32_t stamp_ = 0;
   std::vector<KeyId> collect_keys_;
   std::vector<SessionState> sessions_;  // by session

@@ -34,6 +34,11 @@ struct EngineOptions {
   // a check that needs a snapshot older than memory holds reloads it, so there are no horizon
   // misses. Not owned; must outlive the engine.
   VersionSpill* spill = nullptr;
+  // With a spill, also write to it what the normal collection drops (versions below the newest
+  // one a transaction no longer than `retention` can need): then a transaction of any length is
+  // checked exactly, at the cost of writing every version once. Otherwise the spill receives
+  // only what a memory budget pushes out of memory.
+  bool spill_collected = false;
   // Bytes of engine state (EngineStats::memory_bytes) above which every version older than the
   // newest one at or below the final point is spilled rather than kept for `retention`. 0 = no
   // budget. Needs `spill`.

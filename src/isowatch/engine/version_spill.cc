@@ -166,8 +166,12 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const
   rocksdb::Options options;
   options.create_if_missing = true;
   options.keep_log_file_num = 2;
-  // Reads are point lookups and short forward scans within one key's prefix.
-  options.OptimizeForSmallDb();
+  // Writes come in large batches and are mostly never read again: large memtables, few
+  // flushes, no compression (the values are small integers), compaction in the background.
+  options.write_buffer_size = 64 << 20;
+  options.max_write_buffer_number = 3;
+  options.compression = rocksdb::kNoCompression;
+  options.level0_file_num_compaction_trigger = 8;
   auto db = std::make_unique<Db>();
   rocksdb::DB* raw = nullptr;
   if (absl::Status s = store::FromRocksStatus(rocksdb::DB::Open(options, dir, &raw),

@@ -24,14 +24,17 @@ struct Gauges {
   uint64_t versions = 0;
   uint64_t txns = 0;
   uint64_t reads = 0;
+  uint64_t bytes = 0;  // the engine's own accounting (EngineStats::memory_bytes)
 
   void Max(const EngineStats& s) {
+    bytes = std::max(bytes, s.memory_bytes);
     versions = std::max(versions, s.retained_versions);
     txns = std::max(txns, s.retained_txns);
     reads = std::max(reads, s.provisional_reads);
   }
   std::string ToString() const {
-    return fmt::format("versions {}, txns {}, provisional reads {}", versions, txns, reads);
+    return fmt::format("versions {}, txns {}, provisional reads {}, {} bytes", versions, txns,
+                       reads, bytes);
   }
 };
 
@@ -85,6 +88,9 @@ TEST_P(EngineMemoryTest, StateStaysBoundedOnALongStream) {
   EXPECT_LE(second.versions, first.versions + first.versions / 4 + 64) << where;
   EXPECT_LE(second.txns, first.txns + first.txns / 4 + 64) << where;
   EXPECT_LE(second.reads, first.reads + first.reads / 4 + 64) << where;
+  // The accounted bytes too, but for one bit per delivered transaction (duplicate detection).
+  EXPECT_GT(first.bytes, 0u) << where;
+  EXPECT_LE(second.bytes, first.bytes + first.bytes / 4 + h.size() / 8 + 1024) << where;
   RecordProperty("gauges", where);
 }
 

@@ -52,13 +52,16 @@ Timestamp Ts(int64_t t) { return {t, 0}; }
 class Harness {
  public:
   explicit Harness(const TestHistory& t, IsolationLevel level = IsolationLevel::kSnapshotIsolation,
-                   int64_t timeout_ms = 5000, int64_t retention = 0, VersionSpill* spill = nullptr)
+                   int64_t timeout_ms = 5000, int64_t retention = 0, VersionSpill* spill = nullptr,
+                   bool spill_collected = true, uint64_t memory_budget = 0)
       : h_(t.Build()),
         engine_(h_, {.level = level,
                      .finality_timeout_ms = timeout_ms,
                      .clock = &clock_,
                      .retention = retention,
-                     .spill = spill}),
+                     .spill = spill,
+                     .spill_collected = spill_collected,
+                     .memory_budget = memory_budget}),
         stream_(engine_.AddStream("test")) {}
 
   void Deliver(std::initializer_list<std::string_view> names,
@@ -406,34 +409,46 @@ TEST(EngineRecheckTest, LongTransactionIsCheckedAgainstTheSpill) {
        [](TestHistory& t) { t.Txn("4", "b", 11, 19).W(kY, 7); },
        {"NOCONFLICT 2b,4 k=1", "NOCONFLICT 2c,4 k=1", "NOCONFLICT 3,4 k=1"}},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    TestHistory t;
-    t.Txn("1", "a", 2, 3).A(kX, 8).W(kY, 4);
-    t.Txn("2", "a", 11, 14).A(kX, 39).L(kX, {8, 39});
-    t.Txn("2b", "c", 12, 13).W(kY, 9);
-    t.Txn("2c", "c", 14, 15).W(kY, 10);
-    t.Txn("3", "a", 15, 18).W(kY, 6);
-    c.late(t);
-    MemoryVersionSpill spill;
-    Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill);
-    e.Deliver({"1"}, 3);
-    e.Deliver({"2", "2b"}, 14);
-    e.Deliver({"2c", "3"}, 18);
-    EXPECT_GT(spill.versions(), 0u);  // versions of 1 (and 2) were collected into the spill
-    e.Deliver({"4"}, 19);
-    e.engine().Finish();
-    const std::vector<std::string> got = e.Take();
-    EXPECT_THAT(got, UnorderedElementsAreArray(c.expected));
-    // The offline check of the same history agrees.
-    EXPECT_THAT(
-        got, UnorderedElementsAreArray(SummarizeAll(
-                 e.h(), checkers::RunChronos(e.h(), {.level = IsolationLevel::kSnapshotIsolation})
-                            .violations)));
-    EXPECT_EQ(e.stats().horizon_misses, 0u);
-    EXPECT_GT(e.stats().reloads, 0u);
-    EXPECT_EQ(e.stats().spill_errors, 0u);
-  }
+  // Two ways to get there: retention 0 with everything collected spilled; or retention 8 (the
+  // late transaction's start, 11, is within it) with a one-byte budget that pushes everything
+  // at or below the final point out of memory, and only what retention would have kept into
+  // the spill.
+  struct Mode {
+    std::string name;
+    int64_t retention;
+    bool collected;
+    uint64_t budget;
+  };
+  for (const Mode& m : {Mode{"spill everything", 0, true, 0}, Mode{"budget", 8, false, 1}})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(m.name + ": " + c.name);
+      TestHistory t;
+      t.Txn("1", "a", 2, 3).A(kX, 8).W(kY, 4);
+      t.Txn("2", "a", 11, 14).A(kX, 39).L(kX, {8, 39});
+      t.Txn("2b", "c", 12, 13).W(kY, 9);
+      t.Txn("2c", "c", 14, 15).W(kY, 10);
+      t.Txn("3", "a", 15, 18).W(kY, 6);
+      c.late(t);
+      MemoryVersionSpill spill;
+      Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, m.retention, &spill, m.collected,
+                m.budget);
+      e.Deliver({"1"}, 3);
+      e.Deliver({"2", "2b"}, 14);
+      e.Deliver({"2c", "3"}, 18);
+      EXPECT_GT(spill.versions(), 0u);  // versions of 1 (and 2) were collected into the spill
+      e.Deliver({"4"}, 19);
+      e.engine().Finish();
+      const std::vector<std::string> got = e.Take();
+      EXPECT_THAT(got, UnorderedElementsAreArray(c.expected));
+      // The offline check of the same history agrees.
+      EXPECT_THAT(
+          got, UnorderedElementsAreArray(SummarizeAll(
+                   e.h(), checkers::RunChronos(e.h(), {.level = IsolationLevel::kSnapshotIsolation})
+                              .violations)));
+      EXPECT_EQ(e.stats().horizon_misses, 0u);
+      EXPECT_GT(e.stats().reloads, 0u);
+      EXPECT_EQ(e.stats().spill_errors, 0u);
+    }
 }
 
 // Whatever the order, the final violations are Chronos's, with the same values and wording of

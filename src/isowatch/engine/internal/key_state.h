@@ -44,6 +44,9 @@ struct alignas(64) KeyState {
   history::Timestamp finality_at = history::Timestamp::Max();
   history::Timestamp trim_point = history::Timestamp::Min();
   int64_t max_duration = 0;
+  // With a spill: the newest collected version that was dropped rather than spilled
+  // (kBeforeAll-like minimum if none); a reload that could need it is a horizon miss.
+  OrderKey dropped_upto{history::Timestamp::Min(), 0, 0};
   bool trimmed = false;
   bool in_gc = false;  // the key has an entry in the engine's collection queue
   std::vector<history::Value> base_list;
