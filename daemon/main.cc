@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "isowatch/common/mutex_mode.h"
 #include "isowatch/config/config.h"
 #include "isowatch/monitor/daemon.h"
 
@@ -28,6 +29,7 @@ int Fail(const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  isowatch::SetReleaseMutexMode();
   CLI::App app{"isowatchd: checks, continuously, the isolation level a database provides"};
   std::string config_path;
   std::optional<std::string> data_dir;

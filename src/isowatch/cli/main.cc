@@ -11,8 +11,10 @@
 #include "isowatch/cli/demo_command.h"
 #include "isowatch/cli/gen_command.h"
 #include "isowatch/cli/replay_command.h"
+#include "isowatch/common/mutex_mode.h"
 
 int main(int argc, char** argv) {
+  isowatch::SetReleaseMutexMode();
   using namespace isowatch::cli;
   CLI::App app("isowatch: checks that a database provides the isolation level it promises");
   app.require_subcommand(1);

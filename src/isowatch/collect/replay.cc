@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/collect/replay.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <utility>
 
 #include <fmt/format.h>
+#include <google/protobuf/arena.h>
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/formats/native.h"
@@ -51,74 +54,108 @@ void RelabelTxn(v1::Transaction* t, const Relabel& r) {
   }
 }
 
+// Builds the batches of a replay one at a time, so that a long history is never held twice (as a
+// history and as messages) and each batch can be built on its own arena.
+class ReplayBatchBuilder {
+ public:
+  ReplayBatchBuilder(const history::History& h, const ReplayOptions& options)
+      : h_(h), options_(options), schedule_(engine::BuildDeliverySchedule(h, options.delivery)) {}
+
+  absl::Status Init() {
+    RETURN_IF_ERROR(formats::EncodeHeader(h_, &header_));
+    (*header_.mutable_metadata())["data_model"] = ModelName(h_.data_model());
+    if (options_.relabel.key_offset != 0) {
+      for (auto& r : *header_.mutable_initial()->mutable_registers()) {
+        RelabelDatum(r.mutable_key(), options_.relabel.key_offset);
+      }
+      for (auto& l : *header_.mutable_initial()->mutable_lists()) {
+        RelabelDatum(l.mutable_key(), options_.relabel.key_offset);
+      }
+    }
+    // Until the first collected transaction has arrived, the schedule has no watermark to give;
+    // the replay then promises what it can: nothing commits at or before the timestamp just
+    // below the earliest commit of the file. So the stream is a stream with watermarks from its
+    // first batch on, and none of its verdicts is finalised by the daemon's timeout.
+    for (const history::Transaction& t : h_.txns()) {
+      if (t.has_commit && (!floor_ || t.commit < *floor_)) floor_ = t.commit;
+    }
+    if (floor_) {
+      floor_ = floor_->logical > std::numeric_limits<int64_t>::min()
+                   ? history::Timestamp{floor_->physical, floor_->logical - 1}
+                   : history::Timestamp{floor_->physical - 1, std::numeric_limits<int64_t>::max()};
+    }
+    return absl::OkStatus();
+  }
+
+  // At least one: an empty history is sent as one batch with the header.
+  size_t size() const { return std::max<size_t>(schedule_.batches.size(), 1); }
+
+  // Fills `batch` (empty) with batch `i` < size().
+  absl::Status Build(size_t i, v1::IngestBatch* batch) const {
+    batch->set_stream(options_.stream);
+    if (i == 0) *batch->mutable_header() = header_;
+    if (schedule_.batches.empty()) return absl::OkStatus();
+    const engine::DeliveryBatch& b = schedule_.batches[i];
+    const auto txns = schedule_.txns(b);
+    batch->mutable_txns()->Reserve(static_cast<int>(txns.size()));
+    for (TxnId id : txns) {
+      v1::Transaction* t = batch->add_txns();
+      RETURN_IF_ERROR(formats::EncodeTxn(h_, id, t));
+      RelabelTxn(t, options_.relabel);
+    }
+    std::optional<history::Timestamp> watermark = b.watermark;
+    if (!watermark && options_.delivery.watermarks) watermark = floor_;
+    if (watermark) {
+      batch->mutable_watermark()->set_physical(watermark->physical + options_.relabel.time_offset);
+      batch->mutable_watermark()->set_logical(watermark->logical);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const history::History& h_;
+  const ReplayOptions& options_;
+  const engine::DeliverySchedule schedule_;
+  v1::Header header_;
+  std::optional<history::Timestamp> floor_;
+};
+
+// A batch on its own arena: building and freeing its many small messages costs next to nothing.
+std::shared_ptr<v1::IngestBatch> NewArenaBatch() {
+  struct Holder {
+    google::protobuf::Arena arena;
+    v1::IngestBatch* batch = nullptr;
+  };
+  auto holder = std::make_shared<Holder>();
+  holder->batch = google::protobuf::Arena::CreateMessage<v1::IngestBatch>(&holder->arena);
+  return std::shared_ptr<v1::IngestBatch>(holder, holder->batch);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<v1::IngestBatch>> BuildReplayBatches(const history::History& h,
                                                                 const ReplayOptions& options) {
-  const engine::DeliverySchedule schedule = engine::BuildDeliverySchedule(h, options.delivery);
-  std::vector<v1::IngestBatch> out;
-  out.reserve(schedule.batches.size() + 1);
-  v1::Header header;
-  RETURN_IF_ERROR(formats::EncodeHeader(h, &header));
-  (*header.mutable_metadata())["data_model"] = ModelName(h.data_model());
-  if (options.relabel.key_offset != 0) {
-    for (auto& r : *header.mutable_initial()->mutable_registers()) {
-      RelabelDatum(r.mutable_key(), options.relabel.key_offset);
-    }
-    for (auto& l : *header.mutable_initial()->mutable_lists()) {
-      RelabelDatum(l.mutable_key(), options.relabel.key_offset);
-    }
-  }
-  // Until the first collected transaction has arrived, the schedule has no watermark to give;
-  // the replay then promises what it can: nothing commits at or before the timestamp just below
-  // the earliest commit of the file. So the stream is a stream with watermarks from its first
-  // batch on, and none of its verdicts is finalised by the daemon's timeout.
-  std::optional<history::Timestamp> floor;
-  for (const history::Transaction& t : h.txns()) {
-    if (t.has_commit && (!floor || t.commit < *floor)) floor = t.commit;
-  }
-  if (floor) {
-    floor = floor->logical > std::numeric_limits<int64_t>::min()
-                ? history::Timestamp{floor->physical, floor->logical - 1}
-                : history::Timestamp{floor->physical - 1, std::numeric_limits<int64_t>::max()};
-  }
-  for (const engine::DeliveryBatch& b : schedule.batches) {
-    v1::IngestBatch batch;
-    batch.set_stream(options.stream);
-    if (out.empty()) *batch.mutable_header() = header;
-    for (TxnId id : schedule.txns(b)) {
-      v1::Transaction* t = batch.add_txns();
-      RETURN_IF_ERROR(formats::EncodeTxn(h, id, t));
-      RelabelTxn(t, options.relabel);
-    }
-    std::optional<history::Timestamp> watermark = b.watermark;
-    if (!watermark && options.delivery.watermarks) watermark = floor;
-    if (watermark) {
-      batch.mutable_watermark()->set_physical(watermark->physical + options.relabel.time_offset);
-      batch.mutable_watermark()->set_logical(watermark->logical);
-    }
-    out.push_back(std::move(batch));
-  }
-  if (out.empty()) {
-    v1::IngestBatch batch;
-    batch.set_stream(options.stream);
-    *batch.mutable_header() = header;
-    out.push_back(std::move(batch));
-  }
+  ReplayBatchBuilder builder(h, options);
+  RETURN_IF_ERROR(builder.Init());
+  std::vector<v1::IngestBatch> out(builder.size());
+  for (size_t i = 0; i < out.size(); ++i) RETURN_IF_ERROR(builder.Build(i, &out[i]));
   return out;
 }
 
 absl::StatusOr<ReplayResult> Replay(const history::History& h, const ReplayOptions& options,
                                     const std::function<void(uint64_t)>& progress) {
-  ASSIGN_OR_RETURN(std::vector<v1::IngestBatch> batches, BuildReplayBatches(h, options));
+  ReplayBatchBuilder builder(h, options);
+  RETURN_IF_ERROR(builder.Init());
   ingest::ClientOptions client_options;
   client_options.max_in_flight = options.max_in_flight;
   ingest::IngestClient client(options.target, options.stream, client_options);
   ReplayResult result;
   const auto start = std::chrono::steady_clock::now();
-  for (v1::IngestBatch& batch : batches) {
+  for (size_t i = 0; i < builder.size(); ++i) {
     if (options.cancel != nullptr && options.cancel->load()) break;
-    const auto n = static_cast<uint64_t>(batch.txns_size());
+    std::shared_ptr<v1::IngestBatch> batch = NewArenaBatch();
+    RETURN_IF_ERROR(builder.Build(i, batch.get()));
+    const auto n = static_cast<uint64_t>(batch->txns_size());
     RETURN_IF_ERROR(client.Send(std::move(batch)));
     result.transactions += n;
     ++result.batches;

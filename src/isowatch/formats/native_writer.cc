@@ -151,11 +151,13 @@ class Encoder {
     }
   }
 
+  static absl::Status AbsentError(std::string_view what) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} is absent; the native format holds no absent value there", what));
+  }
+
   absl::Status RequiredValue(Value v, pb::Datum* d, std::string_view what) const {
-    if (v.absent()) {
-      return absl::InvalidArgumentError(
-          fmt::format("{} is absent; the native format holds no absent value there", what));
-    }
+    if (v.absent()) return AbsentError(what);
     MaybeValue(v, d);
     return absl::OkStatus();
   }
@@ -222,13 +224,14 @@ class Encoder {
       return absl::InvalidArgumentError(fmt::format(
           "transaction \"{}\": the id is not UTF-8, which a string id must be", Escape(name)));
     }
-    std::string what = fmt::format("transaction {}", name);
+    // Error messages only: built when one is needed, never on the way of a valid transaction.
+    auto what = [name] { return fmt::format("transaction {}", name); };
     std::string_view session = h_.session_name(t.session);
     if (h_.session_numeric(t.session) && ParseCanonicalInt(session, &number)) {
       out->set_session_int(number);
     } else if (!IsUtf8(session)) {
       return absl::InvalidArgumentError(
-          fmt::format("{}: the session \"{}\" is not UTF-8, which a string session must be", what,
+          fmt::format("{}: the session \"{}\" is not UTF-8, which a string session must be", what(),
                       Escape(session)));
     } else if (!session.empty() || h_.session_numeric(t.session)) {
       out->set_session_str(session.data(), session.size());
@@ -258,7 +261,9 @@ class Encoder {
       const Op& op = ops[i];
       pb::Operation* o = out->add_ops();
       Key(op.key(), o->mutable_key());
-      std::string op_what = fmt::format("{}, ops[{}]", what, i);
+      auto op_what = [&what, i](std::string_view part) {
+        return fmt::format("{}, ops[{}]: {}", what(), i, part);
+      };
       switch (op.kind()) {
         case OpKind::kRead:
           o->set_kind(pb::Operation::READ);
@@ -270,21 +275,26 @@ class Encoder {
           break;
         case OpKind::kWrite:
           o->set_kind(pb::Operation::WRITE);
-          RETURN_IF_ERROR(
-              RequiredValue(op.value(), o->mutable_value(), op_what + ": the written value"));
+          if (op.value().absent()) return AbsentError(op_what("the written value"));
+          MaybeValue(op.value(), o->mutable_value());
           break;
         case OpKind::kAppend:
           o->set_kind(pb::Operation::APPEND);
-          RETURN_IF_ERROR(
-              RequiredValue(op.value(), o->mutable_value(), op_what + ": the appended value"));
+          if (op.value().absent()) return AbsentError(op_what("the appended value"));
+          MaybeValue(op.value(), o->mutable_value());
           break;
         case OpKind::kListRead:
           o->set_kind(pb::Operation::LIST_READ);
           if (op.unknown()) {
             o->set_unknown(true);
           } else if (op.list_size() > 0) {
-            RETURN_IF_ERROR(Elements(h_.list_elements(op), o->mutable_list()->mutable_elements(),
-                                     op_what + ": the list read"));
+            std::span<const Value> elements = h_.list_elements(op);
+            for (size_t e = 0; e < elements.size(); ++e) {
+              if (elements[e].absent()) {
+                return AbsentError(op_what(fmt::format("the list read, element {}", e)));
+              }
+              MaybeValue(elements[e], o->mutable_list()->add_elements());
+            }
           }
           break;
       }

@@ -48,7 +48,6 @@ Value ProtoDecoder::ValueOf(const pb::Datum& d) {
   return Value::Absent();
 }
 
-
 // Fills elements_ from `list`; every element needs a value.
 absl::Status ProtoDecoder::Elements(const google::protobuf::RepeatedPtrField<pb::Datum>& list,
                                     std::string_view what) {
@@ -95,8 +94,10 @@ absl::Status ProtoDecoder::ApplyInitialState(const pb::InitialState& initial) {
 absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t source_offset) {
   TxnHeader header;
   switch (t.id_case()) {
-    case pb::Transaction::kIdInt:
-      id_ = fmt::format("{}", t.id_int());
+    case pb::Transaction::kIdInt: {
+      const fmt::format_int text(t.id_int());
+      id_.assign(text.data(), text.size());
+    }
       header.id = id_;
       header.id_numeric = true;
       break;
@@ -105,12 +106,13 @@ absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t 
       header.id = t.id_str();
       break;
     case pb::Transaction::ID_NOT_SET:
-      return absl::InvalidArgumentError(
-          "a transaction without an id (expected id_int or id_str)");
+      return absl::InvalidArgumentError("a transaction without an id (expected id_int or id_str)");
   }
   switch (t.session_case()) {
-    case pb::Transaction::kSessionInt:
-      session_ = fmt::format("{}", t.session_int());
+    case pb::Transaction::kSessionInt: {
+      const fmt::format_int text(t.session_int());
+      session_.assign(text.data(), text.size());
+    }
       header.session = session_;
       header.session_numeric = true;
       break;
@@ -123,9 +125,8 @@ absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t 
   }
   if (t.has_seq()) {
     if (t.seq() < 0) {
-      return absl::InvalidArgumentError(
-          fmt::format("transaction {}: negative sequence number {} (expected 0 or more)",
-                      header.id, t.seq()));
+      return absl::InvalidArgumentError(fmt::format(
+          "transaction {}: negative sequence number {} (expected 0 or more)", header.id, t.seq()));
     }
     header.seq = t.seq();
   }
@@ -141,9 +142,9 @@ absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t 
       header.status = TxnStatus::kUnknown;
       break;
     default:
-      return absl::InvalidArgumentError(fmt::format(
-          "transaction {}: unknown status {} (expected COMMITTED, ABORTED or UNKNOWN)", header.id,
-          static_cast<int>(t.status())));
+      return absl::InvalidArgumentError(
+          fmt::format("transaction {}: unknown status {} (expected COMMITTED, ABORTED or UNKNOWN)",
+                      header.id, static_cast<int>(t.status())));
   }
   if (t.has_start()) header.start = Timestamp{t.start().physical(), t.start().logical()};
   if (t.has_commit()) header.commit = Timestamp{t.commit().physical(), t.commit().logical()};

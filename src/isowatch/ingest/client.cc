@@ -100,7 +100,7 @@ void IngestClient::Fail(absl::Status status) {
   if (context_ != nullptr) context_->TryCancel();
 }
 
-absl::Status IngestClient::Enqueue(v1::IngestBatch batch, absl::Time deadline) {
+absl::Status IngestClient::Enqueue(std::shared_ptr<v1::IngestBatch> batch, absl::Time deadline) {
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return HasRoom() || !fatal_.ok() || stop_;
   };
@@ -111,14 +111,18 @@ absl::Status IngestClient::Enqueue(v1::IngestBatch batch, absl::Time deadline) {
   }
   if (!fatal_.ok()) return fatal_;
   if (stop_) return absl::FailedPreconditionError("the ingest client is stopped");
-  batch.set_stream(stream_);
-  batch.set_seq(next_seq_);
-  unacked_.push_back(Pending{next_seq_, std::make_shared<const v1::IngestBatch>(std::move(batch))});
+  batch->set_stream(stream_);
+  batch->set_seq(next_seq_);
+  unacked_.push_back(Pending{next_seq_, std::move(batch)});
   ++next_seq_;
   return absl::OkStatus();
 }
 
 absl::Status IngestClient::Send(v1::IngestBatch batch) {
+  return Send(std::make_shared<v1::IngestBatch>(std::move(batch)));
+}
+
+absl::Status IngestClient::Send(std::shared_ptr<v1::IngestBatch> batch) {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError("Send after Close");
   return Enqueue(std::move(batch), absl::Now() + options_.deadline);
@@ -131,8 +135,8 @@ absl::StatusOr<std::vector<v1::Refusal>> IngestClient::Close() {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::FailedPreconditionError("Close called twice");
     closed_ = true;
-    v1::IngestBatch end;
-    end.set_end_of_stream(true);
+    auto end = std::make_shared<v1::IngestBatch>();
+    end->set_end_of_stream(true);
     status = Enqueue(std::move(end), deadline);
     if (status.ok()) {
       closing_ = true;

@@ -68,6 +68,9 @@ class IngestClient {
   // options.deadline; the batch is not queued), FailedPrecondition (after Close), or the error
   // that stopped the client.
   absl::Status Send(v1::IngestBatch batch);
+  // The same for a batch the caller built where it chose (on an arena, say); the client keeps it
+  // until it is acknowledged. REQUIRES: `batch` is not null and not used by the caller any more.
+  absl::Status Send(std::shared_ptr<v1::IngestBatch> batch);
 
   // Sends an empty batch with end_of_stream, waits until every batch is acknowledged (until
   // options.deadline), ends the RPC and stops the threads. Returns every refusal received
@@ -100,7 +103,7 @@ class IngestClient {
   // is acknowledged. Returns true in the last case.
   bool WriteLoop(ReaderWriter& stream);
   void ReadLoop(ReaderWriter& stream);
-  absl::Status Enqueue(v1::IngestBatch batch, absl::Time deadline)
+  absl::Status Enqueue(std::shared_ptr<v1::IngestBatch> batch, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -119,7 +119,7 @@ uint64_t TxnFingerprint(const v1::Transaction& txn) {
 std::string TxnIdString(const v1::Transaction& txn) {
   switch (txn.id_case()) {
     case v1::Transaction::kIdInt:
-      return fmt::format("{}", txn.id_int());
+      return fmt::format_int(txn.id_int()).str();
     case v1::Transaction::kIdStr:
       return txn.id_str();
     case v1::Transaction::ID_NOT_SET:
