@@ -10,10 +10,10 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <google/protobuf/arena.h>
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/formats/native.h"
+#include "isowatch/ingest/arena_batch.h"
 #include "isowatch/ingest/client.h"
 
 namespace isowatch::collect {
@@ -120,17 +120,6 @@ class ReplayBatchBuilder {
   std::optional<history::Timestamp> floor_;
 };
 
-// A batch on its own arena: building and freeing its many small messages costs next to nothing.
-std::shared_ptr<v1::IngestBatch> NewArenaBatch() {
-  struct Holder {
-    google::protobuf::Arena arena;
-    v1::IngestBatch* batch = nullptr;
-  };
-  auto holder = std::make_shared<Holder>();
-  holder->batch = google::protobuf::Arena::CreateMessage<v1::IngestBatch>(&holder->arena);
-  return std::shared_ptr<v1::IngestBatch>(holder, holder->batch);
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<v1::IngestBatch>> BuildReplayBatches(const history::History& h,
@@ -153,7 +142,7 @@ absl::StatusOr<ReplayResult> Replay(const history::History& h, const ReplayOptio
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < builder.size(); ++i) {
     if (options.cancel != nullptr && options.cancel->load()) break;
-    std::shared_ptr<v1::IngestBatch> batch = NewArenaBatch();
+    std::shared_ptr<v1::IngestBatch> batch = ingest::NewArenaBatch();
     RETURN_IF_ERROR(builder.Build(i, batch.get()));
     const auto n = static_cast<uint64_t>(batch->txns_size());
     RETURN_IF_ERROR(client.Send(std::move(batch)));

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,15 +19,20 @@
 namespace isowatch::ingest {
 
 // A batch that passed through validation, on its way to the sink.
-//  1. `batch.seq()` is the stream's durable seq + 1: the sink sees each (stream, seq) once, in
+//  1. `batch->seq()` is the stream's durable seq + 1: the sink sees each (stream, seq) once, in
 //     order, unless an earlier Submit of it failed.
 //  2. `accepted` lists, in order, the indices into batch.txns of the transactions to apply; the
 //     others were refused or are duplicates and must be ignored.
 //  3. When `whole_batch_refused` is set, the batch's transactions, header, watermark and
 //     end_of_stream have been cleared: only its seq is to be made durable.
-//  4. `batch.has_watermark()` only if the watermark is not below the stream's previous one.
+//  4. `batch->has_watermark()` only if the watermark is not below the stream's previous one.
+//  5. `wire`, when not empty, is the serialized form of `batch` exactly as the collector sent it
+//     (the service clears it when it changes the batch): a sink may keep these bytes rather than
+//     encode the batch again.
 struct ValidatedBatch {
-  v1::IngestBatch batch;
+  // Never null. Shared, so that a sink can hand the batch on (to the engine) without a copy.
+  std::shared_ptr<v1::IngestBatch> batch;
+  std::string wire;
   std::vector<uint32_t> accepted;
   // TxnFingerprint of each accepted transaction, parallel to `accepted` (for a sink that stores
   // the ids of a batch with it).
@@ -62,7 +68,7 @@ class BatchSink {
   virtual StreamPosition Position(std::string_view stream) = 0;
 
   // Queues the batch, waiting while the sink's bounded queue is full, then waits until the batch
-  // is durable. Returns the stream's durable seq, which is then >= batch.seq(). Errors
+  // is durable. Returns the stream's durable seq, which is then >= batch.batch->seq(). Errors
   // (Unavailable, Internal, ...) mean the batch is not durable; the service ends the RPC with the
   // error and the collector sends the batch again. A sink whose failed Submit may still have made
   // the batch durable must take the same (stream, seq) again without applying it twice.

@@ -7,33 +7,37 @@
 #include <string_view>
 #include <utility>
 
-#include <fmt/format.h>
+#include "absl/strings/string_view.h"
 
 namespace isowatch::ingest {
 
-std::string MemoryIdRegistry::Key(std::string_view stream, std::string_view txn_id) {
-  return fmt::format("{}:{}{}", stream.size(), stream, txn_id);
-}
+namespace {
+
+absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+}  // namespace
 
 IdRegistry::Outcome MemoryIdRegistry::Check(std::string_view stream, std::string_view txn_id,
                                             uint64_t fingerprint) {
-  const std::string key = Key(stream, txn_id);
   absl::MutexLock lock(&mu_);
-  auto it = ids_.find(key);
-  if (it == ids_.end()) return Outcome::kNew;
+  auto ids = streams_.find(ToAbsl(stream));
+  if (ids == streams_.end()) return Outcome::kNew;
+  auto it = ids->second.find(ToAbsl(txn_id));
+  if (it == ids->second.end()) return Outcome::kNew;
   return it->second == fingerprint ? Outcome::kDuplicate : Outcome::kConflict;
 }
 
 void MemoryIdRegistry::Record(std::string_view stream, std::string_view txn_id,
                               uint64_t fingerprint) {
-  std::string key = Key(stream, txn_id);
   absl::MutexLock lock(&mu_);
-  ids_.try_emplace(std::move(key), fingerprint);
+  auto ids = streams_.find(ToAbsl(stream));
+  if (ids == streams_.end()) ids = streams_.try_emplace(std::string(stream)).first;
+  if (ids->second.try_emplace(std::string(txn_id), fingerprint).second) ++size_;
 }
 
 size_t MemoryIdRegistry::size() const {
   absl::MutexLock lock(&mu_);
-  return ids_.size();
+  return size_;
 }
 
 }  // namespace isowatch::ingest

@@ -26,11 +26,12 @@ class MemoryIdRegistry final : public IdRegistry {
   size_t size() const;
 
  private:
-  // Key: the stream's length in decimal, ':', the stream, then the id; unambiguous.
-  static std::string Key(std::string_view stream, std::string_view txn_id);
+  // Per stream, each id with its fingerprint.
+  using Ids = absl::flat_hash_map<std::string, uint64_t>;
 
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, uint64_t> ids_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Ids> streams_ ABSL_GUARDED_BY(mu_);
+  size_t size_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace isowatch::ingest

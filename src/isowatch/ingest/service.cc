@@ -19,11 +19,13 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+#include <grpcpp/support/method_handler.h>
+#include <grpcpp/support/slice.h>
 
 #include "isowatch/common/status_macros.h"
+#include "isowatch/ingest/arena_batch.h"
 #include "isowatch/ingest/grpc_status.h"
 #include "isowatch/ingest/memory_id_registry.h"
-#include "isowatch/ingest/txn_fingerprint.h"
 
 namespace isowatch::ingest {
 namespace {
@@ -40,6 +42,18 @@ void Bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
 
 history::Timestamp FromProto(const v1::Timestamp& ts) { return {ts.physical(), ts.logical()}; }
 
+// The bytes of a received message in one piece, or nullopt if gRPC cannot give them.
+std::optional<std::string> Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return std::nullopt;
+  std::string out;
+  out.reserve(buffer.Length());
+  for (const grpc::Slice& slice : slices) {
+    out.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return out;
+}
+
 }  // namespace
 
 // What Prepare hands to the sink, and what the service needs once the batch is durable.
@@ -50,6 +64,7 @@ struct IngestService::Prepared {
   std::vector<std::pair<std::string, uint64_t>> ids;  // accepted ids and their fingerprints
   Progress next;                                      // the stream once the batch is durable
   uint64_t received = 0;
+  uint64_t accepted = 0;
   uint64_t duplicates = 0;
   bool watermark_regressed = false;
 };
@@ -122,7 +137,17 @@ void IngestService::LeaveGate() {
 }
 
 IngestService::IngestService(BatchSink& sink, IdRegistry& registry, IngestServiceOptions options)
-    : sink_(sink), registry_(registry), options_(options) {}
+    : sink_(sink), registry_(registry), options_(options) {
+  // Ingest.Stream (method 0) reads its batches as bytes: StreamBytes parses them itself, once,
+  // onto an arena, and keeps the bytes for the sink.
+  MarkMethodStreamed(
+      0, new grpc::internal::BidiStreamingHandler<IngestService, grpc::ByteBuffer, v1::IngestAck>(
+             [](IngestService* service, grpc::ServerContext* context,
+                grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream) {
+               return service->StreamBytes(context, stream);
+             },
+             this));
+}
 
 IngestService::~IngestService() = default;
 
@@ -140,9 +165,9 @@ IngestService::StreamState& IngestService::State(std::string_view stream) {
   return *it->second;
 }
 
-grpc::Status IngestService::Stream(
+grpc::Status IngestService::StreamBytes(
     grpc::ServerContext* context,
-    grpc::ServerReaderWriter<v1::IngestAck, v1::IngestBatch>* stream) {
+    grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream) {
   const size_t window = std::max<size_t>(options_.max_pipelined_batches, 1);
   auto pipe = std::make_shared<AckPipe>();
   using Entry = AckPipe::Entry;
@@ -191,9 +216,20 @@ grpc::Status IngestService::Stream(
       pipe->mu.Await(absl::Condition(&room));
       if (pipe->failed) break;
     }
-    v1::IngestBatch batch;
-    if (!stream->Read(&batch)) break;
+    grpc::ByteBuffer buffer;
+    if (!stream->Read(&buffer)) break;
     auto entry = std::make_shared<Entry>();
+    std::optional<std::string> wire = Flatten(buffer);
+    buffer.Clear();
+    std::shared_ptr<v1::IngestBatch> batch;
+    if (wire) batch = ParseArenaBatch(*wire);
+    if (batch == nullptr) {
+      entry->ack = absl::InvalidArgumentError("a message that is not an isowatch.v1.IngestBatch");
+      entry->ready = true;
+      absl::MutexLock lock(&pipe->mu);
+      pipe->entries.push_back(std::move(entry));
+      break;
+    }
     if (!EnterGate()) {
       entry->ack =
           absl::UnavailableError("the server is draining: reconnect and send the batch again");
@@ -208,9 +244,9 @@ grpc::Status IngestService::Stream(
       pipe->entries.push_back(entry);
     }
     bool error = false;
-    ApplyAsync(std::move(batch), [pipe, entry](absl::StatusOr<v1::IngestAck> ack) {
-      pipe->Resolve(entry, std::move(ack));
-    });
+    ApplyAsync(
+        std::move(batch), *std::move(wire),
+        [pipe, entry](absl::StatusOr<v1::IngestAck> ack) { pipe->Resolve(entry, std::move(ack)); });
     {
       // A batch refused synchronously (bad name, seq 0, in progress elsewhere) ends the RPC with
       // its error: stop reading, let the writer flush the acks before it.
@@ -253,18 +289,19 @@ grpc::Status IngestService::Push(grpc::ServerContext* context, const v1::IngestB
   return grpc::Status::OK;
 }
 
-absl::StatusOr<v1::IngestAck> IngestService::Apply(v1::IngestBatch batch, SubmitMode mode) {
+absl::StatusOr<v1::IngestAck> IngestService::Apply(v1::IngestBatch batch_in, SubmitMode mode) {
   Bump(counters_.batches_received);
-  RETURN_IF_ERROR(CheckStreamName(batch.stream()));
-  if (batch.seq() == 0) {
+  RETURN_IF_ERROR(CheckStreamName(batch_in.stream()));
+  if (batch_in.seq() == 0) {
     return absl::InvalidArgumentError("a batch with seq 0: the first batch of a stream has seq 1");
   }
-  StreamState& state = State(batch.stream());
+  auto batch = std::make_shared<v1::IngestBatch>(std::move(batch_in));
+  StreamState& state = State(batch->stream());
   if (mode == SubmitMode::kWait) {
     state.mu.Lock();
   } else if (!state.mu.TryLock()) {
     return absl::ResourceExhaustedError(
-        fmt::format("another batch of stream \"{}\" is in progress", batch.stream()));
+        fmt::format("another batch of stream \"{}\" is in progress", batch->stream()));
   }
   absl::StatusOr<v1::IngestAck> ack = ApplyLocked(state, std::move(batch), mode);
   state.mu.Unlock();
@@ -272,7 +309,8 @@ absl::StatusOr<v1::IngestAck> IngestService::Apply(v1::IngestBatch batch, Submit
 }
 
 absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestService::Prepare(
-    StreamState& state, v1::IngestBatch batch) {
+    StreamState& state, std::shared_ptr<v1::IngestBatch> batch_ptr, std::string wire) {
+  v1::IngestBatch& batch = *batch_ptr;
   if (!state.loaded) {
     StreamPosition position = sink_.Position(batch.stream());
     state.taken = Progress{
@@ -329,12 +367,15 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
   }
 
   PendingIdView ids_view(registry_, state);
-  BatchValidation validation = ValidateBatch(batch, options_.limits, ids_view);
+  BatchValidation validation =
+      ValidateBatch(batch, options_.limits, ids_view,
+                    wire.empty() ? std::nullopt : std::optional<uint64_t>(wire.size()));
   Prepared p;
   p.seq = seq;
   p.received = static_cast<uint64_t>(batch.txns_size());
   p.duplicates = validation.duplicates;
   if (validation.whole_batch_refused) {
+    wire.clear();
     batch.clear_txns();
     batch.clear_header();
     batch.clear_watermark();
@@ -343,6 +384,7 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
   if (batch.has_watermark() && state.taken.watermark &&
       FromProto(batch.watermark()) < *state.taken.watermark) {
     batch.clear_watermark();
+    wire.clear();
     p.watermark_regressed = true;
   }
   p.next = state.taken;
@@ -352,14 +394,15 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
     if (!p.next.watermark || watermark > *p.next.watermark) p.next.watermark = watermark;
   }
   if (batch.end_of_stream()) p.next.closed = true;
+  p.accepted = validation.accepted.size();
   p.ids.reserve(validation.accepted.size());
   for (size_t i = 0; i < validation.accepted.size(); ++i) {
-    p.ids.emplace_back(TxnIdString(batch.txns(static_cast<int>(validation.accepted[i]))),
-                       validation.fingerprints[i]);
+    p.ids.emplace_back(std::move(validation.ids[i]), validation.fingerprints[i]);
   }
   for (const v1::Refusal& r : validation.refusals) *ack.add_refusals() = r;
   p.ack = std::move(ack);
-  p.validated.batch = std::move(batch);
+  p.validated.batch = std::move(batch_ptr);
+  p.validated.wire = std::move(wire);
   p.validated.accepted = std::move(validation.accepted);
   p.validated.fingerprints = std::move(validation.fingerprints);
   p.validated.refusals = std::move(validation.refusals);
@@ -370,16 +413,17 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
 void IngestService::Finish(Prepared& p, uint64_t durable_seq) {
   Bump(counters_.batches_applied);
   Bump(counters_.transactions_received, p.received);
-  Bump(counters_.transactions_accepted, p.ids.size());
+  Bump(counters_.transactions_accepted, p.accepted);
   Bump(counters_.transactions_duplicate, p.duplicates);
   if (p.watermark_regressed) Bump(counters_.watermark_regressions);
   CountRefusals(p.ack);
   p.ack.set_durable_seq(durable_seq);
 }
 
-absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state, v1::IngestBatch batch,
+absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state,
+                                                         std::shared_ptr<v1::IngestBatch> batch,
                                                          SubmitMode mode) {
-  ASSIGN_OR_RETURN(auto prepared, Prepare(state, std::move(batch)));
+  ASSIGN_OR_RETURN(auto prepared, Prepare(state, std::move(batch), std::string()));
   if (auto* ack = std::get_if<v1::IngestAck>(&prepared)) return std::move(*ack);
   Prepared& p = std::get<Prepared>(prepared);
   const std::string stream = p.ack.stream();
@@ -402,17 +446,18 @@ absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state, v1:
   return std::move(p.ack);
 }
 
-void IngestService::ApplyAsync(v1::IngestBatch batch,
+void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire,
                                std::function<void(absl::StatusOr<v1::IngestAck>)> done) {
   Bump(counters_.batches_received);
-  if (absl::Status s = CheckStreamName(batch.stream()); !s.ok()) return done(s);
-  if (batch.seq() == 0) {
+  if (absl::Status s = CheckStreamName(batch->stream()); !s.ok()) return done(s);
+  if (batch->seq() == 0) {
     return done(
         absl::InvalidArgumentError("a batch with seq 0: the first batch of a stream has seq 1"));
   }
-  StreamState& state = State(batch.stream());
+  StreamState& state = State(batch->stream());
   absl::MutexLock lock(&state.mu);
-  absl::StatusOr<std::variant<v1::IngestAck, Prepared>> prepared = Prepare(state, std::move(batch));
+  absl::StatusOr<std::variant<v1::IngestAck, Prepared>> prepared =
+      Prepare(state, std::move(batch), std::move(wire));
   if (!prepared.ok()) return done(prepared.status());
   if (auto* ack = std::get_if<v1::IngestAck>(&*prepared)) return done(std::move(*ack));
   auto p = std::make_shared<Prepared>(std::get<Prepared>(std::move(*prepared)));
@@ -420,7 +465,7 @@ void IngestService::ApplyAsync(v1::IngestBatch batch,
     absl::MutexLock durable_lock(&state.durable_mu);
     ++state.in_flight;
     for (const auto& [id, fingerprint] : p->ids) state.pending_ids.emplace(id, fingerprint);
-    state.pending_batches.push_back(p->ids);
+    state.pending_batches.push_back(std::move(p->ids));
   }
   StreamState* sp = &state;
   auto on_durable = [this, sp, p, done](absl::StatusOr<uint64_t> durable) {

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include <grpcpp/server.h>
 #include <grpcpp/server_context.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
 #include <grpcpp/support/sync_stream.h>
 
@@ -87,8 +88,6 @@ class IngestService final : public v1::Ingest::Service {
   IngestService(const IngestService&) = delete;
   IngestService& operator=(const IngestService&) = delete;
 
-  grpc::Status Stream(grpc::ServerContext* context,
-                      grpc::ServerReaderWriter<v1::IngestAck, v1::IngestBatch>* stream) override;
   grpc::Status Push(grpc::ServerContext* context, const v1::IngestBatch* request,
                     v1::IngestAck* response) override;
 
@@ -156,15 +155,21 @@ class IngestService final : public v1::Ingest::Service {
   StreamState& State(std::string_view stream);
   // Checks and validates a batch under the stream's lock. Returns the ack at once (duplicate,
   // gap, closed stream) or what to hand to the sink.
-  absl::StatusOr<std::variant<v1::IngestAck, Prepared>> Prepare(StreamState& state,
-                                                                v1::IngestBatch batch)
+  // `wire`: the batch as received, or empty.
+  absl::StatusOr<std::variant<v1::IngestAck, Prepared>> Prepare(
+      StreamState& state, std::shared_ptr<v1::IngestBatch> batch, std::string wire)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
-  absl::StatusOr<v1::IngestAck> ApplyLocked(StreamState& state, v1::IngestBatch batch,
-                                            SubmitMode mode)
+  absl::StatusOr<v1::IngestAck> ApplyLocked(StreamState& state,
+                                            std::shared_ptr<v1::IngestBatch> batch, SubmitMode mode)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
+  // The streaming RPC (Ingest.Stream). It reads the batches as bytes, which it parses once onto
+  // an arena (ParseArenaBatch) and hands to the sink with the batch (ValidatedBatch::wire).
+  grpc::Status StreamBytes(grpc::ServerContext* context,
+                           grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream);
   // The pipelined Apply of the streaming RPC: calls `done` exactly once, with the ack once the
   // batch is durable (or at once), or with an error.
-  void ApplyAsync(v1::IngestBatch batch, std::function<void(absl::StatusOr<v1::IngestAck>)> done);
+  void ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire,
+                  std::function<void(absl::StatusOr<v1::IngestAck>)> done);
   // Counts a batch made durable and completes its ack.
   void Finish(Prepared& prepared, uint64_t durable_seq);
   void CountRefusals(const v1::IngestAck& ack);

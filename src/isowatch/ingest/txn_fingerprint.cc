@@ -5,38 +5,42 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <xxhash.h>
 
 #include <fmt/format.h>
 
 namespace isowatch::ingest {
 namespace {
 
-// 64-bit FNV-1a over a stream of bytes.
-class Fnv1a {
+// The byte encoding of a transaction's content (docs/ingest-protocol.md), hashed with XXH3-64
+// (seed 0) once complete. The encoding is built in a buffer of the calling thread, reused.
+class ContentHash {
  public:
-  void Byte(uint8_t b) {
-    hash_ ^= b;
-    hash_ *= kPrime;
-  }
+  ContentHash() : buffer_(Buffer()) { buffer_.clear(); }
+  void Byte(uint8_t b) { buffer_.push_back(static_cast<char>(b)); }
   // Eight bytes, least significant first, so the result does not depend on the host's byte order.
   void U64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) Byte(static_cast<uint8_t>(v >> (8 * i)));
+    char bytes[8];
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(v >> (8 * i));
+    buffer_.append(bytes, sizeof(bytes));
   }
   void I64(int64_t v) { U64(static_cast<uint64_t>(v)); }
   // A length, then the bytes: no two different sequences of strings encode the same.
   void Bytes(std::string_view s) {
     U64(s.size());
-    for (char c : s) Byte(static_cast<uint8_t>(c));
+    buffer_.append(s.data(), s.size());
   }
-  uint64_t value() const { return hash_; }
+  uint64_t value() const { return XXH3_64bits(buffer_.data(), buffer_.size()); }
 
  private:
-  static constexpr uint64_t kOffsetBasis = 0xcbf29ce484222325ULL;
-  static constexpr uint64_t kPrime = 0x100000001b3ULL;
-  uint64_t hash_ = kOffsetBasis;
+  static std::string& Buffer() {
+    thread_local std::string buffer;
+    return buffer;
+  }
+  std::string& buffer_;
 };
 
-void HashDatum(const v1::Datum& d, Fnv1a& h) {
+void HashDatum(const v1::Datum& d, ContentHash& h) {
   switch (d.kind_case()) {
     case v1::Datum::kInt:
       h.Byte(1);
@@ -52,7 +56,7 @@ void HashDatum(const v1::Datum& d, Fnv1a& h) {
   h.Byte(0);
 }
 
-void HashTimestamp(bool present, const v1::Timestamp& ts, Fnv1a& h) {
+void HashTimestamp(bool present, const v1::Timestamp& ts, ContentHash& h) {
   if (!present) {
     h.Byte(0);
     return;
@@ -65,7 +69,7 @@ void HashTimestamp(bool present, const v1::Timestamp& ts, Fnv1a& h) {
 }  // namespace
 
 uint64_t TxnFingerprint(const v1::Transaction& txn) {
-  Fnv1a h;
+  ContentHash h;
   switch (txn.id_case()) {
     case v1::Transaction::kIdInt:
       h.Byte(1);

@@ -8,11 +8,11 @@
 
 namespace isowatch::ingest {
 
-// A stable 64-bit fingerprint of a transaction's content: the 64-bit FNV-1a hash of a canonical
-// encoding written here (not protobuf's serialization, which makes no promise of stability across
-// versions). The same content gives the same fingerprint in every process, on every run and
-// build, so fingerprints can be stored and compared after a restart. docs/ingest-protocol.md
-// describes the encoding.
+// A stable 64-bit fingerprint of a transaction's content: the XXH3-64 hash (seed 0) of a
+// canonical encoding written here (not protobuf's serialization, which makes no promise of
+// stability across versions). The same content gives the same fingerprint in every process, on
+// every run and build, so fingerprints can be stored and compared after a restart.
+// docs/ingest-protocol.md describes the encoding.
 //
 // What counts as content: the id, the session, the session position, the status (unset reads as
 // COMMITTED), the start and commit timestamps and the operations with their keys, values, lists

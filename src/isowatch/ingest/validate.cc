@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include <fmt/format.h>
 
 #include "isowatch/ingest/txn_fingerprint.h"
@@ -286,7 +287,7 @@ v1::Refusal MakeBatchRefusal(uint64_t seq, v1::RefusalReason reason, std::string
 }
 
 BatchValidation ValidateBatch(const v1::IngestBatch& batch, const ValidationLimits& limits,
-                              IdRegistry& registry) {
+                              IdRegistry& registry, std::optional<uint64_t> serialized_bytes) {
   BatchValidation out;
   const uint64_t seq = batch.seq();
   auto refuse_whole = [&](v1::RefusalReason reason, std::string_view detail) {
@@ -298,7 +299,8 @@ BatchValidation ValidateBatch(const v1::IngestBatch& batch, const ValidationLimi
     return refuse_whole(v1::BATCH_TOO_LARGE, fmt::format("{} transactions, over the limit of {}",
                                                          batch.txns_size(), limits.max_batch_txns));
   }
-  if (const size_t bytes = batch.ByteSizeLong(); bytes > limits.max_batch_bytes) {
+  if (const uint64_t bytes = serialized_bytes ? *serialized_bytes : batch.ByteSizeLong();
+      bytes > limits.max_batch_bytes) {
     return refuse_whole(v1::BATCH_TOO_LARGE, fmt::format("{} bytes, over the limit of {}", bytes,
                                                          limits.max_batch_bytes));
   }
@@ -309,8 +311,11 @@ BatchValidation ValidateBatch(const v1::IngestBatch& batch, const ValidationLimi
   }
   out.accepted.reserve(static_cast<size_t>(batch.txns_size()));
   out.fingerprints.reserve(static_cast<size_t>(batch.txns_size()));
+  // Never reallocated: `in_batch` points into its strings.
+  out.ids.reserve(static_cast<size_t>(batch.txns_size()));
   // The ids accepted so far in this batch, with their fingerprints.
-  absl::flat_hash_map<std::string, uint64_t> in_batch;
+  absl::flat_hash_map<absl::string_view, uint64_t> in_batch;
+  in_batch.reserve(static_cast<size_t>(batch.txns_size()));
   for (int i = 0; i < batch.txns_size(); ++i) {
     const v1::Transaction& txn = batch.txns(i);
     const auto index = static_cast<uint32_t>(i);
@@ -320,7 +325,7 @@ BatchValidation ValidateBatch(const v1::IngestBatch& batch, const ValidationLimi
       continue;
     }
     const uint64_t fingerprint = TxnFingerprint(txn);
-    if (auto it = in_batch.find(id); it != in_batch.end()) {
+    if (auto it = in_batch.find(absl::string_view(id.data(), id.size())); it != in_batch.end()) {
       if (it->second == fingerprint) {
         ++out.duplicates;
       } else {
@@ -334,7 +339,9 @@ BatchValidation ValidateBatch(const v1::IngestBatch& batch, const ValidationLimi
       case IdRegistry::Outcome::kNew:
         out.accepted.push_back(index);
         out.fingerprints.push_back(fingerprint);
-        in_batch.emplace(std::move(id), fingerprint);
+        out.ids.push_back(std::move(id));
+        in_batch.emplace(absl::string_view(out.ids.back().data(), out.ids.back().size()),
+                         fingerprint);
         break;
       case IdRegistry::Outcome::kDuplicate:
         ++out.duplicates;

@@ -66,8 +66,9 @@ absl::Status CheckStreamName(std::string_view stream);
 struct BatchValidation {
   // Indices into IngestBatch.txns of the transactions to apply, in batch order.
   std::vector<uint32_t> accepted;
-  // TxnFingerprint of each accepted transaction, parallel to `accepted`.
+  // TxnFingerprint and TxnIdString of each accepted transaction, parallel to `accepted`.
   std::vector<uint64_t> fingerprints;
+  std::vector<std::string> ids;
   // One per refused transaction in batch order, or one with whole_batch set.
   std::vector<v1::Refusal> refusals;
   // Transactions skipped because their id was already accepted (earlier on the stream or earlier
@@ -81,8 +82,10 @@ struct BatchValidation {
 // recorded). Never fails: whatever the input, the result says what to keep and what to refuse.
 // Does not look at the batch's stream name, seq, watermark or end_of_stream (the service's
 // part). Thread-compatible; `registry` as documented there.
+// `serialized_bytes`: the size of the batch as received, if known (else it is computed).
 BatchValidation ValidateBatch(const v1::IngestBatch& batch, const ValidationLimits& limits,
-                              IdRegistry& registry);
+                              IdRegistry& registry,
+                              std::optional<uint64_t> serialized_bytes = std::nullopt);
 
 // A refusal of transaction `index` of the batch with sequence number `seq`, its detail cut to
 // kMaxRefusalDetailBytes and its id to kMaxTxnIdBytes.

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "isowatch/common/status_macros.h"
+#include "isowatch/ingest/arena_batch.h"
 #include "isowatch/ingest/txn_fingerprint.h"
 #include "isowatch/ingest/validate.h"
 #include "isowatch/server/process_memory.h"
@@ -67,13 +68,14 @@ absl::Status Monitor::Recover() {
   const int64_t now = NowUnixMs();
   RETURN_IF_ERROR(store_->ReadLog(store_->first_log_position(), [&](const store::LogEntry& e) {
     Queued q;
-    if (!q.batch.ParseFromArray(e.bytes.data(), static_cast<int>(e.bytes.size()))) {
+    q.batch = ingest::ParseArenaBatch(e.bytes);
+    if (q.batch == nullptr) {
       return absl::DataLossError(
           fmt::format("the store's log entry {} (stream {}, batch {}) does not parse", e.position,
                       e.stream, e.seq));
     }
-    for (const v1::Transaction& t : q.batch.txns()) {
-      registry_.Record(q.batch.stream(), ingest::TxnIdString(t), ingest::TxnFingerprint(t));
+    for (const v1::Transaction& t : q.batch->txns()) {
+      registry_.Record(q.batch->stream(), ingest::TxnIdString(t), ingest::TxnFingerprint(t));
     }
     q.received_ms = now;
     ApplyOne(q, now);
@@ -190,28 +192,38 @@ absl::Status Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait, DurableCa
     ++reserved_;
   }
   // What the log keeps: the accepted transactions with the batch's header, watermark and end.
-  v1::IngestBatch& in = vb.batch;
-  v1::IngestBatch logged;
-  logged.set_stream(in.stream());
-  logged.set_seq(in.seq());
-  if (in.has_header()) *logged.mutable_header() = in.header();
-  if (in.has_watermark()) *logged.mutable_watermark() = in.watermark();
-  logged.set_end_of_stream(in.end_of_stream());
-  if (!vb.whole_batch_refused) {
-    for (uint32_t index : vb.accepted) {
-      if (index < static_cast<uint32_t>(in.txns_size())) {
-        logged.add_txns()->Swap(in.mutable_txns(static_cast<int>(index)));
+  // When every transaction is accepted that is the batch itself, and the bytes the collector sent
+  // are kept as they are (when the service has them); else the batch is encoded again.
+  std::shared_ptr<const v1::IngestBatch> logged;
+  std::string bytes;
+  const v1::IngestBatch& in = *vb.batch;
+  if (!vb.whole_batch_refused && vb.accepted.size() == static_cast<size_t>(in.txns_size())) {
+    bytes = vb.wire.empty() ? in.SerializeAsString() : std::move(vb.wire);
+    logged = std::move(vb.batch);
+  } else {
+    auto filtered = std::make_shared<v1::IngestBatch>();
+    filtered->set_stream(in.stream());
+    filtered->set_seq(in.seq());
+    if (in.has_header()) *filtered->mutable_header() = in.header();
+    if (in.has_watermark()) *filtered->mutable_watermark() = in.watermark();
+    filtered->set_end_of_stream(in.end_of_stream());
+    if (!vb.whole_batch_refused) {
+      for (uint32_t index : vb.accepted) {
+        if (index < static_cast<uint32_t>(in.txns_size())) {
+          *filtered->add_txns() = in.txns(static_cast<int>(index));
+        }
       }
     }
+    bytes = filtered->SerializeAsString();
+    logged = std::move(filtered);
   }
   std::optional<history::Timestamp> watermark;
-  if (logged.has_watermark()) {
-    watermark = history::Timestamp{logged.watermark().physical(), logged.watermark().logical()};
+  if (logged->has_watermark()) {
+    watermark = history::Timestamp{logged->watermark().physical(), logged->watermark().logical()};
   }
   // Unsynced: the syncer makes it durable together with whatever else was appended meanwhile.
-  absl::StatusOr<uint64_t> position =
-      store_->AppendBatch(logged.stream(), logged.seq(), watermark, logged.end_of_stream(),
-                          logged.SerializeAsString(), /*sync=*/false);
+  absl::StatusOr<uint64_t> position = store_->AppendBatch(
+      logged->stream(), logged->seq(), watermark, logged->end_of_stream(), bytes, /*sync=*/false);
   if (!position.ok()) {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -223,7 +235,7 @@ absl::Status Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait, DurableCa
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    const uint64_t seq = logged.seq();
+    const uint64_t seq = logged->seq();
     unsynced_.push_back(Unsynced{.position = *position,
                                  .queued = Queued{.batch = std::move(logged), .received_ms = 0},
                                  .seq = seq,
@@ -320,7 +332,7 @@ void Monitor::Run() {
 }
 
 void Monitor::ApplyOne(Queued& q, int64_t now_ms) {
-  const v1::IngestBatch& b = q.batch;
+  const v1::IngestBatch& b = *q.batch;
   const uint64_t ignored_before = live_.ignored_headers();
   std::vector<TxnRefusal> refused = live_.Apply(b, AllIndices(b), q.received_ms);
   if (live_.ignored_headers() != ignored_before) {

@@ -100,7 +100,8 @@ class Monitor final : public ingest::BatchSink,
 
  private:
   struct Queued {
-    v1::IngestBatch batch;
+    // Every transaction of it is to be applied. Shared with the ingest service's parse (arena).
+    std::shared_ptr<const v1::IngestBatch> batch;
     int64_t received_ms = 0;
   };
 

@@ -85,7 +85,7 @@ class FakeBatchSink final : public BatchSink {
   std::map<std::pair<std::string, uint64_t>, int> applied_counts() const {
     absl::MutexLock lock(&mu_);
     std::map<std::pair<std::string, uint64_t>, int> counts;
-    for (const ValidatedBatch& b : batches_) ++counts[{b.batch.stream(), b.batch.seq()}];
+    for (const ValidatedBatch& b : batches_) ++counts[{b.batch->stream(), b.batch->seq()}];
     return counts;
   }
 
@@ -94,20 +94,20 @@ class FakeBatchSink final : public BatchSink {
     absl::MutexLock lock(&mu_);
     std::map<std::string, int> counts;
     for (const ValidatedBatch& b : batches_) {
-      for (uint32_t i : b.accepted) ++counts[TxnIdString(b.batch.txns(static_cast<int>(i)))];
+      for (uint32_t i : b.accepted) ++counts[TxnIdString(b.batch->txns(static_cast<int>(i)))];
     }
     return counts;
   }
 
  private:
   uint64_t ApplyLocked(ValidatedBatch batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    StreamPosition& p = positions_[batch.batch.stream()];
-    p.durable_seq = batch.batch.seq();
-    if (batch.batch.has_watermark()) {
-      p.watermark =
-          history::Timestamp{batch.batch.watermark().physical(), batch.batch.watermark().logical()};
+    StreamPosition& p = positions_[batch.batch->stream()];
+    p.durable_seq = batch.batch->seq();
+    if (batch.batch->has_watermark()) {
+      p.watermark = history::Timestamp{batch.batch->watermark().physical(),
+                                       batch.batch->watermark().logical()};
     }
-    if (batch.batch.end_of_stream()) p.closed = true;
+    if (batch.batch->end_of_stream()) p.closed = true;
     batches_.push_back(std::move(batch));
     return p.durable_seq;
   }

@@ -95,9 +95,9 @@ class ManualSyncSink final : public BatchSink {
 
  private:
   uint64_t MakeDurableLocked(const ValidatedBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    uint64_t& seq = durable_[batch.batch.stream()];
-    seq = batch.batch.seq();
-    synced_.insert({batch.batch.stream(), seq});
+    uint64_t& seq = durable_[batch.batch->stream()];
+    seq = batch.batch->seq();
+    synced_.insert({batch.batch->stream(), seq});
     durable_batches_.push_back(batch);
     return seq;
   }

@@ -194,7 +194,7 @@ TEST_F(PipelineTest, FailedSyncFailsItsBatchesAndTheyAreSentAgain) {
   const std::vector<ValidatedBatch> batches = sink_.durable_batches();
   ASSERT_EQ(batches.size(), 5u);
   for (size_t i = 0; i < batches.size(); ++i) {
-    EXPECT_EQ(batches[i].batch.seq(), i + 1);
+    EXPECT_EQ(batches[i].batch->seq(), i + 1);
     EXPECT_EQ(batches[i].accepted.size(), 2u);
   }
   EXPECT_EQ(registry_.size(), 10u);

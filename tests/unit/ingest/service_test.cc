@@ -99,7 +99,7 @@ TEST_F(ServiceTest, StreamedBatchesAreAcknowledgedInOrder) {
   const std::vector<ValidatedBatch> batches = sink_.batches();
   ASSERT_EQ(batches.size(), 3u);
   for (size_t i = 0; i < batches.size(); ++i) {
-    EXPECT_EQ(batches[i].batch.seq(), i + 1);
+    EXPECT_EQ(batches[i].batch->seq(), i + 1);
     EXPECT_EQ(batches[i].accepted.size(), 4u);
   }
   EXPECT_EQ(Load(server_->counters().batches_received), 3u);
@@ -200,8 +200,8 @@ TEST_F(ServiceTest, OversizedBatchIsRefusedWholeAndItsSeqConsumed) {
   const auto batches = sink_.batches();
   ASSERT_EQ(batches.size(), 2u);
   EXPECT_TRUE(batches[0].whole_batch_refused);
-  EXPECT_EQ(batches[0].batch.txns_size(), 0);
-  EXPECT_FALSE(batches[0].batch.has_watermark());
+  EXPECT_EQ(batches[0].batch->txns_size(), 0);
+  EXPECT_FALSE(batches[0].batch->has_watermark());
   EXPECT_EQ(batches[1].accepted.size(), 2u);
   EXPECT_EQ(Load(server_->counters().batches_refused), 1u);
 }
@@ -221,10 +221,10 @@ TEST_F(ServiceTest, WatermarkGoingBackIsIgnoredAndCounted) {
   EXPECT_TRUE(Finish(*s).ok());
   const auto batches = sink_.batches();
   ASSERT_EQ(batches.size(), 3u);
-  EXPECT_TRUE(batches[0].batch.has_watermark());
-  EXPECT_FALSE(batches[1].batch.has_watermark());
+  EXPECT_TRUE(batches[0].batch->has_watermark());
+  EXPECT_FALSE(batches[1].batch->has_watermark());
   EXPECT_EQ(batches[1].accepted.size(), 1u);  // the transactions are kept
-  EXPECT_TRUE(batches[2].batch.has_watermark());
+  EXPECT_TRUE(batches[2].batch->has_watermark());
   EXPECT_EQ(Load(server_->counters().watermark_regressions), 1u);
 }
 
