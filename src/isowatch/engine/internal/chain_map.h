@@ -218,7 +218,7 @@ class ChainMap {
     void* raw = ::operator new(Leaf::Bytes(capacity));
     return new (raw) Leaf{0, 0, capacity, nullptr, nullptr};
   }
-  static void DeleteLeaf(Leaf* leaf) { ::operator delete(leaf, Leaf::Bytes(leaf->capacity)); }
+  static void DeleteLeaf(Leaf* leaf) { ::operator delete(leaf); }
 
   // The child of `inner` whose range holds k: the number of separators <= k.
   static uint32_t ChildIndex(const Inner* inner, const OrderKey& k) {
