@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   std::optional<int> grpc_port;
   std::optional<int> http_port;
   std::optional<std::string> ports_file;
+  std::optional<std::string> memory_budget;
   std::vector<std::string> assignments;
   bool print_config = false;
   bool version = false;
@@ -45,6 +46,9 @@ int main(int argc, char** argv) {
   app.add_option("--http-port", http_port, "HTTP port (metrics, health, API); 0 = a free port");
   app.add_option("--ports-file", ports_file,
                  "Write {\"grpc\": P, \"http\": P} here once ready (overrides ports_file)");
+  app.add_option("--memory-budget", memory_budget,
+                 "Engine memory above which state spills to disk, e.g. 256MiB; 0 = none "
+                 "(overrides engine.memory_budget)");
   app.add_option("--set", assignments, "Override any option: --set engine.level=ser")
       ->type_name("KEY=VALUE");
   app.add_flag("--print-config", print_config, "Print the effective configuration and exit");
@@ -70,6 +74,7 @@ int main(int argc, char** argv) {
   if (grpc_port) overrides.emplace_back("grpc.port", std::to_string(*grpc_port));
   if (http_port) overrides.emplace_back("http.port", std::to_string(*http_port));
   if (ports_file) overrides.emplace_back("ports_file", *ports_file);
+  if (memory_budget) overrides.emplace_back("engine.memory_budget", *memory_budget);
   for (const auto& [key, value] : overrides) {
     if (auto s = isowatch::config::ApplyOverride(&config, key, value); !s.ok()) return Fail(s);
   }

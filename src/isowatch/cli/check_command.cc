@@ -4,14 +4,20 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <stdlib.h>
+#include <system_error>
 
 #include <fmt/format.h>
 
 #include "isowatch/checkers/chronos/chronos.h"
 #include "isowatch/cli/command.h"
 #include "isowatch/cli/read_flags.h"
+#include "isowatch/config/units.h"
 #include "isowatch/engine/delivery.h"
+#include "isowatch/engine/version_spill.h"
 #include "isowatch/formats/history_file.h"
 #include "isowatch/report/check_report.h"
 
@@ -50,6 +56,14 @@ CLI::App* CheckCommand::Register(CLI::App& app) {
                   "Online: keep versions this far below the final point (timestamp units), "
                   "for transactions longer than any seen before them")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--memory-budget", memory_budget_,
+                  "Online: engine memory above which collected versions move to a spill on "
+                  "disk, e.g. 256MiB (default: no budget)");
+  cmd->add_flag("--spill-collected", spill_collected_,
+                "Online: spill every collected version, so that transactions of any length are "
+                "checked exactly (no horizon misses)");
+  cmd->add_option("--spill-dir", spill_dir_,
+                  "Online: directory of the spill (cleared first; default: a temporary one)");
   return cmd;
 }
 
@@ -82,9 +96,54 @@ int CheckCommand::Run() {
                                            .seed = seed_,
                                            .rate_tps = rate_tps_,
                                            .watermarks = !no_watermarks_};
+    uint64_t budget = 0;
+    if (!memory_budget_.empty()) {
+      auto parsed = config::ParseByteSize(memory_budget_);
+      if (!parsed.ok()) {
+        std::cerr << "isowatch check: --memory-budget: " << parsed.status().message() << "\n";
+        return kExitBadInput;
+      }
+      budget = *parsed;
+    }
+    // A spill when a budget or spilling everything asks for one, in a directory of its own.
+    std::unique_ptr<engine::RocksVersionSpill> spill;
+    std::string temp_dir;
+    if (budget > 0 || spill_collected_) {
+      std::string dir = spill_dir_;
+      if (dir.empty()) {
+        std::string pattern =
+            (std::filesystem::temp_directory_path() / "isowatch-spill-XXXXXX").string();
+        if (mkdtemp(pattern.data()) == nullptr) {
+          std::cerr << "isowatch check: cannot create a temporary spill directory\n";
+          return kExitBadInput;
+        }
+        dir = temp_dir = pattern;
+      }
+      auto opened = engine::RocksVersionSpill::Open(dir);
+      if (!opened.ok()) {
+        std::cerr << "isowatch check: " << opened.status().message() << "\n";
+        return kExitBadInput;
+      }
+      spill = *std::move(opened);
+    }
     const engine::DeliverySchedule schedule = engine::BuildDeliverySchedule(*h, delivery);
-    engine::OnlineResult result = engine::RunOnline(
-        *h, *level, schedule, {.finality_timeout_ms = timeout_ms_, .retention = retention_});
+    engine::OnlineResult result = engine::RunOnline(*h, *level, schedule,
+                                                    {.finality_timeout_ms = timeout_ms_,
+                                                     .retention = retention_,
+                                                     .spill = spill.get(),
+                                                     .spill_collected = spill_collected_,
+                                                     .memory_budget = budget});
+    if (spill != nullptr) {
+      std::cerr << fmt::format(
+          "isowatch check: spill: {} versions written, {} reloads, engine memory at most {} "
+          "bytes\n",
+          result.stats.spilled_versions, result.stats.reloads, result.max_memory_bytes);
+      spill.reset();
+      if (!temp_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(temp_dir, ec);
+      }
+    }
     engine::SortViolations(result.violations);
     rep.checker = "online";
     rep.transactions_checked = result.stats.checked;

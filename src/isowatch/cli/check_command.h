@@ -35,6 +35,11 @@ class CheckCommand {
   bool no_watermarks_ = false;
   int64_t timeout_ms_ = 5000;
   int64_t retention_ = 0;
+  // The version spill (engine::VersionSpill): a budget such as "256MiB" (empty or 0: none),
+  // spilling everything collected, and where (empty: a temporary directory, removed after).
+  std::string memory_budget_;
+  bool spill_collected_ = false;
+  std::string spill_dir_;
 };
 
 }  // namespace isowatch::cli

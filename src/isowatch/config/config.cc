@@ -111,15 +111,19 @@ Option CountOption(const std::string& key, const std::string& help, Access acces
           .get = [access](const DaemonConfig& c) { return std::to_string(access(c)); }};
 }
 
+// A size in bytes; 0 only if `zero_means` says what it means (e.g. "none").
 template <typename Access>
-Option SizeOption(const std::string& key, const std::string& help, Access access) {
+Option SizeOption(const std::string& key, const std::string& help, Access access,
+                  const char* zero_means = nullptr) {
   return {.key = key,
-          .type = "size",
+          .type = zero_means == nullptr ? "size" : fmt::format("size, or 0 for {}", zero_means),
           .expected = R"(a size such as "16MiB" or "65536")",
           .help = help,
-          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+          .set = [access, zero_means](DaemonConfig& c, std::string_view v) -> absl::Status {
             ASSIGN_OR_RETURN(const uint64_t bytes, ParseByteSize(v));
-            if (bytes == 0) return Expected("a size of at least 1 byte", v);
+            if (bytes == 0 && zero_means == nullptr) {
+              return Expected("a size of at least 1 byte", v);
+            }
             access(c) = bytes;
             return absl::OkStatus();
           },
@@ -262,6 +266,16 @@ const std::vector<Option>& Table() {
           "Versions kept below the final point, in the physical unit of the "
           "timestamps, for transactions that start that far back.",
           [](auto& c) -> auto& { return c.engine.retention; }),
+      SizeOption(
+          "engine.memory_budget",
+          "Engine state above which collected versions move to the spill on disk "
+          "(<data_dir>/spill) and are reloaded when needed.",
+          [](auto& c) -> auto& { return c.engine.memory_budget; }, "no budget"),
+      BoolOption(
+          "engine.spill_collected",
+          "Also spill the versions the normal collection drops, so that a transaction of any "
+          "length is checked exactly (every version is written to disk once).",
+          [](auto& c) -> auto& { return c.engine.spill_collected; }),
       CountOption(
           "ingest.max_batch_transactions",
           "Most transactions in one batch; a larger batch is refused.",

@@ -45,6 +45,12 @@ struct EngineConfig {
   // Versions are collected only this far below the final point, in the physical unit of the
   // streams' timestamps (engine::EngineOptions::retention).
   int64_t retention = 0;
+  // Bytes of engine state above which collected versions move to the spill on disk
+  // (engine::EngineOptions::memory_budget); 0: no budget.
+  uint64_t memory_budget = 0;
+  // Also spill what the normal collection drops, so that transactions of any length are checked
+  // exactly (engine::EngineOptions::spill_collected).
+  bool spill_collected = false;
 
   bool operator==(const EngineConfig&) const = default;
 };

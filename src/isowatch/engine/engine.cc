@@ -2,6 +2,7 @@
 #include "isowatch/engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <iterator>
 #include <limits>
@@ -763,6 +764,7 @@ class EngineImpl {
       ++stats_.budget_collections;
     }
     if (g == Timestamp::Min()) return;
+    const uint64_t spilled_before = stats_.spilled_versions;
     collect_keys_.clear();
     gc_.TakeUpTo(g, [this](uint32_t key) {
       keys_[key].in_gc = false;
@@ -775,8 +777,13 @@ class EngineImpl {
       Trim(key, g, normal);
       ScheduleTrim(key, keys_[key.value()]);
     }
-    if (spill_ != nullptr && !spill_broken_) {
+    if (spill_ != nullptr && !spill_broken_ && stats_.spilled_versions != spilled_before) {
+      const auto start = std::chrono::steady_clock::now();
       if (absl::Status s = spill_->Flush(); !s.ok()) SpillFailed(s);
+      if (options_.on_spill_pause) {
+        options_.on_spill_pause(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
     }
   }
 

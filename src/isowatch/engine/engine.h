@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -43,6 +44,9 @@ struct EngineOptions {
   // newest one at or below the final point is spilled rather than kept for `retention`. 0 = no
   // budget. Needs `spill`.
   uint64_t memory_budget = 0;
+  // Called with the duration, in seconds, of each write of collected versions to the spill (the
+  // pause it adds to a delivery). May be empty.
+  std::function<void(double)> on_spill_pause;
 };
 
 // Counters and gauges of the engine. Plain data.

@@ -26,8 +26,14 @@ class MemoryIdRegistry final : public IdRegistry {
   size_t size() const;
 
  private:
-  // Per stream, each id with its fingerprint.
-  using Ids = absl::flat_hash_map<std::string, uint64_t>;
+  // Per stream, each id with its fingerprint. An id that is the text of an int64 as TxnIdString
+  // writes one (id_int, or an equal id_str) is kept as the integer: smaller, and no string.
+  struct Ids {
+    absl::flat_hash_map<int64_t, uint64_t> ints;
+    absl::flat_hash_map<std::string, uint64_t> strings;
+  };
+  // The fingerprint recorded for `txn_id` in `ids`, or null.
+  static const uint64_t* Find(const Ids& ids, std::string_view txn_id);
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Ids> streams_ ABSL_GUARDED_BY(mu_);

@@ -84,10 +84,24 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
       d->store_, store::Store::Open((std::filesystem::path(config.data_dir) / "store").string(),
                                     store::StoreOptions{.sync_writes = config.store.sync_writes}));
   d->metrics_ = std::make_unique<server::DaemonMetrics>(version);
+  d->metrics_->engine_memory_budget_bytes().Set(static_cast<double>(config.engine.memory_budget));
   MonitorOptions options;
   options.live.level = config.engine.level;
   options.live.finality_timeout_ms = config.engine.finality_timeout.count();
   options.live.retention = config.engine.retention;
+  if (config.engine.memory_budget > 0 || config.engine.spill_collected) {
+    // Derived state: RocksVersionSpill::Open clears it; recovery replays the log through the
+    // engine, which spills again what it collects.
+    ASSIGN_OR_RETURN(d->spill_, engine::RocksVersionSpill::Open(
+                                    (std::filesystem::path(config.data_dir) / "spill").string()));
+    options.live.spill = d->spill_.get();
+    options.live.spill_collected = config.engine.spill_collected;
+    options.live.memory_budget = config.engine.memory_budget;
+    server::DaemonMetrics* metrics = d->metrics_.get();
+    options.live.on_spill_pause = [metrics](double seconds) {
+      metrics->spill_pause().Observe(seconds);
+    };
+  }
   options.queue_batches = config.ingest.queue_batches;
   options.version = version;
   ASSIGN_OR_RETURN(d->monitor_,

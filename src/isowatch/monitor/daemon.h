@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 
 #include "isowatch/config/config.h"
+#include "isowatch/engine/version_spill.h"
 #include "isowatch/ingest/service.h"
 #include "isowatch/monitor/monitor.h"
 #include "isowatch/server/http_api.h"
@@ -48,6 +49,7 @@ class Daemon {
 
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<server::DaemonMetrics> metrics_;
+  std::unique_ptr<engine::RocksVersionSpill> spill_;  // with a memory budget; outlives monitor_
   std::unique_ptr<Monitor> monitor_;
   std::unique_ptr<ingest::IngestServer> ingest_;
   std::unique_ptr<server::HttpServer> http_;

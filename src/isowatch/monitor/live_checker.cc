@@ -69,7 +69,11 @@ void LiveChecker::StartIfNeeded(const v1::IngestBatch& batch) {
       engine::EngineOptions{.level = options_.level,
                             .finality_timeout_ms = options_.finality_timeout_ms,
                             .clock = options_.clock,
-                            .retention = options_.retention});
+                            .retention = options_.retention,
+                            .spill = options_.spill,
+                            .spill_collected = options_.spill_collected,
+                            .memory_budget = options_.memory_budget,
+                            .on_spill_pause = options_.on_spill_pause});
 }
 
 LiveChecker::Stream& LiveChecker::StreamFor(std::string_view name) {

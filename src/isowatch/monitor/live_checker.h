@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -27,6 +28,11 @@ struct LiveOptions {
   int64_t finality_timeout_ms = 5000;
   // engine::EngineOptions::retention.
   int64_t retention = 0;
+  // engine::EngineOptions::spill (not owned), spill_collected, memory_budget, on_spill_pause.
+  engine::VersionSpill* spill = nullptr;
+  bool spill_collected = false;
+  uint64_t memory_budget = 0;
+  std::function<void(double)> on_spill_pause;
   // Source of time for the timeout; nullptr = the system clock.
   const engine::Clock* clock = nullptr;
   // How reads of absent values are taken when no stream header says (metadata "data_model":

@@ -377,13 +377,19 @@ void Monitor::Refresh(int64_t now_ms) {
   add(metrics_->flip_flops(), st.flip_flops, last_stats_.flip_flops);
   add(metrics_->late_arrivals(), st.late_arrivals, last_stats_.late_arrivals);
   add(metrics_->horizon_misses(), st.horizon_misses, last_stats_.horizon_misses);
+  add(metrics_->spilled_versions(), st.spilled_versions, last_stats_.spilled_versions);
+  add(metrics_->spill_reloads(), st.reloads, last_stats_.reloads);
+  add(metrics_->spill_errors(), st.spill_errors, last_stats_.spill_errors);
+  add(metrics_->budget_collections(), st.budget_collections, last_stats_.budget_collections);
   last_stats_ = st;
+  metrics_->spill_bytes().Set(static_cast<double>(st.spill_bytes));
   metrics_->provisional_verdicts().Set(static_cast<double>(st.provisional_reads));
   metrics_->retained_versions().Set(static_cast<double>(st.retained_versions));
   metrics_->retained_transactions().Set(static_cast<double>(st.retained_txns));
   metrics_->retained_provisional_reads().Set(static_cast<double>(st.provisional_reads));
   const auto history_bytes = static_cast<uint64_t>(live_.history_bytes());
-  metrics_->engine_memory_bytes().Set(static_cast<double>(history_bytes));
+  metrics_->engine_history_bytes().Set(static_cast<double>(history_bytes));
+  metrics_->engine_memory_bytes().Set(static_cast<double>(st.memory_bytes));
 
   latencies_.clear();
   live_.CollectFinal(now_ms, &latencies_);
@@ -453,7 +459,10 @@ void Monitor::Refresh(int64_t now_ms) {
   status.counts.flip_flops = st.flip_flops;
   status.counts.late_arrivals = st.late_arrivals;
   status.counts.horizon_misses = st.horizon_misses;
-  status.memory.engine_bytes = history_bytes;
+  status.memory.engine_bytes = st.memory_bytes;
+  status.memory.history_bytes = history_bytes;
+  status.memory.spill_bytes = st.spill_bytes;
+  status.memory.budget_bytes = options_.live.memory_budget;
   status.memory.retained_versions = st.retained_versions;
   status.memory.retained_transactions = st.retained_txns;
   status.memory.retained_provisional_reads = st.provisional_reads;

@@ -279,6 +279,8 @@ void WriteMemory(JsonWriter& w, const MemoryStatus& m) {
   for (const auto& [name, value] : std::initializer_list<std::pair<std::string_view, uint64_t>>{
            {"resident_bytes", m.resident_bytes},
            {"engine_bytes", m.engine_bytes},
+           {"history_bytes", m.history_bytes},
+           {"spill_bytes", m.spill_bytes},
            {"budget_bytes", m.budget_bytes},
            {"retained_versions", m.retained_versions},
            {"retained_transactions", m.retained_transactions},

@@ -139,9 +139,48 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                                      .Add({});
   engine_memory_bytes_ = &BuildGauge()
                               .Name("isowatch_engine_memory_bytes")
-                              .Help("Memory held by the engine's state, as the engine counts it.")
+                              .Help(
+                                  "Memory held by the engine's state, as the engine counts it "
+                                  "(what the memory budget applies to).")
                               .Register(r)
                               .Add({});
+  engine_history_bytes_ = &BuildGauge()
+                               .Name("isowatch_engine_history_bytes")
+                               .Help("Memory held by the live history of transaction contents.")
+                               .Register(r)
+                               .Add({});
+  spill_bytes_ = &BuildGauge()
+                      .Name("isowatch_engine_spill_bytes")
+                      .Help("Bytes written to the version spill on disk (estimate).")
+                      .Register(r)
+                      .Add({});
+  spilled_versions_ = &BuildCounter()
+                           .Name("isowatch_engine_spilled_versions_total")
+                           .Help("Versions moved from memory to the spill.")
+                           .Register(r)
+                           .Add({});
+  spill_reloads_ = &BuildCounter()
+                        .Name("isowatch_engine_spill_reloads_total")
+                        .Help("Checks that read versions back from the spill.")
+                        .Register(r)
+                        .Add({});
+  spill_errors_ = &BuildCounter()
+                       .Name("isowatch_engine_spill_errors_total")
+                       .Help("Failed spill reads or writes (the spill is then off).")
+                       .Register(r)
+                       .Add({});
+  budget_collections_ = &BuildCounter()
+                             .Name("isowatch_engine_budget_collections_total")
+                             .Help("Collections cut at the final point by the memory budget.")
+                             .Register(r)
+                             .Add({});
+  spill_pause_ = &BuildHistogram()
+                      .Name("isowatch_engine_spill_pause_seconds")
+                      .Help(
+                          "Time each write of collected versions to the spill held up the "
+                          "engine.")
+                      .Register(r)
+                      .Add({}, IngestLatencyBuckets());
   engine_memory_budget_bytes_ = &BuildGauge()
                                      .Name("isowatch_engine_memory_budget_bytes")
                                      .Help("The engine's configured memory budget; 0 when none.")

@@ -84,6 +84,16 @@ class DaemonMetrics {
   prometheus::Gauge& engine_memory_bytes() { return *engine_memory_bytes_; }
   // The configured memory budget of the engine; 0 when there is none.
   prometheus::Gauge& engine_memory_budget_bytes() { return *engine_memory_budget_bytes_; }
+  // Bytes held by the live history the engine reads (transaction contents).
+  prometheus::Gauge& engine_history_bytes() { return *engine_history_bytes_; }
+  // The version spill (docs/spill-format.md).
+  prometheus::Gauge& spill_bytes() { return *spill_bytes_; }
+  prometheus::Counter& spilled_versions() { return *spilled_versions_; }
+  prometheus::Counter& spill_reloads() { return *spill_reloads_; }
+  prometheus::Counter& spill_errors() { return *spill_errors_; }
+  prometheus::Counter& budget_collections() { return *budget_collections_; }
+  // Seconds each write to the spill held up the engine.
+  prometheus::Histogram& spill_pause() { return *spill_pause_; }
 
   // 1 while the daemon is ready to take ingest, else 0. HttpApi sets it from its readiness check
   // at every scrape of /metrics.
@@ -130,6 +140,13 @@ class DaemonMetrics {
   prometheus::Gauge* retained_provisional_reads_;
   prometheus::Gauge* engine_memory_bytes_;
   prometheus::Gauge* engine_memory_budget_bytes_;
+  prometheus::Gauge* engine_history_bytes_;
+  prometheus::Gauge* spill_bytes_;
+  prometheus::Counter* spilled_versions_;
+  prometheus::Counter* spill_reloads_;
+  prometheus::Counter* spill_errors_;
+  prometheus::Counter* budget_collections_;
+  prometheus::Histogram* spill_pause_;
   prometheus::Gauge* ready_;
   prometheus::Counter* internal_bugs_;
   prometheus::Gauge* resident_memory_bytes_;

@@ -40,6 +40,8 @@ struct StatusCounts {
 struct MemoryStatus {
   uint64_t resident_bytes = 0;  // of the process
   uint64_t engine_bytes = 0;    // the engine's own estimate of its state
+  uint64_t history_bytes = 0;   // the live history of transaction contents
+  uint64_t spill_bytes = 0;     // written to the version spill on disk
   uint64_t budget_bytes = 0;    // 0: no budget
   uint64_t retained_versions = 0;
   uint64_t retained_transactions = 0;

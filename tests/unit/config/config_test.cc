@@ -103,7 +103,7 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
   auto& [grpc_listen, grpc_port] = grpc;
   auto& [http_listen, http_port] = http;
   auto& [log_level, log_format, log_file] = log;
-  auto& [engine_level, finality_timeout, retention] = engine;
+  auto& [engine_level, finality_timeout, retention, memory_budget, spill_collected] = engine;
   auto& [max_batch_transactions, max_batch_bytes, max_ops, queue_batches, max_streams] = ingest;
   auto& [sync_writes] = store;
 
@@ -129,6 +129,8 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
        [p = &engine_level] { return *p == report::IsolationLevel::kSerializable; }},
       {"engine.finality_timeout", "250ms", [p = &finality_timeout] { return *p == 250ms; }},
       {"engine.retention", "1000", [p = &retention] { return *p == 1000; }},
+      {"engine.memory_budget", "256MiB", [p = &memory_budget] { return *p == (256u << 20); }},
+      {"engine.spill_collected", "true", [p = &spill_collected] { return *p; }},
       {"ingest.max_batch_transactions", "7", [p = &max_batch_transactions] { return *p == 7u; }},
       {"ingest.max_batch_bytes", "1KiB", [p = &max_batch_bytes] { return *p == 1024u; }},
       {"ingest.max_ops_per_transaction", "8", [p = &max_ops] { return *p == 8u; }},

@@ -578,6 +578,63 @@ TEST_F(DaemonTest, RestartKeepsViolationsAndRecognisesResentBatches) {
   })) << metrics;
 }
 
+// With a memory budget every collection is cut at the final point: a later transaction whose
+// snapshot lies below what memory keeps is checked against the versions in <data_dir>/spill,
+// the same as with everything in memory, and after a restart (the spill is rebuilt from the
+// log) the violations are the same, once each.
+TEST_F(DaemonTest, MemoryBudgetSpillsAndReloadsVersions) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = TestConfig(dir.Path());
+  config.engine.memory_budget = 1;  // always over: everything at or below F leaves memory
+  config.engine.retention = 20;     // transactions may start 20 below the final point
+  const std::string s = "budget";
+  auto at = [](v1::Transaction t, int64_t start, int64_t commit) {
+    t.mutable_start()->set_physical(start);
+    t.mutable_commit()->set_physical(commit);
+    return t;
+  };
+  v1::IngestBatch first = Batch(s, 1,
+                                {at(Writer(1, 1, 100), 10, 15), at(Writer(2, 1, 200), 20, 25),
+                                 at(Writer(3, 1, 300), 30, 35)});
+  first.mutable_watermark()->set_physical(35);
+  // Both start at 22, when 100 (committed at 15) was the newest value; 200 came at 25.
+  v1::IngestBatch second =
+      Batch(s, 2, {at(Reader(4, 1, 200), 22, 45), at(Reader(5, 1, 100), 22, 46)});
+  second.mutable_watermark()->set_physical(46);
+  second.set_end_of_stream(true);
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  for (const v1::IngestBatch& b : {first, second}) {
+    absl::StatusOr<v1::IngestAck> ack = Push(b);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    EXPECT_EQ(ack->refusals_size(), 0);
+  }
+  ASSERT_TRUE(WaitChecked(s));
+  auto before = Violations();
+  ASSERT_TRUE(before.has_value());
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ((*before)[0].anomaly, "EXT");
+  EXPECT_EQ((*before)[0].txns, "[4,2]");
+  std::string metrics;
+  EXPECT_TRUE(WaitFor([&] {
+    metrics = Metrics();
+    return Sample(metrics, "isowatch_engine_spill_reloads_total") >= 2.0;
+  })) << metrics;
+  EXPECT_GE(Sample(metrics, "isowatch_engine_spilled_versions_total"), 2.0) << metrics;
+  EXPECT_GE(Sample(metrics, "isowatch_engine_budget_collections_total"), 1.0) << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_engine_spill_errors_total"), 0.0) << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_horizon_misses_total"), 0.0) << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_engine_memory_budget_bytes"), 1.0) << metrics;
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir.Path()) / "spill"));
+  Stop();
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  auto after = Violations();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(Summary(*after), Summary(*before));
+}
+
 TEST_F(DaemonTest, RestartKeepsTheIdsOfAnOpenStream) {
   TempDir dir;
   ASSERT_FALSE(dir.Path().empty());

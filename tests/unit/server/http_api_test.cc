@@ -128,6 +128,8 @@ class FakeStatusSource : public StatusSource {
     status.counts.violations = 2;
     status.memory.resident_bytes = 123456789;
     status.memory.engine_bytes = 4567;
+    status.memory.history_bytes = 5678;
+    status.memory.spill_bytes = 6789;
     status.memory.retained_versions = 11;
     return status;
   }
@@ -490,6 +492,8 @@ TEST_F(HttpApiTest, StatusReportsStreamsCountsMemoryAndVersion) {
   EXPECT_EQ(d["counts"]["violations"].GetUint64(), 2u);
   EXPECT_EQ(d["memory"]["resident_bytes"].GetUint64(), 123456789u);
   EXPECT_EQ(d["memory"]["engine_bytes"].GetUint64(), 4567u);
+  EXPECT_EQ(d["memory"]["history_bytes"].GetUint64(), 5678u);
+  EXPECT_EQ(d["memory"]["spill_bytes"].GetUint64(), 6789u);
   EXPECT_EQ(d["memory"]["retained_versions"].GetUint64(), 11u);
   ASSERT_TRUE(d["windows"].IsArray());
   EXPECT_EQ(d["windows"].Size(), 0u);
