@@ -213,6 +213,16 @@ class DaemonTest : public ::testing::Test {
     return ingest::PushBatch(*stub_, batch, ClientOptions());
   }
 
+  // Pushes each batch, expecting it accepted whole, then waits until `stream` is checked.
+  void PushAllAndWait(std::initializer_list<v1::IngestBatch> batches, const std::string& stream) {
+    for (const v1::IngestBatch& b : batches) {
+      absl::StatusOr<v1::IngestAck> ack = Push(b);
+      ASSERT_TRUE(ack.ok()) << ack.status();
+      EXPECT_EQ(ack->refusals_size(), 0);
+    }
+    ASSERT_TRUE(WaitChecked(stream));
+  }
+
   std::optional<server::testing::ClientResponse> Get(std::string_view target) {
     HttpTestClient http(static_cast<uint16_t>(daemon_->http_port()));
     if (!http.connected()) return std::nullopt;
@@ -524,12 +534,7 @@ TEST_F(DaemonTest, RestartKeepsViolationsAndRecognisesResentBatches) {
   const std::multiset<Brief> want = {ExtNever(2, 1), ExtNever(4, 1), ExtNever(5, 1)};
 
   ASSERT_NO_FATAL_FAILURE(Start(config));
-  for (const v1::IngestBatch& b : {first, second}) {
-    absl::StatusOr<v1::IngestAck> ack = Push(b);
-    ASSERT_TRUE(ack.ok()) << ack.status();
-    EXPECT_EQ(ack->refusals_size(), 0);
-  }
-  ASSERT_TRUE(WaitChecked(s));
+  ASSERT_NO_FATAL_FAILURE(PushAllAndWait({first, second}, s));
   auto before = Violations();
   ASSERT_TRUE(before.has_value());
   ASSERT_EQ(Summary(*before), want);
@@ -605,12 +610,7 @@ TEST_F(DaemonTest, MemoryBudgetSpillsAndReloadsVersions) {
   second.set_end_of_stream(true);
 
   ASSERT_NO_FATAL_FAILURE(Start(config));
-  for (const v1::IngestBatch& b : {first, second}) {
-    absl::StatusOr<v1::IngestAck> ack = Push(b);
-    ASSERT_TRUE(ack.ok()) << ack.status();
-    EXPECT_EQ(ack->refusals_size(), 0);
-  }
-  ASSERT_TRUE(WaitChecked(s));
+  ASSERT_NO_FATAL_FAILURE(PushAllAndWait({first, second}, s));
   auto before = Violations();
   ASSERT_TRUE(before.has_value());
   ASSERT_EQ(before->size(), 1u);
