@@ -67,6 +67,24 @@ for field in ("anomaly", "txns", "key", "expected", "observed", "explanation"):
 PY
 then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: JSON report vs ground truth"; fi
 
+# Online with a spill: a one-byte memory budget, and everything collected spilled, report the
+# same violations as the offline check (same anomalies, transactions and keys).
+for spill in "--memory-budget 1" "--spill-collected"; do
+  # shellcheck disable=SC2086
+  expect_status 1 "check --online $spill" -- "$bin" check "$dir/lu.json" --level si --json --online --sigma-ms 50 $spill
+  cp "$dir/out" "$dir/lu.online.json"
+  expect_grep "spill: [1-9][0-9]* versions written" "$dir/err" "spill used ($spill)"
+  if python3 - "$dir/lu.report.json" "$dir/lu.online.json" <<'PY'
+import json, sys
+offline = json.load(open(sys.argv[1]))
+online = json.load(open(sys.argv[2]))
+key = lambda v: (v["anomaly"], json.dumps(v["txns"]), json.dumps(v["key"]))
+assert sorted(map(key, offline["violations"])) == sorted(map(key, online["violations"]))
+assert online["online"]["horizon_misses"] == 0, online["online"]
+PY
+  then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: online with a spill ($spill) vs offline"; fi
+done
+
 # Bad input: exit 2 with the file and position in the message.
 printf '[\n {"tid": 1, "sid": 0, "sts": {"p": 1, "l": 0}' > "$dir/truncated.json"
 expect_status 2 "truncated file" -- "$bin" check "$dir/truncated.json" --format timekiller
