@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Feeds arbitrary bytes to the version spill's decoders (docs/spill-format.md): the first byte
+// chooses key or value. Whatever decodes must encode back to the same bytes; nothing may crash.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "isowatch/engine/version_spill.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (data[0] % 2 == 0) {
+    isowatch::KeyId key;
+    isowatch::engine::internal::OrderKey at;
+    if (isowatch::engine::spill_format::DecodeKey(bytes, &key, &at) &&
+        isowatch::engine::spill_format::EncodeKey(key, at) != bytes) {
+      std::abort();
+    }
+  } else {
+    isowatch::engine::SpilledVersion v;
+    if (isowatch::engine::spill_format::DecodeValue(bytes, &v) &&
+        isowatch::engine::spill_format::EncodeValue(v) != bytes) {
+      std::abort();
+    }
+  }
+  return 0;
+}
