@@ -80,7 +80,9 @@ status = json.load(open(f"{d}/status"))
 print(f"sent in {sent - start:.2f} s: {n / (sent - start):,.0f} transactions/s sent and acknowledged")
 print(f"all final after {done - start:.2f} s: {n / (done - start):,.0f} transactions/s end to end")
 print(f"CPU: client {cu + cs:.2f} s (user {cu:.2f}, sys {cs:.2f}); daemon {dcpu:.2f} s")
-print(f"daemon peak RSS {drss:,.0f} MiB; engine (history) bytes {status['memory']['engine_bytes'] / 2**20:,.0f} MiB")
+mem = status['memory']
+print(f"daemon peak RSS {drss:,.0f} MiB; engine state {mem['engine_bytes'] / 2**20:,.0f} MiB, "
+      f"live history {mem.get('history_bytes', 0) / 2**20:,.0f} MiB")
 if total:
     print(f"batch ack latency: mean {1000 * s / total:.1f} ms, p50 <= {1000 * quantile(0.5):g} ms, p99 <= {1000 * quantile(0.99):g} ms ({total:.0f} batches)")
 print(f"violations {status['counts']['violations']}, refused {status['counts']['refused_transactions']}")
