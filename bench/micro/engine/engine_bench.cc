@@ -18,6 +18,7 @@
 // Items are delivered transactions (committed and aborted). Counters: the largest retained
 // versions, retained transactions and provisional reads seen after any batch, flip-flops and
 // horizon misses of the run, the schedule's largest disorder in ms.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include <memory>
 #include <tuple>
 #include <unistd.h>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -92,6 +94,7 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
                   std::filesystem::temp_directory_path().string(), getpid());
   engine::OnlineResult last;
   uint64_t spill_bytes = 0;
+  std::vector<double> pauses;  // each write to the spill, seconds (last iteration)
   for (auto _ : state) {
     std::unique_ptr<engine::RocksVersionSpill> rocks;
     if (spill) {
@@ -101,9 +104,12 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
       rocks = *std::move(opened);
       state.ResumeTiming();
     }
-    last = engine::RunOnline(
-        f.sim.history, level, f.schedule,
-        {.spill = rocks.get(), .spill_collected = spill_collected, .memory_budget = budget});
+    pauses.clear();
+    last = engine::RunOnline(f.sim.history, level, f.schedule,
+                             {.spill = rocks.get(),
+                              .spill_collected = spill_collected,
+                              .memory_budget = budget,
+                              .on_spill_pause = [&pauses](double s) { pauses.push_back(s); }});
     benchmark::DoNotOptimize(last.violations.data());
     if (rocks != nullptr) spill_bytes = rocks->bytes();
   }
@@ -111,6 +117,13 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
   state.counters["spilled"] = static_cast<double>(last.stats.spilled_versions);
   state.counters["reloads"] = static_cast<double>(last.stats.reloads);
   state.counters["spill_mib"] = static_cast<double>(spill_bytes) / (1 << 20);
+  if (!pauses.empty()) {
+    // The pauses the spill's writes added to deliveries: count, p99 and largest, in ms.
+    std::sort(pauses.begin(), pauses.end());
+    state.counters["spill_writes"] = static_cast<double>(pauses.size());
+    state.counters["pause_p99_ms"] = 1000 * pauses[(pauses.size() - 1) * 99 / 100];
+    state.counters["pause_max_ms"] = 1000 * pauses.back();
+  }
   state.counters["max_engine_mib"] = static_cast<double>(last.max_memory_bytes) / (1 << 20);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * f.sim.history.size()));
   state.counters["committed"] = static_cast<double>(f.sim.committed);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -86,10 +87,11 @@ struct OnlineOptions {
   int64_t finality_timeout_ms = 5000;
   // EngineOptions::retention.
   int64_t retention = 0;
-  // EngineOptions::spill, spill_collected and memory_budget.
+  // EngineOptions::spill, spill_collected, memory_budget and on_spill_pause.
   VersionSpill* spill = nullptr;
   bool spill_collected = false;
   uint64_t memory_budget = 0;
+  std::function<void(double)> on_spill_pause;
 };
 
 // The outcome of one online run.
