@@ -7,18 +7,20 @@
 #    transactions, and promtool accepts it;
 #  - crash: kill -9 of the daemon in the middle of a paced replay, then a restart on the same
 #    ports and store: the replay reconnects and finishes, the violations are the same, each once,
-#    and SIGTERM then ends the daemon with status 0.
+#    and SIGTERM then ends the daemon with status 0;
+#  - budget: the crash case with a one-byte memory budget and every collected version spilled to
+#    <data_dir>/spill, so that checks reload from the spill before and after the restart.
 # Each case runs in a process of its own (this script with the case's name), so that one failing
 # case does not hide the others' results.
 # Usage: daemon_test.sh PATH/TO/isowatch PATH/TO/isowatchd [CASE...]
-#   CASE: kv, list, nowm, ser, crash (default: all).
+#   CASE: kv, list, nowm, ser, crash, budget (default: all).
 # With ISOWATCH_KEEP_TMP=1 the temporary directory (histories, reports, logs) is kept on failure.
 set -euo pipefail
 
 cli=$1
 daemond=$2
 shift 2
-all_cases=(kv list nowm ser crash)
+all_cases=(kv list nowm ser crash budget)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 if [ $# -ne 1 ]; then
@@ -178,9 +180,11 @@ case_ser() {
     "--set engine.level=ser" "--level ser"
 }
 
-case_crash() {
-  step "crash: kill -9 in the middle of a paced replay, restart on the same ports and store"
-  local name=crash
+# crash_run NAME [DAEMON ARGS...]
+crash_run() {
+  local name=$1
+  shift
+  step "$name: kill -9 in the middle of a paced replay, restart on the same ports and store"
   "$cli" gen --out "$dir/$name.json" --committed --txns 4000 --sessions 12 --keys 40 --seed 13 \
     --fault lost-update:0.01 --fault stale-snapshot:0.01 --fault session-order:0.01 \
     >"$dir/$name.gen.log" 2>&1
@@ -188,15 +192,15 @@ case_crash() {
   local total fixed_grpc fixed_http
   total=$(transactions "$name")
   read -r fixed_grpc fixed_http <<<"$(helper free-ports 2)"
-  start_daemon "$name" "$fixed_grpc" "$fixed_http"
+  start_daemon "$name" "$fixed_grpc" "$fixed_http" "$@"
   local first_pid=$daemon_pid
   # 50 transactions per batch at 800 transactions/s: 80 batches over about 5 s.
-  "$cli" replay "$dir/$name.json" --to "127.0.0.1:$fixed_grpc" --stream crash-stream \
+  "$cli" replay "$dir/$name.json" --to "127.0.0.1:$fixed_grpc" --stream "$name-stream" \
     --sigma-ms 50 --batch 50 --seed 5 --rate 800 >"$dir/$name.replay.log" 2>&1 &
   local replay_pid=$!
   pids+=("$replay_pid")
   # Some batches durable, most still to come.
-  helper wait-acked "$fixed_http" crash-stream 15 120
+  helper wait-acked "$fixed_http" "$name-stream" 15 120
   kill -9 "$first_pid"
   wait "$first_pid" || true
   if ! kill -0 "$replay_pid" 2>/dev/null; then
@@ -205,7 +209,7 @@ case_crash() {
   fi
   # The daemon stays down for a moment, so that the client has to retry.
   sleep 1
-  start_daemon "$name" "$fixed_grpc" "$fixed_http"
+  start_daemon "$name" "$fixed_grpc" "$fixed_http" "$@"
   local second_pid=$daemon_pid
   if [ "$grpc_port" != "$fixed_grpc" ] || [ "$http_port" != "$fixed_http" ]; then
     echo "restarted on $grpc_port/$http_port, want $fixed_grpc/$fixed_http"
@@ -222,16 +226,35 @@ case_crash() {
     echo "the replay did not reconnect"
     return 1
   fi
-  helper wait-checked "$fixed_http" crash-stream 300
+  helper wait-checked "$fixed_http" "$name-stream" 300
   helper violations "$fixed_http" "$dir/$name.online.json" >/dev/null
   helper compare "$dir/$name.offline.json" "$dir/$name.online.json"
   # Every transaction applied once: the restarted daemon counts those of its log and the new ones.
-  helper ingested "$fixed_http" crash-stream "$total"
+  helper ingested "$fixed_http" "$name-stream" "$total"
+  if [ $# -gt 0 ]; then
+    # The spill was used by the restarted daemon (the counters start at its start).
+    python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+      "http://127.0.0.1:$fixed_http/metrics" >"$dir/$name.metrics.txt"
+    if ! grep -Eq '^isowatch_engine_spilled_versions_total [1-9]' "$dir/$name.metrics.txt"; then
+      echo "no version was spilled"
+      return 1
+    fi
+    if grep -Eq '^isowatch_horizon_misses_total [1-9]' "$dir/$name.metrics.txt"; then
+      echo "horizon misses with everything spilled"
+      return 1
+    fi
+  fi
   stop_daemon "$second_pid"
 }
 
+case_crash() { crash_run crash; }
+
+case_budget() {
+  crash_run budget --memory-budget 1 --set engine.spill_collected=true
+}
+
 case "$case_name" in
-  kv | list | nowm | ser | crash) "case_$case_name" ;;
+  kv | list | nowm | ser | crash | budget) "case_$case_name" ;;
   *)
     echo "unknown case $case_name (${all_cases[*]})"
     exit 2
