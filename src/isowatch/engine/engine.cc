@@ -51,6 +51,37 @@ struct StreamState {
   std::deque<std::pair<int64_t, Timestamp>> arrivals;
 };
 
+// A vector whose front is dropped as it goes: the dropped part is reclaimed once it is the larger
+// part (amortised O(1) per element).
+template <typename T>
+class FrontWindow {
+ public:
+  bool empty() const { return size() == 0; }
+  size_t size() const { return v_.size() - first_; }
+  T& operator[](size_t i) { return v_[first_ + i]; }
+  const T& operator[](size_t i) const { return v_[first_ + i]; }
+  void resize(size_t n) { v_.resize(first_ + n); }
+  void clear() {
+    v_.clear();
+    first_ = 0;
+  }
+  // Puts n copies of `value` before the first element.
+  void insert_front(size_t n, const T& value) {
+    v_.insert(v_.begin() + static_cast<ptrdiff_t>(first_), n, value);
+  }
+  void drop_front(size_t n) {
+    first_ += n;
+    if (first_ >= 64 && first_ * 2 >= v_.size()) {
+      v_.erase(v_.begin(), v_.begin() + static_cast<ptrdiff_t>(first_));
+      first_ = 0;
+    }
+  }
+
+ private:
+  std::vector<T> v_;
+  size_t first_ = 0;
+};
+
 // Per session: the transactions delivered, by position, from `base` on, until no future arrival
 // can need them. Positions not delivered yet hold an invalid TxnId.
 //
@@ -61,28 +92,8 @@ struct SessionState {
     TxnId id;
     bool participates = false;
   };
-  // The entries from `base` on: a vector whose dropped front is reclaimed once it is the larger
-  // part (amortised O(1) per entry).
-  class Window {
-   public:
-    size_t size() const { return v_.size() - first_; }
-    Entry& operator[](size_t i) { return v_[first_ + i]; }
-    const Entry& operator[](size_t i) const { return v_[first_ + i]; }
-    void resize(size_t n) { v_.resize(first_ + n); }
-    void drop_front(size_t n) {
-      first_ += n;
-      if (first_ >= 64 && first_ * 2 >= v_.size()) {
-        v_.erase(v_.begin(), v_.begin() + static_cast<ptrdiff_t>(first_));
-        first_ = 0;
-      }
-    }
-
-   private:
-    std::vector<Entry> v_;
-    size_t first_ = 0;
-  };
   uint32_t base = 0;
-  Window entries;
+  FrontWindow<Entry> entries;  // from `base` on
   size_t prefix = 0;
   size_t anchor = 0;
   bool has_anchor = false;
@@ -106,36 +117,30 @@ OrderKey LastAt(Timestamp ts) {
 class PendingCounts {
  public:
   void Add(uint32_t txn) {
-    if (first_ == counts_.size()) {  // empty
+    if (counts_.empty()) {
       counts_.clear();
-      first_ = 0;
       base_ = txn;
     } else if (txn < base_) {  // rare: a transaction with a lower index than any pending
-      counts_.insert(counts_.begin() + static_cast<ptrdiff_t>(first_), base_ - txn, 0);
+      counts_.insert_front(base_ - txn, 0);
       base_ = txn;
     }
-    const size_t i = first_ + (txn - base_);
-    if (i >= counts_.size()) counts_.resize(i + 1, 0);
+    const size_t i = txn - base_;
+    if (i >= counts_.size()) counts_.resize(i + 1);
     if (counts_[i]++ == 0) ++transactions_;
   }
   // REQUIRES: txn has a pending read.
   void Remove(uint32_t txn) {
-    if (--counts_[first_ + (txn - base_)] == 0) --transactions_;
-    while (first_ < counts_.size() && counts_[first_] == 0) {
-      ++first_;
-      ++base_;
-    }
-    if (first_ > 1024 && first_ * 2 > counts_.size()) {  // reclaim the dropped front
-      counts_.erase(counts_.begin(), counts_.begin() + static_cast<ptrdiff_t>(first_));
-      first_ = 0;
-    }
+    if (--counts_[txn - base_] == 0) --transactions_;
+    size_t zeros = 0;
+    while (zeros < counts_.size() && counts_[zeros] == 0) ++zeros;
+    counts_.drop_front(zeros);
+    base_ += static_cast<uint32_t>(zeros);
   }
   size_t transactions() const { return transactions_; }
   size_t window() const { return counts_.size(); }
 
  private:
-  std::vector<uint32_t> counts_;  // counts_[first_ + i]: transaction base_ + i
-  size_t first_ = 0;
+  FrontWindow<uint32_t> counts_;  // counts_[i]: transaction base_ + i
   uint32_t base_ = 0;
   size_t transactions_ = 0;
 };

@@ -11,6 +11,7 @@
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/write_batch.h>
 
+#include "isowatch/common/status_macros.h"
 #include "isowatch/store/rocksdb_status.h"
 
 namespace isowatch::engine {
@@ -54,6 +55,10 @@ bool GetValue(std::string_view in, size_t pos, Value* v) {
 }
 
 }  // namespace
+
+size_t EncodedBytes(const SpilledVersion& version) {
+  return kKeyBytes + 16 + kValueBytes + 4 + version.appends.size() * kValueBytes;
+}
 
 std::string EncodeKey(KeyId key, const OrderKey& at) {
   std::string out;
@@ -112,7 +117,7 @@ void MemoryVersionSpill::Put(KeyId key, const SpilledVersion& version) {
 
 absl::Status MemoryVersionSpill::Flush() {
   for (auto& [key, version] : pending_) {
-    bytes_ += spill_format::EncodeValue(version).size() + 28;
+    bytes_ += spill_format::EncodedBytes(version);
     ++versions_;
     map_[{key.value(), version.at}] = std::move(version);
   }
@@ -203,6 +208,19 @@ absl::Status RocksVersionSpill::Flush() {
   return store::FromRocksStatus(s, "writing to the spill");
 }
 
+namespace {
+
+// The entry under `it`: its key id and version, or DataLoss if it does not decode.
+absl::Status DecodeEntry(const rocksdb::Iterator& it, KeyId* key, SpilledVersion* v) {
+  if (!spill_format::DecodeKey(it.key().ToStringView(), key, &v->at) ||
+      !spill_format::DecodeValue(it.value().ToStringView(), v)) {
+    return absl::DataLossError("the spill holds an entry it cannot decode");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::NewestBefore(
     KeyId key, const internal::OrderKey& point) {
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(db_->read_options));
@@ -217,10 +235,7 @@ absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::NewestBefore(
   }
   KeyId found_key;
   SpilledVersion v;
-  if (!spill_format::DecodeKey(it->key().ToStringView(), &found_key, &v.at) ||
-      !spill_format::DecodeValue(it->value().ToStringView(), &v)) {
-    return absl::DataLossError("the spill holds an entry it cannot decode");
-  }
+  if (absl::Status s = DecodeEntry(*it, &found_key, &v); !s.ok()) return s;
   if (found_key != key) return std::nullopt;
   return v;
 }
@@ -233,10 +248,7 @@ absl::Status RocksVersionSpill::ScanAfter(KeyId key, const internal::OrderKey& a
     if (it->key().ToStringView() == from) continue;
     KeyId found_key;
     SpilledVersion v;
-    if (!spill_format::DecodeKey(it->key().ToStringView(), &found_key, &v.at) ||
-        !spill_format::DecodeValue(it->value().ToStringView(), &v)) {
-      return absl::DataLossError("the spill holds an entry it cannot decode");
-    }
+    RETURN_IF_ERROR(DecodeEntry(*it, &found_key, &v));
     if (found_key != key || !fn(v)) return absl::OkStatus();
   }
   return store::FromRocksStatus(it->status(), "reading the spill");

@@ -114,6 +114,8 @@ class RocksVersionSpill final : public VersionSpill {
 
 // The spill's encodings (docs/spill-format.md), exposed for tests and tools.
 namespace spill_format {
+// Bytes of a version's key and value together.
+size_t EncodedBytes(const SpilledVersion& version);
 std::string EncodeKey(KeyId key, const internal::OrderKey& at);
 bool DecodeKey(std::string_view bytes, KeyId* key, internal::OrderKey* at);
 std::string EncodeValue(const SpilledVersion& version);

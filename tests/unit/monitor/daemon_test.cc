@@ -213,6 +213,18 @@ class DaemonTest : public ::testing::Test {
     return ingest::PushBatch(*stub_, batch, ClientOptions());
   }
 
+  // Ends `stream` with its second batch: the writer of key 1 (transaction 1, value 100) with
+  // watermark 25; waits until the stream is checked and gives its violations.
+  void FinishWithWriter(const std::string& stream, std::optional<std::vector<Seen>>* seen) {
+    v1::IngestBatch second = Batch(stream, 2, {Writer(1, 1, 100)});
+    second.mutable_watermark()->set_physical(25);
+    second.set_end_of_stream(true);
+    absl::StatusOr<v1::IngestAck> ack = Push(second);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    ASSERT_TRUE(WaitChecked(stream));
+    *seen = Violations();
+  }
+
   // Pushes each batch, expecting it accepted whole, then waits until `stream` is checked.
   void PushAllAndWait(std::initializer_list<v1::IngestBatch> batches, const std::string& stream) {
     for (const v1::IngestBatch& b : batches) {
@@ -693,13 +705,8 @@ TEST_F(DaemonTest, StreamWithWatermarkFromItsFirstBatchIsNotFinalisedByTimeout) 
   ASSERT_TRUE(st.has_value());
   EXPECT_EQ((*st)["pending_transactions"], "1");
 
-  v1::IngestBatch second = Batch(s, 2, {Writer(1, 1, 100)});
-  second.mutable_watermark()->set_physical(25);
-  second.set_end_of_stream(true);
-  ack = Push(second);
-  ASSERT_TRUE(ack.ok()) << ack.status();
-  ASSERT_TRUE(WaitChecked(s));
-  auto seen = Violations();
+  std::optional<std::vector<Seen>> seen;
+  ASSERT_NO_FATAL_FAILURE(FinishWithWriter(s, &seen));
   ASSERT_TRUE(seen.has_value());
   EXPECT_TRUE(seen->empty()) << seen->front().anomaly << "/" << seen->front().ext_kind << " "
                              << seen->front().txns;
@@ -727,13 +734,8 @@ TEST_F(DaemonTest, StreamWithoutWatermarkYetFinalisesByTimeoutAndCountsLateArriv
         return st && (*st)["ingested_transactions"] == "1" && (*st)["pending_transactions"] == "0";
       },
       absl::Seconds(10));
-  v1::IngestBatch second = Batch(s, 2, {Writer(1, 1, 100)});
-  second.mutable_watermark()->set_physical(25);
-  second.set_end_of_stream(true);
-  ack = Push(second);
-  ASSERT_TRUE(ack.ok()) << ack.status();
-  ASSERT_TRUE(WaitChecked(s));
-  auto seen = Violations();
+  std::optional<std::vector<Seen>> seen;
+  ASSERT_NO_FATAL_FAILURE(FinishWithWriter(s, &seen));
   ASSERT_TRUE(seen.has_value());
   EXPECT_EQ(Summary(*seen), (std::multiset<Brief>{ExtNever(2, 1)}));
   std::string metrics = Metrics();
