@@ -136,6 +136,9 @@ class PendingCounts {
     counts_.drop_front(zeros);
     base_ += static_cast<uint32_t>(zeros);
   }
+  bool Has(uint32_t txn) const {
+    return txn >= base_ && txn - base_ < counts_.size() && counts_[txn - base_] > 0;
+  }
   size_t transactions() const { return transactions_; }
   size_t window() const { return counts_.size(); }
 
@@ -170,6 +173,7 @@ class EngineImpl {
         walker_(h),
         keys_(h.key_count()),
         delivered_(h.size(), false),
+        delivered_end_(static_cast<uint32_t>(h.size())),
         key_stamp_(h.key_count(), 0),
         sessions_(h.session_count()) {}
 
@@ -180,7 +184,7 @@ class EngineImpl {
   }
 
   void Deliver(StreamId stream, std::span<const TxnId> batch, std::optional<Timestamp> watermark) {
-    if (h_.size() != delivered_.size() || h_.key_count() != keys_.size() ||
+    if (h_.size() != delivered_end_ || h_.key_count() != keys_.size() ||
         h_.session_count() != sessions_.size()) {
       Grow();
     }
@@ -224,6 +228,21 @@ class EngineImpl {
 
   Timestamp final_point() const { return final_point_; }
 
+  bool IsFinal(TxnId id) const {
+    if (id.value() < delivered_base_) return true;
+    if (id.value() >= delivered_end_ || !delivered_[id.value() - delivered_base_]) return false;
+    const Transaction& t = h_.txn(id);
+    if (!Participates(t)) return true;
+    return t.commit <= final_point_ && !pending_count_.Has(id.value());
+  }
+
+  bool Release(TxnId id) {
+    released_end_ = std::max(released_end_, id.value() + 1);
+    if (Needs(id)) return true;
+    write_index_.Forget(id);
+    return false;
+  }
+
   const EngineStats& stats() {
     stats_.retained_txns = session_entries_ + pending_count_.transactions();
     stats_.memory_bytes = MemoryBytes();
@@ -235,11 +254,39 @@ class EngineImpl {
   // The history has grown since the last delivery (a live history appended to by the daemon):
   // make room for its new transactions and keys.
   void Grow() {
-    delivered_.resize(h_.size(), false);
+    // Released transactions were all delivered: drop their flags once they are the larger part.
+    if (released_end_ > delivered_base_ &&
+        2 * (released_end_ - delivered_base_) >= delivered_.size()) {
+      delivered_.erase(delivered_.begin(), delivered_.begin() + (released_end_ - delivered_base_));
+      delivered_base_ = released_end_;
+    }
+    delivered_end_ = static_cast<uint32_t>(h_.size());
+    delivered_.resize(delivered_end_ - delivered_base_, false);
     keys_.resize(h_.key_count());
     key_stamp_.resize(h_.key_count(), 0);
     sessions_.resize(h_.session_count());
     walker_.Grow();
+  }
+
+  // Whether the engine may still read `id` from the history: it has pending reads, sits in its
+  // session's window, or wrote a version still in a chain.
+  bool Needs(TxnId id) const {
+    if (pending_count_.Has(id.value())) return true;
+    const Transaction& t = h_.txn(id);
+    if (t.session.value() < sessions_.size()) {
+      const SessionState::Entry* e = sessions_[t.session.value()].At(t.seq);
+      if (e != nullptr && e->id == id) return true;
+    }
+    if (!Participates(t)) return false;
+    const OrderKey vkey = VersionKey(id, t);
+    for (const Op& op : h_.ops(t)) {
+      if (!op.is_write() || op.key().value() >= keys_.size()) continue;
+      const KeyState& ks = keys_[op.key().value()];
+      if (ks.versions.empty() || ks.versions.back_key() < vkey) continue;
+      auto it = ks.versions.lower_bound(vkey);
+      if (it != ks.versions.end() && it.key() == vkey) return true;
+    }
+    return false;
   }
 
   bool Participates(const Transaction& t) const {
@@ -265,11 +312,11 @@ class EngineImpl {
   }
 
   void DeliverOne(StreamState& s, TxnId id) {
-    if (delivered_[id.value()]) {
+    if (id.value() < delivered_base_ || delivered_[id.value() - delivered_base_]) {
       ++stats_.duplicates;
       return;
     }
-    delivered_[id.value()] = true;
+    delivered_[id.value() - delivered_base_] = true;
     ++stats_.delivered;
     const Transaction& t = h_.txn(id);
     if (t.has_commit) {
@@ -632,8 +679,12 @@ class EngineImpl {
       if (u.at.txn != id.value() && u.writer_start < t.commit) {
         const TxnId other(u.at.txn);
         const bool u_first = u.at < vkey;
-        Emit(checkers::internal::ExplainNoConflict(h_, u_first ? other : id, u_first ? id : other,
-                                                   key));
+        // The other writer may be one the history no longer holds: the spill has its name.
+        std::pair<TxnId, std::string> released{other, u.writer_name};
+        Emit(checkers::internal::ExplainNoConflict(
+            h_, u_first ? other : id, u_first ? id : other, key,
+            h_.has_txn(other) ? std::span<const std::pair<TxnId, std::string>>()
+                              : std::span(&released, 1)));
       }
       return true;
     });
@@ -838,6 +889,7 @@ class EngineImpl {
         SpilledVersion v;
         v.at = it.key();
         v.writer_start = w.has_start ? w.start : Timestamp::Min();
+        v.writer_name = h_.txn_name(TxnId(it.key().txn));
         if (is_list) {
           AppendsOf(TxnId(it.key().txn), key, &v.appends);
         } else {
@@ -897,7 +949,12 @@ class EngineImpl {
   checkers::internal::ReadWalker walker_;
 
   std::vector<KeyState> keys_;
-  std::vector<bool> delivered_;  // per transaction of the history: duplicates
+  // Per transaction from delivered_base_ to delivered_end_: delivered (duplicates). Transactions
+  // below delivered_base_ were released by the history, so delivered.
+  std::vector<bool> delivered_;
+  uint32_t delivered_end_ = 0;
+  uint32_t delivered_base_ = 0;
+  uint32_t released_end_ = 0;  // one past the newest transaction released
   PendingCounts pending_count_;
   std::vector<uint32_t> key_stamp_;  // per key: deduplication within one pass
   uint32_t stamp_ = 0;
@@ -932,5 +989,7 @@ void Engine::Finish() { impl_->Finish(); }
 std::vector<Violation> Engine::TakeFinalViolations() { return impl_->TakeFinalViolations(); }
 const EngineStats& Engine::stats() const { return impl_->stats(); }
 Timestamp Engine::final_point() const { return impl_->final_point(); }
+bool Engine::IsFinal(TxnId id) const { return impl_->IsFinal(id); }
+bool Engine::Release(TxnId id) { return impl_->Release(id); }
 
 }  // namespace isowatch::engine

@@ -122,6 +122,16 @@ class Engine {
   // The final point: every verdict of a transaction reading at or below it is final.
   history::Timestamp final_point() const;
 
+  // Whether transaction `id` has been delivered and nothing about it can change any more: its
+  // reads are final. A live history may then release it (HistoryBuilder::ReleaseLive).
+  bool IsFinal(TxnId id) const;
+  // The history is about to forget final transaction `id`. Returns whether the engine still
+  // reads it (it is in a chain of versions or in its session's window); if not, the engine
+  // drops what it keeps about it for explanations. Ask again about a retired transaction at each
+  // release: the answer turns false once its versions are collected.
+  // REQUIRES: IsFinal(id).
+  bool Release(TxnId id);
+
  private:
   std::unique_ptr<EngineImpl> impl_;
 };

@@ -57,7 +57,8 @@ bool GetValue(std::string_view in, size_t pos, Value* v) {
 }  // namespace
 
 size_t EncodedBytes(const SpilledVersion& version) {
-  return kKeyBytes + 16 + kValueBytes + 4 + version.appends.size() * kValueBytes;
+  return kKeyBytes + 16 + kValueBytes + 4 + version.appends.size() * kValueBytes + 4 +
+         version.writer_name.size();
 }
 
 std::string EncodeKey(KeyId key, const OrderKey& at) {
@@ -80,16 +81,19 @@ bool DecodeKey(std::string_view bytes, KeyId* key, OrderKey* at) {
   return true;
 }
 
-// Value: writer start (16 bytes), the register value (9), the number of appends (4), then each
-// append (9). The version's own place is in the key.
+// Value: writer start (16 bytes), the register value (9), the number of appends (4), each append
+// (9), then the writer's name: its length (4) and its bytes. The version's own place is in the
+// key.
 std::string EncodeValue(const SpilledVersion& version) {
   std::string out;
-  out.reserve(16 + kValueBytes + 4 + version.appends.size() * kValueBytes);
+  out.reserve(EncodedBytes(version) - kKeyBytes);
   PutOrdered64(out, version.writer_start.physical);
   PutOrdered64(out, version.writer_start.logical);
   PutValue(out, version.value);
   PutBig32(out, static_cast<uint32_t>(version.appends.size()));
   for (const Value& v : version.appends) PutValue(out, v);
+  PutBig32(out, static_cast<uint32_t>(version.writer_name.size()));
+  out += version.writer_name;
   return out;
 }
 
@@ -99,11 +103,15 @@ bool DecodeValue(std::string_view bytes, SpilledVersion* version) {
   version->writer_start = Timestamp{GetOrdered64(bytes, 0), GetOrdered64(bytes, 8)};
   if (!GetValue(bytes, 16, &version->value)) return false;
   const uint64_t n = GetBig(bytes, 16 + kValueBytes, 4);
-  if (bytes.size() != kFixed + n * kValueBytes) return false;
+  const uint64_t name_at = kFixed + n * kValueBytes;
+  if (n > bytes.size() || bytes.size() < name_at + 4) return false;
+  const uint64_t name_size = GetBig(bytes, name_at, 4);
+  if (bytes.size() != name_at + 4 + name_size) return false;
   version->appends.resize(n);
   for (uint64_t i = 0; i < n; ++i) {
     if (!GetValue(bytes, kFixed + i * kValueBytes, &version->appends[i])) return false;
   }
+  version->writer_name.assign(bytes.substr(name_at + 4, name_size));
   return true;
 }
 

@@ -27,6 +27,7 @@ struct SpilledVersion {
   history::Timestamp writer_start;      // the writer's start (SI NoConflict); Min if it has none
   history::Value value;                 // registers: the writer's final value
   std::vector<history::Value> appends;  // lists: the writer's appends to the key, in order
+  std::string writer_name;              // the writer's id as its source wrote it
 
   friend bool operator==(const SpilledVersion&, const SpilledVersion&) = default;
 };

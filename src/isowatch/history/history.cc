@@ -51,19 +51,38 @@ std::string Timestamp::ToString() const {
   return fmt::format("({},{})", physical, logical);
 }
 
+const Transaction& History::RetiredTxn(TxnId id) const {
+  static const Transaction kReleased{.status = TxnStatus::kUnknown};
+  auto it = retired_.find(id.value());
+  return it == retired_.end() ? kReleased : it->second.txn;
+}
+
+std::string_view History::txn_name(TxnId id) const {
+  const uint32_t i = id.value() - first_txn_;
+  if (i < txns_.size()) return ext_ids_.Get(txns_[i].ext_id);
+  auto it = retired_.find(id.value());
+  return it == retired_.end() ? std::string_view() : std::string_view(it->second.name);
+}
+
+std::string History::TxnLabel(TxnId id) const {
+  if (!has_txn(id)) return fmt::format("#{}", id.value());
+  return std::string(txn_name(id));
+}
+
 TxnId History::FindTxn(std::string_view name) const {
   int64_t ext = ext_ids_.Find(name);
   if (ext < 0) return TxnId::Invalid();
+  auto found = [&](size_t i) { return TxnId(static_cast<uint32_t>(first_txn_ + i)); };
   // External ids are interned in transaction order, one per transaction, except in a live
   // history, where a refused transaction leaves its id interned: then search.
   if (static_cast<size_t>(ext) < txns_.size() && txns_[ext].ext_id == ext) {
-    return TxnId(static_cast<uint32_t>(ext));
+    return found(static_cast<size_t>(ext));
   }
   auto it = std::lower_bound(txns_.begin(), txns_.end(), ext, [](const Transaction& t, int64_t e) {
     return static_cast<int64_t>(t.ext_id) < e;
   });
   if (it == txns_.end() || static_cast<int64_t>(it->ext_id) != ext) return TxnId::Invalid();
-  return TxnId(static_cast<uint32_t>(it - txns_.begin()));
+  return found(static_cast<size_t>(it - txns_.begin()));
 }
 
 KeyId History::FindIntKey(int64_t k) const {
@@ -86,7 +105,7 @@ Value History::InitialValue(KeyId key) const {
 std::span<const Value> History::InitialList(KeyId key) const {
   auto it = initial_.lists.find(key);
   if (it == initial_.lists.end()) return {};
-  return std::span<const Value>(list_pool_).subspan(it->second.offset, it->second.size);
+  return std::span<const Value>(initial_list_pool_).subspan(it->second.offset, it->second.size);
 }
 
 namespace {
@@ -125,9 +144,13 @@ std::string History::ListToString(std::span<const Value> elements) const {
 }
 
 size_t History::MemoryUsage() const {
-  return txns_.capacity() * sizeof(Transaction) + ops_.capacity() * sizeof(Op) +
-         list_pool_.capacity() * sizeof(Value) + ext_ids_.MemoryUsage() + sessions_.MemoryUsage() +
-         bytes_.MemoryUsage() + keys_.capacity() * sizeof(KeyInfo) +
+  size_t retired = retired_.capacity() * (sizeof(uint32_t) + sizeof(Retired) + 1) +
+                   retired_ops_.capacity() * sizeof(Op) + retired_list_.capacity() * sizeof(Value) +
+                   retired_name_bytes_;
+  return retired + txns_.capacity() * sizeof(Transaction) + ops_.capacity() * sizeof(Op) +
+         (list_pool_.capacity() + initial_list_pool_.capacity()) * sizeof(Value) +
+         ext_ids_.MemoryUsage() + sessions_.MemoryUsage() + bytes_.MemoryUsage() +
+         keys_.capacity() * sizeof(KeyInfo) +
          int_keys_.capacity() * (sizeof(int64_t) + sizeof(KeyId) + 1) +
          bytes_keys_.capacity() * (sizeof(uint32_t) + sizeof(KeyId) + 1);
 }

@@ -39,8 +39,8 @@ struct InitialState {
   // Value of a register not listed in `registers`.
   Value default_value;
   absl::flat_hash_map<KeyId, Value> registers;
-  // Initial contents of lists, as ranges of the History's list element pool. An unlisted list
-  // starts empty.
+  // Initial contents of lists, as ranges of the History's pool of initial list elements. An
+  // unlisted list starts empty.
   struct ListRange {
     uint64_t offset = 0;
     uint32_t size = 0;
@@ -52,6 +52,11 @@ struct InitialState {
 // operations in program order, interned keys and values, sessions and the initial state.
 // Built by HistoryBuilder; movable, not copyable. Thread-compatible (read-only after Finish, so
 // any number of threads may read it concurrently).
+//
+// A live history (HistoryBuilder::StartLive) may forget transactions that are final
+// (HistoryBuilder::ReleaseLive): their ids stay taken, has_txn() turns false, and txn() returns
+// a record with no operations, no timestamps and status kUnknown. Transactions kept past their
+// release ("retired") stay readable through every accessor.
 class History {
  public:
   History() = default;
@@ -61,22 +66,44 @@ class History {
   History& operator=(const History&) = delete;
 
   // Transactions.
-  size_t size() const { return txns_.size(); }
+  // Transactions ever added: ids are [0, size()).
+  size_t size() const { return first_txn_ + txns_.size(); }
+  // The transactions held in order, from first_txn() on (all of them unless released).
   std::span<const Transaction> txns() const { return txns_; }
-  const Transaction& txn(TxnId id) const { return txns_[id.value()]; }
-  // The id as written in the source.
-  std::string_view txn_name(TxnId id) const { return ext_ids_.Get(txns_[id.value()].ext_id); }
-  // Finds a transaction by its source id; invalid if there is none.
+  uint32_t first_txn() const { return first_txn_; }
+  // Whether the history holds `id`: false once a live history released it.
+  bool has_txn(TxnId id) const {
+    return id.value() - first_txn_ < txns_.size() || retired_.contains(id.value());
+  }
+  const Transaction& txn(TxnId id) const {
+    const uint32_t i = id.value() - first_txn_;
+    if (i < txns_.size()) [[likely]] {
+      return txns_[i];
+    }
+    return RetiredTxn(id);
+  }
+  // The id as written in the source; empty for a transaction released (has_txn() false).
+  std::string_view txn_name(TxnId id) const;
+  // The id as written in the source, or "#<index>" for a released transaction.
+  std::string TxnLabel(TxnId id) const;
+  // Finds a transaction held by its source id; invalid if there is none.
   TxnId FindTxn(std::string_view name) const;
 
   // Operations.
   size_t op_count() const { return ops_.size(); }
   std::span<const Op> ops(const Transaction& t) const {
+    if (t.ops_begin >= kRetiredOps) [[unlikely]] {
+      return std::span<const Op>(retired_ops_).subspan(t.ops_begin - kRetiredOps, t.ops_count);
+    }
     return std::span<const Op>(ops_).subspan(t.ops_begin, t.ops_count);
   }
   std::span<const Op> ops(TxnId id) const { return ops(txn(id)); }
   // REQUIRES: op.kind() == OpKind::kListRead.
   std::span<const Value> list_elements(const Op& op) const {
+    if (op.list_offset() >= kRetiredList) [[unlikely]] {
+      return std::span<const Value>(retired_list_)
+          .subspan(op.list_offset() - kRetiredList, op.list_size());
+    }
     return std::span<const Value>(list_pool_).subspan(op.list_offset(), op.list_size());
   }
 
@@ -112,13 +139,33 @@ class History {
   const std::string& source() const { return source_; }
   // Approximate bytes held, for accounting.
   size_t MemoryUsage() const;
+  // Transactions released but kept (HistoryBuilder::ReleaseLive).
+  size_t retired_count() const { return retired_.size(); }
 
  private:
   friend class HistoryBuilder;
 
+  // A retired transaction's operations and list elements live in retired_ops_ and
+  // retired_list_; its record's ops_begin, and its list reads' offsets, are marked by adding these.
+  static constexpr uint64_t kRetiredOps = uint64_t{1} << 62;
+  static constexpr uint64_t kRetiredList = uint64_t{1} << 61;
+  struct Retired {
+    Transaction txn;
+    std::string name;
+  };
+
+  const Transaction& RetiredTxn(TxnId id) const;
+
+  // Transactions first_txn_ + i, for i < txns_.size(); their operations and list elements.
+  uint32_t first_txn_ = 0;
   std::vector<Transaction> txns_;
   std::vector<Op> ops_;
   std::vector<Value> list_pool_;
+  std::vector<Value> initial_list_pool_;
+  absl::flat_hash_map<uint32_t, Retired> retired_;
+  std::vector<Op> retired_ops_;
+  std::vector<Value> retired_list_;
+  size_t retired_name_bytes_ = 0;  // heap bytes of the retired names
   StringPool ext_ids_;
   StringPool sessions_;
   std::vector<uint32_t> session_names_;

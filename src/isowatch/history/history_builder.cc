@@ -156,9 +156,9 @@ absl::StatusOr<TxnId> HistoryBuilder::EndLiveTxn() {
     if (as_list && (as_register || model == DataModel::kKeyValue)) {
       std::string id(h.ext_ids_.Get(t.ext_id));
       AbandonTxn();
-      return absl::InvalidArgumentError(fmt::format(
-          "transaction {}: key {} is used both as a register and as a list", id,
-          h.KeyToString(KeyId(k))));
+      return absl::InvalidArgumentError(
+          fmt::format("transaction {}: key {} is used both as a register and as a list", id,
+                      h.KeyToString(KeyId(k))));
     }
   }
   const uint32_t session = t.session.value();
@@ -172,11 +172,11 @@ absl::StatusOr<TxnId> HistoryBuilder::EndLiveTxn() {
       given > int64_t{std::numeric_limits<uint32_t>::max() - 1}) {
     std::string id(h.ext_ids_.Get(t.ext_id));
     AbandonTxn();
-    return absl::InvalidArgumentError(fmt::format(
-        "transaction {}: session {} {}", id, h.sessions_.Get(h.session_names_[session]),
-        given > int64_t{std::numeric_limits<uint32_t>::max() - 1}
-            ? fmt::format("sequence number {} is out of range", given)
-            : std::string("gives sequence numbers for some transactions but not all")));
+    return absl::InvalidArgumentError(
+        fmt::format("transaction {}: session {} {}", id, h.sessions_.Get(h.session_names_[session]),
+                    given > int64_t{std::numeric_limits<uint32_t>::max() - 1}
+                        ? fmt::format("sequence number {} is out of range", given)
+                        : std::string("gives sequence numbers for some transactions but not all")));
   }
   live_session_mode_[session] = mode;
   t.seq = given >= 0 ? static_cast<uint32_t>(given) : live_next_seq_[session]++;
@@ -191,13 +191,82 @@ absl::StatusOr<TxnId> HistoryBuilder::EndLiveTxn() {
   }
   given_seq_.pop_back();
   open_ = false;
-  return TxnId(static_cast<uint32_t>(h.txns_.size() - 1));
+  return TxnId(static_cast<uint32_t>(h.size() - 1));
+}
+
+void HistoryBuilder::SetOrigin(TxnId id, uint16_t origin) {
+  const uint32_t i = id.value() - history_.first_txn_;
+  if (i < history_.txns_.size()) history_.txns_[i].origin = origin;
+}
+
+void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep) {
+  History& h = history_;
+  const auto end = static_cast<uint32_t>(std::min<uint64_t>(upto.value(), h.size()));
+  if (end <= h.first_txn_) return;
+
+  // 1. The retired set: the old one's survivors and the released transactions kept, with their
+  // operations and list elements copied out.
+  absl::flat_hash_map<uint32_t, History::Retired> retired;
+  std::vector<Op> ops;
+  std::vector<Value> elements;
+  size_t name_bytes = 0;
+  auto retire = [&](uint32_t id, const Transaction& t, std::string_view name) {
+    History::Retired r{.txn = t, .name = std::string(name)};
+    r.txn.ops_begin = History::kRetiredOps + ops.size();
+    for (Op op : h.ops(t)) {
+      if (op.kind() == OpKind::kListRead && op.list_size() > 0) {
+        auto from = h.list_elements(op);
+        op = op.WithListOffset(History::kRetiredList + elements.size());
+        elements.insert(elements.end(), from.begin(), from.end());
+      }
+      ops.push_back(op);
+    }
+    if (r.name.capacity() > std::string().capacity()) name_bytes += r.name.capacity() + 1;
+    retired.emplace(id, std::move(r));
+  };
+  for (const auto& [id, r] : h.retired_) {
+    if (keep(TxnId(id))) retire(id, r.txn, r.name);
+  }
+  for (uint32_t id = h.first_txn_; id < end; ++id) {
+    const Transaction& t = h.txns_[id - h.first_txn_];
+    if (keep(TxnId(id))) retire(id, t, h.ext_ids_.Get(t.ext_id));
+  }
+  h.retired_ = std::move(retired);
+  h.retired_ops_ = std::move(ops);
+  h.retired_list_ = std::move(elements);
+  h.retired_name_bytes_ = name_bytes;
+
+  // 2. What stays held moves to the front of the pools.
+  h.txns_.erase(h.txns_.begin(), h.txns_.begin() + (end - h.first_txn_));
+  h.first_txn_ = end;
+  const uint64_t op_cut = h.txns_.empty() ? h.ops_.size() : h.txns_.front().ops_begin;
+  h.ops_.erase(h.ops_.begin(), h.ops_.begin() + static_cast<ptrdiff_t>(op_cut));
+  uint64_t list_cut = h.list_pool_.size();
+  for (const Op& op : h.ops_) {
+    if (op.kind() == OpKind::kListRead && op.list_size() > 0) {
+      list_cut = op.list_offset();  // elements are pooled in operation order: the first is least
+      break;
+    }
+  }
+  for (Op& op : h.ops_) {
+    if (op.kind() == OpKind::kListRead && op.list_size() > 0) {
+      op = op.WithListOffset(op.list_offset() - list_cut);
+    }
+  }
+  h.list_pool_.erase(h.list_pool_.begin(), h.list_pool_.begin() + static_cast<ptrdiff_t>(list_cut));
+  StringPool names;
+  for (Transaction& t : h.txns_) {
+    t.ops_begin -= op_cut;
+    t.ext_id = names.Intern(h.ext_ids_.Get(t.ext_id)).first;
+  }
+  h.ext_ids_ = std::move(names);
 }
 
 void HistoryBuilder::SetInitialList(KeyId key, std::span<const Value> elements) {
-  InitialState::ListRange range{.offset = history_.list_pool_.size(),
+  InitialState::ListRange range{.offset = history_.initial_list_pool_.size(),
                                 .size = static_cast<uint32_t>(elements.size())};
-  history_.list_pool_.insert(history_.list_pool_.end(), elements.begin(), elements.end());
+  history_.initial_list_pool_.insert(history_.initial_list_pool_.end(), elements.begin(),
+                                     elements.end());
   history_.initial_.lists[key] = range;
   history_.keys_[key.value()].is_list = true;
 }

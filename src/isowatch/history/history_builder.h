@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -66,7 +67,8 @@ class HistoryBuilder {
   // Drops the open transaction and its operations, as if BeginTxn had not been called.
   void AbandonTxn();
   bool txn_open() const { return open_; }
-  size_t txn_count() const { return history_.txns_.size(); }
+  // Transactions added so far (released ones included).
+  size_t txn_count() const { return history_.size(); }
 
   // Live mode, for the daemon: the history is read (by the online engine) while it grows, so
   // each transaction is complete when it is closed, instead of in Finish. Call before any
@@ -82,6 +84,15 @@ class HistoryBuilder {
   // transaction is then dropped as by AbandonTxn): a key used both as a register and as a list;
   // a session that gives sequence numbers for some transactions but not others.
   absl::StatusOr<TxnId> EndLiveTxn();
+  // Live mode: records which source (e.g. stream) delivered transaction `id`.
+  void SetOrigin(TxnId id, uint16_t origin);
+  // Live mode: forgets the transactions before `upto` still held, except those `keep` returns
+  // true for, which are kept as retired, as are the retired ones it still returns true for
+  // (`keep` is asked once about each). A forgotten transaction's id stays taken and its source
+  // id may be used again. Invalidates references into the history. Costs O(transactions held
+  // from `upto` on + retired ones): call it when about as many are released as stay held.
+  // REQUIRES: live(), no transaction open.
+  void ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep);
 
   // Initial state.
   void SetDefaultInitialValue(Value v) { history_.initial_.default_value = v; }
@@ -104,7 +115,7 @@ class HistoryBuilder {
   std::vector<int64_t> given_seq_;
   // Live mode.
   bool live_ = false;
-  std::vector<uint8_t> live_register_;     // per key: used as a register
+  std::vector<uint8_t> live_register_;      // per key: used as a register
   std::vector<uint8_t> live_session_mode_;  // per session: 0 unknown, 1 given seq, 2 implicit
   std::vector<uint32_t> live_next_seq_;     // per session: next implicit position
 };

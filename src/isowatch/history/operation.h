@@ -53,6 +53,14 @@ class Op {
   uint64_t list_offset() const { return static_cast<uint64_t>(payload_); }
   uint32_t list_size() const { return aux_; }
 
+  // This list read with its elements at `offset` in the pool instead (they were moved).
+  // REQUIRES: kind() == kListRead.
+  Op WithListOffset(uint64_t offset) const {
+    Op op = *this;
+    op.payload_ = static_cast<int64_t>(offset);
+    return op;
+  }
+
   // Turns a register read of an absent value into a read of the empty list (used when a key turns
   // out to be a list key).
   void ConvertAbsentReadToEmptyListRead() {

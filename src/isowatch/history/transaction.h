@@ -32,6 +32,7 @@ struct Transaction {
   bool has_start = false;
   bool has_commit = false;
   bool ext_id_numeric = false;  // the source wrote the id as a number
+  uint16_t origin = 0;          // live histories: which source (stream) delivered it
   Timestamp start;
   Timestamp commit;
   uint64_t ops_begin = 0;

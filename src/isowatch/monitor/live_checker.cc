@@ -51,7 +51,7 @@ std::string StableViolationId(const History& h, const report::Violation& v) {
   // (txns[0]); the writer it names, and its kind, depend on what had arrived when it became final.
   const size_t principal =
       v.anomaly == report::Anomaly::kExt ? std::min<size_t>(1, v.txns.size()) : v.txns.size();
-  for (size_t i = 0; i < principal; ++i) Fnv(hash, h.txn_name(v.txns[i]));
+  for (size_t i = 0; i < principal; ++i) Fnv(hash, report::TxnLabel(h, v, v.txns[i]));
   Fnv(hash, v.key.valid() ? h.KeyToString(v.key) : std::string());
   return fmt::format("{:016x}", hash);
 }
@@ -119,8 +119,7 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
       continue;
     }
     scratch_.push_back(*id);
-    if (txn_stream_.size() <= id->value()) txn_stream_.resize(id->value() + 1, 0);
-    txn_stream_[id->value()] = static_cast<uint16_t>(stream_index);
+    builder_.SetOrigin(*id, static_cast<uint16_t>(stream_index));
   }
   Stream& s = streams_[stream_index];
   std::optional<Timestamp> watermark;
@@ -143,7 +142,28 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
   if (s.unfinal.size() >= 4096 && s.unfinal.size() % 4096 < scratch_.size()) {
     CollectFinal(now_ms, nullptr);
   }
+  MaybeRelease();
   return refused;
+}
+
+void LiveChecker::MaybeRelease() {
+  if (options_.memory_budget == 0) return;
+  const History& h = builder_.live_history();
+  release_end_ = std::max<uint64_t>(release_end_, h.first_txn());
+  while (release_end_ < h.size() && engine_->IsFinal(TxnId(static_cast<uint32_t>(release_end_)))) {
+    ++release_end_;
+  }
+  // Each release costs about what stays held: release once at least as much goes.
+  const uint64_t releasable = release_end_ - h.first_txn();
+  const uint64_t held = h.size() - release_end_ + h.retired_count();
+  if (releasable < std::max<uint64_t>(options_.min_release, 1) || releasable < held) return;
+  // Render what has become final while every transaction it names is still held.
+  for (const report::Violation& v : engine_->TakeFinalViolations()) {
+    rendered_.push_back(Render(v, 0));
+  }
+  builder_.ReleaseLive(TxnId(static_cast<uint32_t>(release_end_)),
+                       [this](TxnId id) { return engine_->Release(id); });
+  ++releases_;
 }
 
 void LiveChecker::CollectFinal(int64_t now_ms, std::vector<int64_t>* latencies_ms) {
@@ -163,11 +183,10 @@ void LiveChecker::Tick() {
 }
 
 std::vector<store::ViolationRecord> LiveChecker::TakeViolations(int64_t now_unix_ms) {
-  std::vector<store::ViolationRecord> out;
+  std::vector<store::ViolationRecord> out = std::exchange(rendered_, {});
   if (engine_ == nullptr) return out;
-  for (const report::Violation& v : engine_->TakeFinalViolations()) {
-    out.push_back(Render(v, now_unix_ms));
-  }
+  for (const report::Violation& v : engine_->TakeFinalViolations()) out.push_back(Render(v, 0));
+  for (store::ViolationRecord& r : out) r.finalised_unix_ms = now_unix_ms;
   return out;
 }
 
@@ -180,8 +199,8 @@ store::ViolationRecord LiveChecker::Render(const report::Violation& v, int64_t n
   r.anomaly = report::AnomalyName(v.anomaly);
   if (v.ext_kind != report::ExtKind::kNone) r.ext_kind = report::ExtKindName(v.ext_kind);
   for (TxnId id : v.txns) {
-    if (id.value() >= txn_stream_.size()) continue;
-    const std::string& name = streams_[txn_stream_[id.value()]].name;
+    if (!h.has_txn(id) || h.txn(id).origin >= streams_.size()) continue;
+    const std::string& name = streams_[h.txn(id).origin].name;
     if (std::find(r.streams.begin(), r.streams.end(), name) == r.streams.end()) {
       r.streams.push_back(name);
     }

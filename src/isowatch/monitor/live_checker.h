@@ -35,6 +35,9 @@ struct LiveOptions {
   std::function<void(double)> on_spill_pause;
   // Source of time for the timeout; nullptr = the system clock.
   const engine::Clock* clock = nullptr;
+  // Under a memory budget the live history forgets final transactions (but those the engine
+  // still reads) once at least this many, and as many as it holds, are final.
+  uint64_t min_release = 4096;
   // How reads of absent values are taken when no stream header says (metadata "data_model":
   // "kv", "list" or "mixed"): docs/operations.md, "Data model".
   history::DataModel default_model = history::DataModel::kMixed;
@@ -95,6 +98,8 @@ class LiveChecker {
   uint64_t ignored_headers() const { return ignored_headers_; }
   // Bytes held by the live history (transactions, operations, interned keys and values).
   size_t history_bytes() const { return builder_.live_history().MemoryUsage(); }
+  // Times the live history released final transactions (under a memory budget).
+  uint64_t history_releases() const { return releases_; }
   const history::History& history() const { return builder_.live_history(); }
 
  private:
@@ -112,6 +117,9 @@ class LiveChecker {
     std::vector<Unfinal> unfinal;
   };
 
+  // Under a memory budget: once enough delivered transactions are final, the live history
+  // forgets them, except those the engine still reads (docs/engine.md, "Memory").
+  void MaybeRelease();
   Stream& StreamFor(std::string_view name);
   void StartIfNeeded(const v1::IngestBatch& batch);
   store::ViolationRecord Render(const report::Violation& v, int64_t now_unix_ms) const;
@@ -124,7 +132,10 @@ class LiveChecker {
   uint64_t ignored_headers_ = 0;
   std::vector<Stream> streams_;
   absl::flat_hash_map<std::string, size_t> stream_index_;
-  std::vector<uint16_t> txn_stream_;  // per transaction of the history: index into streams_
+  uint64_t release_end_ = 0;  // transactions below it are final
+  uint64_t releases_ = 0;
+  // Violations rendered before a release, for the next TakeViolations.
+  std::vector<store::ViolationRecord> rendered_;
   std::vector<TxnId> scratch_;
   engine::EngineStats no_stats_;  // before the first batch
 };

@@ -61,6 +61,7 @@ std::string DescribeOps(const History& h, TxnId id, KeyId key, size_t limit = 8)
 }
 
 std::string TxnLine(const History& h, TxnId id) {
+  if (!h.has_txn(id)) return fmt::format("{} (no longer held in memory)", h.TxnLabel(id));
   const Transaction& t = h.txn(id);
   std::string out = fmt::format("{} (session {}", h.txn_name(id), h.session_name(t.session));
   out += t.has_start ? fmt::format(", start {}", t.start.ToString()) : ", no start";
@@ -152,7 +153,13 @@ void WriteTextReport(const History& h, const CheckReport& report, std::ostream& 
 
 namespace {
 
-void WriteTxnId(const History& h, TxnId id, rapidjson::Writer<rapidjson::OStreamWrapper>& w) {
+void WriteTxnId(const History& h, const Violation& v, TxnId id,
+                rapidjson::Writer<rapidjson::OStreamWrapper>& w) {
+  if (!h.has_txn(id)) {
+    const std::string label = TxnLabel(h, v, id);
+    w.String(label.data(), static_cast<rapidjson::SizeType>(label.size()));
+    return;
+  }
   std::string_view name = h.txn_name(id);
   if (h.txn(id).ext_id_numeric) {
     // Numeric ids are written back as numbers, as in the input.
@@ -172,6 +179,15 @@ void Str(rapidjson::Writer<rapidjson::OStreamWrapper>& w, std::string_view s) {
 
 }  // namespace
 
+std::string TxnLabel(const History& h, const Violation& v, TxnId id) {
+  if (!h.has_txn(id)) {
+    for (const auto& [r, name] : v.released_names) {
+      if (r == id) return name;
+    }
+  }
+  return h.TxnLabel(id);
+}
+
 std::string ViolationToJson(const History& h, const Violation& v) {
   std::ostringstream out;
   rapidjson::OStreamWrapper os(out);
@@ -185,7 +201,7 @@ std::string ViolationToJson(const History& h, const Violation& v) {
   }
   w.Key("txns");
   w.StartArray();
-  for (TxnId id : v.txns) WriteTxnId(h, id, w);
+  for (TxnId id : v.txns) WriteTxnId(h, v, id, w);
   w.EndArray();
   w.Key("key");
   if (!v.key.valid()) {

@@ -71,4 +71,8 @@ void WriteJsonReport(const history::History& h, const CheckReport& report, std::
 // txns (ids as in the source), key, expected, observed, explanation.
 std::string ViolationToJson(const history::History& h, const Violation& v);
 
+// The source id of transaction `id` of `v`: from the history, else from v.released_names, else
+// "#<index>".
+std::string TxnLabel(const history::History& h, const Violation& v, TxnId id);
+
 }  // namespace isowatch::report

@@ -52,6 +52,8 @@ const char* ExtKindName(ExtKind kind) {
       return "aborted";
     case ExtKind::kIntermediate:
       return "intermediate";
+    case ExtKind::kUnknown:
+      return "unknown";
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "isowatch/common/strong_id.h"
@@ -37,6 +38,7 @@ enum class ExtKind : uint8_t {
   kAfter = 4,         // written by a transaction that started after the snapshot
   kAborted = 5,       // written by an aborted transaction
   kIntermediate = 6,  // an intermediate (not final) write of some transaction
+  kUnknown = 7,       // no transaction still held wrote it (a live history forgot older ones)
 };
 
 const char* ExtKindName(ExtKind kind);  // "never", "before", "uncommitted", "after", ...
@@ -57,6 +59,9 @@ struct Violation {
   std::string expected;     // rendered; empty when not applicable
   std::string observed;     // rendered; empty when not applicable
   std::string explanation;  // one sentence a person can follow
+  // Source ids of transactions in `txns` that the history no longer holds (a live history
+  // forgets final transactions), as the engine found them elsewhere; usually empty.
+  std::vector<std::pair<TxnId, std::string>> released_names;
 };
 
 }  // namespace isowatch::report

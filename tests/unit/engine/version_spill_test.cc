@@ -53,8 +53,10 @@ TEST(SpillFormatTest, ValuesRoundTripAndTruncationIsRejected) {
   v.writer_start = Timestamp{-5, 7};
   v.value = Value::Int(-42);
   v.appends = {Value::Int(1), Value::BytesRef(3), Value::Absent()};
+  v.writer_name = "txn-17";
   const std::string bytes = spill_format::EncodeValue(v);
-  EXPECT_EQ(bytes.size(), 16u + 9u + 4u + 3u * 9u);
+  EXPECT_EQ(bytes.size(), 16u + 9u + 4u + 3u * 9u + 4u + 6u);
+  EXPECT_EQ(spill_format::EncodedBytes(v), 28u + bytes.size());
   SpilledVersion back;
   ASSERT_TRUE(spill_format::DecodeValue(bytes, &back));
   back.at = v.at;
@@ -65,6 +67,7 @@ TEST(SpillFormatTest, ValuesRoundTripAndTruncationIsRejected) {
   std::string bad_kind = bytes;
   bad_kind[16] = 9;
   EXPECT_FALSE(spill_format::DecodeValue(bad_kind, &back));
+  EXPECT_FALSE(spill_format::DecodeValue(bytes + "x", &back)) << "longer than its name";
 }
 
 class VersionSpillTest : public ::testing::TestWithParam<bool> {

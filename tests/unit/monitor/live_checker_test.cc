@@ -3,7 +3,6 @@
 // isowatch.v1 batches a collector sends, split over several streams and delivered out of order,
 // must give exactly Chronos's violations, each once, with ids that do not depend on the run.
 #include "isowatch/monitor/live_checker.h"
-#include "isowatch/report/check_report.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -19,6 +18,7 @@
 #include "isowatch/engine/clock.h"
 #include "isowatch/engine/delivery.h"
 #include "isowatch/formats/native.h"
+#include "isowatch/report/check_report.h"
 #include "isowatch/sim/simulator.h"
 
 namespace isowatch::monitor {
@@ -78,10 +78,19 @@ std::vector<uint32_t> All(const v1::IngestBatch& b) {
   return out;
 }
 
+// With `budget`: a one-byte memory budget over an in-memory spill, so that versions are spilled
+// and the live history forgets final transactions as soon as it can.
 std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& batches,
-                                            IsolationLevel level) {
+                                            IsolationLevel level, bool budget = false) {
   engine::FakeClock clock;
-  LiveChecker live(LiveOptions{.level = level, .clock = &clock});
+  engine::MemoryVersionSpill spill;
+  LiveOptions options{.level = level, .clock = &clock};
+  if (budget) {
+    options.spill = &spill;
+    options.memory_budget = 1;
+    options.min_release = 16;
+  }
+  LiveChecker live(options);
   std::vector<store::ViolationRecord> out;
   int64_t now = 1000;
   for (const v1::IngestBatch& b : batches) {
@@ -92,6 +101,14 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
   for (const LiveStreamStatus& s : live.Streams()) {
     EXPECT_TRUE(s.closed) << s.name;
     EXPECT_EQ(s.pending, 0u) << s.name;
+  }
+  if (budget) {
+    const History& h = live.history();
+    EXPECT_GT(live.history_releases(), 0u);
+    EXPECT_GT(h.first_txn(), 0u);
+    // Held: the transactions since the last release and those the engine still reads.
+    EXPECT_LT(h.txns().size() + h.retired_count(), h.size() / 2)
+        << h.txns().size() << " held and " << h.retired_count() << " retired of " << h.size();
   }
   return out;
 }
@@ -113,6 +130,7 @@ struct Config {
   IsolationLevel level;
   DataKind data;
   int streams;
+  bool budget = false;  // RunLive's budget
 };
 
 class LiveCheckerTest : public ::testing::TestWithParam<Config> {};
@@ -139,7 +157,7 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
     auto schedule = engine::BuildDeliverySchedule(
         h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = seed, .rate_tps = 2000});
     const auto batches = Batches(h, schedule, c.streams);
-    const std::vector<store::ViolationRecord> live = RunLive(batches, c.level);
+    const std::vector<store::ViolationRecord> live = RunLive(batches, c.level, c.budget);
     std::set<std::string> live_ids;
     for (const auto& r : live) {
       EXPECT_TRUE(live_ids.insert(r.id).second) << "reported twice: " << r.json;
@@ -157,7 +175,7 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
     total += offline.size();
     // The same batches again, as after a restart: the same violations with the same ids.
     std::set<std::string> again;
-    for (const auto& r : RunLive(batches, c.level)) again.insert(r.id);
+    for (const auto& r : RunLive(batches, c.level, c.budget)) again.insert(r.id);
     EXPECT_EQ(again, live_ids);
   }
   EXPECT_GT(total, 0u) << "the faults produced no violation: the comparison proves nothing";
@@ -169,10 +187,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 3},
                       Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2},
                       Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 3},
-                      Config{IsolationLevel::kSerializable, DataKind::kList, 2}),
+                      Config{IsolationLevel::kSerializable, DataKind::kList, 2},
+                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 3, true},
+                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2, true},
+                      Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 2, true},
+                      Config{IsolationLevel::kSerializable, DataKind::kList, 1, true}),
     [](const ::testing::TestParamInfo<Config>& p) {
-      return fmt::format("{}_{}_{}streams", report::IsolationLevelName(p.param.level),
-                         p.param.data == DataKind::kList ? "list" : "kv", p.param.streams);
+      return fmt::format("{}_{}_{}streams{}", report::IsolationLevelName(p.param.level),
+                         p.param.data == DataKind::kList ? "list" : "kv", p.param.streams,
+                         p.param.budget ? "_budget" : "");
     });
 
 v1::Transaction Txn(int64_t id, int64_t start, int64_t commit) {
@@ -292,6 +315,63 @@ TEST(LiveChecker, PendingCountsTransactionsHeldBackByAnOpenStream) {
   end.set_end_of_stream(true);
   EXPECT_TRUE(live.Apply(end, All(end)).empty());
   EXPECT_EQ(find("b").pending, 0u);
+}
+
+// Under a memory budget the live history forgets final transactions, but not the ones the
+// engine still reads: the newest version of a key and a session's last transaction, written
+// long before, are still there (named, with their timestamps) when a late writer and a late
+// session successor arrive.
+TEST(LiveChecker, BudgetReleaseKeepsWhatLaterChecksRead) {
+  engine::FakeClock clock;
+  engine::MemoryVersionSpill spill;
+  LiveChecker live(
+      LiveOptions{.spill = &spill, .memory_budget = 1, .clock = &clock, .min_release = 8});
+  uint64_t seq = 0;
+  auto batch = [&](int64_t watermark) {
+    v1::IngestBatch b;
+    b.set_stream("s");
+    b.set_seq(++seq);
+    b.mutable_watermark()->set_physical(watermark);
+    return b;
+  };
+  v1::IngestBatch first = batch(1000);
+  *first.add_txns() = Txn(1, 1, 3);  // writes x; its own session 1
+  AddOp(first.mutable_txns(0), v1::Operation::WRITE, 7, 70);
+  for (int i = 0; i < 100; ++i) {  // others: one session, five other keys
+    *first.add_txns() = Txn(100 + i, 10 + 5 * i, 12 + 5 * i);
+    first.mutable_txns(i + 1)->set_session_int(500);
+    AddOp(first.mutable_txns(i + 1), v1::Operation::WRITE, 1000 + i % 5, i);
+  }
+  ASSERT_TRUE(live.Apply(first, All(first)).empty());
+  ASSERT_TRUE(live.TakeViolations(1).empty());
+  const History& h = live.history();
+  ASSERT_GT(live.history_releases(), 0u);
+  EXPECT_GT(h.first_txn(), 50u);
+  EXPECT_TRUE(h.has_txn(TxnId(0))) << "transaction 1 wrote the newest version of x";
+  EXPECT_FALSE(h.has_txn(TxnId(5))) << "released: its key has a newer version";
+
+  v1::IngestBatch late = batch(3000);
+  *late.add_txns() = Txn(2, 2, 2000);  // overlaps transaction 1 and writes x: NOCONFLICT
+  AddOp(late.mutable_txns(0), v1::Operation::WRITE, 7, 71);
+  v1::Transaction* next = late.add_txns();
+  *next = Txn(3, 2, 2500);  // session 1 after transaction 1, but starts before it committed
+  next->set_session_int(1);
+  late.mutable_txns(0)->set_session_int(50);
+  late.set_end_of_stream(true);
+  ASSERT_TRUE(live.Apply(late, All(late)).empty());
+  std::vector<store::ViolationRecord> found = live.TakeViolations(2);
+  std::set<std::string> kinds;
+  for (const auto& r : found) {
+    kinds.insert(r.anomaly);
+    if (r.anomaly == "NOCONFLICT") {
+      EXPECT_NE(r.json.find("\"txns\":[1,2]"), std::string::npos) << r.json;
+      EXPECT_NE(r.json.find("1 (session 1, start 1, commit 3)"), std::string::npos) << r.json;
+    }
+    if (r.anomaly == "SESSION") {
+      EXPECT_NE(r.json.find("\"txns\":[3,1]"), std::string::npos) << r.json;
+    }
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"NOCONFLICT", "SESSION"}));
 }
 
 }  // namespace

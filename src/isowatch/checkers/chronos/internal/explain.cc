@@ -13,7 +13,11 @@ using report::ExtKind;
 using report::IsolationLevel;
 using report::Violation;
 
-std::string DescribeTxn(const History& h, TxnId id) {
+std::string DescribeTxn(const History& h, TxnId id, std::string_view released_name) {
+  if (!h.has_txn(id)) {
+    return fmt::format("{} (no longer held in memory)",
+                       released_name.empty() ? h.TxnLabel(id) : std::string(released_name));
+  }
   const Transaction& t = h.txn(id);
   std::string out = fmt::format("{} (session {}", h.txn_name(id), h.session_name(t.session));
   if (t.has_start) out += fmt::format(", start {}", t.start.ToString());
@@ -44,6 +48,8 @@ std::string Why(const History& h, IsolationLevel level, TxnId reader, const ExtF
   switch (f.kind) {
     case ExtKind::kNever:
       return "no transaction wrote that value";
+    case ExtKind::kUnknown:
+      return "no transaction still held in memory wrote that value (older ones are forgotten)";
     case ExtKind::kBefore:
       return fmt::format("that version, from {}, had already been overwritten at {}",
                          Writer(h, f.writer), Point(h, level, reader));
@@ -118,7 +124,7 @@ Violation ExplainExtRegister(const History& h, IsolationLevel level, TxnId reade
   v.explanation = fmt::format(
       "Transaction {} read key {} = {}, but {} holds {} (written by {}); {}.",
       DescribeTxn(h, reader), h.KeyToString(key), v.observed, Point(h, level, reader), v.expected,
-      expected_writer.valid() ? std::string(h.txn_name(expected_writer)) : "the initial state",
+      expected_writer.valid() ? h.TxnLabel(expected_writer) : "the initial state",
       Why(h, level, reader, finding));
   return v;
 }
@@ -146,13 +152,21 @@ Violation ExplainExtList(const History& h, IsolationLevel level, TxnId reader, K
   return v;
 }
 
-Violation ExplainNoConflict(const History& h, TxnId first, TxnId second, KeyId key) {
+Violation ExplainNoConflict(const History& h, TxnId first, TxnId second, KeyId key,
+                            std::span<const std::pair<TxnId, std::string>> released) {
   Violation v = Base(Anomaly::kNoConflict, IsolationLevel::kSnapshotIsolation, key);
   v.txns = {first, second};
+  v.released_names.assign(released.begin(), released.end());
+  auto name = [&](TxnId id) {
+    for (const auto& [r, n] : released) {
+      if (r == id) return std::string_view(n);
+    }
+    return std::string_view();
+  };
   v.explanation = fmt::format(
       "Transactions {} and {} both wrote key {} and ran concurrently (each started before the "
       "other committed); under snapshot isolation one of them must abort (a lost update).",
-      DescribeTxn(h, first), DescribeTxn(h, second), h.KeyToString(key));
+      DescribeTxn(h, first, name(first)), DescribeTxn(h, second, name(second)), h.KeyToString(key));
   return v;
 }
 

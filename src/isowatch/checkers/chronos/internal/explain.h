@@ -3,6 +3,8 @@
 
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "isowatch/checkers/chronos/internal/write_index.h"
 #include "isowatch/history/history.h"
@@ -13,8 +15,9 @@ namespace isowatch::checkers::internal {
 // Builders of Chronos's violations: the transactions, key, expected and observed values and one
 // sentence a person can follow. Stateless.
 
-// "12 (session 3, start 5, commit 9)".
-std::string DescribeTxn(const history::History& h, TxnId id);
+// "12 (session 3, start 5, commit 9)"; for a transaction the history no longer holds, its id
+// (from `released_name` if given) and that it is no longer held.
+std::string DescribeTxn(const history::History& h, TxnId id, std::string_view released_name = {});
 
 report::Violation ExplainSession(const history::History& h, report::IsolationLevel level, TxnId txn,
                                  TxnId pred);
@@ -28,7 +31,8 @@ report::Violation ExplainExtList(const history::History& h, report::IsolationLev
                                  TxnId reader, KeyId key, std::span<const history::Value> expected,
                                  std::span<const history::Value> observed, size_t first_difference,
                                  const ExtFinding& finding);
-report::Violation ExplainNoConflict(const history::History& h, TxnId first, TxnId second,
-                                    KeyId key);
+// `released`: the source ids of either transaction if the history no longer holds it.
+report::Violation ExplainNoConflict(const history::History& h, TxnId first, TxnId second, KeyId key,
+                                    std::span<const std::pair<TxnId, std::string>> released = {});
 
 }  // namespace isowatch::checkers::internal

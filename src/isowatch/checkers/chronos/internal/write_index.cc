@@ -16,7 +16,8 @@ using report::IsolationLevel;
 
 void WriteIndex::Build() {
   last_write_stamp_.resize(h_.key_count(), 0);
-  for (uint32_t i = indexed_; i < h_.size(); ++i) {
+  // Transactions a live history released before the index was built are not indexed.
+  for (uint32_t i = std::max(indexed_, h_.first_txn()); i < h_.size(); ++i) {
     const Transaction& t = h_.txn(TxnId(i));
     auto ops = h_.ops(t);
     const uint32_t stamp = ++stamp_;
@@ -39,6 +40,15 @@ void WriteIndex::Build() {
     }
   }
   indexed_ = static_cast<uint32_t>(h_.size());
+}
+
+void WriteIndex::Forget(TxnId txn) {
+  if (txn.value() >= indexed_) return;
+  for (const auto& op : h_.ops(txn)) {
+    if (!op.is_write()) continue;
+    auto it = index_.find({op.key(), op.value()});
+    if (it != index_.end() && it->second.txn == txn.value()) index_.erase(it);
+  }
 }
 
 bool WriteIndex::Precedes(TxnId w, TxnId reader, IsolationLevel level) const {
@@ -64,7 +74,10 @@ ExtFinding WriteIndex::Classify(TxnId reader, KeyId key, Value value, IsolationL
     } else {
       initial = value.absent() || value == h_.InitialValue(key);
     }
-    return ExtFinding{initial ? ExtKind::kBefore : ExtKind::kNever, TxnId::Invalid()};
+    // A history that has forgotten transactions cannot tell a value never written from one
+    // written by a forgotten transaction.
+    const ExtKind unknown = h_.first_txn() > 0 ? ExtKind::kUnknown : ExtKind::kNever;
+    return ExtFinding{initial ? ExtKind::kBefore : unknown, TxnId::Invalid()};
   }
   TxnId w(it->second.txn);
   const Transaction& wt = h_.txn(w);

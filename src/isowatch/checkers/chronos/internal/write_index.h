@@ -30,6 +30,10 @@ class WriteIndex {
   // Classifies the observation `value` of `key` by `reader` (docs/checkers/chronos.md).
   ExtFinding Classify(TxnId reader, KeyId key, history::Value value, report::IsolationLevel level);
 
+  // A live history is about to forget `txn`: drops its writes from the index. A value whose
+  // writer is forgotten is then classified kUnknown.
+  void Forget(TxnId txn);
+
  private:
   struct Entry {
     uint32_t txn = 0;
