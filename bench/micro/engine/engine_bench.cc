@@ -94,7 +94,8 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
                   std::filesystem::temp_directory_path().string(), getpid());
   engine::OnlineResult last;
   uint64_t spill_bytes = 0;
-  std::vector<double> pauses;  // each write to the spill, seconds (last iteration)
+  std::vector<double> pauses;   // each write to the spill, seconds (last iteration)
+  std::vector<double> reloads;  // each check that read the spill, seconds (last iteration)
   for (auto _ : state) {
     std::unique_ptr<engine::RocksVersionSpill> rocks;
     if (spill) {
@@ -105,11 +106,13 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
       state.ResumeTiming();
     }
     pauses.clear();
+    reloads.clear();
     last = engine::RunOnline(f.sim.history, level, f.schedule,
                              {.spill = rocks.get(),
                               .spill_collected = spill_collected,
                               .memory_budget = budget,
-                              .on_spill_pause = [&pauses](double s) { pauses.push_back(s); }});
+                              .on_spill_pause = [&pauses](double s) { pauses.push_back(s); },
+                              .on_reload = [&reloads](double s) { reloads.push_back(s); }});
     benchmark::DoNotOptimize(last.violations.data());
     if (rocks != nullptr) spill_bytes = rocks->bytes();
   }
@@ -123,6 +126,12 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
     state.counters["spill_writes"] = static_cast<double>(pauses.size());
     state.counters["pause_p99_ms"] = 1000 * pauses[(pauses.size() - 1) * 99 / 100];
     state.counters["pause_max_ms"] = 1000 * pauses.back();
+  }
+  if (!reloads.empty()) {
+    // How long the checks that read the spill took: p99 and largest, in ms.
+    std::sort(reloads.begin(), reloads.end());
+    state.counters["reload_p99_ms"] = 1000 * reloads[(reloads.size() - 1) * 99 / 100];
+    state.counters["reload_max_ms"] = 1000 * reloads.back();
   }
   state.counters["max_engine_mib"] = static_cast<double>(last.max_memory_bytes) / (1 << 20);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * f.sim.history.size()));

@@ -141,7 +141,8 @@ OnlineResult RunOnline(const History& h, report::IsolationLevel level,
                     .spill = online.spill,
                     .spill_collected = online.spill_collected,
                     .memory_budget = online.memory_budget,
-                    .on_spill_pause = online.on_spill_pause});
+                    .on_spill_pause = online.on_spill_pause,
+                    .on_reload = online.on_reload});
   const StreamId stream = engine.AddStream("simulated");
 
   std::set<std::tuple<report::Anomaly, std::vector<TxnId>, KeyId>> seen;

@@ -527,7 +527,7 @@ class EngineImpl {
       // versions at or after the point are in the spill (all of them, if nothing at or after
       // the point was dropped): the list at the point is base_list without them.
       if (spill_broken_ || !(ks.dropped_upto < point)) return false;
-      ++stats_.reloads;
+      const ReloadTimer timer(this);
       size_t after = 0;
       absl::Status s = spill_->ScanAfter(key, Before(point), [&](const SpilledVersion& v) {
         after += v.appends.size();
@@ -562,7 +562,7 @@ class EngineImpl {
     }
     if (ks.trimmed && spill_ != nullptr) {
       if (spill_broken_) return false;
-      ++stats_.reloads;
+      const ReloadTimer timer(this);
       auto r = spill_->NewestBefore(key, point);
       if (!r.ok()) return SpillFailed(r.status());
       // Exact unless a dropped version may be newer than what the spill has before the point.
@@ -575,6 +575,26 @@ class EngineImpl {
     *out = RegisterView{h_.InitialValue(key), TxnId::Invalid()};
     return true;
   }
+
+  // Counts a reload (a check that reads the spill) and, with on_reload, times it.
+  class ReloadTimer {
+   public:
+    explicit ReloadTimer(EngineImpl* e) : e_(e) {
+      ++e_->stats_.reloads;
+      if (e_->options_.on_reload) start_ = std::chrono::steady_clock::now();
+    }
+    ~ReloadTimer() {
+      if (!e_->options_.on_reload) return;
+      e_->options_.on_reload(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    }
+    ReloadTimer(const ReloadTimer&) = delete;
+    ReloadTimer& operator=(const ReloadTimer&) = delete;
+
+   private:
+    EngineImpl* e_;
+    std::chrono::steady_clock::time_point start_;
+  };
 
   // A failed spill read or write: counted and logged once; the spill is off from then on (the
   // checks that need it go unjudged, as horizon misses). Returns false.
@@ -673,7 +693,7 @@ class EngineImpl {
   bool SpilledOverlaps(TxnId id, const Transaction& t, KeyId key, const OrderKey& vkey,
                        int64_t horizon) {
     if (spill_broken_) return false;
-    ++stats_.reloads;
+    const ReloadTimer timer(this);
     absl::Status s = spill_->ScanAfter(key, LastAt(t.start), [&](const SpilledVersion& u) {
       if (u.at.ts.physical > horizon) return false;
       if (u.at.txn != id.value() && u.writer_start < t.commit) {

@@ -47,6 +47,9 @@ struct EngineOptions {
   // Called with the duration, in seconds, of each write of collected versions to the spill (the
   // pause it adds to a delivery). May be empty.
   std::function<void(double)> on_spill_pause;
+  // Called with the duration, in seconds, of each check that read the spill (a reload). May be
+  // empty.
+  std::function<void(double)> on_reload;
 };
 
 // Counters and gauges of the engine. Plain data.

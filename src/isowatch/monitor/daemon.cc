@@ -101,6 +101,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
     options.live.on_spill_pause = [metrics](double seconds) {
       metrics->spill_pause().Observe(seconds);
     };
+    options.live.on_reload = [metrics](double seconds) {
+      metrics->spill_reload().Observe(seconds);
+    };
   }
   options.queue_batches = config.ingest.queue_batches;
   options.version = version;

@@ -73,7 +73,8 @@ void LiveChecker::StartIfNeeded(const v1::IngestBatch& batch) {
                             .spill = options_.spill,
                             .spill_collected = options_.spill_collected,
                             .memory_budget = options_.memory_budget,
-                            .on_spill_pause = options_.on_spill_pause});
+                            .on_spill_pause = options_.on_spill_pause,
+                            .on_reload = options_.on_reload});
 }
 
 LiveChecker::Stream& LiveChecker::StreamFor(std::string_view name) {

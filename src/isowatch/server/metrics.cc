@@ -181,6 +181,11 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                           "engine.")
                       .Register(r)
                       .Add({}, IngestLatencyBuckets());
+  spill_reload_ = &BuildHistogram()
+                       .Name("isowatch_engine_spill_reload_seconds")
+                       .Help("Time each check that read the spill (a reload) took.")
+                       .Register(r)
+                       .Add({}, IngestLatencyBuckets());
   engine_memory_budget_bytes_ = &BuildGauge()
                                      .Name("isowatch_engine_memory_budget_bytes")
                                      .Help("The engine's configured memory budget; 0 when none.")

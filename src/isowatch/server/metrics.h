@@ -94,6 +94,7 @@ class DaemonMetrics {
   prometheus::Counter& budget_collections() { return *budget_collections_; }
   // Seconds each write to the spill held up the engine.
   prometheus::Histogram& spill_pause() { return *spill_pause_; }
+  prometheus::Histogram& spill_reload() { return *spill_reload_; }
 
   // 1 while the daemon is ready to take ingest, else 0. HttpApi sets it from its readiness check
   // at every scrape of /metrics.
@@ -147,6 +148,7 @@ class DaemonMetrics {
   prometheus::Counter* spill_errors_;
   prometheus::Counter* budget_collections_;
   prometheus::Histogram* spill_pause_;
+  prometheus::Histogram* spill_reload_;
   prometheus::Gauge* ready_;
   prometheus::Counter* internal_bugs_;
   prometheus::Gauge* resident_memory_bytes_;

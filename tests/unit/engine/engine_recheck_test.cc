@@ -61,7 +61,8 @@ class Harness {
                      .retention = retention,
                      .spill = spill,
                      .spill_collected = spill_collected,
-                     .memory_budget = memory_budget}),
+                     .memory_budget = memory_budget,
+                     .on_reload = [this](double seconds) { reload_seconds_.push_back(seconds); }}),
         stream_(engine_.AddStream("test")) {}
 
   void Deliver(std::initializer_list<std::string_view> names,
@@ -75,6 +76,8 @@ class Harness {
   std::vector<report::Violation> TakeFull() { return engine_.TakeFinalViolations(); }
 
   const History& h() const { return h_; }
+  // The durations EngineOptions::on_reload reported.
+  const std::vector<double>& reload_seconds() const { return reload_seconds_; }
   Engine& engine() { return engine_; }
   FakeClock& clock() { return clock_; }
   StreamId stream() const { return stream_; }
@@ -85,6 +88,7 @@ class Harness {
   History h_;
   Engine engine_;
   StreamId stream_;
+  std::vector<double> reload_seconds_;
 };
 
 // Seed 000, Figure 2, arrival order of Example 5: T1, T2, T3, T5, then T4. Before T4 arrives T5's
@@ -447,6 +451,7 @@ TEST(EngineRecheckTest, LongTransactionIsCheckedAgainstTheSpill) {
                               .violations)));
       EXPECT_EQ(e.stats().horizon_misses, 0u);
       EXPECT_GT(e.stats().reloads, 0u);
+      EXPECT_EQ(e.reload_seconds().size(), e.stats().reloads) << "each reload is timed";
       EXPECT_EQ(e.stats().spill_errors, 0u);
     }
 }
