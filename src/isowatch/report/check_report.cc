@@ -82,6 +82,17 @@ const char* Role(const Violation& v, size_t i) {
       return i == 0 ? "reader" : "wrote it";
     case Anomaly::kNoConflict:
       return i == 0 ? "first committer" : "concurrent writer";
+    case Anomaly::kG1a:
+    case Anomaly::kG1b:
+      return i == 0 ? "reader" : "wrote it";
+    case Anomaly::kGSIa:
+      return i == 0 ? "depended on" : "dependent";
+    case Anomaly::kG0:
+    case Anomaly::kG1c:
+    case Anomaly::kGSingle:
+    case Anomaly::kG2Item:
+    case Anomaly::kGSIb:
+      return "in the cycle";
   }
   return "txn";
 }

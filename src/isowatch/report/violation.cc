@@ -9,6 +9,10 @@ const char* IsolationLevelName(IsolationLevel level) {
       return "si";
     case IsolationLevel::kSerializable:
       return "ser";
+    case IsolationLevel::kReadCommitted:
+      return "rc";
+    case IsolationLevel::kRepeatableRead:
+      return "rr";
   }
   return "?";
 }
@@ -19,6 +23,12 @@ std::optional<IsolationLevel> ParseIsolationLevel(std::string_view name) {
   }
   if (name == "ser" || name == "SER" || name == "serializable")
     return IsolationLevel::kSerializable;
+  if (name == "rc" || name == "RC" || name == "read-committed") {
+    return IsolationLevel::kReadCommitted;
+  }
+  if (name == "rr" || name == "RR" || name == "repeatable-read") {
+    return IsolationLevel::kRepeatableRead;
+  }
   return std::nullopt;
 }
 
@@ -32,6 +42,22 @@ const char* AnomalyName(Anomaly anomaly) {
       return "EXT";
     case Anomaly::kNoConflict:
       return "NOCONFLICT";
+    case Anomaly::kG0:
+      return "G0";
+    case Anomaly::kG1a:
+      return "G1a";
+    case Anomaly::kG1b:
+      return "G1b";
+    case Anomaly::kG1c:
+      return "G1c";
+    case Anomaly::kGSingle:
+      return "G-single";
+    case Anomaly::kG2Item:
+      return "G2-item";
+    case Anomaly::kGSIa:
+      return "G-SIa";
+    case Anomaly::kGSIb:
+      return "G-SIb";
   }
   return "?";
 }

@@ -15,9 +15,12 @@ namespace isowatch::report {
 enum class IsolationLevel : uint8_t {
   kSnapshotIsolation = 0,
   kSerializable = 1,
+  // Judged only by the adya checker (docs/checkers/adya.md).
+  kReadCommitted = 2,   // Adya PL-2
+  kRepeatableRead = 3,  // Adya PL-2.99
 };
 
-const char* IsolationLevelName(IsolationLevel level);  // "si", "ser"
+const char* IsolationLevelName(IsolationLevel level);  // "si", "ser", "rc", "rr"
 std::optional<IsolationLevel> ParseIsolationLevel(std::string_view name);
 
 enum class Anomaly : uint8_t {
@@ -25,9 +28,20 @@ enum class Anomaly : uint8_t {
   kInt = 1,         // an internal read disagrees with the transaction's own earlier operations
   kExt = 2,         // an external read disagrees with the snapshot
   kNoConflict = 3,  // two concurrent transactions wrote the same key
+  // Adya's phenomena, found by the adya checker (docs/checkers/adya.md).
+  kG0 = 4,       // a cycle of write dependencies only
+  kG1a = 5,      // a committed transaction read a value only an aborted transaction wrote
+  kG1b = 6,      // a committed transaction read a non-final write of another transaction
+  kG1c = 7,      // a cycle of write and read dependencies, at least one a read dependency
+  kGSingle = 8,  // a cycle with exactly one anti-dependency
+  kG2Item = 9,   // a cycle with two or more item anti-dependencies
+  kGSIa = 10,    // a dependency on a transaction that had not committed when the reader started
+  kGSIb = 11,    // a cycle of one anti-dependency and a start dependency (a missed effect)
 };
 
-const char* AnomalyName(Anomaly anomaly);  // "SESSION", "INT", "EXT", "NOCONFLICT"
+// "SESSION", "INT", "EXT", "NOCONFLICT", "G0", "G1a", "G1b", "G1c", "G-single", "G2-item",
+// "G-SIa", "G-SIb".
+const char* AnomalyName(Anomaly anomaly);
 
 // Why an external read disagrees with its snapshot, judged by who wrote the value it returned.
 enum class ExtKind : uint8_t {
@@ -48,7 +62,8 @@ const char* ExtKindName(ExtKind kind);  // "never", "before", "uncommitted", "af
 // `txns` lists the transactions involved, the offending one first: for SESSION the transaction
 // then its session predecessor; for INT the transaction; for EXT the reader then the writer of
 // the value it read (when there is one); for NOCONFLICT the transaction that committed first
-// then the other one.
+// then the other one. For the adya checker's cycles, the transactions of the cycle in order; for
+// G1a and G1b the reader then the writer; for G-SIa the two ends of the edge.
 struct Violation {
   std::string checker = "chronos";
   IsolationLevel level = IsolationLevel::kSnapshotIsolation;
@@ -62,6 +77,9 @@ struct Violation {
   // Source ids of transactions in `txns` that the history no longer holds (a live history
   // forgets final transactions), as the engine found them elsewhere; usually empty.
   std::vector<std::pair<TxnId, std::string>> released_names;
+  // Every level the finding violates, for a checker that judges several levels at once (adya);
+  // `level` is then the first of them. Empty: the finding is a violation of `level` only.
+  std::vector<IsolationLevel> levels;
 };
 
 }  // namespace isowatch::report
