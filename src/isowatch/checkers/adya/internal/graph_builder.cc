@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/checkers/adya/internal/graph_builder.h"
+
+#include <algorithm>
+#include <limits>
+#include <span>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+
+namespace isowatch::checkers::adya::internal {
+
+namespace {
+
+using history::History;
+using history::Op;
+using history::OpKind;
+using history::Transaction;
+using history::TxnStatus;
+using history::Value;
+using report::Anomaly;
+
+constexpr uint32_t kNoPos = std::numeric_limits<uint32_t>::max();
+
+// Who wrote a (key, value), best first: when several transactions wrote it, the best one names
+// the version.
+enum class WriteClass : uint8_t {
+  kCommittedFinal = 0,         // a committed transaction's last write to the key: a version
+  kCommittedIntermediate = 1,  // a committed transaction's earlier write to the key
+  kUnknown = 2,                // a transaction of unknown outcome
+  kAborted = 3,
+};
+
+struct WriteRef {
+  uint32_t txn;
+  uint32_t op;
+  uint32_t pos;  // the version's position in its key's version order; kNoPos if none
+  WriteClass cls;
+};
+
+struct VersionKey {
+  uint32_t key;
+  Value value;
+  bool operator==(const VersionKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const VersionKey& v) {
+    return H::combine(std::move(h), v.key, v.value);
+  }
+};
+
+struct Version {
+  uint32_t txn;
+  uint32_t op;        // the writer's final write (or append) to the key
+  uint32_t list_end;  // lists: the length of the list this version holds
+};
+
+class Builder {
+ public:
+  explicit Builder(const History& h)
+      : h_(h),
+        out_{.graph = DependencyGraph(static_cast<uint32_t>(h.size()))},
+        last_op_(h.key_count(), 0),
+        versions_(h.key_count()),
+        lists_(h.key_count()),
+        list_started_(h.key_count(), 0) {}
+
+  BuiltGraph Run() && {
+    IndexWrites();
+    OrderVersions();
+    AddWriteDependencies();
+    for (uint32_t t = 0; t < h_.size(); ++t) {
+      if (!h_.txn(TxnId(t)).committed()) continue;
+      ++out_.counts.committed;
+      std::span<const Op> ops = h_.ops(TxnId(t));
+      for (uint32_t i = 0; i < ops.size(); ++i) {
+        const Op& op = ops[i];
+        if (op.unknown()) continue;
+        if (op.kind() == OpKind::kRead) ReadRegister(t, i, op);
+        if (op.kind() == OpKind::kListRead) ReadList(t, i, op);
+      }
+    }
+    out_.graph.Finish();
+    return std::move(out_);
+  }
+
+ private:
+  // Marks, in last_op_, the last write of transaction `ops` to each key it writes.
+  void MarkFinalWrites(std::span<const Op> ops) {
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].is_write()) last_op_[ops[i].key().value()] = i;
+    }
+  }
+  // REQUIRES: MarkFinalWrites(ops) was the last call, ops[i] is a write.
+  bool IsFinal(std::span<const Op> ops, uint32_t i) const {
+    return last_op_[ops[i].key().value()] == i;
+  }
+
+  void IndexWrites() {
+    index_.reserve(h_.op_count() / 2);
+    for (uint32_t t = 0; t < h_.size(); ++t) {
+      const Transaction& txn = h_.txn(TxnId(t));
+      std::span<const Op> ops = h_.ops(txn);
+      MarkFinalWrites(ops);
+      for (uint32_t i = 0; i < ops.size(); ++i) {
+        if (!ops[i].is_write()) continue;
+        WriteClass cls = WriteClass::kAborted;
+        if (txn.status == TxnStatus::kCommitted) {
+          cls = IsFinal(ops, i) ? WriteClass::kCommittedFinal : WriteClass::kCommittedIntermediate;
+        } else if (txn.status == TxnStatus::kUnknown) {
+          cls = WriteClass::kUnknown;
+        }
+        WriteRef ref{t, i, kNoPos, cls};
+        auto [it, inserted] = index_.try_emplace({ops[i].key().value(), ops[i].value()}, ref);
+        if (inserted) continue;
+        if (it->second.txn != t && cls == WriteClass::kCommittedFinal &&
+            it->second.cls == WriteClass::kCommittedFinal) {
+          ++out_.counts.duplicate_writes;  // the first one in input order keeps the version
+        } else if (cls < it->second.cls) {
+          it->second = ref;
+        }
+      }
+    }
+  }
+
+  // Per key, the committed final writes in (commit timestamp, input order) order.
+  void OrderVersions() {
+    std::vector<uint32_t> order;
+    for (uint32_t t = 0; t < h_.size(); ++t) {
+      const Transaction& txn = h_.txn(TxnId(t));
+      if (!txn.committed()) continue;
+      std::span<const Op> ops = h_.ops(txn);
+      if (std::none_of(ops.begin(), ops.end(), [](const Op& op) { return op.is_write(); })) {
+        continue;
+      }
+      if (txn.has_commit) {
+        order.push_back(t);
+      } else {
+        out_.unordered_writers.push_back(TxnId(t));
+      }
+    }
+    std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+      const Transaction& ta = h_.txn(TxnId(a));
+      const Transaction& tb = h_.txn(TxnId(b));
+      return std::pair(ta.commit, a) < std::pair(tb.commit, b);
+    });
+    for (uint32_t t : order) {
+      std::span<const Op> ops = h_.ops(TxnId(t));
+      for (const Op& op : ops) {
+        if (op.kind() == OpKind::kAppend) List(op.key()).push_back(op.value());
+      }
+      MarkFinalWrites(ops);
+      for (uint32_t i = 0; i < ops.size(); ++i) {
+        if (!ops[i].is_write() || !IsFinal(ops, i)) continue;
+        const uint32_t k = ops[i].key().value();
+        std::vector<Version>& chain = versions_[k];
+        if (!chain.empty() && h_.txn(TxnId(chain.back().txn)).commit == h_.txn(TxnId(t)).commit) {
+          ++out_.counts.commit_ties;
+        }
+        uint32_t list_end = ops[i].kind() == OpKind::kAppend ? List(ops[i].key()).size() : 0;
+        auto it = index_.find(VersionKey{k, ops[i].value()});
+        if (it != index_.end() && it->second.txn == t) it->second.pos = chain.size();
+        chain.push_back({t, i, list_end});
+        ++out_.counts.versions;
+      }
+    }
+  }
+
+  // The committed contents of list `key` so far, starting with its initial contents.
+  std::vector<Value>& List(KeyId key) {
+    std::vector<Value>& list = lists_[key.value()];
+    if (!list_started_[key.value()]) {
+      list_started_[key.value()] = 1;
+      std::span<const Value> initial = h_.InitialList(key);
+      list.assign(initial.begin(), initial.end());
+    }
+    return list;
+  }
+
+  void AddWriteDependencies() {
+    for (const std::vector<Version>& chain : versions_) {
+      for (size_t p = 1; p < chain.size(); ++p) {
+        out_.graph.Add(chain[p - 1].txn, chain[p].txn, EdgeKind::kWw, chain[p].op);
+      }
+    }
+  }
+
+  // An anti-dependency from `reader`, which read the version of `key` at `pos` (-1: the initial
+  // version), to the writer of the next version.
+  void AddAntiDependency(uint32_t reader, uint32_t op, uint32_t key, int64_t pos) {
+    const std::vector<Version>& chain = versions_[key];
+    if (static_cast<size_t>(pos + 1) < chain.size()) {
+      out_.graph.Add(reader, chain[pos + 1].txn, EdgeKind::kRw, op);
+    }
+  }
+
+  void AddFinding(Anomaly anomaly, uint32_t reader, uint32_t op, const WriteRef& w) {
+    const uint32_t key = h_.ops(TxnId(reader))[op].key().value();
+    if (!reported_.insert((static_cast<uint64_t>(reader) << 32) | key).second) return;
+    out_.findings.push_back({anomaly, TxnId(reader), TxnId(w.txn), op, w.op});
+  }
+
+  // A read of the version `w` names (kCommittedFinal), or the finding it is.
+  void ReadWrite(uint32_t reader, uint32_t op, const WriteRef& w) {
+    switch (w.cls) {
+      case WriteClass::kAborted:
+        AddFinding(Anomaly::kG1a, reader, op, w);
+        return;
+      case WriteClass::kCommittedIntermediate:
+        AddFinding(Anomaly::kG1b, reader, op, w);
+        return;
+      case WriteClass::kUnknown:
+        ++out_.counts.unknown_reads;
+        return;
+      case WriteClass::kCommittedFinal:
+        break;
+    }
+    ++out_.counts.reads;
+    out_.graph.Add(w.txn, reader, EdgeKind::kWr, op);
+    if (w.pos != kNoPos) {
+      AddAntiDependency(reader, op, h_.ops(TxnId(reader))[op].key().value(), w.pos);
+    }
+  }
+
+  void ReadRegister(uint32_t reader, uint32_t op_index, const Op& op) {
+    const uint32_t k = op.key().value();
+    const Value v = op.value();
+    const bool initial = v.absent() || v == h_.InitialValue(op.key());
+    auto it = index_.find(VersionKey{k, v});
+    if (it != index_.end() && it->second.txn == reader) {
+      ++out_.counts.own_reads;
+      return;
+    }
+    // The initial version, unless a committed transaction installed the same value.
+    if (initial && (it == index_.end() || it->second.cls != WriteClass::kCommittedFinal)) {
+      ++out_.counts.reads;
+      AddAntiDependency(reader, op_index, k, -1);
+      return;
+    }
+    if (it == index_.end()) {
+      ++out_.counts.garbage_reads;
+      return;
+    }
+    ReadWrite(reader, op_index, it->second);
+  }
+
+  const WriteRef* FindWrite(uint32_t key, Value v) const {
+    auto it = index_.find(VersionKey{key, v});
+    return it == index_.end() ? nullptr : &it->second;
+  }
+
+  // A list read names the version of its last element's writer, once the reader's own appends
+  // (which end the list it sees) are set aside; the whole list must then equal that version.
+  void ReadList(uint32_t reader, uint32_t op_index, const Op& op) {
+    const uint32_t k = op.key().value();
+    std::span<const Value> seen = h_.list_elements(op);
+    size_t n = seen.size();
+    while (n > 0) {
+      const WriteRef* w = FindWrite(k, seen[n - 1]);
+      if (w == nullptr || w->txn != reader) break;
+      --n;
+    }
+    seen = seen.first(n);
+    for (const Value& e : seen) {  // an aborted element anywhere is an aborted read
+      const WriteRef* w = FindWrite(k, e);
+      if (w != nullptr && w->cls == WriteClass::kAborted) {
+        AddFinding(Anomaly::kG1a, reader, op_index, *w);
+        return;
+      }
+    }
+    std::span<const Value> initial = h_.InitialList(op.key());
+    if (seen.size() <= initial.size()) {
+      if (std::equal(seen.begin(), seen.end(), initial.begin(), initial.end())) {
+        ++out_.counts.reads;
+        AddAntiDependency(reader, op_index, k, -1);
+      } else {
+        ++out_.counts.incompatible_reads;
+      }
+      return;
+    }
+    const WriteRef* w = FindWrite(k, seen.back());
+    if (w == nullptr) {
+      ++out_.counts.garbage_reads;
+      return;
+    }
+    if (w->cls == WriteClass::kCommittedFinal && w->pos != kNoPos) {
+      const std::vector<Value>& list = lists_[k];
+      const uint32_t end = versions_[k][w->pos].list_end;
+      if (!std::equal(seen.begin(), seen.end(), list.begin(), list.begin() + end)) {
+        // Information did flow from the writer of the last element, but the list is no version
+        // of the key, so what the reader missed is unknown: no anti-dependency.
+        ++out_.counts.incompatible_reads;
+        out_.graph.Add(w->txn, reader, EdgeKind::kWr, op_index);
+        return;
+      }
+    }
+    ReadWrite(reader, op_index, *w);
+  }
+
+  const History& h_;
+  BuiltGraph out_;
+  absl::flat_hash_map<VersionKey, WriteRef> index_;
+  std::vector<uint32_t> last_op_;
+  std::vector<std::vector<Version>> versions_;
+  std::vector<std::vector<Value>> lists_;
+  std::vector<uint8_t> list_started_;
+  absl::flat_hash_set<uint64_t> reported_;  // (reader, key) with a finding
+};
+
+}  // namespace
+
+BuiltGraph BuildGraph(const History& h) { return Builder(h).Run(); }
+
+}  // namespace isowatch::checkers::adya::internal
