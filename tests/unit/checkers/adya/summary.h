@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -9,26 +10,26 @@
 #include "isowatch/history/history.h"
 #include "isowatch/report/violation.h"
 
+#include "tests/testing/test_history.h"
+
 namespace isowatch::checkers::adya {
 
-// "G-single [rr,si,ser] T2,T1 k=1": an adya finding in one line, for compact assertions.
+// "G-single [rr,si,ser] T2,T1 k=1": testing::Summarize with the levels the finding violates after
+// its name, for compact assertions.
 inline std::string Summarize(const history::History& h, const report::Violation& v) {
-  std::string out = fmt::format("{} [", report::AnomalyName(v.anomaly));
-  for (size_t i = 0; i < v.levels.size(); ++i) {
-    out += fmt::format("{}{}", i == 0 ? "" : ",", report::IsolationLevelName(v.levels[i]));
-  }
-  out += "]";
-  for (size_t i = 0; i < v.txns.size(); ++i) {
-    out += fmt::format("{}{}", i == 0 ? " " : ",", h.txn_name(v.txns[i]));
-  }
-  if (v.key.valid()) out += fmt::format(" k={}", h.KeyToString(v.key));
+  std::string out = testing::Summarize(h, v);
+  std::vector<std::string> levels;
+  for (report::IsolationLevel level : v.levels) levels.emplace_back(IsolationLevelName(level));
+  out.insert(out.find(' ') == std::string::npos ? out.size() : out.find(' '),
+             fmt::format(" [{}]", fmt::join(levels, ",")));
   return out;
 }
 
 inline std::vector<std::string> SummarizeAll(const history::History& h,
                                              const std::vector<report::Violation>& vs) {
-  std::vector<std::string> out;
-  for (const auto& v : vs) out.push_back(Summarize(h, v));
+  std::vector<std::string> out(vs.size());
+  std::transform(vs.begin(), vs.end(), out.begin(),
+                 [&h](const report::Violation& v) { return Summarize(h, v); });
   return out;
 }
 

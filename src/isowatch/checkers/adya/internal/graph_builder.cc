@@ -39,13 +39,17 @@ struct WriteRef {
   WriteClass cls;
 };
 
+// (key, value), packed into 16 bytes: the index is the checker's largest structure, and its
+// lookups are cache misses.
 struct VersionKey {
+  VersionKey(uint32_t k, Value v) : payload(v.payload()), key(k), kind(v.kind()) {}
+  int64_t payload;
   uint32_t key;
-  Value value;
+  history::ValueKind kind;
   bool operator==(const VersionKey&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const VersionKey& v) {
-    return H::combine(std::move(h), v.key, v.value);
+    return H::combine(std::move(h), v.payload, v.key, static_cast<uint8_t>(v.kind));
   }
 };
 
@@ -61,15 +65,17 @@ class Builder {
       : h_(h),
         out_{.graph = DependencyGraph(static_cast<uint32_t>(h.size()))},
         last_op_(h.key_count(), 0),
+        op_pos_(h.op_count(), kNoPos),
         versions_(h.key_count()),
         lists_(h.key_count()),
         list_started_(h.key_count(), 0) {}
 
   BuiltGraph Run() && {
-    IndexWrites();
     OrderVersions();
+    IndexWrites();
     AddWriteDependencies();
     for (uint32_t t = 0; t < h_.size(); ++t) {
+      Prefetch(t + kPrefetchDistance, /*writes=*/false);
       if (!h_.txn(TxnId(t)).committed()) continue;
       ++out_.counts.committed;
       std::span<const Op> ops = h_.ops(TxnId(t));
@@ -85,6 +91,21 @@ class Builder {
   }
 
  private:
+  // Transactions ahead of the one being processed whose index entries are prefetched: the index
+  // outgrows the caches, and its lookups, random by nature, dominate the build.
+  static constexpr uint32_t kPrefetchDistance = 4;
+
+  // Prefetches the index entries transaction `t` (if it exists) will insert (writes) or look up
+  // (register reads).
+  void Prefetch(uint32_t t, bool writes) const {
+    if (t >= h_.size()) return;
+    for (const Op& op : h_.ops(TxnId(t))) {
+      if (writes ? op.is_write() : (op.kind() == OpKind::kRead && !op.unknown())) {
+        index_.prefetch(VersionKey(op.key().value(), op.value()));
+      }
+    }
+  }
+
   // Marks, in last_op_, the last write of transaction `ops` to each key it writes.
   void MarkFinalWrites(std::span<const Op> ops) {
     for (uint32_t i = 0; i < ops.size(); ++i) {
@@ -97,8 +118,13 @@ class Builder {
   }
 
   void IndexWrites() {
-    index_.reserve(h_.op_count() / 2);
+    size_t writes = 0;
     for (uint32_t t = 0; t < h_.size(); ++t) {
+      for (const Op& op : h_.ops(TxnId(t))) writes += op.is_write() ? 1 : 0;
+    }
+    index_.reserve(writes);
+    for (uint32_t t = 0; t < h_.size(); ++t) {
+      Prefetch(t + kPrefetchDistance, /*writes=*/true);
       const Transaction& txn = h_.txn(TxnId(t));
       std::span<const Op> ops = h_.ops(txn);
       MarkFinalWrites(ops);
@@ -110,7 +136,7 @@ class Builder {
         } else if (txn.status == TxnStatus::kUnknown) {
           cls = WriteClass::kUnknown;
         }
-        WriteRef ref{t, i, kNoPos, cls};
+        WriteRef ref{t, i, op_pos_[txn.ops_begin + i], cls};
         auto [it, inserted] = index_.try_emplace({ops[i].key().value(), ops[i].value()}, ref);
         if (inserted) continue;
         if (it->second.txn != t && cls == WriteClass::kCommittedFinal &&
@@ -125,7 +151,12 @@ class Builder {
 
   // Per key, the committed final writes in (commit timestamp, input order) order.
   void OrderVersions() {
-    std::vector<uint32_t> order;
+    struct Committer {
+      history::Timestamp commit;
+      uint32_t txn;
+      auto operator<=>(const Committer&) const = default;
+    };
+    std::vector<Committer> order;
     for (uint32_t t = 0; t < h_.size(); ++t) {
       const Transaction& txn = h_.txn(TxnId(t));
       if (!txn.committed()) continue;
@@ -134,17 +165,14 @@ class Builder {
         continue;
       }
       if (txn.has_commit) {
-        order.push_back(t);
+        order.push_back({txn.commit, t});
       } else {
         out_.unordered_writers.push_back(TxnId(t));
       }
     }
-    std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
-      const Transaction& ta = h_.txn(TxnId(a));
-      const Transaction& tb = h_.txn(TxnId(b));
-      return std::pair(ta.commit, a) < std::pair(tb.commit, b);
-    });
-    for (uint32_t t : order) {
+    std::sort(order.begin(), order.end());
+    for (const auto& [commit, t] : order) {
+      const uint64_t ops_begin = h_.txn(TxnId(t)).ops_begin;
       std::span<const Op> ops = h_.ops(TxnId(t));
       for (const Op& op : ops) {
         if (op.kind() == OpKind::kAppend) List(op.key()).push_back(op.value());
@@ -154,12 +182,11 @@ class Builder {
         if (!ops[i].is_write() || !IsFinal(ops, i)) continue;
         const uint32_t k = ops[i].key().value();
         std::vector<Version>& chain = versions_[k];
-        if (!chain.empty() && h_.txn(TxnId(chain.back().txn)).commit == h_.txn(TxnId(t)).commit) {
+        if (!chain.empty() && h_.txn(TxnId(chain.back().txn)).commit == commit) {
           ++out_.counts.commit_ties;
         }
         uint32_t list_end = ops[i].kind() == OpKind::kAppend ? List(ops[i].key()).size() : 0;
-        auto it = index_.find(VersionKey{k, ops[i].value()});
-        if (it != index_.end() && it->second.txn == t) it->second.pos = chain.size();
+        op_pos_[ops_begin + i] = chain.size();
         chain.push_back({t, i, list_end});
         ++out_.counts.versions;
       }
@@ -301,6 +328,9 @@ class Builder {
   BuiltGraph out_;
   absl::flat_hash_map<VersionKey, WriteRef> index_;
   std::vector<uint32_t> last_op_;
+  // Per operation (by its index in the history's op pool): the position of the version a final
+  // write installed in its key's version order; kNoPos for every other operation.
+  std::vector<uint32_t> op_pos_;
   std::vector<std::vector<Version>> versions_;
   std::vector<std::vector<Value>> lists_;
   std::vector<uint8_t> list_started_;
