@@ -37,9 +37,9 @@ bool IsList(const History& h, KeyId key) { return h.key(key).is_list; }
 }  // namespace
 
 std::string TxnLabel(const History& h, uint32_t txn) {
-  std::string_view name = h.txn_name(TxnId(txn));
+  std::string name = h.TxnLabel(TxnId(txn));
   const bool number = !name.empty() && (name[0] == '-' || (name[0] >= '0' && name[0] <= '9'));
-  return number ? fmt::format("T{}", name) : std::string(name);
+  return number ? fmt::format("T{}", name) : name;
 }
 
 std::string LastWritten(const History& h, uint32_t txn, KeyId key) {

@@ -65,10 +65,14 @@ class Builder {
       : h_(h),
         out_{.graph = DependencyGraph(static_cast<uint32_t>(h.size()))},
         last_op_(h.key_count(), 0),
-        op_pos_(h.op_count(), kNoPos),
+        op_base_(h.size() + 1, 0),
         versions_(h.key_count()),
         lists_(h.key_count()),
-        list_started_(h.key_count(), 0) {}
+        list_started_(h.key_count(), 0) {
+    for (uint32_t t = 0; t < h.size(); ++t)
+      op_base_[t + 1] = op_base_[t] + h.txn(TxnId(t)).ops_count;
+    op_pos_.assign(op_base_.back(), kNoPos);
+  }
 
   BuiltGraph Run() && {
     OrderVersions();
@@ -136,7 +140,7 @@ class Builder {
         } else if (txn.status == TxnStatus::kUnknown) {
           cls = WriteClass::kUnknown;
         }
-        WriteRef ref{t, i, op_pos_[txn.ops_begin + i], cls};
+        WriteRef ref{t, i, op_pos_[op_base_[t] + i], cls};
         auto [it, inserted] = index_.try_emplace({ops[i].key().value(), ops[i].value()}, ref);
         if (inserted) continue;
         if (it->second.txn != t && cls == WriteClass::kCommittedFinal &&
@@ -172,7 +176,6 @@ class Builder {
     }
     std::sort(order.begin(), order.end());
     for (const auto& [commit, t] : order) {
-      const uint64_t ops_begin = h_.txn(TxnId(t)).ops_begin;
       std::span<const Op> ops = h_.ops(TxnId(t));
       for (const Op& op : ops) {
         if (op.kind() == OpKind::kAppend) List(op.key()).push_back(op.value());
@@ -186,7 +189,7 @@ class Builder {
           ++out_.counts.commit_ties;
         }
         uint32_t list_end = ops[i].kind() == OpKind::kAppend ? List(ops[i].key()).size() : 0;
-        op_pos_[ops_begin + i] = chain.size();
+        op_pos_[op_base_[t] + i] = chain.size();
         chain.push_back({t, i, list_end});
         ++out_.counts.versions;
       }
@@ -328,8 +331,11 @@ class Builder {
   BuiltGraph out_;
   absl::flat_hash_map<VersionKey, WriteRef> index_;
   std::vector<uint32_t> last_op_;
-  // Per operation (by its index in the history's op pool): the position of the version a final
-  // write installed in its key's version order; kNoPos for every other operation.
+  // Operation i of transaction t is op_base_[t] + i in op_pos_ (the history's own op pool need
+  // not be dense: a live history keeps retired transactions' operations apart).
+  std::vector<uint64_t> op_base_;
+  // Per operation: the position of the version a final write installed in its key's version
+  // order; kNoPos for every other operation.
   std::vector<uint32_t> op_pos_;
   std::vector<std::vector<Version>> versions_;
   std::vector<std::vector<Value>> lists_;
