@@ -27,36 +27,53 @@ bool CanonicalInt(std::string_view s, int64_t* out) {
 
 }  // namespace
 
-const uint64_t* MemoryIdRegistry::Find(const Ids& ids, std::string_view txn_id) {
-  int64_t number = 0;
-  if (CanonicalInt(txn_id, &number)) {
-    auto it = ids.ints.find(number);
+MemoryIdRegistry::Key MemoryIdRegistry::MakeKey(std::string_view txn_id) {
+  Key key{.text = txn_id};
+  key.is_int = CanonicalInt(txn_id, &key.number);
+  return key;
+}
+
+const uint64_t* MemoryIdRegistry::Find(const Ids& ids, const Key& key) {
+  if (key.is_int) {
+    auto it = ids.ints.find(key.number);
     return it == ids.ints.end() ? nullptr : &it->second;
   }
-  auto it = ids.strings.find(ToAbsl(txn_id));
+  auto it = ids.strings.find(ToAbsl(key.text));
   return it == ids.strings.end() ? nullptr : &it->second;
 }
 
 IdRegistry::Outcome MemoryIdRegistry::Check(std::string_view stream, std::string_view txn_id,
                                             uint64_t fingerprint) {
+  const Key key = MakeKey(txn_id);
   absl::MutexLock lock(&mu_);
-  auto ids = streams_.find(ToAbsl(stream));
-  if (ids == streams_.end()) return Outcome::kNew;
-  const uint64_t* recorded = Find(ids->second, txn_id);
+  auto it = streams_.find(ToAbsl(stream));
+  if (it == streams_.end()) return Outcome::kNew;
+  const uint64_t* recorded = Find(it->second.current, key);
+  if (recorded == nullptr && it->second.previous.size() > 0) {
+    recorded = Find(it->second.previous, key);
+  }
   if (recorded == nullptr) return Outcome::kNew;
   return *recorded == fingerprint ? Outcome::kDuplicate : Outcome::kConflict;
 }
 
 void MemoryIdRegistry::Record(std::string_view stream, std::string_view txn_id,
                               uint64_t fingerprint) {
+  const Key key = MakeKey(txn_id);
   absl::MutexLock lock(&mu_);
-  auto ids = streams_.find(ToAbsl(stream));
-  if (ids == streams_.end()) ids = streams_.try_emplace(std::string(stream)).first;
-  int64_t number = 0;
+  auto it = streams_.find(ToAbsl(stream));
+  if (it == streams_.end()) it = streams_.try_emplace(std::string(stream)).first;
+  Generations& g = it->second;
+  // An id already remembered stays where it is (unbounded, `previous` is always empty).
+  if (g.previous.size() > 0 && Find(g.previous, key) != nullptr) return;
+  if (per_stream_ > 0 && g.current.size() >= per_stream_) {
+    if (Find(g.current, key) != nullptr) return;
+    size_ -= g.previous.size();
+    g.previous = std::move(g.current);
+    g.current = Ids();
+  }
   const bool inserted =
-      CanonicalInt(txn_id, &number)
-          ? ids->second.ints.try_emplace(number, fingerprint).second
-          : ids->second.strings.try_emplace(std::string(txn_id), fingerprint).second;
+      key.is_int ? g.current.ints.try_emplace(key.number, fingerprint).second
+                 : g.current.strings.try_emplace(std::string(txn_id), fingerprint).second;
   if (inserted) ++size_;
 }
 

@@ -14,29 +14,62 @@
 
 namespace isowatch::ingest {
 
-// An IdRegistry held in memory: every id recorded stays until the object is destroyed (memory
-// grows with the number of distinct ids). For tests, the fuzzer and runs without a store.
-// Thread-safe.
+// An IdRegistry held in memory. Thread-safe.
+//
+// Unbounded (`per_stream` 0), every id recorded stays until the object is destroyed: memory grows
+// with the number of distinct ids. Bounded, each stream keeps its ids in two generations of at
+// most `per_stream` ids: Record adds to the current one, and when the current one is full the
+// previous one is dropped and the current one becomes the previous. Check looks in both. So, per
+// stream:
+//   - an id is remembered while at most `per_stream` new ids have been recorded after it (the
+//     newest `per_stream` ids are always remembered);
+//   - an id is forgotten once 2 * `per_stream` new ids have been recorded after it, and is then
+//     new again (Check answers kNew);
+//   - between `per_stream` + 1 and 2 * `per_stream` ids are held once that many were recorded.
+// Only Record calls that add an id count ("new ids"); recording an id already remembered changes
+// nothing. The state depends only on the sequence of Record calls of each stream, so replaying the
+// same calls (a daemon rebuilding the registry from its log) gives the same generations.
 class MemoryIdRegistry final : public IdRegistry {
  public:
+  // `per_stream`: the bound described above; 0 remembers every id.
+  explicit MemoryIdRegistry(size_t per_stream = 0) : per_stream_(per_stream) {}
+
   Outcome Check(std::string_view stream, std::string_view txn_id, uint64_t fingerprint) override;
   void Record(std::string_view stream, std::string_view txn_id, uint64_t fingerprint) override;
 
-  // Ids recorded, over all streams.
+  // Ids remembered, over all streams.
   size_t size() const;
+  // The bound per stream; 0: none.
+  size_t per_stream() const { return per_stream_; }
 
  private:
-  // Per stream, each id with its fingerprint. An id that is the text of an int64 as TxnIdString
-  // writes one (id_int, or an equal id_str) is kept as the integer: smaller, and no string.
+  // Ids, each with its fingerprint. An id that is the text of an int64 as TxnIdString writes one
+  // (id_int, or an equal id_str) is kept as the integer: smaller, and no string.
   struct Ids {
     absl::flat_hash_map<int64_t, uint64_t> ints;
     absl::flat_hash_map<std::string, uint64_t> strings;
-  };
-  // The fingerprint recorded for `txn_id` in `ids`, or null.
-  static const uint64_t* Find(const Ids& ids, std::string_view txn_id);
 
+    size_t size() const { return ints.size() + strings.size(); }
+  };
+  // A stream's ids: `current` takes new ids; `previous` is the generation before it (always
+  // empty when unbounded).
+  struct Generations {
+    Ids current;
+    Ids previous;
+  };
+  // An id as looked up: the integer when `text` is one (see Ids), else the text.
+  struct Key {
+    std::string_view text;
+    bool is_int = false;
+    int64_t number = 0;
+  };
+  static Key MakeKey(std::string_view txn_id);
+  // The fingerprint recorded for `key` in `ids`, or null.
+  static const uint64_t* Find(const Ids& ids, const Key& key);
+
+  const size_t per_stream_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Ids> streams_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Generations> streams_ ABSL_GUARDED_BY(mu_);
   size_t size_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
