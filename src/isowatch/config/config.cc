@@ -166,6 +166,29 @@ Option NonNegativeOption(const std::string& key, const std::string& help, Access
           .get = [access](const DaemonConfig& c) { return std::to_string(access(c)); }};
 }
 
+// "auto" (unset) or an integer >= 0.
+template <typename Access>
+Option AutoCountOption(const std::string& key, const std::string& zero_means,
+                       const std::string& help, Access access) {
+  return {.key = key,
+          .type = fmt::format("auto, or integer >= 0 (0: {})", zero_means),
+          .expected = R"("auto" or a non-negative integer)",
+          .help = help,
+          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+            if (v == "auto") {
+              access(c).reset();
+              return absl::OkStatus();
+            }
+            const std::optional<uint64_t> n = ParseInteger<uint64_t>(v);
+            if (!n) return Expected(R"("auto" or a non-negative integer)", v);
+            access(c) = *n;
+            return absl::OkStatus();
+          },
+          .get = [access](const DaemonConfig& c) -> std::string {
+            return access(c) ? std::to_string(*access(c)) : "auto";
+          }};
+}
+
 template <typename Access>
 Option BoolOption(const std::string& key, const std::string& help, Access access) {
   return {.key = key,
@@ -294,6 +317,12 @@ const std::vector<Option>& Table() {
       CountOption(
           "ingest.max_streams", "Most streams the daemon accepts.",
           [](auto& c) -> auto& { return c.ingest.max_streams; }),
+      AutoCountOption(
+          "ingest.remembered_ids", "all",
+          "Transaction ids remembered per stream to recognise a transaction sent again: at least "
+          "the newest this many, at most twice as many; auto: all without a memory budget, "
+          "262144 with one.",
+          [](auto& c) -> auto& { return c.ingest.remembered_ids; }),
       BoolOption(
           "store.sync_writes",
           "Sync every write to disk before acknowledging it (survives power loss); false "
@@ -468,6 +497,11 @@ const char* LogFormatName(LogFormat format) {
       return "json";
   }
   return "?";
+}
+
+uint64_t RememberedIds(const DaemonConfig& config) {
+  if (config.ingest.remembered_ids) return *config.ingest.remembered_ids;
+  return config.engine.memory_budget == 0 ? 0 : kDefaultRememberedIds;
 }
 
 const std::vector<OptionInfo>& Options() {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,9 @@ struct IngestConfig {
   uint64_t max_ops_per_transaction = 10'000;
   uint64_t queue_batches = 64;  // capacity of the queue between ingest and the engine
   uint64_t max_streams = 1024;
+  // Transaction ids remembered per stream to recognise a transaction sent again: at least the
+  // newest this many, at most twice as many; 0: every id. Unset ("auto"): see RememberedIds.
+  std::optional<uint64_t> remembered_ids;
 
   bool operator==(const IngestConfig&) const = default;
 };
@@ -86,6 +90,13 @@ struct DaemonConfig {
 
   bool operator==(const DaemonConfig&) const = default;
 };
+
+// ingest.remembered_ids when "auto" and engine.memory_budget is set.
+inline constexpr uint64_t kDefaultRememberedIds = 262'144;
+
+// ingest.remembered_ids as it applies: the value set, or for "auto" 0 (every id) without a
+// memory budget and kDefaultRememberedIds with one.
+uint64_t RememberedIds(const DaemonConfig& config);
 
 // One option as the file and the flags name it.
 struct OptionInfo {

@@ -106,6 +106,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
     };
   }
   options.queue_batches = config.ingest.queue_batches;
+  options.remembered_ids = static_cast<size_t>(config::RememberedIds(config));
   options.version = version;
   ASSIGN_OR_RETURN(d->monitor_,
                    Monitor::Open(d->store_.get(), d->metrics_.get(), std::move(options)));

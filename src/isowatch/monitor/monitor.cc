@@ -42,6 +42,7 @@ Monitor::Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOpt
       metrics_(metrics),
       options_(std::move(options)),
       start_unix_ms_(NowUnixMs()),
+      registry_(options_.remembered_ids),
       live_(options_.live) {}
 
 absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(store::Store* store,
@@ -390,6 +391,7 @@ void Monitor::Refresh(int64_t now_ms) {
   const auto history_bytes = static_cast<uint64_t>(live_.history_bytes());
   metrics_->engine_history_bytes().Set(static_cast<double>(history_bytes));
   metrics_->engine_memory_bytes().Set(static_cast<double>(st.memory_bytes));
+  metrics_->remembered_ids().Set(static_cast<double>(registry_.size()));
 
   latencies_.clear();
   live_.CollectFinal(now_ms, &latencies_);

@@ -35,6 +35,9 @@ struct MonitorOptions {
   size_t queue_batches = 64;
   // How often the engine thread finalises timed-out verdicts and refreshes gauges and status.
   int64_t tick_ms = 100;
+  // Transaction ids remembered per stream to recognise transactions sent again: at least the
+  // newest this many, at most twice as many (ingest::MemoryIdRegistry); 0: every id.
+  size_t remembered_ids = 0;
   std::string version;
 };
 
@@ -76,7 +79,8 @@ class Monitor final : public ingest::BatchSink,
   // The ingest service whose counters the periodic refresh exports (refusals by reason,
   // duplicate batches). May be null.
   void SetIngestCounters(const ingest::IngestCounters* counters);
-  // The registry of accepted transaction ids, rebuilt from the log at Open.
+  // The registry of accepted transaction ids, rebuilt from the log at Open (the same Record calls
+  // in the same order per stream as before a restart: the same ids are remembered).
   ingest::IdRegistry& id_registry() { return registry_; }
 
   // Ready: recovered and running, not draining.

@@ -70,6 +70,13 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                                .Help("Time from a batch's receipt to its durable acknowledgement.")
                                .Register(r)
                                .Add({}, IngestLatencyBuckets());
+  remembered_ids_ = &BuildGauge()
+                         .Name("isowatch_ingest_remembered_ids")
+                         .Help(
+                             "Transaction ids remembered, over all streams, to recognise "
+                             "transactions sent again.")
+                         .Register(r)
+                         .Add({});
 
   watermark_family_ = &BuildGauge()
                            .Name("isowatch_stream_watermark")

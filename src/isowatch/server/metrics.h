@@ -49,6 +49,8 @@ class DaemonMetrics {
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   // Seconds from a batch's receipt to its durable acknowledgement.
   prometheus::Histogram& ingest_batch_latency() { return *ingest_batch_latency_; }
+  // Transaction ids remembered, over all streams, to recognise transactions sent again.
+  prometheus::Gauge& remembered_ids() { return *remembered_ids_; }
 
   // --- per stream ---
   // The physical part of the stream's watermark, in the stream's own units (TSO milliseconds,
@@ -131,6 +133,7 @@ class DaemonMetrics {
   prometheus::Counter* duplicate_batches_;
   prometheus::Gauge* queue_depth_;
   prometheus::Histogram* ingest_batch_latency_;
+  prometheus::Gauge* remembered_ids_;
   prometheus::Gauge* provisional_verdicts_;
   prometheus::Counter* flip_flops_;
   prometheus::Counter* late_arrivals_;

@@ -104,7 +104,8 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
   auto& [http_listen, http_port] = http;
   auto& [log_level, log_format, log_file] = log;
   auto& [engine_level, finality_timeout, retention, memory_budget, spill_collected] = engine;
-  auto& [max_batch_transactions, max_batch_bytes, max_ops, queue_batches, max_streams] = ingest;
+  auto& [max_batch_transactions, max_batch_bytes, max_ops, queue_batches, max_streams,
+         remembered_ids] = ingest;
   auto& [sync_writes] = store;
 
   // For each field: its key and a change of it made through the option. (The lambdas capture
@@ -136,6 +137,7 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
       {"ingest.max_ops_per_transaction", "8", [p = &max_ops] { return *p == 8u; }},
       {"ingest.queue_batches", "9", [p = &queue_batches] { return *p == 9u; }},
       {"ingest.max_streams", "10", [p = &max_streams] { return *p == 10u; }},
+      {"ingest.remembered_ids", "0", [p = &remembered_ids] { return *p == uint64_t{0}; }},
       {"store.sync_writes", "false", [p = &sync_writes] { return !*p; }},
   };
   std::vector<std::string> field_keys;
@@ -261,6 +263,10 @@ TEST(ConfigTest, EachBadValueNamesItsOptionAndLine) {
       {"ingest:\n  max_streams: 1.5\n", "ingest.max_streams: expected a positive integer"},
       {"ingest:\n  max_batch_transactions: -3\n", "ingest.max_batch_transactions: expected"},
       {"ingest:\n  max_ops_per_transaction: many\n", "ingest.max_ops_per_transaction: expected"},
+      {"ingest:\n  remembered_ids: -1\n",
+       R"(test.yaml:2: ingest.remembered_ids: expected "auto" or a non-negative integer, got "-1")"},
+      {"ingest:\n  remembered_ids: some\n", "ingest.remembered_ids: expected \"auto\" or"},
+      {"ingest:\n  remembered_ids: 1e6\n", "ingest.remembered_ids: expected \"auto\" or"},
       {"store:\n  sync_writes: maybe\n",
        R"(store.sync_writes: expected true or false, got "maybe")"},
       {"data_dir:\n", "data_dir: expected a directory path, got nothing"},
@@ -335,6 +341,27 @@ TEST(ConfigTest, OverridesAreCheckedLikeTheFile) {
   EXPECT_EQ(c, DaemonConfig());
 }
 
+// "auto" follows the memory budget; a value given, 0 included, is taken as it is.
+TEST(ConfigTest, RememberedIdsFollowTheMemoryBudgetUnlessSet) {
+  DaemonConfig c;
+  EXPECT_FALSE(c.ingest.remembered_ids.has_value());
+  EXPECT_EQ(RememberedIds(c), 0u);
+  ASSERT_TRUE(ApplyOverride(&c, "engine.memory_budget", "256MiB").ok());
+  EXPECT_EQ(RememberedIds(c), kDefaultRememberedIds);
+  EXPECT_EQ(kDefaultRememberedIds, 262144u);
+  ASSERT_TRUE(ApplyOverride(&c, "ingest.remembered_ids", "0").ok());
+  EXPECT_EQ(RememberedIds(c), 0u);
+  ASSERT_TRUE(ApplyAssignment(&c, "ingest.remembered_ids=1000").ok());
+  EXPECT_EQ(RememberedIds(c), 1000u);
+  ASSERT_TRUE(ApplyOverride(&c, "engine.memory_budget", "0").ok());
+  EXPECT_EQ(RememberedIds(c), 1000u);
+  ASSERT_TRUE(ApplyOverride(&c, "ingest.remembered_ids", "auto").ok());
+  EXPECT_EQ(RememberedIds(c), 0u);
+  EXPECT_EQ(c, DaemonConfig());
+  EXPECT_THAT(OverrideError("ingest.remembered_ids", "all"),
+              StartsWith(R"(ingest.remembered_ids: expected "auto" or a non-negative integer)"));
+}
+
 // ---- Validation ----
 
 TEST(ConfigTest, ValidateChecksAcrossFields) {
@@ -382,6 +409,7 @@ TEST(ConfigTest, DescribeConfigLoadsBackTheSame) {
            {"engine.level", "ser"},
            {"engine.finality_timeout", "1500ms"},
            {"ingest.max_batch_bytes", "1000"},
+           {"ingest.remembered_ids", "4096"},
            {"store.sync_writes", "false"}}) {
     ASSERT_TRUE(ApplyOverride(&c, key, value).ok()) << key;
   }
@@ -391,6 +419,8 @@ TEST(ConfigTest, DescribeConfigLoadsBackTheSame) {
   EXPECT_EQ(*back, c) << described;
   EXPECT_THAT(described, HasSubstr("finality_timeout: 1.5s"));
   EXPECT_THAT(described, HasSubstr("max_batch_bytes: 1000"));
+  EXPECT_THAT(described, HasSubstr("remembered_ids: 4096"));
+  EXPECT_THAT(described_default, HasSubstr("remembered_ids: auto"));
 }
 
 // ---- Units ----

@@ -687,6 +687,58 @@ TEST_F(DaemonTest, RestartKeepsTheIdsOfAnOpenStream) {
   EXPECT_EQ(Summary(*seen), (std::multiset<Brief>{ExtNever(2, 1), ExtNever(3, 1)}));
 }
 
+// With ingest.remembered_ids = 2 a stream remembers its newest 2 to 4 ids, in two generations.
+// The registry rebuilt from the log at a restart holds the same generations: here {1, 2} and
+// {3, 4} before and after; one more id then drops {1, 2}. Id 1 is then new again at ingest (the
+// live history, which still holds transaction 1, refuses it after the ack), id 3 with other
+// content is still refused and id 4 resent is still a duplicate.
+TEST_F(DaemonTest, RestartRebuildsTheBoundedIdsTheSame) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = TestConfig(dir.Path());
+  config.ingest.remembered_ids = 2;
+  const std::string s = "bounded";
+  auto remembered = [&](double want) {
+    std::string metrics;
+    EXPECT_TRUE(WaitFor([&] {
+      metrics = Metrics();
+      return Sample(metrics, "isowatch_ingest_remembered_ids") == want;
+    })) << metrics;
+  };
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  absl::StatusOr<v1::IngestAck> ack =
+      Push(Batch(s, 1, {Writer(1, 1, 100), Writer(2, 2, 200), Writer(3, 3, 300)}));
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  ack = Push(Batch(s, 2, {Writer(4, 4, 400)}));
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_EQ(ack->refusals_size(), 0);
+  remembered(4);
+  Stop();
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  remembered(4);
+  ack = Push(Batch(s, 3, {Writer(5, 5, 500)}));
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  remembered(3);
+  v1::IngestBatch last = Batch(s, 4, {Writer(1, 1, 111), Writer(3, 3, 333), Writer(4, 4, 400)});
+  last.set_end_of_stream(true);
+  ack = Push(last);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  ASSERT_EQ(ack->refusals_size(), 1) << ack->ShortDebugString();
+  EXPECT_EQ(ack->refusals(0).index(), 1u);
+  EXPECT_EQ(ack->refusals(0).reason(), v1::ID_REUSED);
+  ASSERT_TRUE(WaitChecked(s));
+  std::string metrics;
+  EXPECT_TRUE(WaitFor([&] {
+    metrics = Metrics();
+    return Sample(metrics, R"(isowatch_refused_transactions_total{reason="history_conflict"})") ==
+           1.0;
+  })) << metrics;
+  auto stream = StreamStatus(s);
+  ASSERT_TRUE(stream.has_value());
+  EXPECT_EQ((*stream)["ingested_transactions"], "5");
+}
+
 // A stream that sends a watermark with its first batch finalises at its watermarks only, however
 // long the wait: docs/operations.md, "Watermarks and the timeout". Here the reader of key 1 arrives
 // first, the writer it read from after many timeouts, within the stream's second watermark: the

@@ -331,6 +331,7 @@ TEST_F(HttpApiTest, MetricsCoverEveryDocumentedFamily) {
                            "isowatch_duplicate_batches_total",
                            "isowatch_ingest_queue_batches",
                            "isowatch_ingest_batch_latency_seconds",
+                           "isowatch_ingest_remembered_ids",
                            "isowatch_stream_watermark",
                            "isowatch_stream_lag_seconds",
                            "isowatch_stream_pending_transactions",
