@@ -13,52 +13,31 @@ set -euo pipefail
 txns=${1:-300000}
 batch=${2:-1000}
 sigma=${3:-100}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${ISOWATCH_BIN:-$root/build/release/bin}
 dir=$(mktemp -d /tmp/isowatch-e2e-XXXXXX)
-daemon_pid=""
-cleanup() {
-  if [ -n "$daemon_pid" ]; then kill -9 "$daemon_pid" 2>/dev/null || true; fi
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+# shellcheck source-path=SCRIPTDIR source=daemon_lib.sh
+source "$(dirname "$0")/daemon_lib.sh"
+iw_init
 
 hist=$dir/history.json
 "$bin/isowatch" gen --out "$hist" --txns "$txns" --committed --keys 10000 --seed 42 > /dev/null
 delivered=$(python3 -c "import json,sys; print(sum(1 for _ in json.load(open('$hist'))))")
 echo "history: $txns committed, $delivered transactions in all, $(du -h "$hist" | cut -f1)"
 
-"$bin/isowatchd" --data-dir "$dir/data" --grpc-port 0 --http-port 0 --ports-file "$dir/ports" \
-  --set log.level=warn 2> "$dir/daemon.log" &
-daemon_pid=$!
-for _ in $(seq 1 100); do [ -f "$dir/ports" ] && break; sleep 0.1; done
-grpc=$(python3 -c "import json; print(json.load(open('$dir/ports'))['grpc'])")
-http=$(python3 -c "import json; print(json.load(open('$dir/ports'))['http'])")
+# shellcheck disable=SC2119  # no extra flags
+iw_start_daemon
 
-cpu_of() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
 start=$(date +%s.%N)
 /usr/bin/time -f "%U %S" -o "$dir/client.time" \
-  "$bin/isowatch" replay "$hist" --to "127.0.0.1:$grpc" --batch "$batch" --sigma-ms "$sigma" \
+  "$bin/isowatch" replay "$hist" --to "127.0.0.1:$grpc_port" --batch "$batch" --sigma-ms "$sigma" \
   --quiet
 sent=$(date +%s.%N)
-# Until every transaction is final (the stream is closed with nothing pending).
-for _ in $(seq 1 600); do
-  if curl -sf "http://127.0.0.1:$http/api/v1/status" | python3 -c "
-import json, sys
-s = json.load(sys.stdin)['streams']
-sys.exit(0 if s and all(x['closed'] and x['pending_transactions'] == 0 for x in s) else 1)"; then
-    break
-  fi
-  sleep 0.1
-done
+iw_wait_final 600  # until every transaction is final (the stream closed, nothing pending)
 done_at=$(date +%s.%N)
-daemon_cpu=$(cpu_of "$daemon_pid")
+daemon_cpu=$(iw_cpu_of "$daemon_pid")
 daemon_rss=$(awk '/VmHWM/ {print $2 / 1024}' "/proc/$daemon_pid/status")
-curl -sf "http://127.0.0.1:$http/metrics" > "$dir/metrics"
-curl -sf "http://127.0.0.1:$http/api/v1/status" > "$dir/status"
-kill -TERM "$daemon_pid"
-wait "$daemon_pid" || true
-daemon_pid=""
+iw_http /metrics > "$dir/metrics"
+iw_http /api/v1/status > "$dir/status"
+iw_stop_daemon
 
 python3 - "$dir" "$start" "$sent" "$done_at" "$delivered" "$daemon_cpu" "$daemon_rss" <<'PY'
 import json, re, sys
