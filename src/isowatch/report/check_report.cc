@@ -228,6 +228,13 @@ std::string ViolationToJson(const History& h, const Violation& v) {
   Str(w, v.observed);
   w.Key("explanation");
   Str(w, v.explanation);
+  if (!v.levels.empty()) {
+    // A checker that judges several levels at once (adya) names every level the finding breaks.
+    w.Key("levels");
+    w.StartArray();
+    for (IsolationLevel level : v.levels) w.String(IsolationLevelName(level));
+    w.EndArray();
+  }
   w.EndObject();
   os.Flush();
   return out.str();

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "isowatch/formats/native.h"
+#include "isowatch/report/check_report.h"
 
 #include "tests/testing/test_history.h"
 #include "tests/unit/checkers/adya/summary.h"
@@ -81,6 +83,21 @@ TEST(AdyaTest, CountsNodesEdgesAndComponents) {
   EXPECT_EQ(r.stats.sccs, 1u);
   EXPECT_EQ(r.stats.largest_scc, 2u);
   EXPECT_EQ(r.stats.truncated_searches, 0u);
+}
+
+TEST(AdyaTest, JsonNamesEveryLevelBroken) {
+  history::History lost = LostUpdate();
+  const AdyaResult r = CheckAdya(lost);
+  ASSERT_FALSE(r.violations.empty());
+  for (const report::Violation& v : r.violations) {
+    const std::string json = report::ViolationToJson(lost, v);
+    std::string levels = "\"levels\":[";
+    for (size_t i = 0; i < v.levels.size(); ++i) {
+      levels += fmt::format("{}\"{}\"", i > 0 ? "," : "", report::IsolationLevelName(v.levels[i]));
+    }
+    EXPECT_THAT(json, HasSubstr(levels + "]"));
+    EXPECT_FALSE(v.levels.empty()) << json;
+  }
 }
 
 TEST(AdyaTest, JudgesOnlyTheLevelsAsked) {
