@@ -136,6 +136,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   spdlog::info("isowatchd {} serving: gRPC on {}:{}, HTTP on {}:{}, store in {}", version,
                config.grpc.listen, d->grpc_port(), config.http.listen, d->http_port(),
                config.data_dir);
+  const uint64_t remembered = config::RememberedIds(config);
+  spdlog::info(
+      "memory: engine budget {}, transaction ids remembered per stream: {}",
+      config.engine.memory_budget == 0 ? std::string("none")
+                                       : fmt::format("{} bytes", config.engine.memory_budget),
+      remembered == 0 ? std::string("all") : fmt::format("{} to {}", remembered, 2 * remembered));
   return d;
 }
 
