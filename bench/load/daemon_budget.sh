@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Memory of isowatchd under a memory budget over a long stream (issue 5's benchmark). Generates
+# Memory of isowatchd under a memory budget over a long stream (the bounded-memory benchmark). Generates
 # once a key-value simulator history of TXNS transactions in the native format (cached), starts a
 # release isowatchd with a temporary store and --memory-budget BUDGET, streams the file to it with
 # `isowatch replay` (delivery disorder σ = SIGMA_MS), and samples once a second the daemon's RSS

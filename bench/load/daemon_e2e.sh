@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # End-to-end throughput of isowatchd over gRPC on loopback, with the replay client on the same
-# machine (issue 4's benchmark). Generates a simulator history, starts a release isowatchd with a
+# machine. Generates a simulator history, starts a release isowatchd with a
 # temporary store, replays the history with simulated disorder, waits until every transaction is
 # final, and prints: transactions/s, CPU seconds of client and daemon, the daemon's peak RSS and
 # the batch ack latency (receipt to durable) from its metrics.
