@@ -173,7 +173,6 @@ class EngineImpl {
         walker_(h),
         keys_(h.key_count()),
         delivered_(h.size(), false),
-        delivered_end_(static_cast<uint32_t>(h.size())),
         key_stamp_(h.key_count(), 0),
         sessions_(h.session_count()) {}
 
@@ -184,7 +183,7 @@ class EngineImpl {
   }
 
   void Deliver(StreamId stream, std::span<const TxnId> batch, std::optional<Timestamp> watermark) {
-    if (h_.size() != delivered_end_ || h_.key_count() != keys_.size() ||
+    if (h_.size() != DeliveredEnd() || h_.key_count() != keys_.size() ||
         h_.session_count() != sessions_.size()) {
       Grow();
     }
@@ -230,14 +229,13 @@ class EngineImpl {
 
   bool IsFinal(TxnId id) const {
     if (id.value() < delivered_base_) return true;
-    if (id.value() >= delivered_end_ || !delivered_[id.value() - delivered_base_]) return false;
+    if (id.value() >= DeliveredEnd() || !delivered_[id.value() - delivered_base_]) return false;
     const Transaction& t = h_.txn(id);
     if (!Participates(t)) return true;
     return t.commit <= final_point_ && !pending_count_.Has(id.value());
   }
 
   bool Release(TxnId id) {
-    released_end_ = std::max(released_end_, id.value() + 1);
     if (Needs(id)) return true;
     write_index_.Forget(id);
     return false;
@@ -254,19 +252,21 @@ class EngineImpl {
   // The history has grown since the last delivery (a live history appended to by the daemon):
   // make room for its new transactions and keys.
   void Grow() {
-    // Released transactions were all delivered: drop their flags once they are the larger part.
-    if (released_end_ > delivered_base_ &&
-        2 * (released_end_ - delivered_base_) >= delivered_.size()) {
-      delivered_.erase(delivered_.begin(), delivered_.begin() + (released_end_ - delivered_base_));
-      delivered_base_ = released_end_;
+    // Transactions the history released were all delivered: drop their flags once they are the
+    // larger part.
+    const uint32_t released = h_.first_txn();
+    if (released > delivered_base_ && 2 * (released - delivered_base_) >= delivered_.size()) {
+      delivered_.erase(delivered_.begin(), delivered_.begin() + (released - delivered_base_));
+      delivered_base_ = released;
     }
-    delivered_end_ = static_cast<uint32_t>(h_.size());
-    delivered_.resize(delivered_end_ - delivered_base_, false);
+    delivered_.resize(h_.size() - delivered_base_, false);
     keys_.resize(h_.key_count());
     key_stamp_.resize(h_.key_count(), 0);
     sessions_.resize(h_.session_count());
     walker_.Grow();
   }
+
+  size_t DeliveredEnd() const { return delivered_base_ + delivered_.size(); }
 
   // Whether the engine may still read `id` from the history: it has pending reads, sits in its
   // session's window, or wrote a version still in a chain.
@@ -969,12 +969,10 @@ class EngineImpl {
   checkers::internal::ReadWalker walker_;
 
   std::vector<KeyState> keys_;
-  // Per transaction from delivered_base_ to delivered_end_: delivered (duplicates). Transactions
-  // below delivered_base_ were released by the history, so delivered.
+  // Per transaction from delivered_base_ on: delivered (duplicates). Transactions below
+  // delivered_base_ were released by the history, so delivered.
   std::vector<bool> delivered_;
-  uint32_t delivered_end_ = 0;
   uint32_t delivered_base_ = 0;
-  uint32_t released_end_ = 0;  // one past the newest transaction released
   PendingCounts pending_count_;
   std::vector<uint32_t> key_stamp_;  // per key: deduplication within one pass
   uint32_t stamp_ = 0;

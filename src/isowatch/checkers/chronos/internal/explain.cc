@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "isowatch/report/check_report.h"
+
 namespace isowatch::checkers::internal {
 
 using history::History;
@@ -157,16 +159,11 @@ Violation ExplainNoConflict(const History& h, TxnId first, TxnId second, KeyId k
   Violation v = Base(Anomaly::kNoConflict, IsolationLevel::kSnapshotIsolation, key);
   v.txns = {first, second};
   v.released_names.assign(released.begin(), released.end());
-  auto name = [&](TxnId id) {
-    for (const auto& [r, n] : released) {
-      if (r == id) return std::string_view(n);
-    }
-    return std::string_view();
-  };
   v.explanation = fmt::format(
       "Transactions {} and {} both wrote key {} and ran concurrently (each started before the "
       "other committed); under snapshot isolation one of them must abort (a lost update).",
-      DescribeTxn(h, first, name(first)), DescribeTxn(h, second, name(second)), h.KeyToString(key));
+      DescribeTxn(h, first, report::TxnLabel(h, v, first)),
+      DescribeTxn(h, second, report::TxnLabel(h, v, second)), h.KeyToString(key));
   return v;
 }
 
