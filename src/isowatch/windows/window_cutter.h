@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "isowatch/checkers/plugin.h"
+#include "isowatch/common/strong_id.h"
+#include "isowatch/history/history.h"
+#include "isowatch/history/timestamp.h"
+
+namespace isowatch::windows {
+
+// How a stream is cut into windows (docs/windows.md). Exactly one of `span` and `transactions`
+// is positive.
+struct WindowOptions {
+  // Windows of commit time: window k holds the transactions committed in
+  // [k * span, (k + 1) * span), in the unit of the stream's timestamps. Empty windows are skipped.
+  int64_t span = 0;
+  // Windows of this many transactions, in commit order.
+  uint64_t transactions = 0;
+  // Lead-in: each window also carries the transactions of the previous one that committed in
+  // its last `overlap` (span units, or transactions), so that an anomaly straddling the boundary
+  // is seen whole. At most one window's worth: the lead-in reaches back at most to the start of
+  // the previous window.
+  int64_t overlap = 0;
+};
+
+// A sealed window: a self-contained history for a plug-in checker.
+struct Window {
+  // Transactions in commit order: the lead-in ones (context), then the window's own. Its initial
+  // state is the state of the stream after every commit before `scope.base`: for each key the
+  // window reads or writes, the value (or list) the newest such commit left.
+  history::History history;
+  // scope.index counts the windows sealed, from 0; scope.first_proper is the first own
+  // transaction; scope.base is at or below every own transaction's start, unless the lead-in
+  // could not reach that far (own_beyond_base).
+  checkers::WindowScope scope;
+  // For each transaction of `history`: the origin (stream) of the transaction it copies.
+  std::vector<uint16_t> origins;
+  history::Timestamp first_commit;  // of its own transactions
+  history::Timestamp last_commit;
+  size_t own = 0;      // transactions of its own (committed, aborted, unknown)
+  size_t lead_in = 0;  // lead-in transactions
+  // Own transactions that started before `scope.base`: longer than the lead-in could cover.
+  size_t own_beyond_base = 0;
+};
+
+struct CutterStats {
+  uint64_t added = 0;     // transactions taken
+  uint64_t staged = 0;    // taken, not yet in a sealed window
+  uint64_t sealed = 0;    // windows sealed
+  uint64_t late = 0;      // arrived after the window they belong to was sealed: in no window
+  uint64_t renamed = 0;   // a source id seen twice in one window, the second renamed
+  size_t memory_bytes = 0;  // staged and retained transactions and the state at the cut
+};
+
+// Cuts a stream of transactions, delivered in any order, into windows, and seals a window once
+// every transaction it can hold has been delivered. Keeps the stream's state (the newest value
+// of every key written before the retained transactions) to give each window its initial state.
+//
+// The cutter copies what it takes: keys and values as `src`'s ids, so every call must pass the
+// same history, whose interning of keys and values must be stable (a live history never forgets
+// a key or a value; HistoryBuilder::ReleaseLive may forget transactions once they are added).
+// Transactions are placed by commit timestamp; those without one (aborted, unknown) by start
+// timestamp, else after everything added before them. Thread-compatible.
+class WindowCutter {
+ public:
+  explicit WindowCutter(WindowOptions options);
+  ~WindowCutter();
+  WindowCutter(const WindowCutter&) = delete;
+  WindowCutter& operator=(const WindowCutter&) = delete;
+
+  // Takes a copy of transaction `id` of `src`.
+  void Add(const history::History& src, TxnId id);
+
+  // Every transaction with commit timestamp at or below `point` has been added: seals and
+  // returns, in order, the windows that can no longer gain a transaction.
+  std::vector<Window> Seal(const history::History& src, history::Timestamp point);
+
+  // The end of the input: seals everything staged (the last window may be short).
+  std::vector<Window> Flush(const history::History& src);
+
+  const CutterStats& stats() const { return stats_; }
+
+ private:
+  struct Impl;
+  WindowOptions options_;
+  CutterStats stats_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace isowatch::windows
