@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/windows/check_pool.h"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace isowatch::windows {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A checker whose behaviour the test controls: it reports one violation per window, or, when
+// `block` is set, waits until released or out of time.
+class FakeChecker final : public checkers::Checker {
+ public:
+  explicit FakeChecker(std::string name) : name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  const std::vector<report::IsolationLevel>& levels() const override { return levels_; }
+  checkers::CheckerResult Check(const history::History& /*h*/, const checkers::WindowScope* scope,
+                                const checkers::CheckLimits& limits) const override {
+    started.fetch_add(1);
+    checkers::CheckerResult r;
+    while (block.load()) {
+      if (limits.expired()) {
+        r.complete = false;
+        r.violations.push_back(report::Violation{});  // must not reach the caller
+        return r;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    report::Violation v;
+    v.checker = name_;
+    v.explanation = fmt_index(scope);
+    r.violations.push_back(v);
+    return r;
+  }
+  static std::string fmt_index(const checkers::WindowScope* scope) {
+    return scope == nullptr ? "none" : std::to_string(scope->index);
+  }
+
+  mutable std::atomic<int> started{0};
+  std::atomic<bool> block{false};
+
+ private:
+  std::string name_;
+  std::vector<report::IsolationLevel> levels_ = {report::IsolationLevel::kSerializable};
+};
+
+Window MakeWindow(uint64_t index) {
+  Window w;
+  w.scope.index = index;
+  return w;
+}
+
+struct Recorded {
+  uint64_t window = 0;
+  std::string checker;
+  bool complete = false;
+  bool cancelled = false;
+  size_t violations = 0;
+  std::string explanation;
+};
+
+class Recorder {
+ public:
+  CheckPool::ResultFn OnResult() {
+    return [this](const Window& w, const checkers::Checker& c, CheckOutcome o) {
+      std::lock_guard lock(mu);
+      results.push_back(
+          {.window = w.scope.index,
+           .checker = std::string(c.name()),
+           .complete = o.result.complete,
+           .cancelled = o.cancelled,
+           .violations = o.result.violations.size(),
+           .explanation = o.result.violations.empty() ? "" : o.result.violations[0].explanation});
+    };
+  }
+  CheckPool::DropFn OnDrop() {
+    return [this](const Window& w) {
+      std::lock_guard lock(mu);
+      dropped.push_back(w.scope.index);
+    };
+  }
+  std::mutex mu;
+  std::vector<Recorded> results;
+  std::vector<uint64_t> dropped;
+};
+
+TEST(CheckPool, RunsEveryCheckerOnEveryWindow) {
+  Recorder rec;
+  std::vector<std::unique_ptr<checkers::Checker>> cs;
+  cs.push_back(std::make_unique<FakeChecker>("a"));
+  cs.push_back(std::make_unique<FakeChecker>("b"));
+  CheckPool pool({.threads = 2, .max_queued = 100, .time_limit = 10s}, std::move(cs),
+                 rec.OnResult(), rec.OnDrop());
+  EXPECT_EQ(pool.threads(), 2u);
+  for (uint64_t i = 0; i < 10; ++i) pool.Submit(MakeWindow(i));
+  pool.Drain();
+  EXPECT_EQ(pool.queued(), 0u);
+  EXPECT_EQ(pool.running(), 0u);
+  ASSERT_EQ(rec.results.size(), 20u);
+  std::vector<int> seen(10, 0);
+  for (const Recorded& r : rec.results) {
+    EXPECT_TRUE(r.complete);
+    EXPECT_FALSE(r.cancelled);
+    ASSERT_EQ(r.violations, 1u);
+    EXPECT_EQ(r.explanation, std::to_string(r.window));  // the checker saw the window's scope
+    ++seen[r.window];
+  }
+  for (int n : seen) EXPECT_EQ(n, 2);
+  EXPECT_TRUE(rec.dropped.empty());
+}
+
+TEST(CheckPool, OutOfTimeIsUnknownWithoutFindings) {
+  Recorder rec;
+  auto slow = std::make_unique<FakeChecker>("slow");
+  slow->block = true;
+  std::vector<std::unique_ptr<checkers::Checker>> cs;
+  cs.push_back(std::move(slow));
+  cs.push_back(std::make_unique<FakeChecker>("fast"));
+  CheckPool pool({.threads = 1, .max_queued = 4, .time_limit = 20ms}, std::move(cs), rec.OnResult(),
+                 rec.OnDrop());
+  pool.Submit(MakeWindow(7));
+  pool.Drain();
+  ASSERT_EQ(rec.results.size(), 2u);
+  EXPECT_EQ(rec.results[0].checker, "slow");
+  EXPECT_FALSE(rec.results[0].complete);
+  EXPECT_FALSE(rec.results[0].cancelled);
+  EXPECT_EQ(rec.results[0].violations, 0u);
+  // The next checker on the same window gets a time limit of its own.
+  EXPECT_EQ(rec.results[1].checker, "fast");
+  EXPECT_TRUE(rec.results[1].complete);
+  EXPECT_EQ(rec.results[1].violations, 1u);
+}
+
+TEST(CheckPool, FullQueueDropsTheOldestWaitingWindow) {
+  Recorder rec;
+  auto gate = std::make_unique<FakeChecker>("gate");
+  FakeChecker* g = gate.get();
+  g->block = true;
+  std::vector<std::unique_ptr<checkers::Checker>> cs;
+  cs.push_back(std::move(gate));
+  CheckPool pool({.threads = 1, .max_queued = 2, .time_limit = 60s}, std::move(cs), rec.OnResult(),
+                 rec.OnDrop());
+  pool.Submit(MakeWindow(0));
+  while (g->started.load() == 0) std::this_thread::sleep_for(1ms);  // window 0 is running
+  for (uint64_t i = 1; i <= 4; ++i) pool.Submit(MakeWindow(i));     // the queue holds two
+  EXPECT_EQ(pool.queued(), 2u);
+  {
+    std::lock_guard lock(rec.mu);
+    EXPECT_EQ(rec.dropped, (std::vector<uint64_t>{1, 2}));
+  }
+  g->block = false;
+  pool.Drain();
+  ASSERT_EQ(rec.results.size(), 3u);
+  EXPECT_EQ(rec.results[0].window, 0u);
+  EXPECT_EQ(rec.results[1].window, 3u);
+  EXPECT_EQ(rec.results[2].window, 4u);
+}
+
+TEST(CheckPool, StopCancelsTheRunningCheckAndDropsTheQueue) {
+  Recorder rec;
+  auto gate = std::make_unique<FakeChecker>("gate");
+  FakeChecker* g = gate.get();
+  g->block = true;
+  std::vector<std::unique_ptr<checkers::Checker>> cs;
+  cs.push_back(std::move(gate));
+  auto pool =
+      std::make_unique<CheckPool>(PoolOptions{.threads = 1, .max_queued = 8, .time_limit = 60s},
+                                  std::move(cs), rec.OnResult(), rec.OnDrop());
+  pool->Submit(MakeWindow(0));
+  pool->Submit(MakeWindow(1));
+  while (g->started.load() == 0) std::this_thread::sleep_for(1ms);
+  pool->Stop();
+  pool->Stop();                 // idempotent
+  pool->Drain();                // returns at once once stopping
+  pool->Submit(MakeWindow(2));  // ignored
+  const int started = g->started.load();
+  pool.reset();  // joins, and destroys the checker
+  ASSERT_EQ(rec.results.size(), 1u);
+  EXPECT_EQ(rec.results[0].window, 0u);
+  EXPECT_FALSE(rec.results[0].complete);
+  EXPECT_TRUE(rec.results[0].cancelled);
+  EXPECT_EQ(started, 1);
+  EXPECT_TRUE(rec.dropped.empty());  // Stop drops without reporting drops
+}
+
+}  // namespace
+}  // namespace isowatch::windows
