@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "isowatch/checkers/plugin.h"
@@ -48,11 +49,11 @@ struct Window {
 };
 
 struct CutterStats {
-  uint64_t added = 0;     // transactions taken
-  uint64_t staged = 0;    // taken, not yet in a sealed window
-  uint64_t sealed = 0;    // windows sealed
-  uint64_t late = 0;      // arrived after the window they belong to was sealed: in no window
-  uint64_t renamed = 0;   // a source id seen twice in one window, the second renamed
+  uint64_t added = 0;       // transactions taken, late ones included
+  uint64_t staged = 0;      // taken, not yet in a sealed window
+  uint64_t sealed = 0;      // windows sealed
+  uint64_t late = 0;        // arrived after the window they belong to was sealed: in no window
+  uint64_t renamed = 0;     // a source id seen twice in one window, the second renamed
   size_t memory_bytes = 0;  // staged and retained transactions and the state at the cut
 };
 
@@ -72,11 +73,13 @@ class WindowCutter {
   WindowCutter(const WindowCutter&) = delete;
   WindowCutter& operator=(const WindowCutter&) = delete;
 
-  // Takes a copy of transaction `id` of `src`.
+  // Takes a copy of transaction `id` of `src`, or counts it as late (docs/windows.md).
+  // REQUIRES: src.has_txn(id); a transaction released already is ignored.
   void Add(const history::History& src, TxnId id);
 
   // Every transaction with commit timestamp at or below `point` has been added: seals and
-  // returns, in order, the windows that can no longer gain a transaction.
+  // returns, in order, the windows that can no longer gain a transaction. By span, the
+  // physical part of `point` decides: window k is sealed once (k + 1) * span - 1 <= its physical.
   std::vector<Window> Seal(const history::History& src, history::Timestamp point);
 
   // The end of the input: seals everything staged (the last window may be short).
@@ -86,6 +89,10 @@ class WindowCutter {
 
  private:
   struct Impl;
+  // Accounts for windows just sealed: staged count, memory.
+  void Settle(const std::vector<Window>& sealed);
+  size_t MemoryBytes() const;
+
   WindowOptions options_;
   CutterStats stats_;
   std::unique_ptr<Impl> impl_;

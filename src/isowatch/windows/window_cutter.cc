@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/windows/window_cutter.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include <fmt/format.h>
+
+#include "isowatch/history/history_builder.h"
+#include "isowatch/history/operation.h"
+#include "isowatch/history/transaction.h"
+#include "isowatch/history/value.h"
+
+namespace isowatch::windows {
+
+using history::History;
+using history::HistoryBuilder;
+using history::Op;
+using history::OpKind;
+using history::Timestamp;
+using history::TxnStatus;
+using history::Value;
+
+namespace {
+
+// floor(a / b) for b > 0, also for negative a.
+int64_t FloorDiv(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+int64_t SaturatingSub(int64_t a, int64_t b) {
+  if (b > 0 && a < std::numeric_limits<int64_t>::min() + b) {
+    return std::numeric_limits<int64_t>::min();
+  }
+  return a - b;
+}
+
+// What cannot happen with a history HistoryBuilder accepted: stop rather than hand a checker a
+// window that says something the stream did not.
+[[noreturn]] void Unreachable(const absl::Status& status) {
+  fmt::print(stderr, "window cutter: {}\n", status.ToString());
+  std::abort();
+}
+
+// A compact copy of a transaction: everything but its operations, which live in the pool's
+// operation vector (list reads' elements in its element vector), and its name in the pool's
+// name buffer.
+struct Rec {
+  Timestamp key;  // placement key
+  Timestamp start;
+  Timestamp commit;
+  uint64_t arrival = 0;  // order of Add calls, for ties
+  uint64_t source_offset = 0;
+  uint64_t ops_begin = 0;
+  uint64_t name_begin = 0;
+  uint32_t ops_count = 0;
+  uint32_t name_size = 0;
+  SessionId session;
+  uint32_t seq = 0;
+  uint16_t origin = 0;
+  TxnStatus status = TxnStatus::kCommitted;
+  bool has_start = false;
+  bool has_commit = false;
+  bool id_numeric = false;
+  bool dead = false;  // taken out of the pool; the slot is reclaimed by Compact
+};
+
+bool PlacedBefore(const Rec& a, const Rec& b) {
+  return a.key != b.key ? a.key < b.key : a.arrival < b.arrival;
+}
+
+// Transactions copied out of the source history, with their operations and list elements in
+// three vectors (no allocation per transaction). Removal marks records dead; Compact reclaims
+// them in one pass once they are many.
+class TxnPool {
+ public:
+  size_t size() const { return recs_.size(); }
+  bool empty() const { return recs_.empty(); }
+  size_t live() const { return recs_.size() - dead_; }
+  const Rec& rec(size_t i) const { return recs_[i]; }
+  std::span<const Op> ops(const Rec& r) const {
+    return std::span<const Op>(ops_).subspan(r.ops_begin, r.ops_count);
+  }
+  // REQUIRES: op.kind() == kListRead and op belongs to this pool.
+  std::span<const Value> elements(const Op& op) const {
+    return std::span<const Value>(elements_).subspan(op.list_offset(), op.list_size());
+  }
+  std::string_view name(const Rec& r) const {
+    return std::string_view(names_).substr(r.name_begin, r.name_size);
+  }
+
+  void AddFromHistory(const History& src, TxnId id, Timestamp key, uint64_t arrival) {
+    const history::Transaction& t = src.txn(id);
+    Rec r;
+    r.key = key;
+    r.start = t.start;
+    r.commit = t.commit;
+    r.arrival = arrival;
+    r.source_offset = t.source_offset;
+    r.session = t.session;
+    r.seq = t.seq;
+    r.origin = t.origin;
+    r.status = t.status;
+    r.has_start = t.has_start;
+    r.has_commit = t.has_commit;
+    r.id_numeric = t.ext_id_numeric;
+    AppendBody(&r, src.txn_name(id), src.ops(t),
+               [&](const Op& op) { return src.list_elements(op); });
+  }
+
+  void AddFromPool(const TxnPool& from, size_t i) {
+    Rec r = from.recs_[i];
+    r.dead = false;
+    AppendBody(&r, from.name(from.recs_[i]), from.ops(from.recs_[i]),
+               [&](const Op& op) { return from.elements(op); });
+  }
+
+  void Kill(size_t i) {
+    if (!recs_[i].dead) {
+      recs_[i].dead = true;
+      ++dead_;
+    }
+  }
+
+  // Reclaims dead records once they are at least half of the pool.
+  void MaybeCompact() {
+    if (dead_ == 0 || dead_ * 2 < recs_.size()) return;
+    TxnPool kept;
+    kept.recs_.reserve(live());
+    for (size_t i = 0; i < recs_.size(); ++i) {
+      if (!recs_[i].dead) kept.AddFromPool(*this, i);
+    }
+    *this = std::move(kept);
+  }
+
+  size_t MemoryBytes() const {
+    return recs_.capacity() * sizeof(Rec) + ops_.capacity() * sizeof(Op) +
+           elements_.capacity() * sizeof(Value) + names_.capacity();
+  }
+
+ private:
+  template <typename ElementsFn>
+  void AppendBody(Rec* r, std::string_view name, std::span<const Op> ops, ElementsFn elements) {
+    r->name_begin = names_.size();
+    r->name_size = static_cast<uint32_t>(name.size());
+    names_.append(name);
+    r->ops_begin = ops_.size();
+    r->ops_count = static_cast<uint32_t>(ops.size());
+    for (Op op : ops) {
+      if (op.kind() == OpKind::kListRead) {
+        std::span<const Value> from = elements(op);
+        op = op.WithListOffset(elements_.size());
+        elements_.insert(elements_.end(), from.begin(), from.end());
+      }
+      ops_.push_back(op);
+    }
+    recs_.push_back(*r);
+  }
+
+  std::vector<Rec> recs_;
+  std::vector<Op> ops_;
+  std::vector<Value> elements_;
+  std::string names_;
+  size_t dead_ = 0;
+};
+
+}  // namespace
+
+struct WindowCutter::Impl {
+  Impl(WindowOptions o, CutterStats* s) : options(o), stats(s) {}
+
+  bool span_mode() const { return options.span > 0; }
+  int64_t WindowOf(Timestamp key) const { return FloorDiv(key.physical, options.span); }
+
+  bool IsLate(Timestamp key) const {
+    if (span_mode()) return sealed_through.has_value() && WindowOf(key) <= *sealed_through;
+    return last_point.has_value() && key <= *last_point;
+  }
+
+  // Live staged records matching `pred`, in placement order.
+  template <typename Pred>
+  std::vector<size_t> StagedInOrder(Pred pred) const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < staged.size(); ++i) {
+      if (!staged.rec(i).dead && pred(staged.rec(i))) out.push_back(i);
+    }
+    std::sort(out.begin(), out.end(),
+              [&](size_t a, size_t b) { return PlacedBefore(staged.rec(a), staged.rec(b)); });
+    return out;
+  }
+
+  // Span mode: seals the windows, in order, of the staged records `order` (placement order).
+  void SealSpans(const History& src, const std::vector<size_t>& order, std::vector<Window>* out) {
+    size_t i = 0;
+    while (i < order.size()) {
+      const int64_t k = WindowOf(staged.rec(order[i]).key);
+      TxnPool own;
+      for (; i < order.size() && WindowOf(staged.rec(order[i]).key) == k; ++i) {
+        own.AddFromPool(staged, order[i]);
+        staged.Kill(order[i]);
+      }
+      out->push_back(SealWindow(src, std::move(own), Timestamp{k * options.span, 0}));
+    }
+    staged.MaybeCompact();
+  }
+
+  // Count mode: moves the staged records `order` (placement order) into the open window,
+  // sealing it each time it is full.
+  void FillCounts(const History& src, const std::vector<size_t>& order, std::vector<Window>* out) {
+    for (size_t i : order) {
+      open.AddFromPool(staged, i);
+      staged.Kill(i);
+      if (open.size() >= options.transactions) SealOpen(src, out);
+    }
+    staged.MaybeCompact();
+  }
+
+  void SealOpen(const History& src, std::vector<Window>* out) {
+    if (open.empty()) return;
+    TxnPool own = std::move(open);
+    open = TxnPool();
+    const Timestamp first = own.rec(0).key;
+    out->push_back(SealWindow(src, std::move(own), first));
+  }
+
+  // The base of a window whose own transactions are `own` and which begins at `begin`.
+  Timestamp Base(const TxnPool& own, Timestamp begin) const {
+    Timestamp base = begin;
+    if (span_mode()) {
+      base = std::min(base, Timestamp{SaturatingSub(begin.physical, options.overlap), 0});
+    } else if (options.overlap > 0 && !retained.empty()) {
+      const size_t n = retained.size();
+      const size_t back = std::min(n, static_cast<size_t>(options.overlap));
+      base = std::min(base, retained.rec(n - back).key);
+    }
+    for (size_t i = 0; i < own.size(); ++i) {
+      if (own.rec(i).has_start) base = std::min(base, own.rec(i).start);
+    }
+    if (!retained.empty()) base = std::max(base, retained.rec(0).key);
+    return base;
+  }
+
+  Window SealWindow(const History& src, TxnPool own, Timestamp begin);
+  // Applies the committed transaction `r` of `pool` to the state.
+  void Fold(const History& src, const TxnPool& pool, const Rec& r);
+
+  size_t StateBytes() const {
+    using RegSlot = std::pair<const KeyId, Value>;
+    using ListSlot = std::pair<const KeyId, std::vector<Value>>;
+    return registers.capacity() * (sizeof(RegSlot) + 1) +
+           lists.capacity() * (sizeof(ListSlot) + 1) + list_bytes;
+  }
+
+  WindowOptions options;
+  CutterStats* stats;
+  uint64_t arrival = 0;
+  std::optional<Timestamp> max_key;  // largest placement key taken
+  // Span mode: windows at or below this index are sealed. Count mode: every transaction placed
+  // at or below last_point has been moved into a window.
+  std::optional<int64_t> sealed_through;
+  std::optional<Timestamp> last_point;
+  TxnPool staged;    // taken, not yet in a window
+  TxnPool open;      // count mode: the open window's own transactions, in placement order
+  TxnPool retained;  // the last sealed window's own transactions, in placement order
+  // The state after every committed transaction of the windows sealed before `retained`'s: the
+  // newest value of each register written, the contents of each list appended to.
+  absl::flat_hash_map<KeyId, Value> registers;
+  absl::flat_hash_map<KeyId, std::vector<Value>> lists;
+  size_t list_bytes = 0;  // capacity of the vectors in `lists`
+};
+
+void WindowCutter::Impl::Fold(const History& src, const TxnPool& pool, const Rec& r) {
+  if (r.status != TxnStatus::kCommitted) return;
+  for (const Op& op : pool.ops(r)) {
+    if (op.kind() == OpKind::kWrite) {
+      registers[op.key()] = op.value();
+    } else if (op.kind() == OpKind::kAppend) {
+      auto [it, inserted] = lists.try_emplace(op.key());
+      std::vector<Value>& list = it->second;
+      const size_t before = list.capacity();
+      if (inserted) {
+        std::span<const Value> initial = src.InitialList(op.key());
+        list.assign(initial.begin(), initial.end());
+      }
+      list.push_back(op.value());
+      list_bytes += (list.capacity() - before) * sizeof(Value);
+    }
+  }
+}
+
+Window WindowCutter::Impl::SealWindow(const History& src, TxnPool own, Timestamp begin) {
+  Window w;
+  const Timestamp base = Base(own, begin);
+  w.scope.index = stats->sealed;
+  w.scope.base = base;
+
+  // Transactions of the window: lead-in (retained, placed at or after the base), then own.
+  struct Member {
+    const TxnPool* pool;
+    size_t index;
+  };
+  std::vector<Member> members;
+  for (size_t i = 0; i < retained.size(); ++i) {
+    if (retained.rec(i).key >= base) members.push_back({&retained, i});
+  }
+  w.lead_in = members.size();
+  for (size_t i = 0; i < own.size(); ++i) members.push_back({&own, i});
+  w.own = own.size();
+  w.scope.first_proper = static_cast<uint32_t>(w.lead_in);
+
+  bool any_commit = false;
+  for (size_t i = 0; i < own.size(); ++i) {
+    const Rec& r = own.rec(i);
+    if (r.has_start && r.start < base) ++w.own_beyond_base;
+    if (!r.has_commit) continue;
+    w.first_commit = any_commit ? std::min(w.first_commit, r.commit) : r.commit;
+    w.last_commit = any_commit ? std::max(w.last_commit, r.commit) : r.commit;
+    any_commit = true;
+  }
+
+  HistoryBuilder b;
+  b.set_source(fmt::format("window {}", w.scope.index));
+  auto value_in = [&](Value v) {
+    return v.is_bytes() ? b.BytesValue(src.bytes(v.bytes_index())) : v;
+  };
+  b.SetDefaultInitialValue(value_in(src.initial().default_value));
+
+  // Keys the window touches, in order of first use, with what the window does to them.
+  struct KeyUse {
+    KeyId src;
+    KeyId win;
+    bool list = false;
+    // Committed retained transactions placed before the base, applied over the state.
+    bool written = false;
+    Value last_write;
+    std::vector<Value> appended;
+  };
+  std::vector<KeyUse> keys;
+  absl::flat_hash_map<KeyId, size_t> key_index;
+  auto use_key = [&](KeyId k) -> KeyUse& {
+    auto [it, inserted] = key_index.try_emplace(k, keys.size());
+    if (inserted) {
+      const history::KeyInfo& info = src.key(k);
+      KeyUse u;
+      u.src = k;
+      u.win = info.is_int ? b.IntKey(info.payload)
+                          : b.BytesKey(src.bytes(static_cast<uint32_t>(info.payload)));
+      u.list = info.is_list || lists.contains(k);
+      keys.push_back(std::move(u));
+    }
+    return keys[it->second];
+  };
+  for (const Member& m : members) {
+    for (const Op& op : m.pool->ops(m.pool->rec(m.index))) {
+      KeyUse& u = use_key(op.key());
+      if (op.kind() == OpKind::kAppend || op.kind() == OpKind::kListRead) u.list = true;
+    }
+  }
+
+  // The initial state at the base: the state, then the retained transactions placed before it.
+  for (size_t i = 0; i < retained.size(); ++i) {
+    const Rec& r = retained.rec(i);
+    if (r.key >= base || r.status != TxnStatus::kCommitted) continue;
+    for (const Op& op : retained.ops(r)) {
+      auto it = key_index.find(op.key());
+      if (it == key_index.end()) continue;
+      KeyUse& u = keys[it->second];
+      if (op.kind() == OpKind::kWrite) {
+        u.written = true;
+        u.last_write = op.value();
+      } else if (op.kind() == OpKind::kAppend) {
+        u.appended.push_back(op.value());
+      }
+    }
+  }
+  std::vector<Value> elements;
+  for (const KeyUse& u : keys) {
+    if (u.list) {
+      elements.clear();
+      auto it = lists.find(u.src);
+      std::span<const Value> before =
+          it != lists.end() ? std::span<const Value>(it->second) : src.InitialList(u.src);
+      for (Value v : before) elements.push_back(value_in(v));
+      for (Value v : u.appended) elements.push_back(value_in(v));
+      b.SetInitialList(u.win, elements);
+    } else {
+      Value v;
+      if (u.written) {
+        v = u.last_write;
+      } else if (auto it = registers.find(u.src); it != registers.end()) {
+        v = it->second;
+      } else {
+        v = src.InitialValue(u.src);
+      }
+      b.SetInitialRegister(u.win, value_in(v));
+    }
+  }
+
+  // Session positions: the copied ones, ranked, so that the order is kept even if a session
+  // repeats a position (a live history does not check that).
+  std::vector<uint32_t> by_session(members.size());
+  for (uint32_t i = 0; i < by_session.size(); ++i) by_session[i] = i;
+  auto rec_of = [&](uint32_t i) -> const Rec& { return members[i].pool->rec(members[i].index); };
+  std::stable_sort(by_session.begin(), by_session.end(), [&](uint32_t x, uint32_t y) {
+    const Rec& a = rec_of(x);
+    const Rec& c = rec_of(y);
+    return a.session != c.session ? a.session < c.session : a.seq < c.seq;
+  });
+  std::vector<int64_t> position(members.size());
+  for (size_t i = 0; i < by_session.size(); ++i) {
+    const bool same = i > 0 && rec_of(by_session[i - 1]).session == rec_of(by_session[i]).session;
+    position[by_session[i]] = same ? position[by_session[i - 1]] + 1 : 0;
+  }
+
+  absl::flat_hash_set<std::string> names;
+  w.origins.reserve(members.size());
+  for (uint32_t i = 0; i < members.size(); ++i) {
+    const TxnPool& pool = *members[i].pool;
+    const Rec& r = pool.rec(members[i].index);
+    std::string name(pool.name(r));
+    if (names.contains(name)) {
+      std::string renamed;
+      for (int n = 1;; ++n) {
+        renamed = fmt::format("{}#dup{}", name, n);
+        if (!names.contains(renamed)) break;
+      }
+      name = std::move(renamed);
+      ++stats->renamed;
+    }
+    names.insert(name);
+    history::TxnHeader header{
+        .id = name,
+        .id_numeric = r.id_numeric,
+        .session = src.session_name(r.session),
+        .session_numeric = src.session_numeric(r.session),
+        .seq = position[i],
+        .status = r.status,
+        .start = r.has_start ? std::optional<Timestamp>(r.start) : std::nullopt,
+        .commit = r.has_commit ? std::optional<Timestamp>(r.commit) : std::nullopt,
+        .source_offset = r.source_offset,
+    };
+    if (absl::Status st = b.BeginTxn(header); !st.ok()) Unreachable(st);
+    for (const Op& op : pool.ops(r)) {
+      const KeyId k = keys[key_index.find(op.key())->second].win;
+      switch (op.kind()) {
+        case OpKind::kRead:
+          if (op.unknown()) {
+            b.UnknownRead(k);
+          } else {
+            b.Read(k, value_in(op.value()));
+          }
+          break;
+        case OpKind::kWrite:
+          b.Write(k, value_in(op.value()));
+          break;
+        case OpKind::kAppend:
+          b.Append(k, value_in(op.value()));
+          break;
+        case OpKind::kListRead:
+          if (op.unknown()) {
+            b.UnknownRead(k);  // the key is a list in the window: Finish makes it a list read
+          } else {
+            b.ListReadBegin(k);
+            for (Value v : pool.elements(op)) b.ListReadElement(value_in(v));
+            b.ListReadEnd();
+          }
+          break;
+      }
+    }
+    b.EndTxn();
+    w.origins.push_back(r.origin);
+  }
+  absl::StatusOr<History> h = std::move(b).Finish();
+  if (!h.ok()) Unreachable(h.status());
+  w.history = *std::move(h);
+
+  // The previous window's transactions can no longer be lead-in: into the state with them.
+  for (size_t i = 0; i < retained.size(); ++i) Fold(src, retained, retained.rec(i));
+  retained = std::move(own);
+  ++stats->sealed;
+  return w;
+}
+
+WindowCutter::WindowCutter(WindowOptions options)
+    : options_(options), impl_(std::make_unique<Impl>(options, &stats_)) {}
+
+WindowCutter::~WindowCutter() = default;
+
+void WindowCutter::Add(const history::History& src, TxnId id) {
+  if (!src.has_txn(id)) return;
+  const history::Transaction& t = src.txn(id);
+  Impl& m = *impl_;
+  Timestamp key;
+  if (t.has_commit) {
+    key = t.commit;
+  } else if (t.has_start) {
+    key = t.start;
+  } else {
+    key = m.max_key.value_or(Timestamp::Min());
+  }
+  ++stats_.added;
+  m.max_key = m.max_key ? std::max(*m.max_key, key) : key;
+  if (m.IsLate(key)) {
+    ++stats_.late;
+    return;
+  }
+  m.staged.AddFromHistory(src, id, key, m.arrival++);
+  ++stats_.staged;
+  stats_.memory_bytes = MemoryBytes();
+}
+
+std::vector<Window> WindowCutter::Seal(const history::History& src, history::Timestamp point) {
+  Impl& m = *impl_;
+  std::vector<Window> out;
+  if (m.span_mode()) {
+    // Window q = floor(p / span) ends at q * span + span - 1: sealed only if that is p itself.
+    const int64_t q = FloorDiv(point.physical, options_.span);
+    const int64_t through = point.physical - q * options_.span == options_.span - 1 ? q : q - 1;
+    if (m.sealed_through && *m.sealed_through >= through) return out;
+    m.sealed_through = through;
+    m.SealSpans(src, m.StagedInOrder([&](const Rec& r) { return m.WindowOf(r.key) <= through; }),
+                &out);
+  } else {
+    if (m.last_point && *m.last_point >= point) return out;
+    m.last_point = point;
+    m.FillCounts(src, m.StagedInOrder([&](const Rec& r) { return r.key <= point; }), &out);
+  }
+  Settle(out);
+  return out;
+}
+
+std::vector<Window> WindowCutter::Flush(const history::History& src) {
+  Impl& m = *impl_;
+  std::vector<Window> out;
+  std::vector<size_t> order = m.StagedInOrder([](const Rec&) { return true; });
+  if (m.span_mode()) {
+    if (!order.empty()) {
+      const int64_t last = m.WindowOf(m.staged.rec(order.back()).key);
+      m.sealed_through = m.sealed_through ? std::max(*m.sealed_through, last) : last;
+    }
+    m.SealSpans(src, order, &out);
+  } else {
+    if (!order.empty()) {
+      const Timestamp last = m.staged.rec(order.back()).key;
+      m.last_point = m.last_point ? std::max(*m.last_point, last) : last;
+    }
+    m.FillCounts(src, order, &out);
+    m.SealOpen(src, &out);
+  }
+  Settle(out);
+  return out;
+}
+
+void WindowCutter::Settle(const std::vector<Window>& sealed) {
+  for (const Window& w : sealed) stats_.staged -= w.own;
+  stats_.memory_bytes = MemoryBytes();
+}
+
+size_t WindowCutter::MemoryBytes() const {
+  const Impl& m = *impl_;
+  return m.staged.MemoryBytes() + m.open.MemoryBytes() + m.retained.MemoryBytes() + m.StateBytes();
+}
+
+}  // namespace isowatch::windows
