@@ -97,7 +97,8 @@ class TxnPool {
     return std::span<const Value>(elements_).subspan(op.list_offset(), op.list_size());
   }
   std::string_view name(const Rec& r) const {
-    return std::string_view(names_).substr(r.name_begin, r.name_size);
+    const std::string_view names = names_;
+    return names.substr(r.name_begin, r.name_size);
   }
 
   void AddFromHistory(const History& src, TxnId id, Timestamp key, uint64_t arrival) {
@@ -178,7 +179,9 @@ class TxnPool {
 }  // namespace
 
 struct WindowCutter::Impl {
-  Impl(WindowOptions o, CutterStats* s) : options(o), stats(s) {}
+  Impl(WindowOptions o, CutterStats* s) : options(o), stats(s) {
+    options.overlap = std::max<int64_t>(options.overlap, 0);
+  }
 
   bool span_mode() const { return options.span > 0; }
   int64_t WindowOf(Timestamp key) const { return FloorDiv(key.physical, options.span); }
