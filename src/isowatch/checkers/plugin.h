@@ -67,6 +67,35 @@ class CheckLimits {
   const std::atomic<bool>* cancel_ = nullptr;
 };
 
+// Asks a CheckLimits (which reads the clock) only every `every` calls of Expired(), so that a
+// checker's inner loop can call it on every step. Once expired, stays expired. Does not own the
+// limits; nullptr means no limits. Thread-compatible: one per check.
+class LimitPoller {
+ public:
+  explicit LimitPoller(const CheckLimits* limits, uint32_t every = 1024)
+      : limits_(limits), every_(every == 0 ? 1 : every) {}
+  bool Expired() {
+    if (limits_ == nullptr || expired_) return expired_;
+    if (++calls_ < every_) return false;
+    calls_ = 0;
+    expired_ = limits_->expired();
+    return expired_;
+  }
+  // Polls now, whatever the count.
+  bool ExpiredNow() {
+    if (limits_ != nullptr && !expired_) expired_ = limits_->expired();
+    return expired_;
+  }
+  // What the last poll found, without polling.
+  bool expired() const { return expired_; }
+
+ private:
+  const CheckLimits* limits_;
+  uint32_t every_;
+  uint32_t calls_ = 0;
+  bool expired_ = false;
+};
+
 // What a check found. A checker that did not finish (out of time) reports `complete = false`
 // and no violations: UNKNOWN, never a verdict it did not reach.
 struct CheckerResult {
@@ -109,21 +138,22 @@ using CheckerOptions = std::map<std::string, std::string, std::less<>>;
 // A plug-in as registered.
 struct CheckerInfo {
   std::string name;
-  std::string help;  // one sentence
+  std::string help;                            // one sentence
   std::vector<report::IsolationLevel> levels;  // it can judge, in canonical order
   Requirements requirements;
   // Options besides "levels", which every plug-in takes (a subset of `levels`; default all).
   std::vector<OptionSpec> options;
   // Builds a checker for `levels` (non-empty, a subset of `levels` above) from option values
   // (only names from `options`, checked). Errors: InvalidArgument naming the option.
-  std::function<absl::StatusOr<std::unique_ptr<Checker>>(
-      std::vector<report::IsolationLevel> levels, const CheckerOptions& options)>
+  std::function<absl::StatusOr<std::unique_ptr<Checker>>(std::vector<report::IsolationLevel> levels,
+                                                         const CheckerOptions& options)>
       create;
 };
 
 // The common part of a window's trust rule: drops findings none of whose transactions is the
-// window's own (all lead-in), counting them in `result->findings_out_of_scope`. No-op without a
-// scope.
+// window's own (all lead-in: every transaction index below `scope->first_proper`), counting
+// them in `result->findings_out_of_scope`. A finding that names no transaction is kept. No-op
+// without a scope.
 void KeepInScope(const WindowScope* scope, CheckerResult* result);
 
 }  // namespace isowatch::checkers
