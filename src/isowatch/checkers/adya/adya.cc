@@ -98,12 +98,15 @@ const char* Title(Anomaly anomaly) {
 
 class Checker {
  public:
-  Checker(const History& h, const AdyaOptions& options) : h_(h), options_(options) {
+  Checker(const History& h, const AdyaOptions& options)
+      : h_(h), options_(options), poll_(options.limits) {
     for (IsolationLevel level : options.levels) judged_ |= Bit(level);
   }
 
   AdyaResult Run() && {
-    internal::BuiltGraph built = internal::BuildGraph(h_);
+    if (poll_.ExpiredNow()) return Incomplete();
+    internal::BuiltGraph built = internal::BuildGraph(h_, &poll_);
+    if (!built.complete) return Incomplete();
     const DependencyGraph& g = built.graph;
     AdyaStats& s = result_.stats;
     s.nodes = built.counts.committed;
@@ -121,11 +124,20 @@ class Checker {
 
     for (const internal::ReadFinding& f : built.findings) ReportRead(f);
     if (judged_ & kSi) CheckSnapshotEdges(g);
+    if (poll_.ExpiredNow()) return Incomplete();
     FindCycles(g);
+    if (poll_.expired()) return Incomplete();
     return std::move(result_);
   }
 
  private:
+  // What a check the limits stopped returns: no verdict, only the counts so far.
+  AdyaResult Incomplete() {
+    result_.complete = false;
+    result_.violations.clear();
+    return std::move(result_);
+  }
+
   // A violation of `anomaly` with its levels, or nullptr if it violates no judged level.
   Violation* Add(Anomaly anomaly, KeyId key) {
     const LevelSet violated = Proscribing(anomaly) & judged_;
@@ -234,7 +246,8 @@ class Checker {
   }
 
   void FindCycles(const DependencyGraph& g) {
-    CycleSearch search(g);
+    CycleSearch search(g, &poll_);
+    if (poll_.expired()) return;
     const Components& comps = search.components();
     // The nodes of each component with two or more, in node order; components in the order of
     // their smallest node.
@@ -267,6 +280,7 @@ class Checker {
         if ((Proscribing(ToAnomaly(cls)) & judged_) == 0) continue;
         if (cls == CycleClass::kG2Item && single) continue;
         CycleFound found = search.Find(cls, c, members, options_.max_search_steps);
+        if (poll_.expired()) return;
         if (found.truncated) ++s.truncated_searches;
         if (found.edges.empty()) continue;
         if (cls == CycleClass::kGSingle) single = true;
@@ -318,6 +332,7 @@ class Checker {
 
   const History& h_;
   const AdyaOptions& options_;
+  LimitPoller poll_;
   LevelSet judged_ = 0;
   AdyaResult result_;
 };

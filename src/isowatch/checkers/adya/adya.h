@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "isowatch/checkers/plugin.h"
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
 #include "isowatch/report/violation.h"
@@ -21,6 +22,9 @@ struct AdyaOptions {
   // Edges a typed cycle search may examine, per strongly connected component and cycle class,
   // before it settles for the shortest cycle found so far (AdyaStats::truncated_searches).
   uint64_t max_search_steps = uint64_t{1} << 24;
+  // When to stop (polled every 1024 transactions while building the graph, every few thousand
+  // steps of the component and cycle searches); nullptr: never. Not owned.
+  const CheckLimits* limits = nullptr;
 };
 
 struct AdyaStats {
@@ -43,6 +47,9 @@ struct AdyaStats {
 };
 
 struct AdyaResult {
+  // False: the limits expired before the check ended. The history is then neither valid nor
+  // invalid (UNKNOWN), and `violations` is empty.
+  bool complete = true;
   // Non-cyclic findings (G1a, G1b, G-SIa, G-SIb) in history order, then cycles per component.
   std::vector<report::Violation> violations;
   AdyaStats stats;

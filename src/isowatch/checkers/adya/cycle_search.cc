@@ -26,11 +26,12 @@ const char* CycleClassName(CycleClass c) {
   return "?";
 }
 
-CycleSearch::CycleSearch(const DependencyGraph& g)
+CycleSearch::CycleSearch(const DependencyGraph& g, LimitPoller* poll)
     : g_(g),
-      all_(FindComponents(g, kAllEdges)),
-      ww_(FindComponents(g, Mask(EdgeKind::kWw))),
-      deps_(FindComponents(g, kDependencyEdges)),
+      poll_(poll),
+      all_(FindComponents(g, kAllEdges, poll)),
+      ww_(FindComponents(g, Mask(EdgeKind::kWw), poll)),
+      deps_(FindComponents(g, kDependencyEdges, poll)),
       seen_(g.node_count(), 0),
       parent_edge_(g.node_count(), 0),
       depth_(g.node_count(), 0) {}
@@ -50,7 +51,7 @@ bool CycleSearch::ShortestPath(uint32_t src, uint32_t dst, EdgeMask mask, const 
     const uint32_t u = queue_[head];
     if (depth_[u] >= max_edges) break;  // breadth-first: every later node is at least as deep
     for (uint32_t i = g_.begin(u); i < g_.end(u); ++i) {
-      if (budget == 0) {
+      if (budget == 0 || (poll_ != nullptr && poll_->Expired())) {
         exhausted = true;
         return false;
       }

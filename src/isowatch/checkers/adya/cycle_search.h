@@ -29,7 +29,7 @@ struct CycleFound {
 // Finds short typed cycles inside the strongly connected components of a DependencyGraph.
 // Holds the components of the whole graph, of its write-dependency subgraph and of its
 // dependency subgraph, and scratch space for breadth-first search; reusable across components.
-// Thread-compatible; the graph must outlive it.
+// Thread-compatible; the graph (and the poller, if any) must outlive it.
 //
 // For a component and a class, every candidate edge that can start a cycle of that class is
 // tried (ww edges for G0, wr edges for G1c, rw edges for G-single and G2-item), in node order:
@@ -40,12 +40,15 @@ struct CycleFound {
 // pruned with the dependency subgraph's topological order (invariant 2 of Components).
 class CycleSearch {
  public:
-  explicit CycleSearch(const DependencyGraph& g);
+  // Computes the three sets of components, polling `poll` (if not null) as it goes; if it
+  // expires, the search is unusable: check poll->expired() before calling Find.
+  explicit CycleSearch(const DependencyGraph& g, LimitPoller* poll = nullptr);
 
   const Components& components() const { return all_; }
 
   // The shortest cycle of class `c` found among the nodes of component `scc` (of the whole
-  // graph), `nodes` being exactly those nodes, examining at most `max_steps` edges.
+  // graph), `nodes` being exactly those nodes, examining at most `max_steps` edges. Stops early,
+  // with whatever it found, when the poller expires.
   CycleFound Find(CycleClass c, uint32_t scc, std::span<const uint32_t> nodes, uint64_t max_steps);
 
  private:
@@ -70,6 +73,7 @@ class CycleSearch {
                     std::vector<uint32_t>& path);
 
   const DependencyGraph& g_;
+  LimitPoller* poll_;
   Components all_;
   Components ww_;
   Components deps_;

@@ -17,7 +17,7 @@ struct Frame {
 
 }  // namespace
 
-Components FindComponents(const DependencyGraph& g, EdgeMask mask) {
+Components FindComponents(const DependencyGraph& g, EdgeMask mask, LimitPoller* poll) {
   const uint32_t n = g.node_count();
   Components out;
   out.id.assign(n, 0);
@@ -39,6 +39,7 @@ Components FindComponents(const DependencyGraph& g, EdgeMask mask) {
     if (index[root] != kUnvisited) continue;
     visit(root);
     while (!frames.empty()) {
+      if (poll != nullptr && poll->Expired()) return out;
       Frame& f = frames.back();
       const uint32_t u = f.node;
       if (f.next_edge < g.end(u)) {

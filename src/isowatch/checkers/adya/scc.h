@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "isowatch/checkers/adya/dependency_graph.h"
+#include "isowatch/checkers/plugin.h"
 
 namespace isowatch::checkers::adya {
 
@@ -23,7 +24,8 @@ struct Components {
 
 // Tarjan's algorithm over the edges of `g` whose kind is in `mask`, iterative (an explicit stack
 // of (node, next edge) frames, no recursion), so a path of a million transactions is fine.
-// Time O(nodes + edges), memory O(nodes).
-Components FindComponents(const DependencyGraph& g, EdgeMask mask);
+// Time O(nodes + edges), memory O(nodes). Polls `poll` (if not null) once per edge and stops
+// when it expires, leaving the components partial (the caller checks poll->expired()).
+Components FindComponents(const DependencyGraph& g, EdgeMask mask, LimitPoller* poll = nullptr);
 
 }  // namespace isowatch::checkers::adya

@@ -54,9 +54,10 @@ struct RegisterVersion {
 // scratch state of the one transaction being checked.
 class Replayer {
  public:
-  Replayer(const History& h, IsolationLevel level)
+  Replayer(const History& h, IsolationLevel level, const CheckLimits* limits)
       : h_(h),
         level_(level),
+        poller_(limits),
         write_index_(h),
         walker_(h),
         registers_(h.key_count()),
@@ -75,9 +76,12 @@ class Replayer {
   }
 
   ChronosResult Run() {
+    if (poller_.ExpiredNow()) return Incomplete();
     ComputeCommittedPredecessors();
     std::vector<Event> events = BuildEvents();
+    if (poller_.ExpiredNow()) return Incomplete();
     for (const Event& e : events) {
+      if (poller_.Expired()) return Incomplete();
       TxnId t(e.txn);
       switch (e.phase) {
         case kStart:
@@ -107,6 +111,15 @@ class Replayer {
   }
 
  private:
+  // What a run the limits stopped returns: no verdict, only the counts so far.
+  ChronosResult Incomplete() {
+    result_.complete = false;
+    result_.violations.clear();
+    result_.stats.external_reads = walker_.external_reads();
+    result_.stats.internal_reads = walker_.internal_reads();
+    return std::move(result_);
+  }
+
   bool Participates(const Transaction& t) const {
     if (!t.committed() || !t.has_commit) return false;
     return level_ == IsolationLevel::kSerializable || t.has_start;
@@ -246,6 +259,7 @@ class Replayer {
 
   const History& h_;
   IsolationLevel level_;
+  LimitPoller poller_;
   internal::WriteIndex write_index_;
   internal::ReadWalker walker_;
   std::vector<RegisterVersion> registers_;
@@ -264,7 +278,7 @@ class Replayer {
 }  // namespace
 
 ChronosResult RunChronos(const History& h, const ChronosOptions& options) {
-  return Replayer(h, options.level).Run();
+  return Replayer(h, options.level, options.limits).Run();
 }
 
 }  // namespace isowatch::checkers

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "isowatch/checkers/plugin.h"
 #include "isowatch/history/history.h"
 #include "isowatch/report/violation.h"
 
@@ -11,6 +12,8 @@ namespace isowatch::checkers {
 
 struct ChronosOptions {
   report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  // When to stop (polled every 1024 replayed events); nullptr: never. Not owned.
+  const CheckLimits* limits = nullptr;
 };
 
 struct ChronosStats {
@@ -22,6 +25,9 @@ struct ChronosStats {
 };
 
 struct ChronosResult {
+  // False: the limits expired before the replay ended. The history is then neither valid nor
+  // invalid (UNKNOWN), and `violations` is empty.
+  bool complete = true;
   std::vector<report::Violation> violations;  // in replay order
   ChronosStats stats;
 };

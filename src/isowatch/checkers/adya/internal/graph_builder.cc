@@ -61,8 +61,9 @@ struct Version {
 
 class Builder {
  public:
-  explicit Builder(const History& h)
+  Builder(const History& h, LimitPoller* poll)
       : h_(h),
+        poll_(poll),
         out_{.graph = DependencyGraph(static_cast<uint32_t>(h.size()))},
         last_op_(h.key_count(), 0),
         op_base_(h.size() + 1, 0),
@@ -75,10 +76,10 @@ class Builder {
   }
 
   BuiltGraph Run() && {
-    OrderVersions();
-    IndexWrites();
+    if (!OrderVersions() || !IndexWrites()) return Stopped();
     AddWriteDependencies();
     for (uint32_t t = 0; t < h_.size(); ++t) {
+      if (Expired()) return Stopped();
       Prefetch(t + kPrefetchDistance, /*writes=*/false);
       if (!h_.txn(TxnId(t)).committed()) continue;
       ++out_.counts.committed;
@@ -98,6 +99,12 @@ class Builder {
   // Transactions ahead of the one being processed whose index entries are prefetched: the index
   // outgrows the caches, and its lookups, random by nature, dominate the build.
   static constexpr uint32_t kPrefetchDistance = 4;
+
+  bool Expired() { return poll_ != nullptr && poll_->Expired(); }
+  BuiltGraph Stopped() {
+    out_.complete = false;
+    return std::move(out_);
+  }
 
   // Prefetches the index entries transaction `t` (if it exists) will insert (writes) or look up
   // (register reads).
@@ -121,13 +128,15 @@ class Builder {
     return last_op_[ops[i].key().value()] == i;
   }
 
-  void IndexWrites() {
+  // False: the limits expired.
+  bool IndexWrites() {
     size_t writes = 0;
     for (uint32_t t = 0; t < h_.size(); ++t) {
       for (const Op& op : h_.ops(TxnId(t))) writes += op.is_write() ? 1 : 0;
     }
     index_.reserve(writes);
     for (uint32_t t = 0; t < h_.size(); ++t) {
+      if (Expired()) return false;
       Prefetch(t + kPrefetchDistance, /*writes=*/true);
       const Transaction& txn = h_.txn(TxnId(t));
       std::span<const Op> ops = h_.ops(txn);
@@ -151,10 +160,12 @@ class Builder {
         }
       }
     }
+    return true;
   }
 
-  // Per key, the committed final writes in (commit timestamp, input order) order.
-  void OrderVersions() {
+  // Per key, the committed final writes in (commit timestamp, input order) order. False: the
+  // limits expired.
+  bool OrderVersions() {
     struct Committer {
       history::Timestamp commit;
       uint32_t txn;
@@ -162,6 +173,7 @@ class Builder {
     };
     std::vector<Committer> order;
     for (uint32_t t = 0; t < h_.size(); ++t) {
+      if (Expired()) return false;
       const Transaction& txn = h_.txn(TxnId(t));
       if (!txn.committed()) continue;
       std::span<const Op> ops = h_.ops(txn);
@@ -176,6 +188,7 @@ class Builder {
     }
     std::sort(order.begin(), order.end());
     for (const auto& [commit, t] : order) {
+      if (Expired()) return false;
       std::span<const Op> ops = h_.ops(TxnId(t));
       for (const Op& op : ops) {
         if (op.kind() == OpKind::kAppend) List(op.key()).push_back(op.value());
@@ -194,6 +207,7 @@ class Builder {
         ++out_.counts.versions;
       }
     }
+    return true;
   }
 
   // The committed contents of list `key` so far, starting with its initial contents.
@@ -328,6 +342,7 @@ class Builder {
   }
 
   const History& h_;
+  LimitPoller* poll_;
   BuiltGraph out_;
   absl::flat_hash_map<VersionKey, WriteRef> index_;
   std::vector<uint32_t> last_op_;
@@ -345,6 +360,6 @@ class Builder {
 
 }  // namespace
 
-BuiltGraph BuildGraph(const History& h) { return Builder(h).Run(); }
+BuiltGraph BuildGraph(const History& h, LimitPoller* poll) { return Builder(h, poll).Run(); }
 
 }  // namespace isowatch::checkers::adya::internal

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "isowatch/checkers/adya/dependency_graph.h"
+#include "isowatch/checkers/plugin.h"
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
 #include "isowatch/report/violation.h"
@@ -40,12 +41,15 @@ struct BuiltGraph {
   // the version order (no ww edges, no rw edges into them, no rw edges from reads of them).
   std::vector<TxnId> unordered_writers;
   BuildCounts counts;
+  // False: `poll` expired and the build stopped; the rest is partial and must not be judged.
+  bool complete = true;
 };
 
 // Builds Adya's direct serialization graph of `h` over its committed transactions (node i is
 // the transaction with index i; others are isolated), with the version order of each key taken
 // from the commit timestamps of its committed writers (ties by input order). O(n log n + m) for
-// n transactions and m operations (plus the length of list reads).
-BuiltGraph BuildGraph(const history::History& h);
+// n transactions and m operations (plus the length of list reads). Polls `poll` (if not null)
+// once per transaction.
+BuiltGraph BuildGraph(const history::History& h, LimitPoller* poll = nullptr);
 
 }  // namespace isowatch::checkers::adya::internal
