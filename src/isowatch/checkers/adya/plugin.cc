@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/checkers/adya/plugin.h"
+
+#include <charconv>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include <fmt/format.h>
+
+#include "isowatch/checkers/adya/adya.h"
+#include "isowatch/common/status_macros.h"
+
+namespace isowatch::checkers {
+namespace {
+
+using history::History;
+using report::IsolationLevel;
+
+constexpr std::string_view kName = "adya";
+
+class AdyaChecker final : public Checker {
+ public:
+  AdyaChecker(std::vector<IsolationLevel> levels, uint64_t max_search_steps)
+      : levels_(std::move(levels)), max_search_steps_(max_search_steps) {}
+
+  std::string_view name() const override { return kName; }
+  const std::vector<IsolationLevel>& levels() const override { return levels_; }
+
+  // The window rule is KeepInScope alone: every edge and every G-SIa/G-SIb judgement is a fact
+  // about transactions the window holds, whatever their start (docs/checkers/plugins.md).
+  CheckerResult Check(const History& h, const WindowScope* scope,
+                      const CheckLimits& limits) const override {
+    adya::AdyaResult r = adya::CheckAdya(
+        h, {.levels = levels_, .max_search_steps = max_search_steps_, .limits = &limits});
+    CheckerResult out;
+    out.complete = r.complete;
+    if (r.complete) out.violations = std::move(r.violations);
+    KeepInScope(scope, &out);
+    const uint32_t first = scope == nullptr ? 0 : scope->first_proper;
+    for (uint32_t i = first; i < h.size(); ++i) {
+      if (h.txn(TxnId(i)).committed()) ++out.transactions_checked;
+    }
+    out.transactions_skipped = h.size() - out.transactions_checked;
+    const adya::AdyaStats& s = r.stats;
+    out.stats = {{"ww_edges", s.ww_edges},
+                 {"wr_edges", s.wr_edges},
+                 {"rw_edges", s.rw_edges},
+                 {"sccs", s.sccs},
+                 {"largest_scc", s.largest_scc},
+                 {"truncated_searches", s.truncated_searches},
+                 {"garbage_reads", s.garbage_reads},
+                 {"unknown_reads", s.unknown_reads},
+                 {"unordered_writers", s.unordered_writers}};
+    return out;
+  }
+
+ private:
+  std::vector<IsolationLevel> levels_;
+  uint64_t max_search_steps_;
+};
+
+absl::StatusOr<uint64_t> ParsePositive(std::string_view option, std::string_view text) {
+  uint64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value == 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}.{}: '{}' is not a positive integer", kName, option, text));
+  }
+  return value;
+}
+
+}  // namespace
+
+CheckerInfo AdyaPlugin() {
+  const uint64_t default_steps = adya::AdyaOptions{}.max_search_steps;
+  return {
+      .name = std::string(kName),
+      .help =
+          "Builds Adya's dependency graph with commit-timestamp version order and names its "
+          "anomalies, G0 to G2-item and G-SIa/G-SIb (docs/checkers/adya.md).",
+      .levels = {IsolationLevel::kReadCommitted, IsolationLevel::kRepeatableRead,
+                 IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
+      .requirements = {.commit_timestamps = true, .start_snapshots = false},
+      .options = {{.name = "max_search_steps",
+                   .type = "integer",
+                   .default_value = std::to_string(default_steps),
+                   .help = "edges a cycle search may examine per component and cycle class "
+                           "before it settles for the shortest cycle found so far"}},
+      .create = [default_steps](std::vector<IsolationLevel> levels, const CheckerOptions& options)
+          -> absl::StatusOr<std::unique_ptr<Checker>> {
+        uint64_t steps = default_steps;
+        if (auto it = options.find("max_search_steps"); it != options.end()) {
+          ASSIGN_OR_RETURN(steps, ParsePositive(it->first, it->second));
+        }
+        return std::make_unique<AdyaChecker>(std::move(levels), steps);
+      },
+  };
+}
+
+}  // namespace isowatch::checkers

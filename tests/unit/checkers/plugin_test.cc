@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plug-in checker interface: the registry, the chronos and adya adapters against the
+// checkers they wrap, time limits, and the window trust rules.
+#include "isowatch/checkers/plugin.h"
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "isowatch/checkers/adya/adya.h"
+#include "isowatch/checkers/chronos/chronos.h"
+#include "isowatch/checkers/registry.h"
+#include "isowatch/formats/native.h"
+#include "isowatch/formats/timekiller.h"
+#include "isowatch/sim/simulator.h"
+
+#include "tests/testing/test_history.h"
+
+namespace isowatch::checkers {
+namespace {
+
+namespace fs = std::filesystem;
+using report::IsolationLevel;
+using report::Violation;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+fs::path Histories() { return fs::path(ISOWATCH_SOURCE_DIR) / "tests/histories"; }
+
+std::unique_ptr<Checker> Create(std::string_view name, const CheckerOptions& options = {}) {
+  auto checker = CreateChecker(name, options);
+  if (!checker.ok()) {
+    ADD_FAILURE() << checker.status();
+    return nullptr;
+  }
+  return *std::move(checker);
+}
+
+// "si EXT/before 2,0 k=1": the level, then testing::Summarize.
+std::vector<std::string> WithLevels(const history::History& h, const std::vector<Violation>& vs) {
+  std::vector<std::string> out;
+  for (const Violation& v : vs) {
+    out.push_back(fmt::format("{} {}", IsolationLevelName(v.level), testing::Summarize(h, v)));
+  }
+  return out;
+}
+
+TEST(PluginRegistryTest, ListsChronosAndAdya) {
+  std::vector<std::string> names;
+  for (const CheckerInfo& info : RegisteredCheckers()) names.push_back(info.name);
+  EXPECT_THAT(names, ElementsAre("chronos", "adya"));
+  ASSERT_NE(FindChecker("adya"), nullptr);
+  EXPECT_THAT(FindChecker("adya")->levels,
+              ElementsAre(IsolationLevel::kReadCommitted, IsolationLevel::kRepeatableRead,
+                          IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable));
+  ASSERT_NE(FindChecker("chronos"), nullptr);
+  EXPECT_TRUE(FindChecker("chronos")->requirements.start_snapshots);
+  EXPECT_EQ(FindChecker("elle"), nullptr);
+}
+
+TEST(PluginRegistryTest, UnknownCheckerIsNotFoundAndListsTheKnownOnes) {
+  auto c = CreateChecker("elle", {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("chronos, adya"));
+}
+
+TEST(PluginRegistryTest, UnknownOptionNamesItAndTheKnownOnes) {
+  auto c = CreateChecker("adya", {{"max_steps", "10"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("adya.max_steps"));
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("levels, max_search_steps"));
+  auto bad = CreateChecker("adya", {{"max_search_steps", "many"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("adya.max_search_steps"));
+  EXPECT_NE(Create("adya", {{"max_search_steps", "1000"}}), nullptr);
+}
+
+TEST(PluginRegistryTest, LevelsMustBeOnesThePluginJudges) {
+  auto rc = CreateChecker("chronos", {{"levels", "rc"}});
+  ASSERT_FALSE(rc.ok());
+  EXPECT_EQ(rc.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(rc.status().message()), HasSubstr("chronos.levels"));
+  EXPECT_FALSE(CreateChecker("adya", {{"levels", "si,linearizable"}}).ok());
+  EXPECT_FALSE(CreateChecker("adya", {{"levels", ""}}).ok());
+}
+
+TEST(PluginRegistryTest, LevelsRestrictInCanonicalOrder) {
+  std::unique_ptr<Checker> adya = Create("adya", {{"levels", "ser, si,ser"}});
+  ASSERT_NE(adya, nullptr);
+  EXPECT_EQ(adya->name(), "adya");
+  EXPECT_THAT(adya->levels(),
+              ElementsAre(IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable));
+  std::unique_ptr<Checker> chronos = Create("chronos");
+  ASSERT_NE(chronos, nullptr);
+  EXPECT_THAT(chronos->levels(),
+              ElementsAre(IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable));
+}
+
+TEST(PluginRegistryTest, ParsesCheckerLists) {
+  auto both = ParseCheckerList("adya,chronos");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_THAT(*both, ElementsAre("adya", "chronos"));
+  EXPECT_EQ(ParseCheckerList("adya,elle").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ParseCheckerList("adya,adya").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ParseCheckerList("").ok());
+  EXPECT_FALSE(ParseCheckerList("adya,").ok());
+}
+
+class AdyaPluginTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AdyaPluginTest, FindsWhatCheckAdyaFinds) {
+  auto h = formats::ReadNativeFile((Histories() / "adya" / (GetParam() + ".jsonl")).string(), {});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::unique_ptr<Checker> plugin = Create("adya");
+  ASSERT_NE(plugin, nullptr);
+  CheckerResult r = plugin->Check(*h, nullptr, CheckLimits());
+  adya::AdyaResult direct = adya::CheckAdya(*h);
+  EXPECT_TRUE(r.complete);
+  EXPECT_THAT(WithLevels(*h, r.violations), ElementsAreArray(WithLevels(*h, direct.violations)));
+  EXPECT_FALSE(r.violations.empty());
+  for (const Violation& v : r.violations) EXPECT_EQ(v.checker, "adya");
+  EXPECT_EQ(r.transactions_checked + r.transactions_skipped, h->size());
+  EXPECT_GT(r.transactions_checked, 0u);
+  EXPECT_THAT(r.stats, ::testing::Contains(std::pair<std::string, uint64_t>{
+                           "sccs", static_cast<uint64_t>(direct.stats.sccs)}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Histories, AdyaPluginTest,
+                         ::testing::Values("c_lost_update", "c_write_skew", "c_g1c",
+                                           "g_sib_stale_read", "list_lost_update"));
+
+class ChronosPluginTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ChronosPluginTest, FindsWhatRunChronosFindsAtEachLevel) {
+  auto h =
+      formats::ReadTimeKillerFile((Histories() / "chronos" / (GetParam() + ".json")).string(), {});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::unique_ptr<Checker> plugin = Create("chronos");
+  ASSERT_NE(plugin, nullptr);
+  CheckerResult r = plugin->Check(*h, nullptr, CheckLimits());
+  std::vector<Violation> direct =
+      RunChronos(*h, {.level = IsolationLevel::kSnapshotIsolation}).violations;
+  for (Violation& v : RunChronos(*h, {.level = IsolationLevel::kSerializable}).violations) {
+    direct.push_back(std::move(v));
+  }
+  EXPECT_TRUE(r.complete);
+  EXPECT_THAT(WithLevels(*h, r.violations), ElementsAreArray(WithLevels(*h, direct)));
+  EXPECT_FALSE(r.violations.empty());
+  for (const Violation& v : r.violations) EXPECT_EQ(v.checker, "chronos");
+  EXPECT_EQ(r.transactions_checked + r.transactions_skipped, h->size());
+
+  std::unique_ptr<Checker> ser = Create("chronos", {{"levels", "ser"}});
+  ASSERT_NE(ser, nullptr);
+  for (const Violation& v : ser->Check(*h, nullptr, CheckLimits()).violations) {
+    EXPECT_EQ(v.level, IsolationLevel::kSerializable);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Histories, ChronosPluginTest,
+                         ::testing::Values("lost_update", "write_skew", "stale_and_future_reads",
+                                           "session_order"));
+
+TEST(LimitPollerTest, PollsEveryNthCallAndStaysExpired) {
+  std::atomic<bool> cancel{false};
+  CheckLimits limits(CheckLimits::Clock::time_point::max(), &cancel);
+  LimitPoller poll(&limits, 4);
+  EXPECT_FALSE(poll.Expired());
+  cancel = true;
+  EXPECT_FALSE(poll.Expired());  // calls 2 and 3 do not look
+  EXPECT_FALSE(poll.Expired());
+  EXPECT_TRUE(poll.Expired());  // call 4 does
+  cancel = false;
+  EXPECT_TRUE(poll.Expired());
+  LimitPoller none(nullptr);
+  EXPECT_FALSE(none.ExpiredNow());
+}
+
+// A large simulated history with lost updates, so that a complete check has violations.
+const history::History& LargeHistory() {
+  static const auto* const kHistory = [] {
+    sim::WorkloadOptions o;
+    o.txns = 20000;
+    o.keys = 200;
+    o.faults.push_back({.fault = sim::Fault::kLostUpdate, .rate = 0.05});
+    auto r = sim::Simulate(o);
+    if (!r.ok()) std::abort();
+    return new history::History(std::move(r->history));
+  }();
+  return *kHistory;
+}
+
+TEST(PluginTimeLimitTest, PassedDeadlineGivesIncompleteAndNoViolations) {
+  const history::History& h = LargeHistory();
+  const CheckLimits passed(CheckLimits::Clock::now() - std::chrono::seconds(1));
+  for (const CheckerInfo& info : RegisteredCheckers()) {
+    std::unique_ptr<Checker> c = Create(info.name);
+    ASSERT_NE(c, nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    CheckerResult r = c->Check(h, nullptr, passed);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1)) << info.name;
+    EXPECT_FALSE(r.complete) << info.name;
+    EXPECT_TRUE(r.violations.empty()) << info.name;
+  }
+  ChronosResult chronos =
+      RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation, .limits = &passed});
+  EXPECT_FALSE(chronos.complete);
+  EXPECT_TRUE(chronos.violations.empty());
+  adya::AdyaResult adya = adya::CheckAdya(h, {.limits = &passed});
+  EXPECT_FALSE(adya.complete);
+  EXPECT_TRUE(adya.violations.empty());
+}
+
+TEST(PluginTimeLimitTest, CancelStopsAndNoLimitCompletes) {
+  const history::History& h = LargeHistory();
+  std::atomic<bool> cancel{true};
+  const CheckLimits cancelled(CheckLimits::Clock::time_point::max(), &cancel);
+  EXPECT_FALSE(Create("adya")->Check(h, nullptr, cancelled).complete);
+  const CheckLimits generous(CheckLimits::Clock::now() + std::chrono::hours(1));
+  CheckerResult r = Create("chronos")->Check(h, nullptr, generous);
+  EXPECT_TRUE(r.complete);
+  EXPECT_FALSE(r.violations.empty());
+}
+
+TEST(KeepInScopeTest, DropsFindingsOfLeadInTransactionsOnly) {
+  CheckerResult r;
+  r.violations.resize(4);
+  r.violations[0].txns = {TxnId(0), TxnId(1)};  // lead-in only
+  r.violations[1].txns = {TxnId(1), TxnId(2)};  // reaches the window's own
+  r.violations[2].txns = {TxnId(3)};
+  r.violations[3].txns = {};
+  CheckerResult unscoped = r;
+  KeepInScope(nullptr, &unscoped);
+  EXPECT_EQ(unscoped.violations.size(), 4u);
+  const WindowScope scope{.index = 1, .first_proper = 2, .base = {10, 0}};
+  KeepInScope(&scope, &r);
+  ASSERT_EQ(r.violations.size(), 3u);
+  EXPECT_THAT(r.violations[0].txns, ElementsAre(TxnId(1), TxnId(2)));
+  EXPECT_EQ(r.findings_out_of_scope, 1u);
+}
+
+// A window whose base is 10 and whose own transactions start at index 2. Its initial state (2
+// for every key) is the state at the base.
+//   L1 (lead-in) starts after the base and overwrites key 1 with 3 at 12.
+//   L2 (lead-in) reads 9 from key 5, which nobody wrote: a finding of lead-in only.
+//   P1 (own, long) started at 4, before the base, and read 1 from key 1: what it saw at 4 is
+//      not in the window, so its stale-looking read cannot be judged at SI.
+//   P2 (own) starts at 13, after L1's commit, and reads the initial 2 from key 1: stale.
+//   P3 (own) overlaps L1 and writes key 1 too: a lost update.
+//   P4 (own, long) started at 5 and writes key 1 after L1: the later committer of a conflict
+//      whose snapshot the window does not hold.
+history::History WindowHistory() {
+  testing::TestHistory t;
+  t.DefaultInitial(2);
+  t.Txn("L1", "a", 11, 12).W(1, 3);
+  t.Txn("L2", "b", 11, 13).R(5, 9);
+  t.Txn("P1", "c", 4, 14).R(1, 1);
+  t.Txn("P2", "d", 13, 15).R(1, 2);
+  t.Txn("P3", "e", 11, 16).W(1, 4);
+  t.Txn("P4", "f", 5, 17).W(1, 5);
+  return t.Build();
+}
+
+TEST(ChronosWindowRuleTest, TrustsSnapshotsTakenAtOrAfterTheBase) {
+  history::History h = WindowHistory();
+  const WindowScope scope{.index = 1, .first_proper = 2, .base = {10, 0}};
+  std::unique_ptr<Checker> si = Create("chronos", {{"levels", "si"}});
+  ASSERT_NE(si, nullptr);
+  CheckerResult whole = si->Check(h, nullptr, CheckLimits());
+  EXPECT_THAT(testing::SummarizeAll(h, whole.violations),
+              ::testing::IsSupersetOf({"EXT/never L2 k=5", "EXT/never P1 k=1", "EXT/before P2 k=1",
+                                       "NOCONFLICT L1,P3 k=1", "NOCONFLICT L1,P4 k=1"}));
+  CheckerResult windowed = si->Check(h, &scope, CheckLimits());
+  std::vector<std::string> kept = testing::SummarizeAll(h, windowed.violations);
+  EXPECT_THAT(kept, ::testing::Contains("EXT/before P2 k=1"));
+  EXPECT_THAT(kept, ::testing::Contains("NOCONFLICT L1,P3 k=1"));
+  EXPECT_THAT(kept, ::testing::Not(::testing::Contains("EXT/never P1 k=1")));
+  EXPECT_THAT(kept, ::testing::Not(::testing::Contains("EXT/never L2 k=5")));
+  EXPECT_THAT(kept, ::testing::Not(::testing::Contains("NOCONFLICT L1,P4 k=1")));
+  EXPECT_EQ(windowed.violations.size() + windowed.findings_out_of_scope, whole.violations.size());
+  EXPECT_EQ(windowed.transactions_checked, 4u);
+  EXPECT_EQ(windowed.transactions_skipped, 2u);
+
+  // At SER a read is judged at its commit, never before the base: P1's read is kept.
+  std::unique_ptr<Checker> ser = Create("chronos", {{"levels", "ser"}});
+  ASSERT_NE(ser, nullptr);
+  EXPECT_THAT(testing::SummarizeAll(h, ser->Check(h, &scope, CheckLimits()).violations),
+              ::testing::Contains(::testing::StartsWith("EXT/never P1")));
+}
+
+TEST(AdyaWindowRuleTest, KeepsEveryFindingThatReachesTheWindow) {
+  // T1 (lead-in) and T2 (lead-in) lose an update; T3 (own) and T4 (own) lose another.
+  testing::TestHistory t;
+  t.Txn("T1", "a", 1, 3).R(1, std::nullopt).W(1, 1);
+  t.Txn("T2", "b", 2, 4).R(1, std::nullopt).W(1, 2);
+  t.Txn("T3", "a", 5, 7).R(2, std::nullopt).W(2, 1);
+  t.Txn("T4", "b", 6, 8).R(2, std::nullopt).W(2, 2);
+  history::History h = t.Build();
+  const WindowScope scope{.index = 1, .first_proper = 2, .base = {5, 0}};
+  std::unique_ptr<Checker> adya = Create("adya");
+  ASSERT_NE(adya, nullptr);
+  CheckerResult whole = adya->Check(h, nullptr, CheckLimits());
+  CheckerResult windowed = adya->Check(h, &scope, CheckLimits());
+  EXPECT_GT(windowed.findings_out_of_scope, 0u);
+  EXPECT_EQ(windowed.violations.size() + windowed.findings_out_of_scope, whole.violations.size());
+  for (const Violation& v : windowed.violations) {
+    EXPECT_THAT(testing::Summarize(h, v), HasSubstr("T3"));
+  }
+  EXPECT_FALSE(windowed.violations.empty());
+}
+
+}  // namespace
+}  // namespace isowatch::checkers
