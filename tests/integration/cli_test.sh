@@ -85,6 +85,42 @@ PY
   then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: online with a spill ($spill) vs offline"; fi
 done
 
+# Plug-in checkers: adya and chronos on a golden lost update, both in one JSON report.
+histories="$(cd "$(dirname "$0")/../histories" && pwd)"
+expect_status 0 "checkers" -- "$bin" checkers
+expect_grep "adya.max_search_steps=integer" "$dir/out" "checkers lists adya's option"
+expect_status 1 "check --checker adya,chronos" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker adya,chronos --json
+cp "$dir/out" "$dir/plugins.json"
+if python3 - "$dir/plugins.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert report["valid"] is False and report["result"] == "invalid", report["result"]
+assert report["checker"] == "adya,chronos", report["checker"]
+assert report["level"] is None, report["level"]
+names = [c["name"] for c in report["checkers"]]
+assert names == ["adya", "chronos"], names
+adya, chronos = report["checkers"]
+assert adya["levels"] == ["rc", "rr", "si", "ser"] and chronos["levels"] == ["si", "ser"]
+assert all(c["complete"] and c["result"] == "invalid" for c in report["checkers"])
+assert report["counts"]["G-single"] == 1 and report["counts"]["NOCONFLICT"] == 1, report["counts"]
+assert {v["checker"] for v in report["violations"]} == {"adya", "chronos"}
+assert sum(c["violations"] for c in report["checkers"]) == len(report["violations"])
+assert "sccs" in adya["stats"] and "external_reads" in chronos["stats"]
+PY
+then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: check --checker JSON report"; fi
+expect_status 0 "check --checker adya --level rc" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker adya --level rc
+expect_grep "adya (rc): VALID" "$dir/out" "adya at rc only"
+expect_status 2 "chronos cannot judge rc" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker chronos --level rc
+expect_grep "cannot judge" "$dir/err" "level error names the checker"
+expect_status 2 "rc needs a plug-in" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --level rc
+expect_status 2 "unknown checker" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker elle
+expect_status 2 "unknown option" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker adya --checker-option adya.depth=3
+expect_grep "adya.depth" "$dir/err" "unknown option named"
+# Out of time with no violation found: UNKNOWN, exit 3, never VALID.
+expect_status 0 "gen large valid" -- "$bin" gen --out "$dir/big.json" --txns 30000 --keys 500 --seed 5
+expect_status 3 "check --time-limit-ms 1" -- "$bin" check "$dir/big.json" --checker adya,chronos --time-limit-ms 1
+expect_grep "result: UNKNOWN" "$dir/out" "out of time is UNKNOWN"
+
 # Bad input: exit 2 with the file and position in the message.
 printf '[\n {"tid": 1, "sid": 0, "sts": {"p": 1, "l": 0}' > "$dir/truncated.json"
 expect_status 2 "truncated file" -- "$bin" check "$dir/truncated.json" --format timekiller

@@ -6,15 +6,20 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <stdlib.h>
 #include <system_error>
+#include <utility>
 
+#include "absl/status/status.h"
 #include <fmt/format.h>
 
 #include "isowatch/checkers/chronos/chronos.h"
+#include "isowatch/checkers/registry.h"
 #include "isowatch/cli/command.h"
 #include "isowatch/cli/read_flags.h"
+#include "isowatch/common/status_macros.h"
 #include "isowatch/config/units.h"
 #include "isowatch/engine/delivery.h"
 #include "isowatch/engine/version_spill.h"
@@ -22,12 +27,47 @@
 #include "isowatch/report/check_report.h"
 
 namespace isowatch::cli {
+namespace {
+
+using report::IsolationLevel;
+
+// Adds `r`, what a plug-in made of one history or window in `seconds`, to its outcome.
+void AddResult(const checkers::CheckerResult& r, double seconds, report::CheckerOutcome& c) {
+  c.complete = c.complete && r.complete;
+  c.seconds += seconds;
+  c.violations += r.violations.size();
+  c.transactions_checked += r.transactions_checked;
+  c.transactions_skipped += r.transactions_skipped;
+  c.findings_out_of_scope += r.findings_out_of_scope;
+  ++c.windows;
+  if (!r.complete) ++c.incomplete_windows;
+  for (const auto& [name, value] : r.stats) {
+    auto it = std::find_if(c.stats.begin(), c.stats.end(),
+                           [&name = name](const auto& s) { return s.first == name; });
+    if (it == c.stats.end()) {
+      c.stats.emplace_back(name, value);
+    } else {
+      it->second += value;
+    }
+  }
+}
+
+checkers::CheckLimits LimitsFor(int64_t time_limit_ms) {
+  if (time_limit_ms <= 0) return checkers::CheckLimits();
+  return checkers::CheckLimits(checkers::CheckLimits::Clock::now() +
+                               std::chrono::milliseconds(time_limit_ms));
+}
+
+}  // namespace
 
 CLI::App* CheckCommand::Register(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("check", "Check a history file for isolation violations");
   cmd->add_option("FILE", file_, "History file")->required();
-  cmd->add_option("--level", level_, "Isolation level to check: si or ser")
-      ->check(CLI::IsMember({"si", "ser"}));
+  level_option_ =
+      cmd->add_option("--level", level_,
+                      "Isolation level to check: si or ser (default si); with --checker also rc "
+                      "or rr, restricting every plug-in to it (default: each its own levels)")
+          ->check(CLI::IsMember({"si", "ser", "rc", "rr"}));
   cmd->add_option("--format", format_, "File format: auto, timekiller, native")
       ->check(CLI::IsMember({"auto", "timekiller", "native", "native-json"}));
   cmd->add_option("--initial-value", initial_value_,
@@ -64,6 +104,20 @@ CLI::App* CheckCommand::Register(CLI::App& app) {
                 "checked exactly (no horizon misses)");
   cmd->add_option("--spill-dir", spill_dir_,
                   "Online: directory of the spill (cleared first; default: a temporary one)");
+  CLI::Option* checker =
+      cmd->add_option("--checker", checker_list_,
+                      "Check with these plug-in checkers, e.g. adya,chronos (list them with "
+                      "`isowatch checkers`); exit 3 if none found a violation but one ran out "
+                      "of time");
+  checker->excludes("--online");
+  cmd->add_option("--checker-option", checker_options_,
+                  "A plug-in's option, NAME.OPTION=VALUE (repeatable), e.g. adya.levels=si,ser")
+      ->needs(checker);
+  cmd->add_option("--time-limit-ms", time_limit_ms_,
+                  "Time each plug-in may spend on the history (default: none); out of time, its "
+                  "verdict is UNKNOWN")
+      ->check(CLI::PositiveNumber)
+      ->needs(checker);
   return cmd;
 }
 
@@ -76,6 +130,14 @@ int CheckCommand::Run() {
   const formats::ReadOptions& options = *read_options;
   auto format = formats::ParseFileFormat(format_);
   auto level = report::ParseIsolationLevel(level_);
+  const bool plugins = !checker_list_.empty();
+  if (!plugins && *level != IsolationLevel::kSnapshotIsolation &&
+      *level != IsolationLevel::kSerializable) {
+    std::cerr << fmt::format(
+        "isowatch check: --level {} is judged by the adya plug-in only: add --checker adya\n",
+        level_);
+    return kExitBadInput;
+  }
 
   auto t0 = std::chrono::steady_clock::now();
   formats::FileFormat used = formats::FileFormat::kAuto;
@@ -89,7 +151,12 @@ int CheckCommand::Run() {
   rep.source = file_;
   rep.format = used == formats::FileFormat::kTimeKiller ? "timekiller" : "native";
   rep.level = *level;
-  if (online_) {
+  if (plugins) {
+    if (absl::Status status = RunCheckers(*h, rep); !status.ok()) {
+      std::cerr << "isowatch check: " << status.message() << "\n";
+      return kExitBadInput;
+    }
+  } else if (online_) {
     const engine::DeliveryOptions delivery{.mean_ms = mean_ms_,
                                            .sigma_ms = sigma_ms_,
                                            .batch = batch_,
@@ -182,7 +249,75 @@ int CheckCommand::Run() {
     report::WriteTextReport(*h, rep, std::cout, max_detailed_);
   }
   std::cout.flush();
-  return rep.valid() ? kExitValid : kExitViolations;
+  if (!rep.violations.empty()) return kExitViolations;
+  return rep.complete() ? kExitValid : kExitUnknown;
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<checkers::Checker>>> CheckCommand::CreateCheckers()
+    const {
+  ASSIGN_OR_RETURN(std::vector<std::string> names, checkers::ParseCheckerList(checker_list_));
+  std::map<std::string, checkers::CheckerOptions, std::less<>> options;
+  for (const std::string& text : checker_options_) {
+    const size_t dot = text.find('.');
+    const size_t eq = text.find('=');
+    if (dot == std::string::npos || eq == std::string::npos || dot > eq) {
+      return absl::InvalidArgumentError(
+          fmt::format("--checker-option '{}': expected NAME.OPTION=VALUE", text));
+    }
+    std::string name = text.substr(0, dot);
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--checker-option '{}': {} is not among --checker {}", text, name, checker_list_));
+    }
+    if (!options[name].emplace(text.substr(dot + 1, eq - dot - 1), text.substr(eq + 1)).second) {
+      return absl::InvalidArgumentError(
+          fmt::format("--checker-option '{}': that option is given twice", text));
+    }
+  }
+  if (level_option_->count() > 0) {
+    const IsolationLevel level = *report::ParseIsolationLevel(level_);
+    for (const std::string& name : names) {
+      const checkers::CheckerInfo& info = *checkers::FindChecker(name);
+      if (std::find(info.levels.begin(), info.levels.end(), level) == info.levels.end()) {
+        return absl::InvalidArgumentError(
+            fmt::format("--level {}: the {} checker cannot judge it", level_, name));
+      }
+      if (!options[name].emplace("levels", level_).second) {
+        return absl::InvalidArgumentError(
+            fmt::format("--level and --checker-option {}.levels: give one of them", name));
+      }
+    }
+  }
+  std::vector<std::unique_ptr<checkers::Checker>> out;
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(std::unique_ptr<checkers::Checker> checker,
+                     checkers::CreateChecker(name, options[name]));
+    out.push_back(std::move(checker));
+  }
+  return out;
+}
+
+absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckReport& rep) const {
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<checkers::Checker>> plugins, CreateCheckers());
+  if (level_option_->count() == 0) rep.level.reset();
+  std::vector<std::string_view> names;
+  for (const auto& checker : plugins) names.push_back(checker->name());
+  rep.checker = fmt::format("{}", fmt::join(names, ","));
+  for (const auto& checker : plugins) {
+    report::CheckerOutcome& outcome = rep.checkers.emplace_back();
+    outcome.name = std::string(checker->name());
+    outcome.levels = checker->levels();
+    const auto start = std::chrono::steady_clock::now();
+    checkers::CheckerResult r = checker->Check(h, nullptr, LimitsFor(time_limit_ms_));
+    AddResult(r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              outcome);
+    for (report::Violation& v : r.violations) rep.violations.push_back(std::move(v));
+  }
+  for (const report::CheckerOutcome& c : rep.checkers) {
+    rep.transactions_checked = std::max(rep.transactions_checked, c.transactions_checked);
+  }
+  rep.transactions_skipped = h.size() - std::min(h.size(), rep.transactions_checked);
+  return absl::OkStatus();
 }
 
 }  // namespace isowatch::cli

@@ -4,13 +4,21 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include <CLI/CLI.hpp>
+
+#include "isowatch/checkers/plugin.h"
+#include "isowatch/history/history.h"
+#include "isowatch/report/check_report.h"
 
 namespace isowatch::cli {
 
-// `isowatch check FILE`: reads a history and checks it with Chronos at SI or SER, or with
-// `--online` with the online engine, fed the history through simulated asynchrony.
+// `isowatch check FILE`: reads a history and checks it with Chronos at SI or SER, with
+// `--online` with the online engine, fed the history through simulated asynchrony, or with
+// `--checker NAME,...` with plug-in checkers (docs/checkers/plugins.md), on the whole history or
+// on windows of it.
 class CheckCommand {
  public:
   // Adds the subcommand to `app`; returns it so main can tell whether it was chosen.
@@ -40,6 +48,18 @@ class CheckCommand {
   std::string memory_budget_;
   bool spill_collected_ = false;
   std::string spill_dir_;
+  // --checker and what goes with it.
+  std::string checker_list_;
+  std::vector<std::string> checker_options_;  // NAME.OPTION=VALUE
+  int64_t time_limit_ms_ = 0;                 // per plug-in and window; 0: none
+  uint64_t window_ = 0;                       // transactions per window; 0: the whole history
+  uint64_t window_overlap_ = 0;
+  CLI::Option* level_option_ = nullptr;
+
+  // The configured plug-ins, from --checker, --checker-option and --level.
+  absl::StatusOr<std::vector<std::unique_ptr<checkers::Checker>>> CreateCheckers() const;
+  // Runs them on `h` (whole, or cut into windows) and fills `rep`.
+  absl::Status RunCheckers(const history::History& h, report::CheckReport& rep) const;
 };
 
 }  // namespace isowatch::cli

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "isowatch/cli/check_command.h"
+#include "isowatch/cli/checkers_command.h"
 #include "isowatch/cli/command.h"
 #include "isowatch/cli/demo_command.h"
 #include "isowatch/cli/gen_command.h"
@@ -19,10 +20,12 @@ int main(int argc, char** argv) {
   CLI::App app("isowatch: checks that a database provides the isolation level it promises");
   app.require_subcommand(1);
   CheckCommand check;
+  CheckersCommand checkers;
   GenCommand gen;
   DemoCommand demo;
   ReplayCommand replay;
   CLI::App* check_cmd = check.Register(app);
+  CLI::App* checkers_cmd = checkers.Register(app);
   CLI::App* gen_cmd = gen.Register(app);
   CLI::App* demo_cmd = demo.Register(app);
   CLI::App* replay_cmd = replay.Register(app);
@@ -37,12 +40,13 @@ int main(int argc, char** argv) {
   }
   try {
     if (check_cmd->parsed()) return check.Run();
+    if (checkers_cmd->parsed()) return checkers.Run();
     if (gen_cmd->parsed()) return gen.Run();
     if (demo_cmd->parsed()) return demo.Run();
     if (replay_cmd->parsed()) return replay.Run();
   } catch (const std::exception& e) {
     std::cerr << "isowatch: internal error: " << e.what() << "\n";
-    return 3;
+    return kExitInternalError;
   }
   return kExitBadInput;
 }

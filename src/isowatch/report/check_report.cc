@@ -97,6 +97,36 @@ const char* Role(const Violation& v, size_t i) {
   return "txn";
 }
 
+std::string LevelNames(const std::vector<IsolationLevel>& levels) {
+  std::vector<std::string_view> names;
+  for (IsolationLevel level : levels) names.emplace_back(IsolationLevelName(level));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// "  chronos (si, ser): INVALID, 3 violations, 0.012 s; external_reads 40, ..."
+void WriteCheckerLine(const CheckerOutcome& c, std::ostream& out) {
+  out << fmt::format("  {} ({}): ", c.name, LevelNames(c.levels));
+  if (c.violations > 0) {
+    out << fmt::format("INVALID, {} violation{}", c.violations, c.violations == 1 ? "" : "s");
+  } else {
+    out << (c.complete ? "VALID" : "UNKNOWN");
+  }
+  if (!c.complete) {
+    out << (c.windows > 1
+                ? fmt::format(" (out of time in {} of {} windows)", c.incomplete_windows, c.windows)
+                : std::string(" (out of time)"));
+  }
+  out << fmt::format(", {} transactions, {:.3f} s", c.transactions_checked, c.seconds);
+  if (c.windows > 1) out << fmt::format(", {} windows", c.windows);
+  if (c.findings_out_of_scope > 0) {
+    out << fmt::format(", {} findings out of window scope", c.findings_out_of_scope);
+  }
+  std::vector<std::string> stats;
+  for (const auto& [name, value] : c.stats) stats.push_back(fmt::format("{} {}", name, value));
+  if (!stats.empty()) out << fmt::format("; {}", fmt::join(stats, ", "));
+  out << "\n";
+}
+
 std::string Title(const Violation& v) {
   std::string out = AnomalyName(v.anomaly);
   if (v.ext_kind != ExtKind::kNone) out += fmt::format(" ({})", ExtKindName(v.ext_kind));
@@ -113,6 +143,11 @@ void WriteTextReport(const History& h, const CheckReport& report, std::ostream& 
     const Violation& v = report.violations[i];
     out << fmt::format("[{}] {}", i + 1, Title(v));
     if (v.key.valid()) out << fmt::format(" on key {}", h.KeyToString(v.key));
+    if (!report.checkers.empty()) {
+      out << fmt::format(
+          " ({} at {})", v.checker,
+          LevelNames(v.levels.empty() ? std::vector<IsolationLevel>{v.level} : v.levels));
+    }
     out << "\n";
     for (size_t j = 0; j < v.txns.size(); ++j) {
       out << fmt::format("    {:<19} {}\n", Role(v, j), TxnLine(h, v.txns[j]));
@@ -129,18 +164,34 @@ void WriteTextReport(const History& h, const CheckReport& report, std::ostream& 
 
   std::map<std::string, size_t> counts;
   for (const Violation& v : report.violations) ++counts[Title(v)];
-  out << fmt::format("{}: {} transactions checked at {} by {}", report.source,
-                     report.transactions_checked, IsolationLevelName(report.level), report.checker);
+  out << fmt::format("{}: {} transactions checked", report.source, report.transactions_checked);
+  if (report.level) out << fmt::format(" at {}", IsolationLevelName(*report.level));
+  out << fmt::format(" by {}", report.checker);
   if (report.transactions_skipped > 0) {
     out << fmt::format(" ({} skipped: aborted or without the timestamps the level needs)",
                        report.transactions_skipped);
   }
   out << "\n";
+  if (report.window_transactions > 0) {
+    out << fmt::format("windows: {} transactions each, {} of overlap\n", report.window_transactions,
+                       report.window_overlap);
+  }
+  for (const CheckerOutcome& c : report.checkers) WriteCheckerLine(c, out);
+  std::vector<std::string_view> unknown;
+  for (const CheckerOutcome& c : report.checkers) {
+    if (!c.complete) unknown.emplace_back(c.name);
+  }
   if (report.valid()) {
     out << "result: VALID, no violations\n";
+  } else if (n == 0) {
+    out << fmt::format("result: UNKNOWN, no violations found, but {} did not finish in time\n",
+                       fmt::join(unknown, ", "));
   } else {
     out << fmt::format("result: INVALID, {} violation{}:", n, n == 1 ? "" : "s");
     for (const auto& [name, count] : counts) out << fmt::format(" {} {};", name, count);
+    if (!unknown.empty()) {
+      out << fmt::format(" {} did not finish in time (UNKNOWN)", fmt::join(unknown, ", "));
+    }
     out << "\n";
   }
   if (report.online) {
@@ -188,6 +239,56 @@ void Str(rapidjson::Writer<rapidjson::OStreamWrapper>& w, std::string_view s) {
   w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
+// "checkers": one object per plug-in, and "window" when the history was cut into windows.
+void WriteCheckersJson(const CheckReport& report, rapidjson::Writer<rapidjson::OStreamWrapper>& w) {
+  w.Key("checkers");
+  w.StartArray();
+  for (const CheckerOutcome& c : report.checkers) {
+    w.StartObject();
+    w.Key("name");
+    Str(w, c.name);
+    w.Key("levels");
+    w.StartArray();
+    for (IsolationLevel level : c.levels) w.String(IsolationLevelName(level));
+    w.EndArray();
+    w.Key("result");
+    w.String(c.violations > 0 ? "invalid" : (c.complete ? "valid" : "unknown"));
+    w.Key("complete");
+    w.Bool(c.complete);
+    w.Key("seconds");
+    w.Double(c.seconds);
+    const std::pair<const char*, uint64_t> counts[] = {
+        {"violations", c.violations},
+        {"transactions", c.transactions_checked},
+        {"transactions_skipped", c.transactions_skipped},
+        {"findings_out_of_scope", c.findings_out_of_scope},
+        {"windows", c.windows},
+        {"incomplete_windows", c.incomplete_windows}};
+    for (const auto& [name, value] : counts) {
+      w.Key(name);
+      w.Uint64(value);
+    }
+    w.Key("stats");
+    w.StartObject();
+    for (const auto& [name, value] : c.stats) {
+      Str(w, name);
+      w.Uint64(value);
+    }
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+  if (report.window_transactions > 0) {
+    w.Key("window");
+    w.StartObject();
+    w.Key("transactions");
+    w.Uint64(report.window_transactions);
+    w.Key("overlap");
+    w.Uint64(report.window_overlap);
+    w.EndObject();
+  }
+}
+
 }  // namespace
 
 std::string TxnLabel(const History& h, const Violation& v, TxnId id) {
@@ -199,11 +300,15 @@ std::string TxnLabel(const History& h, const Violation& v, TxnId id) {
   return h.TxnLabel(id);
 }
 
-std::string ViolationToJson(const History& h, const Violation& v) {
+std::string ViolationToJson(const History& h, const Violation& v, bool with_checker) {
   std::ostringstream out;
   rapidjson::OStreamWrapper os(out);
   rapidjson::Writer<rapidjson::OStreamWrapper> w(os);
   w.StartObject();
+  if (with_checker) {
+    w.Key("checker");
+    Str(w, v.checker);
+  }
   w.Key("anomaly");
   w.String(AnomalyName(v.anomaly));
   if (v.ext_kind != ExtKind::kNone) {
@@ -246,8 +351,14 @@ void WriteJsonReport(const History& h, const CheckReport& report, std::ostream& 
   w.StartObject();
   w.Key("valid");
   w.Bool(report.valid());
+  w.Key("result");
+  w.String(report.valid() ? "valid" : (report.violations.empty() ? "unknown" : "invalid"));
   w.Key("level");
-  w.String(IsolationLevelName(report.level));
+  if (report.level) {
+    w.String(IsolationLevelName(*report.level));
+  } else {
+    w.Null();
+  }
   w.Key("checker");
   Str(w, report.checker);
   w.Key("source");
@@ -281,10 +392,11 @@ void WriteJsonReport(const History& h, const CheckReport& report, std::ostream& 
   w.Key("violations");
   w.StartArray();
   for (const Violation& v : report.violations) {
-    std::string json = ViolationToJson(h, v);
+    std::string json = ViolationToJson(h, v, /*with_checker=*/!report.checkers.empty());
     w.RawValue(json.data(), json.size(), rapidjson::kObjectType);
   }
   w.EndArray();
+  if (!report.checkers.empty()) WriteCheckersJson(report, w);
   if (report.online) {
     const OnlineCounts& o = *report.online;
     w.Key("flip_flops");

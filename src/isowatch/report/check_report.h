@@ -6,6 +6,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "isowatch/history/history.h"
@@ -37,12 +38,30 @@ struct OnlineCounts {
   uint64_t max_retained_txns = 0;
 };
 
+// What one plug-in checker made of a history (`isowatch check --checker`), over all its windows
+// when the history was cut into windows.
+struct CheckerOutcome {
+  std::string name;
+  std::vector<IsolationLevel> levels;  // judged
+  // False: it ran out of time (in some window); its verdict is UNKNOWN.
+  bool complete = true;
+  double seconds = 0;
+  size_t violations = 0;
+  size_t transactions_checked = 0;
+  size_t transactions_skipped = 0;
+  size_t findings_out_of_scope = 0;  // left out by the windows' trust rules
+  size_t windows = 0;                // checked (1 for a whole history)
+  size_t incomplete_windows = 0;
+  std::vector<std::pair<std::string, uint64_t>> stats;  // summed over the windows
+};
+
 // The outcome of checking one history: what was checked, what was found, how long it took.
 struct CheckReport {
-  std::string source;  // file name
-  std::string format;  // "timekiller", "native", ...
-  std::string checker = "chronos";
-  IsolationLevel level = IsolationLevel::kSnapshotIsolation;
+  std::string source;               // file name
+  std::string format;               // "timekiller", "native", ...
+  std::string checker = "chronos";  // for plug-ins, their names joined by commas
+  // The level judged; none when plug-ins judged each its own levels.
+  std::optional<IsolationLevel> level = IsolationLevel::kSnapshotIsolation;
   size_t transactions_checked = 0;
   size_t transactions_skipped = 0;
   std::vector<Violation> violations;
@@ -50,26 +69,46 @@ struct CheckReport {
   double check_seconds = 0;
   // Set by an online check.
   std::optional<OnlineCounts> online;
+  // Set by a check with plug-ins: one per plug-in, in the order they ran.
+  std::vector<CheckerOutcome> checkers;
+  // Set when the history was cut into windows.
+  size_t window_transactions = 0;
+  size_t window_overlap = 0;
 
-  bool valid() const { return violations.empty(); }
+  // Every checker finished (otherwise the verdict is UNKNOWN unless violations were found).
+  bool complete() const {
+    for (const CheckerOutcome& c : checkers) {
+      if (!c.complete) return false;
+    }
+    return true;
+  }
+  // No violation found, and every checker finished: an incomplete check is never valid.
+  bool valid() const { return violations.empty() && complete(); }
 };
 
 // Renders `report` for a person: each violation with the transactions involved (id, session,
 // timestamps, the operations on the key), the key, expected and observed values and the
-// explanation; then a summary (with one line of online counts for an online check). At most
-// `max_detailed` violations are shown in full (0 = all).
+// explanation; then a summary (with one line of online counts for an online check, one line per
+// plug-in for a check with plug-ins) and the result: VALID, INVALID, or UNKNOWN when no violation
+// was found but some checker did not finish. At most `max_detailed` violations are shown in full
+// (0 = all).
 void WriteTextReport(const history::History& h, const CheckReport& report, std::ostream& out,
                      size_t max_detailed = 0);
 
-// Renders `report` as one JSON object: valid, level, checker, source, format, transactions,
-// counts (per anomaly, and per EXT kind), violations (anomaly, ext_kind, txns with ids as in the
-// input, key, expected, observed, explanation), timing; for an online check also flip_flops,
-// late_arrivals and an "online" object with every OnlineCounts field.
+// Renders `report` as one JSON object: valid, result ("valid", "invalid", "unknown"), level (null
+// when each plug-in judged its own levels), checker, source, format, transactions, counts (per
+// anomaly, and per EXT kind), violations (anomaly, ext_kind, txns with ids as in the input, key,
+// expected, observed, explanation, and checker when plug-ins ran), timing; for an online check
+// also flip_flops, late_arrivals and an "online" object with every OnlineCounts field; for a
+// check with plug-ins a "checkers" array with every CheckerOutcome field (result per checker:
+// "valid", "invalid" or "unknown"), and "window" when the history was cut into windows.
 void WriteJsonReport(const history::History& h, const CheckReport& report, std::ostream& out);
 
 // One violation as the JSON object WriteJsonReport writes for it: anomaly, ext_kind (EXT only),
-// txns (ids as in the source), key, expected, observed, explanation.
-std::string ViolationToJson(const history::History& h, const Violation& v);
+// txns (ids as in the source), key, expected, observed, explanation, levels (when several), and
+// with `with_checker` the checker that found it.
+std::string ViolationToJson(const history::History& h, const Violation& v,
+                            bool with_checker = false);
 
 // The source id of transaction `id` of `v`: from the history, else from v.released_names, else
 // "#<index>".

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/cli/checkers_command.h"
+
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "isowatch/checkers/registry.h"
+#include "isowatch/cli/command.h"
+
+namespace isowatch::cli {
+namespace {
+
+std::string Levels(const std::vector<report::IsolationLevel>& levels, std::string_view sep) {
+  std::vector<std::string_view> names;
+  for (report::IsolationLevel level : levels) names.emplace_back(IsolationLevelName(level));
+  return fmt::format("{}", fmt::join(names, sep));
+}
+
+std::string Requires(const checkers::Requirements& r) {
+  std::vector<std::string_view> parts;
+  if (r.commit_timestamps)
+    parts.emplace_back("commit timestamps (transactions without are skipped)");
+  if (r.start_snapshots)
+    parts.emplace_back("start timestamps for si (reads judged against start snapshots)");
+  if (r.registers && r.lists) {
+    parts.emplace_back("registers and lists");
+  } else if (r.registers) {
+    parts.emplace_back("registers only");
+  } else if (r.lists) {
+    parts.emplace_back("lists only");
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+}  // namespace
+
+CLI::App* CheckersCommand::Register(CLI::App& app) {
+  return app.add_subcommand(
+      "checkers", "List the plug-in checkers for `check --checker`: levels, requirements, options");
+}
+
+int CheckersCommand::Run() {
+  for (const checkers::CheckerInfo& info : checkers::RegisteredCheckers()) {
+    std::cout << fmt::format("{}\n  {}\n  levels:   {}\n  requires: {}\n  options:\n", info.name,
+                             info.help, Levels(info.levels, ", "), Requires(info.requirements));
+    std::cout << fmt::format("    {}.levels=LEVEL,...  (default {}) the levels to judge\n",
+                             info.name, Levels(info.levels, ","));
+    for (const checkers::OptionSpec& o : info.options) {
+      std::cout << fmt::format("    {}.{}={}  (default {}) {}\n", info.name, o.name, o.type,
+                               o.default_value, o.help);
+    }
+    std::cout << "\n";
+  }
+  std::cout << "Use: isowatch check FILE --checker NAME[,NAME...] [--checker-option "
+               "NAME.OPTION=VALUE]... [--level LEVEL] [--time-limit-ms MS]\n";
+  return kExitValid;
+}
+
+}  // namespace isowatch::cli
