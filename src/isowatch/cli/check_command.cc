@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdlib.h>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -25,6 +26,7 @@
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/formats/history_file.h"
 #include "isowatch/report/check_report.h"
+#include "isowatch/windows/window_cutter.h"
 
 namespace isowatch::cli {
 namespace {
@@ -51,6 +53,30 @@ void AddResult(const checkers::CheckerResult& r, double seconds, report::Checker
     }
   }
 }
+
+// Maps a window's transaction and key ids to the checked file's, by source id and key.
+class FileIds {
+ public:
+  explicit FileIds(const history::History& h) : h_(h) {
+    for (uint32_t i = 0; i < h.size(); ++i) txns_.emplace(h.txn_name(TxnId(i)), TxnId(i));
+  }
+
+  // Rewrites `v`, found in window history `w`, in the file's ids.
+  void Translate(const history::History& w, report::Violation& v) const {
+    for (TxnId& t : v.txns) {
+      auto it = txns_.find(w.txn_name(t));
+      if (it != txns_.end()) t = it->second;
+    }
+    if (!v.key.valid()) return;
+    const history::KeyInfo& key = w.key(v.key);
+    v.key = key.is_int ? h_.FindIntKey(key.payload)
+                       : h_.FindBytesKey(w.bytes(static_cast<uint32_t>(key.payload)));
+  }
+
+ private:
+  const history::History& h_;
+  std::unordered_map<std::string_view, TxnId> txns_;
+};
 
 checkers::CheckLimits LimitsFor(int64_t time_limit_ms) {
   if (time_limit_ms <= 0) return checkers::CheckLimits();
@@ -118,6 +144,16 @@ CLI::App* CheckCommand::Register(CLI::App& app) {
                   "verdict is UNKNOWN")
       ->check(CLI::PositiveNumber)
       ->needs(checker);
+  CLI::Option* window =
+      cmd->add_option("--window", window_,
+                      "Cut the history into windows of this many transactions, in commit order, "
+                      "and run the plug-ins on each (docs/windows.md)")
+          ->check(CLI::PositiveNumber)
+          ->needs(checker);
+  cmd->add_option("--window-overlap", window_overlap_,
+                  "Lead-in: each window also carries up to this many of the previous window's "
+                  "transactions")
+      ->needs(window);
   return cmd;
 }
 
@@ -307,11 +343,32 @@ absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckR
     report::CheckerOutcome& outcome = rep.checkers.emplace_back();
     outcome.name = std::string(checker->name());
     outcome.levels = checker->levels();
-    const auto start = std::chrono::steady_clock::now();
-    checkers::CheckerResult r = checker->Check(h, nullptr, LimitsFor(time_limit_ms_));
-    AddResult(r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-              outcome);
-    for (report::Violation& v : r.violations) rep.violations.push_back(std::move(v));
+  }
+  // One window of the whole history, or the windows the cutter makes of it.
+  std::vector<windows::Window> cut;
+  if (window_ > 0) {
+    windows::WindowCutter cutter(
+        {.transactions = window_, .overlap = static_cast<int64_t>(window_overlap_)});
+    for (uint32_t i = 0; i < h.size(); ++i) cutter.Add(h, TxnId(i));
+    cut = cutter.Flush(h);
+    rep.window_transactions = window_;
+    rep.window_overlap = window_overlap_;
+  }
+  FileIds ids(h);
+  const size_t passes = window_ > 0 ? cut.size() : 1;
+  for (size_t w = 0; w < passes; ++w) {
+    const history::History& part = window_ > 0 ? cut[w].history : h;
+    const checkers::WindowScope* scope = window_ > 0 ? &cut[w].scope : nullptr;
+    for (size_t i = 0; i < plugins.size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      checkers::CheckerResult r = plugins[i]->Check(part, scope, LimitsFor(time_limit_ms_));
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      AddResult(r, took.count(), rep.checkers[i]);
+      for (report::Violation& v : r.violations) {
+        if (window_ > 0) ids.Translate(part, v);
+        rep.violations.push_back(std::move(v));
+      }
+    }
   }
   for (const report::CheckerOutcome& c : rep.checkers) {
     rep.transactions_checked = std::max(rep.transactions_checked, c.transactions_checked);

@@ -71,7 +71,7 @@ struct CheckReport {
   std::optional<OnlineCounts> online;
   // Set by a check with plug-ins: one per plug-in, in the order they ran.
   std::vector<CheckerOutcome> checkers;
-  // Set when the history was cut into windows.
+  // Set when the history was cut into windows (`check --window N --window-overlap M`).
   size_t window_transactions = 0;
   size_t window_overlap = 0;
 
