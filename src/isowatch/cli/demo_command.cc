@@ -76,8 +76,13 @@ Shown Describe(const store::ViolationRecord& r, bool print) {
     }
   }
   if (print) {
-    std::cout << fmt::format("  VIOLATION {}{} [{}] {}\n", r.anomaly,
-                             r.ext_kind.empty() ? "" : "/" + r.ext_kind, r.id, explanation);
+    std::string window;
+    if (d.IsObject() && d.HasMember("window") && d["window"].IsObject()) {
+      window = fmt::format(", window {}", d["window"]["index"].GetUint64());
+    }
+    std::cout << fmt::format("  VIOLATION {}{} [{}, {}{}] {}\n", r.anomaly,
+                             r.ext_kind.empty() ? "" : "/" + r.ext_kind, r.checker, r.id, window,
+                             explanation);
   }
   return Shown{Canonical(r.anomaly, txns, key), r.anomaly};
 }
@@ -145,6 +150,10 @@ int DemoCommand::Run() {
   cfg.log.file = dir + "/isowatchd.log";
   cfg.log.level = config::LogLevel::kInfo;
   cfg.engine.level = options->level;
+  // Beside the online engine, Adya's cycle classification on windows of 5000 transactions.
+  cfg.windows.checkers = {"adya"};
+  cfg.windows.size = 5000;
+  cfg.windows.overlap = 500;
   if (auto s = monitor::ConfigureLogging(cfg.log); !s.ok()) {
     std::cerr << "isowatch demo: " << s.message() << "\n";
     return kExitBadInput;
@@ -183,8 +192,9 @@ int DemoCommand::Run() {
   });
 
   std::set<std::string> seen_ids;
-  std::set<std::string> found;
+  std::set<std::string> found;  // by the online engine
   std::map<std::string, uint64_t> by_anomaly;
+  std::map<std::string, uint64_t> by_window_anomaly;
   size_t shown = 0;
   const auto start = std::chrono::steady_clock::now();
   auto poll = [&](bool print) {
@@ -197,8 +207,12 @@ int DemoCommand::Run() {
         const bool show = print && shown < max_shown_;
         Shown s = Describe(r, show);
         if (show && ++shown == max_shown_) std::cout << "  (further violations not shown)\n";
-        found.insert(s.canonical);
-        ++by_anomaly[s.anomaly];
+        if (r.checker == "online") {
+          found.insert(s.canonical);
+          ++by_anomaly[s.anomaly];
+        } else {
+          ++by_window_anomaly[r.checker + " " + s.anomaly];
+        }
       }
       token = page->next_page_token;
     } while (!token.empty());
@@ -219,12 +233,20 @@ int DemoCommand::Run() {
     }
     std::string kinds;
     for (const auto& [anomaly, n] : by_anomaly) kinds += fmt::format(" {} {}", anomaly, n);
+    std::string window_kinds;
+    for (const auto& [anomaly, n] : by_window_anomaly) {
+      window_kinds += fmt::format(" {} {}", anomaly, n);
+    }
+    const uint64_t windows_done = status.ok() ? status->windows.done : 0;
     std::cout << fmt::format(
         "{}[{:5.1f} s] sent {} ({:.0f} txn/s), checked {}, pending {}, lag {:.1f} s, "
-        "violations:{}\n",
+        "violations:{}; windows checked {}, findings:{}\n",
         prefix, t, sent.load(), t > 0 ? static_cast<double>(sent.load()) / t : 0.0, checked,
-        pending, lag, kinds.empty() ? " none" : kinds);
-    return status.ok() && !status->streams.empty() && status->streams[0].closed && pending == 0;
+        pending, lag, kinds.empty() ? " none" : kinds, windows_done,
+        window_kinds.empty() ? " none" : window_kinds);
+    return status.ok() && !status->streams.empty() && status->streams[0].closed && pending == 0 &&
+           status->windows.queued == 0 && status->windows.running == 0 &&
+           status->windows.done >= status->windows.sealed;
   };
   auto last = std::chrono::steady_clock::now();
   while (!interrupted.load()) {

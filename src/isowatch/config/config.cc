@@ -18,6 +18,7 @@
 #include "fmt/format.h"
 #include "yaml-cpp/yaml.h"
 
+#include "isowatch/checkers/registry.h"
 #include "isowatch/common/status_macros.h"
 
 namespace isowatch::config {
@@ -33,6 +34,9 @@ struct Option {
   bool nullable = false;
   // Render the value as a double-quoted YAML string.
   bool quoted = false;
+  // A list: the file may give a YAML sequence of scalars, taken as their comma-separated text;
+  // the value is rendered as a flow sequence.
+  bool list = false;
   // Sets the option from its text; the error message does not name the option.
   std::function<absl::Status(DaemonConfig&, std::string_view)> set;
   std::function<std::string(const DaemonConfig&)> get;
@@ -238,97 +242,255 @@ Option EnumOption(const std::string& key, const std::string& help, std::vector<E
       .get = [access, name](const DaemonConfig& c) { return std::string(name(access(c))); }};
 }
 
+// A non-negative count; `zero_means` says what 0 means, if anything.
+template <typename Access>
+Option UnsignedOption(const std::string& key, const std::string& zero_means,
+                      const std::string& help, Access access) {
+  return {.key = key,
+          .type = fmt::format("integer >= 0 (0: {})", zero_means),
+          .expected = "a non-negative integer",
+          .help = help,
+          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+            const std::optional<uint64_t> n = ParseInteger<uint64_t>(v);
+            if (!n) return Expected("a non-negative integer", v);
+            access(c) = *n;
+            return absl::OkStatus();
+          },
+          .get = [access](const DaemonConfig& c) { return std::to_string(access(c)); }};
+}
+
+// The items of a list written "a, b" or "[a, b]".
+std::vector<std::string> SplitList(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    text = text.substr(1, text.size() - 2);
+  }
+  std::vector<std::string> items;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(begin, end - begin);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) items.emplace_back(item);
+    begin = end + 1;
+  }
+  return items;
+}
+
+std::string JoinList(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : ", ") + items[i];
+  return out + "]";
+}
+
+// The list of plug-ins run on windows.
+Option CheckerListOption() {
+  return {.key = "windows.checkers",
+          .type = "list of plug-in names",
+          .expected = "a list of plug-in checkers such as [adya, chronos]",
+          .help = "Plug-in checkers run on every sealed window; empty: no windows are cut.",
+          .nullable = true,
+          .list = true,
+          .set = [](DaemonConfig& c, std::string_view v) -> absl::Status {
+            std::string joined;
+            for (const std::string& item : SplitList(v))
+              joined += (joined.empty() ? "" : ",") + item;
+            std::vector<std::string> names;
+            if (!joined.empty()) {
+              ASSIGN_OR_RETURN(names, checkers::ParseCheckerList(joined));
+            }
+            c.windows.checkers = std::move(names);
+            return absl::OkStatus();
+          },
+          .get = [](const DaemonConfig& c) { return JoinList(c.windows.checkers); }};
+}
+
+// `checkers.NAME.OPTION` for each option of each registered plug-in ("levels" first). The value
+// is checked by building the plug-in with it.
+std::vector<Option> CheckerOptions() {
+  std::vector<Option> out;
+  for (const checkers::CheckerInfo& info : checkers::RegisteredCheckers()) {
+    std::vector<std::string> level_names;
+    for (report::IsolationLevel l : info.levels) {
+      level_names.emplace_back(report::IsolationLevelName(l));
+    }
+    std::vector<checkers::OptionSpec> specs;
+    specs.push_back({.name = "levels",
+                     .type = "list of levels",
+                     .default_value = JoinList(level_names),
+                     .help = fmt::format("Levels the {} plug-in judges on windows.", info.name)});
+    specs.insert(specs.end(), info.options.begin(), info.options.end());
+    for (const checkers::OptionSpec& spec : specs) {
+      const std::string name = info.name;
+      const std::string field = fmt::format("{}.{}", info.name, spec.name);
+      const std::string default_value = spec.default_value;
+      const bool is_levels = spec.name == "levels";
+      out.push_back(
+          {.key = fmt::format("checkers.{}", field),
+           .type = spec.type,
+           .expected = spec.type,
+           .help = spec.help,
+           .list = is_levels,
+           .set = [name, field, default_value, is_levels, option = spec.name](
+                      DaemonConfig& c, std::string_view v) -> absl::Status {
+             std::string text(v);
+             if (option == "levels") {
+               std::string joined;
+               for (const std::string& item : SplitList(v)) {
+                 joined += (joined.empty() ? "" : ",") + item;
+               }
+               text = joined;
+             }
+             const checkers::CheckerOptions one = {{option, text}};
+             if (auto built = checkers::CreateChecker(name, one); !built.ok()) {
+               return absl::InvalidArgumentError(
+                   std::string(built.status().message().data(), built.status().message().size()));
+             }
+             // The default, however written, is no setting: the file that spells out every
+             // default loads as the default configuration.
+             if (is_levels ? SplitList(text) == SplitList(default_value) : text == default_value) {
+               c.checker_options.erase(field);
+             } else {
+               c.checker_options[field] = text;
+             }
+             return absl::OkStatus();
+           },
+           .get = [field, default_value, is_levels](const DaemonConfig& c) -> std::string {
+             auto it = c.checker_options.find(field);
+             if (it == c.checker_options.end()) return default_value;
+             return is_levels ? JoinList(SplitList(it->second)) : it->second;
+           }});
+    }
+  }
+  return out;
+}
+
 // The option table: the one list of options, in the order of config/isowatchd.yaml.
 const std::vector<Option>& Table() {
   using report::IsolationLevel;
-  static const std::vector<Option>* const table = new std::vector<Option>{
-      StringOption(
-          "data_dir", "a directory path",
-          "Directory of the store (ingest log, streams, violations).", false,
-          [](auto& c) -> auto& { return c.data_dir; }),
-      StringOption(
-          "grpc.listen", "an address or host name", "Address the gRPC ingest service listens on.",
-          false, [](auto& c) -> auto& { return c.grpc.listen; }),
-      PortOption(
-          "grpc.port", "Port of the gRPC ingest service; 0 picks a free port.",
-          [](auto& c) -> auto& { return c.grpc.port; }),
-      StringOption(
-          "http.listen", "an address or host name",
-          "Address the HTTP server (/metrics, /healthz, /readyz, /api/v1) listens on.", false,
-          [](auto& c) -> auto& { return c.http.listen; }),
-      PortOption(
-          "http.port", "Port of the HTTP server; 0 picks a free port.",
-          [](auto& c) -> auto& { return c.http.port; }),
-      StringOption(
-          "ports_file", "a file path",
-          R"(Once ready, the daemon writes {"grpc": PORT, "http": PORT} here; empty: no file.)",
-          true, [](auto& c) -> auto& { return c.ports_file; }),
-      EnumOption<LogLevel>(
-          "log.level", "Least severe log messages written.",
-          {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError,
-           LogLevel::kCritical, LogLevel::kOff},
-          &LogLevelName, [](auto& c) -> auto& { return c.log.level; }),
-      EnumOption<LogFormat>(
-          "log.format", "Log lines as text, or one JSON object per line.",
-          {LogFormat::kText, LogFormat::kJson}, &LogFormatName,
-          [](auto& c) -> auto& { return c.log.format; }),
-      StringOption(
-          "log.file", "a file path", "File the log is appended to; empty: standard error.", true,
-          [](auto& c) -> auto& { return c.log.file; }),
-      EnumOption<IsolationLevel>(
-          "engine.level", "Isolation level the online engine checks.",
-          {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
-          &report::IsolationLevelName, [](auto& c) -> auto& { return c.engine.level; }),
-      DurationOption(
-          "engine.finality_timeout",
-          "For streams without watermarks, a verdict becomes final this long after its "
-          "transaction arrived.",
-          [](auto& c) -> auto& { return c.engine.finality_timeout; }),
-      NonNegativeOption(
-          "engine.retention",
-          "Versions kept below the final point, in the physical unit of the "
-          "timestamps, for transactions that start that far back.",
-          [](auto& c) -> auto& { return c.engine.retention; }),
-      SizeOption(
-          "engine.memory_budget",
-          "Engine state above which collected versions move to the spill on disk "
-          "(<data_dir>/spill) and are reloaded when needed.",
-          [](auto& c) -> auto& { return c.engine.memory_budget; }, "no budget"),
-      BoolOption(
-          "engine.spill_collected",
-          "Also spill the versions the normal collection drops, so that a transaction of any "
-          "length is checked exactly (every version is written to disk once).",
-          [](auto& c) -> auto& { return c.engine.spill_collected; }),
-      CountOption(
-          "ingest.max_batch_transactions",
-          "Most transactions in one batch; a larger batch is refused.",
-          [](auto& c) -> auto& { return c.ingest.max_batch_transactions; }),
-      SizeOption(
-          "ingest.max_batch_bytes", "Largest encoded batch (also the gRPC message size limit).",
-          [](auto& c) -> auto& { return c.ingest.max_batch_bytes; }),
-      CountOption(
-          "ingest.max_ops_per_transaction",
-          "Most operations in one transaction; a larger one is refused.",
-          [](auto& c) -> auto& { return c.ingest.max_ops_per_transaction; }),
-      CountOption(
-          "ingest.queue_batches",
-          "Batches queued between ingest and the engine; when full, ingest pushes back.",
-          [](auto& c) -> auto& { return c.ingest.queue_batches; }),
-      CountOption(
-          "ingest.max_streams", "Most streams the daemon accepts.",
-          [](auto& c) -> auto& { return c.ingest.max_streams; }),
-      AutoCountOption(
-          "ingest.remembered_ids", "all",
-          "Transaction ids remembered per stream to recognise a transaction sent again: at least "
-          "the newest this many, at most twice as many; auto: all without a memory budget, "
-          "262144 with one.",
-          [](auto& c) -> auto& { return c.ingest.remembered_ids; }),
-      BoolOption(
-          "store.sync_writes",
-          "Sync every write to disk before acknowledging it (survives power loss); false "
-          "survives only a crash of the process.",
-          [](auto& c) -> auto& { return c.store.sync_writes; }),
-  };
+  static const std::vector<Option>* const table = [] {
+    auto* t = new std::vector<Option>{
+        StringOption(
+            "data_dir", "a directory path",
+            "Directory of the store (ingest log, streams, violations).", false,
+            [](auto& c) -> auto& { return c.data_dir; }),
+        StringOption(
+            "grpc.listen", "an address or host name", "Address the gRPC ingest service listens on.",
+            false, [](auto& c) -> auto& { return c.grpc.listen; }),
+        PortOption(
+            "grpc.port", "Port of the gRPC ingest service; 0 picks a free port.",
+            [](auto& c) -> auto& { return c.grpc.port; }),
+        StringOption(
+            "http.listen", "an address or host name",
+            "Address the HTTP server (/metrics, /healthz, /readyz, /api/v1) listens on.", false,
+            [](auto& c) -> auto& { return c.http.listen; }),
+        PortOption(
+            "http.port", "Port of the HTTP server; 0 picks a free port.",
+            [](auto& c) -> auto& { return c.http.port; }),
+        StringOption(
+            "ports_file", "a file path",
+            R"(Once ready, the daemon writes {"grpc": PORT, "http": PORT} here; empty: no file.)",
+            true, [](auto& c) -> auto& { return c.ports_file; }),
+        EnumOption<LogLevel>(
+            "log.level", "Least severe log messages written.",
+            {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError,
+             LogLevel::kCritical, LogLevel::kOff},
+            &LogLevelName, [](auto& c) -> auto& { return c.log.level; }),
+        EnumOption<LogFormat>(
+            "log.format", "Log lines as text, or one JSON object per line.",
+            {LogFormat::kText, LogFormat::kJson}, &LogFormatName,
+            [](auto& c) -> auto& { return c.log.format; }),
+        StringOption(
+            "log.file", "a file path", "File the log is appended to; empty: standard error.", true,
+            [](auto& c) -> auto& { return c.log.file; }),
+        EnumOption<IsolationLevel>(
+            "engine.level", "Isolation level the online engine checks.",
+            {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
+            &report::IsolationLevelName, [](auto& c) -> auto& { return c.engine.level; }),
+        DurationOption(
+            "engine.finality_timeout",
+            "For streams without watermarks, a verdict becomes final this long after its "
+            "transaction arrived.",
+            [](auto& c) -> auto& { return c.engine.finality_timeout; }),
+        NonNegativeOption(
+            "engine.retention",
+            "Versions kept below the final point, in the physical unit of the "
+            "timestamps, for transactions that start that far back.",
+            [](auto& c) -> auto& { return c.engine.retention; }),
+        SizeOption(
+            "engine.memory_budget",
+            "Engine state above which collected versions move to the spill on disk "
+            "(<data_dir>/spill) and are reloaded when needed.",
+            [](auto& c) -> auto& { return c.engine.memory_budget; }, "no budget"),
+        BoolOption(
+            "engine.spill_collected",
+            "Also spill the versions the normal collection drops, so that a transaction of any "
+            "length is checked exactly (every version is written to disk once).",
+            [](auto& c) -> auto& { return c.engine.spill_collected; }),
+        CountOption(
+            "ingest.max_batch_transactions",
+            "Most transactions in one batch; a larger batch is refused.",
+            [](auto& c) -> auto& { return c.ingest.max_batch_transactions; }),
+        SizeOption(
+            "ingest.max_batch_bytes", "Largest encoded batch (also the gRPC message size limit).",
+            [](auto& c) -> auto& { return c.ingest.max_batch_bytes; }),
+        CountOption(
+            "ingest.max_ops_per_transaction",
+            "Most operations in one transaction; a larger one is refused.",
+            [](auto& c) -> auto& { return c.ingest.max_ops_per_transaction; }),
+        CountOption(
+            "ingest.queue_batches",
+            "Batches queued between ingest and the engine; when full, ingest pushes back.",
+            [](auto& c) -> auto& { return c.ingest.queue_batches; }),
+        CountOption(
+            "ingest.max_streams", "Most streams the daemon accepts.",
+            [](auto& c) -> auto& { return c.ingest.max_streams; }),
+        AutoCountOption(
+            "ingest.remembered_ids", "all",
+            "Transaction ids remembered per stream to recognise a transaction sent again: at least "
+            "the newest this many, at most twice as many; auto: all without a memory budget, "
+            "262144 with one.",
+            [](auto& c) -> auto& { return c.ingest.remembered_ids; }),
+        BoolOption(
+            "store.sync_writes",
+            "Sync every write to disk before acknowledging it (survives power loss); false "
+            "survives only a crash of the process.",
+            [](auto& c) -> auto& { return c.store.sync_writes; }),
+        CheckerListOption(),
+        EnumOption<WindowCut>(
+            "windows.by", "Cut windows by number of transactions or by span of commit time.",
+            {WindowCut::kTransactions, WindowCut::kCommitTime}, &WindowCutName,
+            [](auto& c) -> auto& { return c.windows.by; }),
+        CountOption(
+            "windows.size",
+            "Transactions per window, or its span of commit time in the physical unit of the "
+            "timestamps.",
+            [](auto& c) -> auto& { return c.windows.size; }),
+        UnsignedOption(
+            "windows.overlap", "no lead-in",
+            "Lead-in each window takes from the previous one, in the unit of windows.size; less "
+            "than windows.size.",
+            [](auto& c) -> auto& { return c.windows.overlap; }),
+        UnsignedOption(
+            "windows.threads", "one fewer than the cores, at least one",
+            "Worker threads running the plug-in checkers.",
+            [](auto& c) -> auto& { return c.windows.threads; }),
+        CountOption(
+            "windows.max_queued",
+            "Sealed windows waiting for a worker; one more drops the oldest, counted and logged.",
+            [](auto& c) -> auto& { return c.windows.max_queued; }),
+        DurationOption(
+            "windows.time_limit",
+            "Time one plug-in checker may spend on one window; past it the window is UNKNOWN "
+            "for that checker.",
+            [](auto& c) -> auto& { return c.windows.time_limit; }),
+    };
+    for (Option& o : CheckerOptions()) t->push_back(std::move(o));
+    return t;
+  }();
   return *table;
 }
 
@@ -408,6 +570,14 @@ absl::Status ApplyNode(DaemonConfig& config, const std::string& key, const YAML:
       return errors.At(key_node.Mark(),
                        fmt::format("{}: expected {}, got nothing", key, option->expected));
     }
+  } else if (option->list && value.IsSequence()) {
+    for (const YAML::Node& item : value) {
+      if (!item.IsScalar()) {
+        return errors.At(item.Mark(), fmt::format("{}: expected {}, got {} in the list", key,
+                                                  option->expected, NodeKind(item)));
+      }
+      text += (text.empty() ? "" : ",") + item.Scalar();
+    }
   } else if (!value.IsScalar()) {
     return errors.At(key_node.Mark(), fmt::format("{}: expected {}, got {}", key, option->expected,
                                                   NodeKind(value)));
@@ -435,35 +605,39 @@ absl::StatusOr<DaemonConfig> LoadYaml(std::string_view yaml, std::string_view so
     if (seen.insert(key).second) return absl::OkStatus();
     return errors.At(key_node.Mark(), fmt::format(R"("{}" is given twice)", key));
   };
-  for (const auto& entry : root) {
-    const YAML::Node& key_node = entry.first;
-    const YAML::Node& value = entry.second;
-    if (!key_node.IsScalar()) return errors.At(key_node.Mark(), "expected an option name");
-    const std::string name = key_node.Scalar();
-    RETURN_IF_ERROR(check_once(name, key_node));
-    if (const size_t dot = name.find('.'); dot != std::string::npos && FindOption(name)) {
-      return errors.At(key_node.Mark(),
-                       fmt::format(R"(unknown option "{}" (write it nested: "{}:" then "  {}:"))",
-                                   name, name.substr(0, dot), name.substr(dot + 1)));
+  // The options of section `prefix` ("" at the top), sections nested to any depth.
+  std::function<absl::Status(const std::string&, const YAML::Node&)> apply_map =
+      [&](const std::string& prefix, const YAML::Node& map) -> absl::Status {
+    for (const auto& entry : map) {
+      const YAML::Node& key_node = entry.first;
+      const YAML::Node& value = entry.second;
+      if (!key_node.IsScalar()) return errors.At(key_node.Mark(), "expected an option name");
+      const std::string name =
+          prefix.empty() ? key_node.Scalar() : fmt::format("{}.{}", prefix, key_node.Scalar());
+      RETURN_IF_ERROR(check_once(name, key_node));
+      if (key_node.Scalar().find('.') != std::string::npos && FindOption(name)) {
+        const size_t dot = name.rfind('.');
+        return errors.At(key_node.Mark(),
+                         fmt::format(R"(unknown option "{}" (write it nested: "{}:" then "  {}:"))",
+                                     key_node.Scalar(), name.substr(0, dot).substr(prefix.size()),
+                                     name.substr(dot + 1)));
+      }
+      if (!IsSection(name)) {
+        RETURN_IF_ERROR(ApplyNode(config, name, key_node, value, errors));
+        continue;
+      }
+      if (value.IsNull()) continue;  // an empty section
+      if (!value.IsMap()) {
+        return errors.At(key_node.Mark(),
+                         fmt::format("{}: expected a section of options, got {}", name,
+                                     value.IsScalar() ? fmt::format("\"{}\"", value.Scalar())
+                                                      : NodeKind(value)));
+      }
+      RETURN_IF_ERROR(apply_map(name, value));
     }
-    if (!IsSection(name)) {
-      RETURN_IF_ERROR(ApplyNode(config, name, key_node, value, errors));
-      continue;
-    }
-    if (value.IsNull()) continue;  // an empty section
-    if (!value.IsMap()) {
-      return errors.At(
-          key_node.Mark(),
-          fmt::format("{}: expected a section of options, got {}", name,
-                      value.IsScalar() ? fmt::format("\"{}\"", value.Scalar()) : NodeKind(value)));
-    }
-    for (const auto& inner : value) {
-      if (!inner.first.IsScalar()) return errors.At(inner.first.Mark(), "expected an option name");
-      const std::string key = fmt::format("{}.{}", name, inner.first.Scalar());
-      RETURN_IF_ERROR(check_once(key, inner.first));
-      RETURN_IF_ERROR(ApplyNode(config, key, inner.first, inner.second, errors));
-    }
-  }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(apply_map("", root));
   return config;
 }
 
@@ -485,6 +659,16 @@ const char* LogLevelName(LogLevel level) {
       return "critical";
     case LogLevel::kOff:
       return "off";
+  }
+  return "?";
+}
+
+const char* WindowCutName(WindowCut cut) {
+  switch (cut) {
+    case WindowCut::kTransactions:
+      return "transactions";
+    case WindowCut::kCommitTime:
+      return "commit_time";
   }
   return "?";
 }
@@ -600,6 +784,9 @@ absl::Status Validate(const DaemonConfig& config) {
   check(config.ingest.max_batch_bytes <= static_cast<uint64_t>(std::numeric_limits<int>::max()),
         fmt::format("ingest.max_batch_bytes: at most 2GiB - 1 (gRPC's largest message), got {}",
                     FormatByteSize(config.ingest.max_batch_bytes)));
+  check(config.windows.overlap < config.windows.size,
+        fmt::format("windows.overlap: must be less than windows.size ({}), got {}",
+                    config.windows.size, config.windows.overlap));
   if (problems.empty()) return absl::OkStatus();
   std::string message = problems.front();
   for (size_t i = 1; i < problems.size(); ++i) message += "; " + problems[i];
@@ -609,20 +796,37 @@ absl::Status Validate(const DaemonConfig& config) {
 std::string DescribeConfig(const DaemonConfig& config) {
   YAML::Emitter out;
   out << YAML::BeginMap;
-  std::string section;
+  std::vector<std::string> open;  // the sections open, outermost first
   for (const Option& o : Table()) {
-    const size_t dot = o.key.find('.');
-    const std::string option_section = dot == std::string::npos ? "" : o.key.substr(0, dot);
-    if (option_section != section) {
-      if (!section.empty()) out << YAML::EndMap;
-      section = option_section;
-      if (!section.empty()) out << YAML::Key << section << YAML::Value << YAML::BeginMap;
+    std::vector<std::string> path;
+    for (size_t begin = 0;;) {
+      const size_t dot = o.key.find('.', begin);
+      path.push_back(o.key.substr(begin, dot - begin));
+      if (dot == std::string::npos) break;
+      begin = dot + 1;
     }
-    out << YAML::Key << (dot == std::string::npos ? o.key : o.key.substr(dot + 1)) << YAML::Value;
+    const std::string leaf = path.back();
+    path.pop_back();
+    size_t common = 0;
+    while (common < open.size() && common < path.size() && open[common] == path[common]) {
+      ++common;
+    }
+    for (; open.size() > common; open.pop_back()) out << YAML::EndMap;
+    for (; open.size() < path.size(); open.push_back(path[open.size()])) {
+      out << YAML::Key << path[open.size()] << YAML::Value << YAML::BeginMap;
+    }
+    out << YAML::Key << leaf << YAML::Value;
+    if (o.list) {
+      std::string text = o.get(config);
+      out << YAML::Flow << YAML::BeginSeq;
+      for (const std::string& item : SplitList(text)) out << item;
+      out << YAML::EndSeq;
+      continue;
+    }
     if (o.quoted) out << YAML::DoubleQuoted;
     out << o.get(config);
   }
-  if (!section.empty()) out << YAML::EndMap;
+  for (; !open.empty(); open.pop_back()) out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,6 +70,28 @@ struct IngestConfig {
   bool operator==(const IngestConfig&) const = default;
 };
 
+// How windows are cut (docs/windows.md).
+enum class WindowCut : uint8_t { kTransactions, kCommitTime };
+const char* WindowCutName(WindowCut cut);  // "transactions", "commit_time"
+
+// Sealed windows and the plug-in checkers run on them (docs/windows.md).
+struct WindowsConfig {
+  // The plug-ins run on every sealed window (checkers/registry.h); empty: no windows are cut.
+  std::vector<std::string> checkers;
+  WindowCut by = WindowCut::kTransactions;
+  // Transactions per window, or its span of commit time in the unit of the timestamps.
+  uint64_t size = 10'000;
+  // Lead-in from the previous window, in the unit of `size`; less than `size`.
+  uint64_t overlap = 1'000;
+  // Worker threads; 0: one fewer than the cores, at least one.
+  uint64_t threads = 0;
+  // Sealed windows waiting for a worker; beyond it the oldest is dropped.
+  uint64_t max_queued = 16;
+  // Time one checker may spend on one window before it reports UNKNOWN for it.
+  std::chrono::milliseconds time_limit{60'000};
+  bool operator==(const WindowsConfig&) const = default;
+};
+
 struct StoreConfig {
   bool sync_writes = true;
 
@@ -87,6 +110,10 @@ struct DaemonConfig {
   EngineConfig engine;
   IngestConfig ingest;
   StoreConfig store;
+  WindowsConfig windows;
+  // Options of the plug-in checkers, "NAME.OPTION" -> value as written (`checkers.NAME.OPTION`
+  // in the file); an option not set takes the plug-in's default.
+  std::map<std::string, std::string> checker_options;
 
   bool operator==(const DaemonConfig&) const = default;
 };

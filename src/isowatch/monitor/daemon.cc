@@ -108,6 +108,28 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   options.queue_batches = config.ingest.queue_batches;
   options.remembered_ids = static_cast<size_t>(config::RememberedIds(config));
   options.version = version;
+  if (!config.windows.checkers.empty()) {
+    const config::WindowsConfig& wc = config.windows;
+    windows::WindowOptions cut;
+    if (wc.by == config::WindowCut::kCommitTime) {
+      cut.span = static_cast<int64_t>(wc.size);
+    } else {
+      cut.transactions = wc.size;
+    }
+    cut.overlap = static_cast<int64_t>(wc.overlap);
+    options.live.windows = cut;
+    for (const std::string& name : wc.checkers) {
+      checkers::CheckerOptions checker_options;
+      const std::string prefix = name + ".";
+      for (const auto& [key, value] : config.checker_options) {
+        if (key.starts_with(prefix)) checker_options[key.substr(prefix.size())] = value;
+      }
+      options.window_checkers.emplace_back(name, std::move(checker_options));
+    }
+    options.pool = windows::PoolOptions{.threads = static_cast<size_t>(wc.threads),
+                                        .max_queued = static_cast<size_t>(wc.max_queued),
+                                        .time_limit = wc.time_limit};
+  }
   ASSIGN_OR_RETURN(d->monitor_,
                    Monitor::Open(d->store_.get(), d->metrics_.get(), std::move(options)));
 
@@ -142,6 +164,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
       config.engine.memory_budget == 0 ? std::string("none")
                                        : fmt::format("{} bytes", config.engine.memory_budget),
       remembered == 0 ? std::string("all") : fmt::format("{} to {}", remembered, 2 * remembered));
+  if (!config.windows.checkers.empty()) {
+    std::string names;
+    for (const std::string& name : config.windows.checkers) {
+      names += (names.empty() ? "" : ", ") + name;
+    }
+    spdlog::info(
+        "windows: {} of {} {}, lead-in {}, checked by {} (time limit {} ms each)",
+        config.windows.by == config::WindowCut::kCommitTime ? "commit-time spans" : "counts",
+        config.windows.size,
+        config.windows.by == config::WindowCut::kCommitTime ? "timestamp units" : "transactions",
+        config.windows.overlap, names, config.windows.time_limit.count());
+  }
   return d;
 }
 

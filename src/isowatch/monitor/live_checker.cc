@@ -56,7 +56,9 @@ std::string StableViolationId(const History& h, const report::Violation& v) {
   return fmt::format("{:016x}", hash);
 }
 
-LiveChecker::LiveChecker(LiveOptions options) : options_(options) {}
+LiveChecker::LiveChecker(LiveOptions options) : options_(options) {
+  if (options_.windows) cutter_ = std::make_unique<windows::WindowCutter>(*options_.windows);
+}
 
 LiveChecker::~LiveChecker() = default;
 
@@ -132,6 +134,7 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
   const History& h = builder_.live_history();
   for (TxnId id : scratch_) {
     const Transaction& t = h.txn(id);
+    if (cutter_ != nullptr) cutter_->Add(h, id);
     ++s.delivered;
     if (t.committed() && t.has_commit) s.unfinal.push_back({t.commit, now_ms});
   }
@@ -143,8 +146,24 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
   if (s.unfinal.size() >= 4096 && s.unfinal.size() % 4096 < scratch_.size()) {
     CollectFinal(now_ms, nullptr);
   }
+  SealWindows();
   MaybeRelease();
   return refused;
+}
+
+void LiveChecker::SealWindows() {
+  if (cutter_ == nullptr || engine_ == nullptr) return;
+  const History& h = builder_.live_history();
+  const bool all_closed =
+      std::all_of(streams_.begin(), streams_.end(), [](const Stream& s) { return s.closed; });
+  // Every commit at or below the final point has arrived, but one at the same physical time and
+  // a higher logical part may still come: seal only up to the physical time before it.
+  const Timestamp f = engine_->final_point();
+  const Timestamp sealed = f == Timestamp::Min() || f.logical == Timestamp::Max().logical
+                               ? f
+                               : Timestamp{f.physical - 1, Timestamp::Max().logical};
+  std::vector<windows::Window> windows = all_closed ? cutter_->Flush(h) : cutter_->Seal(h, sealed);
+  for (windows::Window& w : windows) sealed_.push_back(std::move(w));
 }
 
 void LiveChecker::MaybeRelease() {
@@ -180,7 +199,9 @@ void LiveChecker::CollectFinal(int64_t now_ms, std::vector<int64_t>* latencies_m
 }
 
 void LiveChecker::Tick() {
-  if (engine_ != nullptr) engine_->Tick();
+  if (engine_ == nullptr) return;
+  engine_->Tick();
+  SealWindows();
 }
 
 std::vector<store::ViolationRecord> LiveChecker::TakeViolations(int64_t now_unix_ms) {
@@ -191,8 +212,8 @@ std::vector<store::ViolationRecord> LiveChecker::TakeViolations(int64_t now_unix
   return out;
 }
 
-store::ViolationRecord LiveChecker::Render(const report::Violation& v, int64_t now_unix_ms) const {
-  const History& h = builder_.live_history();
+store::ViolationRecord RenderViolation(const History& h, const report::Violation& v,
+                                       absl::FunctionRef<std::string_view(TxnId)> stream_of) {
   store::ViolationRecord r;
   r.id = StableViolationId(h, v);
   r.checker = v.checker;
@@ -200,14 +221,21 @@ store::ViolationRecord LiveChecker::Render(const report::Violation& v, int64_t n
   r.anomaly = report::AnomalyName(v.anomaly);
   if (v.ext_kind != report::ExtKind::kNone) r.ext_kind = report::ExtKindName(v.ext_kind);
   for (TxnId id : v.txns) {
-    if (!h.has_txn(id) || h.txn(id).origin >= streams_.size()) continue;
-    const std::string& name = streams_[h.txn(id).origin].name;
-    if (std::find(r.streams.begin(), r.streams.end(), name) == r.streams.end()) {
-      r.streams.push_back(name);
+    const std::string_view name = stream_of(id);
+    if (!name.empty() && std::find(r.streams.begin(), r.streams.end(), name) == r.streams.end()) {
+      r.streams.emplace_back(name);
     }
   }
-  r.finalised_unix_ms = now_unix_ms;
   r.json = report::ViolationToJson(h, v);
+  return r;
+}
+
+store::ViolationRecord LiveChecker::Render(const report::Violation& v, int64_t now_unix_ms) const {
+  const History& h = builder_.live_history();
+  store::ViolationRecord r = RenderViolation(h, v, [&](TxnId id) -> std::string_view {
+    return h.has_txn(id) ? stream_name(h.txn(id).origin) : std::string_view();
+  });
+  r.finalised_unix_ms = now_unix_ms;
   return r;
 }
 

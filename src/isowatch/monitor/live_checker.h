@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 
 #include "isowatch/engine/clock.h"
 #include "isowatch/engine/engine.h"
@@ -19,6 +20,7 @@
 #include "isowatch/report/violation.h"
 #include "isowatch/store/violation_record.h"
 #include "isowatch/v1/ingest.pb.h"
+#include "isowatch/windows/window_cutter.h"
 
 namespace isowatch::monitor {
 
@@ -43,6 +45,9 @@ struct LiveOptions {
   // How reads of absent values are taken when no stream header says (metadata "data_model":
   // "kv", "list" or "mixed"): docs/operations.md, "Data model".
   history::DataModel default_model = history::DataModel::kMixed;
+  // Cut the delivered transactions into windows for the plug-in checkers (docs/windows.md),
+  // sealed as the engine's final point passes them; unset: no windows.
+  std::optional<windows::WindowOptions> windows;
 };
 
 // A transaction the history could not take (docs/ingest-protocol.md): its batch index and why.
@@ -89,6 +94,18 @@ class LiveChecker {
   // Finalises what has timed out (streams without watermarks). Call periodically.
   void Tick();
 
+  // The windows sealed since the last call, in order (none without LiveOptions::windows).
+  std::vector<windows::Window> TakeSealedWindows() { return std::exchange(sealed_, {}); }
+  // The window cutter's counts; nullptr without windows.
+  const windows::CutterStats* window_stats() const {
+    return cutter_ != nullptr ? &cutter_->stats() : nullptr;
+  }
+  // The name of the stream with index `origin` (history::Transaction::origin, Window::origins);
+  // empty if there is none.
+  std::string_view stream_name(uint16_t origin) const {
+    return origin < streams_.size() ? std::string_view(streams_[origin].name) : std::string_view();
+  }
+
   // The violations that became final since the last call, in the order they became final,
   // stamped with `now_unix_ms`.
   std::vector<store::ViolationRecord> TakeViolations(int64_t now_unix_ms);
@@ -122,6 +139,9 @@ class LiveChecker {
   // Under a memory budget: once enough delivered transactions are final, the live history
   // forgets them, except those the engine still reads (docs/engine.md, "Memory").
   void MaybeRelease();
+  // Seals the windows the engine's final point has passed (all of them once every stream is
+  // closed).
+  void SealWindows();
   Stream& StreamFor(std::string_view name);
   void StartIfNeeded(const v1::IngestBatch& batch);
   store::ViolationRecord Render(const report::Violation& v, int64_t now_unix_ms) const;
@@ -139,6 +159,8 @@ class LiveChecker {
   // Violations rendered before a release, for the next TakeViolations.
   std::vector<store::ViolationRecord> rendered_;
   std::vector<TxnId> scratch_;
+  std::unique_ptr<windows::WindowCutter> cutter_;
+  std::vector<windows::Window> sealed_;
   engine::EngineStats no_stats_;  // before the first batch
 };
 
@@ -149,5 +171,11 @@ class LiveChecker {
 // out: they are judged from the transactions delivered by the time the verdict became final, so
 // a writer that arrives later can change them, not the verdict.
 std::string StableViolationId(const history::History& h, const report::Violation& v);
+
+// A violation found in `h` as the store keeps it: its stable id, checker, level, anomaly, the
+// streams `stream_of` names for its transactions (empty: unknown), and its JSON.
+// finalised_unix_ms is left 0.
+store::ViolationRecord RenderViolation(const history::History& h, const report::Violation& v,
+                                       absl::FunctionRef<std::string_view(TxnId)> stream_of);
 
 }  // namespace isowatch::monitor

@@ -8,10 +8,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "isowatch/checkers/registry.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/ingest/arena_batch.h"
 #include "isowatch/ingest/txn_fingerprint.h"
 #include "isowatch/ingest/validate.h"
+#include "isowatch/report/check_report.h"
 #include "isowatch/server/process_memory.h"
 
 namespace isowatch::monitor {
@@ -49,6 +51,28 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(store::Store* store,
                                                        server::DaemonMetrics* metrics,
                                                        MonitorOptions options) {
   std::unique_ptr<Monitor> m(new Monitor(store, metrics, std::move(options)));
+  if (!m->options_.window_checkers.empty()) {
+    if (!m->options_.live.windows) {
+      return absl::InvalidArgumentError("window checkers need windows (LiveOptions::windows)");
+    }
+    std::vector<std::unique_ptr<checkers::Checker>> checkers;
+    for (const auto& [name, checker_options] : m->options_.window_checkers) {
+      ASSIGN_OR_RETURN(std::unique_ptr<checkers::Checker> checker,
+                       checkers::CreateChecker(name, checker_options));
+      m->checker_status_.push_back({.name = std::string(checker->name())});
+      checkers.push_back(std::move(checker));
+    }
+    m->last_checker_ = checkers.back().get();
+    ASSIGN_OR_RETURN(m->windows_skip_, store->WindowsDone());
+    m->windows_done_ = m->windows_skip_;
+    Monitor* raw = m.get();
+    m->pool_ = std::make_unique<windows::CheckPool>(
+        m->options_.pool, std::move(checkers),
+        [raw](const windows::Window& w, const checkers::Checker& c, windows::CheckOutcome o) {
+          raw->OnWindowResult(w, c, std::move(o));
+        },
+        [raw](const windows::Window& w) { raw->OnWindowDropped(w); });
+  }
   RETURN_IF_ERROR(m->Recover());
   m->syncer_ = std::thread([raw = m.get()] { raw->RunSyncer(); });
   return m;
@@ -85,6 +109,7 @@ absl::Status Monitor::Recover() {
   }));
   next_position_ = store_->next_log_position();
   live_.Tick();
+  SubmitWindows();
   // Violations found again are already stored (and counted before the restart); only those
   // that became final in the replay for the first time are new.
   RETURN_IF_ERROR(StoreViolations(now, /*count=*/true));
@@ -114,6 +139,10 @@ void Monitor::Stop() {
   cv_.notify_all();
   room_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Window checks still running are cancelled and those queued dropped: the windows are not
+  // recorded as done, so they are checked again after a restart.
+  if (pool_ != nullptr) pool_->Stop();
+  pool_.reset();
   std::lock_guard<std::mutex> l(mu_);
   stopped_ = true;
 }
@@ -319,6 +348,7 @@ void Monitor::Run() {
     if (done || steady_now - last_tick >= tick) {
       last_tick = steady_now;
       live_.Tick();
+      SubmitWindows();
       if (absl::Status s = StoreViolations(now, /*count=*/true); !s.ok()) {
         spdlog::error("storing violations failed: {}", View(s.message()));
         std::lock_guard<std::mutex> l(mu_);
@@ -336,6 +366,7 @@ void Monitor::ApplyOne(Queued& q, int64_t now_ms) {
   const v1::IngestBatch& b = *q.batch;
   const uint64_t ignored_before = live_.ignored_headers();
   std::vector<TxnRefusal> refused = live_.Apply(b, AllIndices(b), q.received_ms);
+  SubmitWindows();
   if (live_.ignored_headers() != ignored_before) {
     spdlog::warn("stream {}: batch {}: header ignored (the history already has transactions)",
                  b.stream(), b.seq());
@@ -368,6 +399,114 @@ absl::Status Monitor::StoreViolations(int64_t now_ms, bool count) {
                  r.ext_kind.empty() ? "" : "/" + r.ext_kind, r.json);
   }
   return absl::OkStatus();
+}
+
+void Monitor::SubmitWindows() {
+  std::vector<windows::Window> sealed = live_.TakeSealedWindows();
+  if (sealed.empty() || pool_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> l(windows_mu_);
+    while (stream_names_.size() < UINT16_MAX) {
+      const std::string_view name = live_.stream_name(static_cast<uint16_t>(stream_names_.size()));
+      if (name.empty()) break;
+      stream_names_.emplace_back(name);
+    }
+    windows_sealed_ += sealed.size();
+  }
+  metrics_->windows_sealed().Increment(static_cast<double>(sealed.size()));
+  for (windows::Window& w : sealed) {
+    if (w.scope.index < windows_skip_) continue;  // done before a restart
+    pool_->Submit(std::move(w));
+  }
+}
+
+void Monitor::OnWindowResult(const windows::Window& w, const checkers::Checker& c,
+                             windows::CheckOutcome outcome) {
+  const std::string name(c.name());
+  const bool complete = outcome.result.complete;
+  if (!outcome.cancelled) {
+    metrics_->WindowChecks(name, complete ? "checked" : "unknown").Increment();
+    metrics_->WindowCheckSeconds(name).Observe(outcome.seconds);
+    if (!complete) {
+      spdlog::warn(
+          "window {} ({} transactions): {} ran out of time after {:.1f} s; its verdict on the "
+          "window is UNKNOWN",
+          w.scope.index, w.own, name, outcome.seconds);
+    }
+  }
+  uint64_t stored = 0;
+  for (const report::Violation& v : outcome.result.violations) {
+    store::ViolationRecord r = RenderWindowViolation(w, v);
+    absl::StatusOr<bool> inserted = store_->PutViolation(r);
+    if (!inserted.ok()) {
+      spdlog::error("storing a violation of window {} failed: {}", w.scope.index,
+                    View(inserted.status().message()));
+      continue;
+    }
+    if (!*inserted) continue;
+    ++stored;
+    metrics_->Violations(r.checker, r.level, r.anomaly).Increment();
+    spdlog::warn("violation {} ({} {} {}, window {}): {}", r.id, r.checker, r.level, r.anomaly,
+                 w.scope.index, r.json);
+  }
+  {
+    std::lock_guard<std::mutex> l(windows_mu_);
+    for (server::CheckerStatus& s : checker_status_) {
+      if (s.name != name || outcome.cancelled) continue;
+      ++(complete ? s.checked : s.unknown);
+      s.violations += stored;
+      s.seconds += outcome.seconds;
+    }
+  }
+  if (!outcome.cancelled && &c == last_checker_) WindowDone(w.scope.index);
+}
+
+void Monitor::OnWindowDropped(const windows::Window& w) {
+  metrics_->windows_dropped().Increment();
+  spdlog::warn(
+      "window {} ({} transactions, commits {} to {}) dropped unchecked: the window checkers fell "
+      "behind (windows.max_queued); the online checks go on",
+      w.scope.index, w.own, w.first_commit.physical, w.last_commit.physical);
+  {
+    std::lock_guard<std::mutex> l(windows_mu_);
+    ++windows_dropped_;
+  }
+  WindowDone(w.scope.index);
+}
+
+void Monitor::WindowDone(uint64_t index) {
+  std::lock_guard<std::mutex> l(windows_mu_);
+  if (index < windows_done_) return;
+  windows_done_above_.insert(index);
+  const uint64_t before = windows_done_;
+  while (windows_done_above_.erase(windows_done_) > 0) ++windows_done_;
+  if (windows_done_ == before) return;
+  if (absl::Status s = store_->SetWindowsDone(windows_done_); !s.ok()) {
+    spdlog::error("recording the windows done failed: {}", View(s.message()));
+  }
+}
+
+store::ViolationRecord Monitor::RenderWindowViolation(const windows::Window& w,
+                                                      const report::Violation& v) {
+  store::ViolationRecord r;
+  {
+    std::lock_guard<std::mutex> l(windows_mu_);
+    r = RenderViolation(w.history, v, [&](TxnId id) -> std::string_view {
+      if (id.value() >= w.origins.size() || w.origins[id.value()] >= stream_names_.size()) {
+        return {};
+      }
+      return stream_names_[w.origins[id.value()]];
+    });
+  }
+  r.finalised_unix_ms = NowUnixMs();
+  // The window it was found in, as one more field of the object.
+  if (!r.json.empty() && r.json.back() == '}') {
+    r.json.pop_back();
+    r.json += fmt::format(
+        R"(,"window":{{"index":{},"first_commit":{},"last_commit":{},"transactions":{},"lead_in":{}}}}})",
+        w.scope.index, w.first_commit.physical, w.last_commit.physical, w.own, w.lead_in);
+  }
+  return r;
 }
 
 void Monitor::Refresh(int64_t now_ms) {
@@ -468,6 +607,22 @@ void Monitor::Refresh(int64_t now_ms) {
   status.memory.retained_versions = st.retained_versions;
   status.memory.retained_transactions = st.retained_txns;
   status.memory.retained_provisional_reads = st.provisional_reads;
+  if (pool_ != nullptr) {
+    const windows::CutterStats* cut = live_.window_stats();
+    const uint64_t late = cut != nullptr ? cut->late : 0;
+    std::lock_guard<std::mutex> l(windows_mu_);
+    add(metrics_->window_late_transactions(), late, window_late_seen_);
+    window_late_seen_ = late;
+    status.windows = server::WindowsStatus{.enabled = true,
+                                           .sealed = windows_sealed_,
+                                           .done = windows_done_,
+                                           .dropped = windows_dropped_,
+                                           .queued = pool_->queued(),
+                                           .running = pool_->running(),
+                                           .late_transactions = late,
+                                           .checkers = checker_status_};
+    metrics_->windows_queued().Set(static_cast<double>(status.windows.queued));
+  }
   std::lock_guard<std::mutex> l(mu_);
   status.counts.refused_transactions = refused_total + late_refusals_;
   if (counters != nullptr) {

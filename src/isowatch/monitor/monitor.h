@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "isowatch/server/status_source.h"
 #include "isowatch/server/violation_source.h"
 #include "isowatch/store/store.h"
+#include "isowatch/windows/check_pool.h"
 
 namespace isowatch::monitor {
 
@@ -39,6 +41,10 @@ struct MonitorOptions {
   // newest this many, at most twice as many (ingest::MemoryIdRegistry); 0: every id.
   size_t remembered_ids = 0;
   std::string version;
+  // Plug-in checkers (checkers/registry.h) run on the windows `live.windows` cuts, by name with
+  // their options; empty: no windows are checked.
+  std::vector<std::pair<std::string, checkers::CheckerOptions>> window_checkers;
+  windows::PoolOptions pool;
 };
 
 // The heart of isowatchd (docs/operations.md, "How the daemon works"): the sink of the ingest
@@ -121,6 +127,16 @@ class Monitor final : public ingest::BatchSink,
   void ApplyOne(Queued& q, int64_t now_ms);
   absl::Status StoreViolations(int64_t now_ms, bool count);
   void Refresh(int64_t now_ms);
+  // Engine thread: hands the windows sealed since the last call to the pool.
+  void SubmitWindows();
+  // Worker threads: one checker's outcome on one window; a dropped window.
+  void OnWindowResult(const windows::Window& w, const checkers::Checker& c,
+                      windows::CheckOutcome outcome);
+  void OnWindowDropped(const windows::Window& w);
+  // Any thread: window `index` is done (checked by every checker, or dropped).
+  void WindowDone(uint64_t index);
+  store::ViolationRecord RenderWindowViolation(const windows::Window& w,
+                                               const report::Violation& v);
 
   store::Store* const store_;
   server::DaemonMetrics* const metrics_;
@@ -165,6 +181,19 @@ class Monitor final : public ingest::BatchSink,
   absl::flat_hash_map<std::string, std::optional<history::Timestamp>> last_watermark_;
 
   std::thread thread_;
+
+  // Windows. The pool is created by Open (before recovery) and stopped by Stop.
+  std::unique_ptr<windows::CheckPool> pool_;
+  const checkers::Checker* last_checker_ = nullptr;  // a window is done after its outcome
+  uint64_t windows_skip_ = 0;  // recovery: windows below it were done before the restart
+  mutable std::mutex windows_mu_;
+  std::vector<std::string> stream_names_;  // by origin, for rendering window violations
+  uint64_t windows_done_ = 0;              // windows below it are done
+  std::set<uint64_t> windows_done_above_;  // done, above windows_done_
+  uint64_t windows_sealed_ = 0;
+  uint64_t windows_dropped_ = 0;
+  uint64_t window_late_seen_ = 0;  // late transactions already counted in the metric
+  std::vector<server::CheckerStatus> checker_status_;
 };
 
 }  // namespace isowatch::monitor

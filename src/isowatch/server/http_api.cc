@@ -112,8 +112,8 @@ struct ParamError {
   std::string message;
 };
 
-constexpr std::array<std::string_view, 7> kViolationParams = {
-    "level", "anomaly", "stream", "since", "until", "limit", "page_token"};
+constexpr std::array<std::string_view, 8> kViolationParams = {
+    "level", "anomaly", "checker", "stream", "since", "until", "limit", "page_token"};
 
 // Reads the query parameters of /api/v1/violations. Unknown, repeated or empty parameters are
 // errors (except an empty page_token, which means the first page).
@@ -135,6 +135,7 @@ std::variant<ViolationQuery, ParamError> ParseViolationQuery(const HttpRequest& 
   query.limit = options.default_limit;
   if (auto v = request.Param("level")) query.filter.level = std::string(*v);
   if (auto v = request.Param("anomaly")) query.filter.anomaly = std::string(*v);
+  if (auto v = request.Param("checker")) query.filter.checker = std::string(*v);
   if (auto v = request.Param("stream")) query.filter.stream = std::string(*v);
   for (std::string_view name : {"since", "until"}) {
     auto v = request.Param(name);
@@ -291,6 +292,39 @@ void WriteMemory(JsonWriter& w, const MemoryStatus& m) {
   w.EndObject();
 }
 
+void WriteWindows(JsonWriter& w, const WindowsStatus& windows) {
+  w.StartObject();
+  Key(w, "enabled");
+  w.Bool(windows.enabled);
+  for (const auto& [name, value] : std::initializer_list<std::pair<std::string_view, uint64_t>>{
+           {"sealed", windows.sealed},
+           {"done", windows.done},
+           {"dropped", windows.dropped},
+           {"queued", windows.queued},
+           {"running", windows.running},
+           {"late_transactions", windows.late_transactions}}) {
+    Key(w, name);
+    w.Uint64(value);
+  }
+  Key(w, "checkers");
+  w.StartArray();
+  for (const CheckerStatus& c : windows.checkers) {
+    w.StartObject();
+    Key(w, "name");
+    String(w, c.name);
+    for (const auto& [name, value] : std::initializer_list<std::pair<std::string_view, uint64_t>>{
+             {"checked", c.checked}, {"unknown", c.unknown}, {"violations", c.violations}}) {
+      Key(w, name);
+      w.Uint64(value);
+    }
+    Key(w, "seconds");
+    Number(w, c.seconds);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
 }  // namespace
 
 HttpApi::HttpApi(DaemonMetrics* metrics, ViolationSource* violations, StatusSource* status,
@@ -409,10 +443,8 @@ HttpResponse HttpApi::ServeStatus(const HttpRequest& request) const {
   WriteCounts(w, status->counts);
   Key(w, "memory");
   WriteMemory(w, status->memory);
-  // Sealed windows and the plug-in checkers' progress on them are not reported yet.
   Key(w, "windows");
-  w.StartArray();
-  w.EndArray();
+  WriteWindows(w, status->windows);
   w.EndObject();
   return HttpResponse::Json(200, ToString(buffer));
 }

@@ -193,6 +193,38 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                        .Help("Time each check that read the spill (a reload) took.")
                        .Register(r)
                        .Add({}, IngestLatencyBuckets());
+  windows_sealed_ = &BuildCounter()
+                         .Name("isowatch_windows_sealed_total")
+                         .Help("Windows sealed for the plug-in checkers.")
+                         .Register(r)
+                         .Add({});
+  windows_dropped_ = &BuildCounter()
+                          .Name("isowatch_windows_dropped_total")
+                          .Help("Sealed windows dropped unchecked: the worker pool fell behind.")
+                          .Register(r)
+                          .Add({});
+  window_late_transactions_ =
+      &BuildCounter()
+           .Name("isowatch_window_late_transactions_total")
+           .Help("Transactions that arrived after their window was sealed, so in no window.")
+           .Register(r)
+           .Add({});
+  windows_queued_ = &BuildGauge()
+                         .Name("isowatch_windows_queued")
+                         .Help("Sealed windows waiting for a worker.")
+                         .Register(r)
+                         .Add({});
+  window_checks_family_ =
+      &BuildCounter()
+           .Name("isowatch_window_checks_total")
+           .Help(
+               "Windows a plug-in checker finished (outcome checked) or ran out of time on "
+               "(outcome unknown).")
+           .Register(r);
+  window_seconds_family_ = &BuildHistogram()
+                                .Name("isowatch_window_check_seconds")
+                                .Help("Time a plug-in checker took on one window.")
+                                .Register(r);
   engine_memory_budget_bytes_ = &BuildGauge()
                                      .Name("isowatch_engine_memory_budget_bytes")
                                      .Help("The engine's configured memory budget; 0 when none.")
@@ -268,6 +300,17 @@ Counter& DaemonMetrics::Violations(std::string_view checker, std::string_view le
   return violations_family_->Add({{"checker", std::string(checker)},
                                   {"level", std::string(level)},
                                   {"anomaly", std::string(anomaly)}});
+}
+
+Counter& DaemonMetrics::WindowChecks(std::string_view checker, std::string_view outcome) {
+  return window_checks_family_->Add(
+      {{"checker", std::string(checker)}, {"outcome", std::string(outcome)}});
+}
+
+prometheus::Histogram& DaemonMetrics::WindowCheckSeconds(std::string_view checker) {
+  static const std::vector<double>* const buckets =
+      new std::vector<double>{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300};
+  return window_seconds_family_->Add({{"checker", std::string(checker)}}, *buckets);
 }
 
 std::string DaemonMetrics::Serialize() {

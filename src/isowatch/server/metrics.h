@@ -98,6 +98,19 @@ class DaemonMetrics {
   prometheus::Histogram& spill_pause() { return *spill_pause_; }
   prometheus::Histogram& spill_reload() { return *spill_reload_; }
 
+  // --- windows and plug-in checkers (docs/windows.md) ---
+  prometheus::Counter& windows_sealed() { return *windows_sealed_; }
+  // Sealed windows dropped unchecked because the worker pool fell behind.
+  prometheus::Counter& windows_dropped() { return *windows_dropped_; }
+  // Transactions that arrived after their window was sealed (in no window).
+  prometheus::Counter& window_late_transactions() { return *window_late_transactions_; }
+  // Sealed windows waiting for a worker.
+  prometheus::Gauge& windows_queued() { return *windows_queued_; }
+  // Windows a checker finished (`outcome` "checked") or ran out of time on ("unknown").
+  prometheus::Counter& WindowChecks(std::string_view checker, std::string_view outcome);
+  // Seconds a checker took on one window.
+  prometheus::Histogram& WindowCheckSeconds(std::string_view checker);
+
   // 1 while the daemon is ready to take ingest, else 0. HttpApi sets it from its readiness check
   // at every scrape of /metrics.
   prometheus::Gauge& ready() { return *ready_; }
@@ -152,6 +165,12 @@ class DaemonMetrics {
   prometheus::Counter* budget_collections_;
   prometheus::Histogram* spill_pause_;
   prometheus::Histogram* spill_reload_;
+  prometheus::Counter* windows_sealed_;
+  prometheus::Counter* windows_dropped_;
+  prometheus::Counter* window_late_transactions_;
+  prometheus::Gauge* windows_queued_;
+  prometheus::Family<prometheus::Counter>* window_checks_family_;
+  prometheus::Family<prometheus::Histogram>* window_seconds_family_;
   prometheus::Gauge* ready_;
   prometheus::Counter* internal_bugs_;
   prometheus::Gauge* resident_memory_bytes_;

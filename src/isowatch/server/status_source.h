@@ -48,6 +48,27 @@ struct MemoryStatus {
   uint64_t retained_provisional_reads = 0;
 };
 
+// One plug-in checker's work on windows since the daemon started.
+struct CheckerStatus {
+  std::string name;
+  uint64_t checked = 0;     // windows it finished
+  uint64_t unknown = 0;     // windows it ran out of time on
+  uint64_t violations = 0;  // stored for the first time
+  double seconds = 0;       // spent on windows in all
+};
+
+// Sealed windows and the plug-in checkers (docs/windows.md).
+struct WindowsStatus {
+  bool enabled = false;            // some plug-in runs on windows
+  uint64_t sealed = 0;             // windows sealed since the daemon started (recovery included)
+  uint64_t done = 0;               // windows numbered below it are done (checked or dropped), ever
+  uint64_t dropped = 0;            // dropped unchecked since the daemon started
+  uint64_t queued = 0;             // waiting for a worker
+  uint64_t running = 0;            // being checked
+  uint64_t late_transactions = 0;  // arrived after their window was sealed
+  std::vector<CheckerStatus> checkers;
+};
+
 // A snapshot of the daemon's state for /api/v1/status. A plain value.
 struct DaemonStatus {
   std::string version;
@@ -56,6 +77,7 @@ struct DaemonStatus {
   std::vector<StreamStatus> streams;
   StatusCounts counts;
   MemoryStatus memory;
+  WindowsStatus windows;
 };
 
 // Where the HTTP API reads the daemon's status from; the daemon implements it.

@@ -35,6 +35,7 @@ constexpr std::array<std::string_view, 5> kOwnCfs = {kMetaCf, kLogCf, kStreamsCf
 
 constexpr std::string_view kFormatVersionKey = "format_version";
 constexpr std::string_view kLogStartKey = "log_start";
+constexpr std::string_view kWindowsDoneKey = "windows_done";
 
 rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 std::string_view ToView(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
@@ -43,6 +44,7 @@ absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data()
 bool Matches(const ViolationFilter& filter, const ViolationRecord& record) {
   if (filter.level && record.level != *filter.level) return false;
   if (filter.anomaly && record.anomaly != *filter.anomaly) return false;
+  if (filter.checker && record.checker != *filter.checker) return false;
   if (filter.stream && std::find(record.streams.begin(), record.streams.end(), *filter.stream) ==
                            record.streams.end()) {
     return false;
@@ -479,6 +481,23 @@ absl::Status Store::TruncateLogBefore(uint64_t position) {
 uint64_t Store::next_log_position() const {
   absl::MutexLock lock(&mu_);
   return next_position_;
+}
+
+absl::Status Store::SetWindowsDone(uint64_t count) {
+  rocksdb::WriteBatch batch;
+  RETURN_IF_ERROR(
+      FromRocksStatus(batch.Put(handles_->meta, ToSlice(kWindowsDoneKey), EncodeNumberKey(count)),
+                      "encoding the windows done"));
+  return Write(batch, /*sync=*/false, "recording the windows done");
+}
+
+absl::StatusOr<uint64_t> Store::WindowsDone() const {
+  std::string value;
+  const rocksdb::Status s =
+      handles_->db->Get(rocksdb::ReadOptions(), handles_->meta, ToSlice(kWindowsDoneKey), &value);
+  if (s.IsNotFound()) return 0;
+  RETURN_IF_ERROR(FromRocksStatus(s, "reading the windows done"));
+  return DecodeNumberKey(value);
 }
 
 uint64_t Store::first_log_position() const {

@@ -174,6 +174,16 @@ class Store {
   // Number of stored violations.
   uint64_t CountViolations() const;
 
+  // ---- Windows ----
+
+  // Records that the windows numbered below `count` (from 0, in the order they were sealed) are
+  // done: every plug-in check of them finished, or they were dropped. Recovery does not check
+  // them again. Not synced (like violations): after a power failure a few windows may be
+  // checked twice, their violations still stored once.
+  absl::Status SetWindowsDone(uint64_t count);
+  // The count last recorded; 0 when none was. Errors: DataLoss when the value does not decode.
+  absl::StatusOr<uint64_t> WindowsDone() const;
+
  private:
   struct Handles;
   // One per stream. `write_mu` is held across the stream's whole append, so that the stream's

@@ -14,12 +14,12 @@ struct ViolationRecord {
   // Stable id: the same violation found again (after a restart, a re-sent batch) gets the same
   // id, so it is stored and reported once.
   std::string id;
-  std::string checker;  // "online", "chronos", "adya", ...
-  std::string level;    // "si", "ser", ...
-  std::string anomaly;  // "SESSION", "INT", "EXT", "NOCONFLICT", ...
-  std::string ext_kind;                // "never", "before", ...; empty when not EXT
-  std::vector<std::string> streams;    // the streams of the transactions involved
-  int64_t finalised_unix_ms = 0;       // wall-clock time the verdict became final
+  std::string checker;               // "online", "chronos", "adya", ...
+  std::string level;                 // "si", "ser", ...
+  std::string anomaly;               // "SESSION", "INT", "EXT", "NOCONFLICT", ...
+  std::string ext_kind;              // "never", "before", ...; empty when not EXT
+  std::vector<std::string> streams;  // the streams of the transactions involved
+  int64_t finalised_unix_ms = 0;     // wall-clock time the verdict became final
   // The violation as one JSON object with the fields of `isowatch check --json`'s violations
   // (anomaly, ext_kind, txns, key, expected, observed, explanation).
   std::string json;
@@ -29,9 +29,10 @@ struct ViolationRecord {
 struct ViolationFilter {
   std::optional<std::string> level;
   std::optional<std::string> anomaly;
-  std::optional<std::string> stream;          // any of the record's streams
-  std::optional<int64_t> since_unix_ms;       // finalised at or after
-  std::optional<int64_t> until_unix_ms;       // finalised before
+  std::optional<std::string> checker;
+  std::optional<std::string> stream;     // any of the record's streams
+  std::optional<int64_t> since_unix_ms;  // finalised at or after
+  std::optional<int64_t> until_unix_ms;  // finalised before
 };
 
 struct ViolationPage {

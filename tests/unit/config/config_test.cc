@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -72,25 +73,47 @@ TEST(ConfigTest, TheShippedFileLoadsAndHoldsTheDefaults) {
 }
 
 // The shipped file names every option explicitly, with the default value, and nothing else.
-TEST(ConfigTest, TheShippedFileListsEveryOption) {
-  const YAML::Node root = YAML::LoadFile(ShippedFile());
-  std::set<std::string> in_file;
-  for (const auto& entry : root) {
-    const std::string name = entry.first.Scalar();
+bool Has(const std::map<std::string, std::string>& options, const std::string& key,
+         const std::string& value) {
+  auto it = options.find(key);
+  return it != options.end() && it->second == value;
+}
+
+// The value of a node as the option table renders it: a scalar, or a list as "[a, b]".
+std::string Rendered(const YAML::Node& node) {
+  if (!node.IsSequence()) return node.Scalar();
+  std::string out = "[";
+  for (size_t i = 0; i < node.size(); ++i) out += (i == 0 ? "" : ", ") + node[i].Scalar();
+  return out + "]";
+}
+
+// The options of a YAML mapping, sections nested to any depth, by dotted key.
+void Flatten(const YAML::Node& map, const std::string& prefix,
+             std::map<std::string, YAML::Node>* out) {
+  for (const auto& entry : map) {
+    const std::string name =
+        prefix.empty() ? entry.first.Scalar() : fmt::format("{}.{}", prefix, entry.first.Scalar());
     if (entry.second.IsMap()) {
-      for (const auto& inner : entry.second) in_file.insert(name + "." + inner.first.Scalar());
+      Flatten(entry.second, name, out);
     } else {
-      in_file.insert(name);
+      out->emplace(name, entry.second);
     }
   }
+}
+
+TEST(ConfigTest, TheShippedFileListsEveryOption) {
+  const YAML::Node root = YAML::LoadFile(ShippedFile());
+  std::map<std::string, YAML::Node> in_file;
+  Flatten(root, "", &in_file);
+  std::set<std::string> keys_in_file;
+  for (const auto& [key, node] : in_file) keys_in_file.insert(key);
   const std::vector<std::string> keys = Keys();
-  EXPECT_EQ(in_file, std::set<std::string>(keys.begin(), keys.end()));
+  EXPECT_EQ(keys_in_file, std::set<std::string>(keys.begin(), keys.end()));
   // Each value written there is the default, in the canonical spelling.
   for (const OptionInfo& o : Options()) {
-    const size_t dot = o.key.find('.');
-    const YAML::Node node =
-        dot == std::string::npos ? root[o.key] : root[o.key.substr(0, dot)][o.key.substr(dot + 1)];
-    EXPECT_EQ(node.Scalar(), o.default_value) << o.key;
+    auto it = in_file.find(o.key);
+    ASSERT_NE(it, in_file.end()) << o.key;
+    EXPECT_EQ(Rendered(it->second), o.default_value) << o.key;
   }
 }
 
@@ -99,7 +122,8 @@ TEST(ConfigTest, TheShippedFileListsEveryOption) {
 // docs/configuration.md and here.
 TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
   DaemonConfig c;
-  auto& [data_dir, grpc, http, ports_file, log, engine, ingest, store] = c;
+  auto& [data_dir, grpc, http, ports_file, log, engine, ingest, store, windows, checker_options] =
+      c;
   auto& [grpc_listen, grpc_port] = grpc;
   auto& [http_listen, http_port] = http;
   auto& [log_level, log_format, log_file] = log;
@@ -107,6 +131,8 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
   auto& [max_batch_transactions, max_batch_bytes, max_ops, queue_batches, max_streams,
          remembered_ids] = ingest;
   auto& [sync_writes] = store;
+  auto& [window_checkers, window_by, window_size, window_overlap, window_threads, window_queued,
+         window_time_limit] = windows;
 
   // For each field: its key and a change of it made through the option. (The lambdas capture
   // pointers: C++20 lets lambdas capture structured bindings, clang 14 does not yet.)
@@ -139,6 +165,22 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
       {"ingest.max_streams", "10", [p = &max_streams] { return *p == 10u; }},
       {"ingest.remembered_ids", "0", [p = &remembered_ids] { return *p == uint64_t{0}; }},
       {"store.sync_writes", "false", [p = &sync_writes] { return !*p; }},
+      {"windows.checkers", "adya, chronos",
+       [p = &window_checkers] {
+         return *p == std::vector<std::string>{"adya", "chronos"};
+       }},
+      {"windows.by", "commit_time", [p = &window_by] { return *p == WindowCut::kCommitTime; }},
+      {"windows.size", "500", [p = &window_size] { return *p == 500u; }},
+      {"windows.overlap", "50", [p = &window_overlap] { return *p == 50u; }},
+      {"windows.threads", "3", [p = &window_threads] { return *p == 3u; }},
+      {"windows.max_queued", "4", [p = &window_queued] { return *p == 4u; }},
+      {"windows.time_limit", "2s", [p = &window_time_limit] { return *p == 2s; }},
+      {"checkers.chronos.levels", "si",
+       [p = &checker_options] { return Has(*p, "chronos.levels", "si"); }},
+      {"checkers.adya.levels", "[ser, si]",
+       [p = &checker_options] { return Has(*p, "adya.levels", "ser,si"); }},
+      {"checkers.adya.max_search_steps", "1000",
+       [p = &checker_options] { return Has(*p, "adya.max_search_steps", "1000"); }},
   };
   std::vector<std::string> field_keys;
   for (const Field& f : fields) {
@@ -287,7 +329,15 @@ TEST(ConfigTest, UnknownOptionsAreRefused) {
                         R"("engine.finality_timeout"?))"));
   EXPECT_THAT(LoadError("datadir: /x\n"),
               HasSubstr(R"(unknown option "datadir" (did you mean "data_dir"?))"));
-  EXPECT_THAT(LoadError("windows:\n  span: 10s\n"), HasSubstr(R"(unknown option "windows")"));
+  EXPECT_THAT(LoadError("collectors:\n  span: 10s\n"), HasSubstr(R"(unknown option "collectors")"));
+  // Plug-ins and their options are known by the registry.
+  EXPECT_THAT(LoadError("checkers:\n  adya:\n    max_steps: 10\n"),
+              HasSubstr(R"(test.yaml:3: unknown option "checkers.adya.max_steps")"));
+  EXPECT_THAT(LoadError("checkers:\n  plume:\n    levels: [rc]\n"),
+              HasSubstr(R"(unknown option "checkers.plume")"));
+  EXPECT_THAT(LoadError("checkers:\n  chronos:\n    levels: [rc]\n"),
+              HasSubstr("checkers.chronos.levels"));
+  EXPECT_THAT(LoadError("windows:\n  checkers: [adya, nope]\n"), HasSubstr("nope"));
   EXPECT_THAT(LoadError("grpc:\n  port: 1\n  colour: blue\n"),
               HasSubstr(R"(test.yaml:3: unknown option "grpc.colour")"));
   // A dotted key at the top level is not the nested form.

@@ -133,6 +133,7 @@ config::DaemonConfig TestConfig(const std::string& data_dir) {
 // A violation as compared across the daemon and the expectations.
 struct Seen {
   std::string id;
+  std::string checker;
   std::string anomaly;
   std::string ext_kind;
   std::string txns;  // the JSON array, as text
@@ -282,11 +283,11 @@ class DaemonTest : public ::testing::Test {
   }
 
   // Every page of /api/v1/violations (pages of `limit`), or nullopt on any error.
-  std::optional<std::vector<Seen>> Violations(int limit = 2) {
+  std::optional<std::vector<Seen>> Violations(int limit = 2, std::string_view filter = "") {
     std::vector<Seen> out;
     std::string token;
     for (int page = 0; page < 10'000; ++page) {
-      std::string target = fmt::format("/api/v1/violations?limit={}", limit);
+      std::string target = fmt::format("/api/v1/violations?limit={}{}", limit, filter);
       if (!token.empty()) target += "&page_token=" + token;
       auto r = Get(target);
       if (!r || r->status != 200) {
@@ -303,6 +304,7 @@ class DaemonTest : public ::testing::Test {
       for (const rapidjson::Value& v : doc["violations"].GetArray()) {
         Seen s;
         s.id = MemberString(v, "id");
+        s.checker = MemberString(v, "checker");
         s.anomaly = MemberString(v, "anomaly");
         s.ext_kind = MemberString(v, "ext_kind");
         if (v.HasMember("txns")) s.txns = ToJson(v["txns"]);
@@ -862,6 +864,117 @@ TEST_F(DaemonTest, ShutdownAppliesEveryAcknowledgedBatch) {
   EXPECT_EQ(status->streams[0].pending_transactions, 0u);
   EXPECT_EQ(status->streams[0].ingested_transactions, static_cast<uint64_t>(id));
   EXPECT_EQ(status->counts.queued_batches, 0u);
+}
+
+// A committed transaction of session `id` over [start, commit] that reads keys 1 and 2 (both
+// absent) and writes `value` to `key`.
+v1::Transaction SkewTxn(int64_t id, int64_t start, int64_t commit, int64_t key, int64_t value) {
+  v1::Transaction t;
+  t.set_id_int(id);
+  t.set_session_int(id);
+  t.set_status(v1::Transaction::COMMITTED);
+  t.mutable_start()->set_physical(start);
+  t.mutable_commit()->set_physical(commit);
+  for (int64_t k : {1, 2}) {
+    v1::Operation* read = t.add_ops();
+    read->set_kind(v1::Operation::READ);
+    read->mutable_key()->set_int_(k);
+  }
+  v1::Operation* write = t.add_ops();
+  write->set_kind(v1::Operation::WRITE);
+  write->mutable_key()->set_int_(key);
+  write->mutable_value()->set_int_(value);
+  return t;
+}
+
+// With windows.checkers set, the stream is cut into windows that the plug-ins check beside the
+// online engine: a write skew, valid under snapshot isolation (nothing online), is adya's
+// G2-item against serializability, stored with the window it was found in. A restart does not
+// check a done window again, and serves the violation once.
+TEST_F(DaemonTest, WindowsAreCheckedByThePluginsOnceAcrossRestarts) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = TestConfig(dir.Path());
+  ASSERT_TRUE(config::ApplyAssignment(&config, "windows.checkers=adya,chronos").ok());
+  ASSERT_TRUE(config::ApplyAssignment(&config, "windows.size=4").ok());
+  ASSERT_TRUE(config::ApplyAssignment(&config, "windows.overlap=0").ok());
+  ASSERT_TRUE(config::ApplyAssignment(&config, "checkers.chronos.levels=si").ok());
+  ASSERT_TRUE(config::ApplyAssignment(&config, "checkers.adya.levels=si,ser").ok());
+  ASSERT_TRUE(config::Validate(config).ok()) << config::Validate(config);
+  const std::string s = "skew";
+  // Transactions 1 and 2 overlap and each writes a key the other read: a write skew.
+  // Transactions 3 to 6 are harmless; the window of four closes after transaction 4.
+  v1::IngestBatch first = Batch(s, 1,
+                                {SkewTxn(1, 10, 20, 1, 100), SkewTxn(2, 11, 21, 2, 200),
+                                 Writer(3, 3, 300), Writer(4, 4, 400)});
+  v1::IngestBatch second = Batch(s, 2, {Writer(5, 5, 500), Writer(6, 6, 600)});
+  second.set_end_of_stream(true);
+
+  auto windows_done = [&](uint64_t n) {
+    return WaitFor([&] {
+      std::unique_ptr<rapidjson::Document> d = Status();
+      return d->IsObject() && d->HasMember("windows") && (*d)["windows"]["done"].GetUint64() >= n;
+    });
+  };
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  ASSERT_NO_FATAL_FAILURE(PushAllAndWait({first, second}, s));
+  ASSERT_TRUE(windows_done(2));
+  auto before = Violations();
+  ASSERT_TRUE(before.has_value());
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ((*before)[0].checker, "adya");
+  EXPECT_EQ((*before)[0].anomaly, "G2-item");
+  EXPECT_EQ((*before)[0].txns, "[1,2]");
+  auto by_adya = Violations(10, "&checker=adya");
+  ASSERT_TRUE(by_adya.has_value());
+  EXPECT_EQ(by_adya->size(), 1u);
+  auto online = Violations(10, "&checker=online");
+  ASSERT_TRUE(online.has_value());
+  EXPECT_TRUE(online->empty());
+  // The record names its window and every level the cycle violates.
+  absl::StatusOr<store::ViolationPage> page = daemon_->monitor().Query({}, 10, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->violations.size(), 1u);
+  EXPECT_EQ(page->violations[0].level, "ser");
+  rapidjson::Document record;
+  record.Parse(page->violations[0].json.c_str());
+  ASSERT_FALSE(record.HasParseError()) << page->violations[0].json;
+  ASSERT_TRUE(record.HasMember("window")) << page->violations[0].json;
+  EXPECT_EQ(record["window"]["index"].GetUint64(), 0u);
+  EXPECT_EQ(record["window"]["transactions"].GetUint64(), 4u);
+  std::unique_ptr<rapidjson::Document> status = Status();
+  const rapidjson::Value& windows = (*status)["windows"];
+  EXPECT_TRUE(windows["enabled"].GetBool());
+  EXPECT_EQ(windows["sealed"].GetUint64(), 2u);
+  EXPECT_EQ(windows["dropped"].GetUint64(), 0u);
+  ASSERT_EQ(windows["checkers"].Size(), 2u);
+  EXPECT_STREQ(windows["checkers"][0]["name"].GetString(), "adya");
+  EXPECT_EQ(windows["checkers"][0]["checked"].GetUint64(), 2u);
+  EXPECT_EQ(windows["checkers"][0]["violations"].GetUint64(), 1u);
+  EXPECT_EQ(windows["checkers"][1]["checked"].GetUint64(), 2u);
+  EXPECT_EQ(windows["checkers"][1]["violations"].GetUint64(), 0u);
+  const std::string metrics = Metrics();
+  EXPECT_EQ(Sample(metrics, R"(isowatch_window_checks_total{checker="adya",outcome="checked"})"),
+            2.0)
+      << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_windows_sealed_total"), 2.0);
+  EXPECT_EQ(
+      Sample(metrics, R"(isowatch_violations_total{anomaly="G2-item",checker="adya",level="ser"})"),
+      1.0)
+      << metrics;
+  Stop();
+
+  // After a restart the log is replayed and the windows cut again, but both are done.
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  ASSERT_TRUE(WaitChecked(s));
+  status = Status();
+  EXPECT_EQ((*status)["windows"]["done"].GetUint64(), 2u);
+  EXPECT_EQ((*status)["windows"]["sealed"].GetUint64(), 2u);
+  EXPECT_EQ((*status)["windows"]["checkers"][0]["checked"].GetUint64(), 0u);
+  auto after = Violations();
+  ASSERT_TRUE(after.has_value());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].id, (*before)[0].id);
 }
 
 }  // namespace

@@ -131,6 +131,16 @@ class FakeStatusSource : public StatusSource {
     status.memory.history_bytes = 5678;
     status.memory.spill_bytes = 6789;
     status.memory.retained_versions = 11;
+    status.windows = WindowsStatus{
+        .enabled = true,
+        .sealed = 12,
+        .done = 10,
+        .dropped = 1,
+        .queued = 2,
+        .running = 1,
+        .late_transactions = 4,
+        .checkers = {
+            {.name = "adya", .checked = 9, .unknown = 1, .violations = 3, .seconds = 0.5}}};
     return status;
   }
 };
@@ -496,8 +506,21 @@ TEST_F(HttpApiTest, StatusReportsStreamsCountsMemoryAndVersion) {
   EXPECT_EQ(d["memory"]["history_bytes"].GetUint64(), 5678u);
   EXPECT_EQ(d["memory"]["spill_bytes"].GetUint64(), 6789u);
   EXPECT_EQ(d["memory"]["retained_versions"].GetUint64(), 11u);
-  ASSERT_TRUE(d["windows"].IsArray());
-  EXPECT_EQ(d["windows"].Size(), 0u);
+  const auto& windows = d["windows"];
+  ASSERT_TRUE(windows.IsObject());
+  EXPECT_TRUE(windows["enabled"].GetBool());
+  EXPECT_EQ(windows["sealed"].GetUint64(), 12u);
+  EXPECT_EQ(windows["done"].GetUint64(), 10u);
+  EXPECT_EQ(windows["dropped"].GetUint64(), 1u);
+  EXPECT_EQ(windows["queued"].GetUint64(), 2u);
+  EXPECT_EQ(windows["running"].GetUint64(), 1u);
+  EXPECT_EQ(windows["late_transactions"].GetUint64(), 4u);
+  ASSERT_EQ(windows["checkers"].Size(), 1u);
+  EXPECT_STREQ(windows["checkers"][0]["name"].GetString(), "adya");
+  EXPECT_EQ(windows["checkers"][0]["checked"].GetUint64(), 9u);
+  EXPECT_EQ(windows["checkers"][0]["unknown"].GetUint64(), 1u);
+  EXPECT_EQ(windows["checkers"][0]["violations"].GetUint64(), 3u);
+  EXPECT_DOUBLE_EQ(windows["checkers"][0]["seconds"].GetDouble(), 0.5);
   SetReady(absl::OkStatus());
   rapidjson::Document ready = ParseJson(Get("/api/v1/status").body);
   EXPECT_TRUE(ready["ready"].GetBool());
