@@ -7,6 +7,9 @@
 # the batch ack latency (receipt to durable) from its metrics.
 #
 # Usage: bash bench/load/daemon_e2e.sh [TXNS_COMMITTED] [BATCH] [SIGMA_MS]
+# ISOWATCHD_ARGS adds flags to isowatchd, e.g. "--set windows.checkers=adya,chronos" to run the
+# plug-in checkers on sealed windows; it then also waits for every window to be checked and
+# prints the windows' figures.
 # Needs the release build (cmake --preset release && cmake --build --preset release).
 set -euo pipefail
 
@@ -23,8 +26,8 @@ hist=$dir/history.json
 delivered=$(python3 -c "import json,sys; print(sum(1 for _ in json.load(open('$hist'))))")
 echo "history: $txns committed, $delivered transactions in all, $(du -h "$hist" | cut -f1)"
 
-# shellcheck disable=SC2119  # no extra flags
-iw_start_daemon
+# shellcheck disable=SC2086  # ISOWATCHD_ARGS is a list of flags
+iw_start_daemon ${ISOWATCHD_ARGS:-}
 
 start=$(date +%s.%N)
 /usr/bin/time -f "%U %S" -o "$dir/client.time" \
@@ -33,15 +36,18 @@ start=$(date +%s.%N)
 sent=$(date +%s.%N)
 iw_wait_final 600  # until every transaction is final (the stream closed, nothing pending)
 done_at=$(date +%s.%N)
+iw_wait_windows 1800
+windows_at=$(date +%s.%N)
 daemon_cpu=$(iw_cpu_of "$daemon_pid")
 daemon_rss=$(awk '/VmHWM/ {print $2 / 1024}' "/proc/$daemon_pid/status")
 iw_http /metrics > "$dir/metrics"
 iw_http /api/v1/status > "$dir/status"
 iw_stop_daemon
 
-python3 - "$dir" "$start" "$sent" "$done_at" "$delivered" "$daemon_cpu" "$daemon_rss" <<'PY'
+python3 - "$dir" "$start" "$sent" "$done_at" "$delivered" "$daemon_cpu" "$daemon_rss" "$windows_at" <<'PY'
 import json, re, sys
 d, start, sent, done, n, dcpu, drss = sys.argv[1], *map(float, sys.argv[2:5]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
+windows_at = float(sys.argv[8])
 cu, cs = map(float, open(f"{d}/client.time").read().split()[-2:])
 metrics = open(f"{d}/metrics").read()
 buckets = []
@@ -65,4 +71,12 @@ print(f"daemon peak RSS {drss:,.0f} MiB; engine state {mem['engine_bytes'] / 2**
 if total:
     print(f"batch ack latency: mean {1000 * s / total:.1f} ms, p50 <= {1000 * quantile(0.5):g} ms, p99 <= {1000 * quantile(0.99):g} ms ({total:.0f} batches)")
 print(f"violations {status['counts']['violations']}, refused {status['counts']['refused_transactions']}")
+w = status["windows"]
+if w["enabled"]:
+    print(f"windows: {w['sealed']} sealed, {w['done']} done, {w['dropped']} dropped, "
+          f"{w['late_transactions']} late transactions; all checked {windows_at - start:.2f} s after the start")
+    for c in w["checkers"]:
+        per = c["seconds"] / c["checked"] if c["checked"] else float("nan")
+        print(f"  {c['name']}: {c['checked']} windows checked, {c['unknown']} unknown, "
+              f"{c['violations']} violations, {c['seconds']:.2f} s in all ({1000 * per:.1f} ms per window)")
 PY

@@ -59,23 +59,39 @@ with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
 PY
 }
 
-# Waits until every stream is closed with nothing pending (at most $1 seconds, default 600).
-iw_wait_final() {
-  python3 - "http://127.0.0.1:$http_port/api/v1/status" "${1:-600}" <<'PY'
+# Polls /api/v1/status every 100 ms until the Python expression $2 holds of it (`s`, the parsed
+# status) or $1 seconds pass; then fails with message $3.
+iw_wait_status() {
+  python3 - "http://127.0.0.1:$http_port/api/v1/status" "$1" "$2" "$3" <<'PY'
 import json, sys, time, urllib.request
-url, limit = sys.argv[1], float(sys.argv[2])
+url, limit, condition, message = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 deadline = time.monotonic() + limit
 while time.monotonic() < deadline:
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
-            s = json.load(r)["streams"]
-        if s and all(x["closed"] and x["pending_transactions"] == 0 for x in s):
+            s = json.load(r)
+        if eval(condition, {"s": s}):
             sys.exit(0)
     except OSError:
         pass
     time.sleep(0.1)
-sys.exit("the streams did not become final in time")
+sys.exit(message)
 PY
+}
+
+# Waits until every stream is closed with nothing pending (at most $1 seconds, default 600).
+iw_wait_final() {
+  iw_wait_status "${1:-600}" \
+    's["streams"] and all(x["closed"] and x["pending_transactions"] == 0 for x in s["streams"])' \
+    "the streams did not become final in time"
+}
+
+# Waits until the windows sealed so far are all checked or dropped (nothing queued or running);
+# at most $1 seconds (default 600). Returns at once when no plug-in runs on windows.
+iw_wait_windows() {
+  iw_wait_status "${1:-600}" \
+    'not s["windows"]["enabled"] or (s["windows"]["queued"] == 0 and s["windows"]["running"] == 0 and s["windows"]["done"] >= s["windows"]["sealed"])' \
+    "the windows were not checked in time"
 }
 
 # CPU seconds (user + system) of process $1 so far.

@@ -633,7 +633,8 @@ class EngineImpl {
         return !checkers::internal::RegisterReadMatches(op.value(), v->info->value, false);
       }
       if (!ks.trimmed || spill_ == nullptr) {
-        return !checkers::internal::RegisterReadMatches(op.value(), h_.InitialValue(key), true);
+        return !checkers::internal::RegisterReadMatches(op.value(), h_.InitialValue(key),
+                                                        h_.AbsentReadsInitial(key));
       }
     }
     return Judge(key, ks, point, op, op_index, nullptr).value_or(false);
@@ -662,7 +663,8 @@ class EngineImpl {
     }
     RegisterView v;
     if (!VisibleRegister(key, ks, point, &v)) return std::nullopt;
-    if (checkers::internal::RegisterReadMatches(op.value(), v.value, !v.writer.valid())) {
+    if (checkers::internal::RegisterReadMatches(op.value(), v.value,
+                                                !v.writer.valid() && h_.AbsentReadsInitial(key))) {
       return false;
     }
     if (violation != nullptr) {

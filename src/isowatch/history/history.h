@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/operation.h"
@@ -46,6 +47,10 @@ struct InitialState {
     uint32_t size = 0;
   };
   absl::flat_hash_map<KeyId, ListRange> lists;
+  // Registers whose initial value is a version some transaction installed (a window's state at
+  // its base), not the usual convention for "before the history": an absent read of one is a
+  // read of nothing, not of its initial value.
+  absl::flat_hash_set<KeyId> versions;
 };
 
 // An immutable, fully interned transaction history: transactions in input order with their
@@ -126,6 +131,13 @@ class History {
   const InitialState& initial() const { return initial_; }
   // The value of register `key` before any transaction.
   Value InitialValue(KeyId key) const;
+  // Whether an absent read of register `key` matches its initial value: always, unless the
+  // initial value is a version a transaction installed (InitialState::versions) other than
+  // absent.
+  bool AbsentReadsInitial(KeyId key) const {
+    return initial_.versions.empty() || !initial_.versions.contains(key) ||
+           InitialValue(key).absent();
+  }
   // The contents of list `key` before any transaction.
   std::span<const Value> InitialList(KeyId key) const;
 

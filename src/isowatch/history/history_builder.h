@@ -97,6 +97,12 @@ class HistoryBuilder {
   // Initial state.
   void SetDefaultInitialValue(Value v) { history_.initial_.default_value = v; }
   void SetInitialRegister(KeyId key, Value v) { history_.initial_.registers[key] = v; }
+  // The initial value of register `key` is `v`, a version a transaction installed
+  // (InitialState::versions).
+  void SetInitialVersion(KeyId key, Value v) {
+    SetInitialRegister(key, v);
+    history_.initial_.versions.insert(key);
+  }
   void SetInitialList(KeyId key, std::span<const Value> elements);
 
   // Validates and freezes the history: decides which keys are lists (an absent read of a list key

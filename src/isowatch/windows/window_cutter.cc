@@ -219,13 +219,20 @@ struct WindowCutter::Impl {
   }
 
   // Count mode: moves the staged records `order` (placement order) into the open window,
-  // sealing it each time it is full.
+  // sealing it each time it is full. A window never splits transactions placed at the same
+  // timestamp (a commit at a reader's start is in its snapshot): a full window takes the rest of
+  // its last timestamp's transactions, all of which have been added (they are at or below the
+  // seal point), before it is sealed.
   void FillCounts(const History& src, const std::vector<size_t>& order, std::vector<Window>* out) {
     for (size_t i : order) {
+      if (open.size() >= options.transactions &&
+          staged.rec(i).key != open.rec(open.size() - 1).key) {
+        SealOpen(src, out);
+      }
       open.AddFromPool(staged, i);
       staged.Kill(i);
-      if (open.size() >= options.transactions) SealOpen(src, out);
     }
+    if (open.size() >= options.transactions) SealOpen(src, out);
     staged.MaybeCompact();
   }
 
@@ -398,15 +405,16 @@ Window WindowCutter::Impl::SealWindow(const History& src, TxnPool own, Timestamp
       for (Value v : u.appended) elements.push_back(value_in(v));
       b.SetInitialList(u.win, elements);
     } else {
-      Value v;
+      // A value some transaction wrote is a version: an absent read does not match it.
       if (u.written) {
-        v = u.last_write;
+        b.SetInitialVersion(u.win, value_in(u.last_write));
       } else if (auto it = registers.find(u.src); it != registers.end()) {
-        v = it->second;
+        b.SetInitialVersion(u.win, value_in(it->second));
+      } else if (src.AbsentReadsInitial(u.src)) {
+        b.SetInitialRegister(u.win, value_in(src.InitialValue(u.src)));
       } else {
-        v = src.InitialValue(u.src);
+        b.SetInitialVersion(u.win, value_in(src.InitialValue(u.src)));
       }
-      b.SetInitialRegister(u.win, value_in(v));
     }
   }
 

@@ -241,6 +241,26 @@ TEST(WindowCutterTest, CountWindowsTakeTransactionsInPlacementOrder) {
   EXPECT_EQ(cutter.stats().staged, 0u);
 }
 
+TEST(WindowCutterTest, CountWindowsKeepTransactionsOfOneTimestampTogether) {
+  testing::TestHistory t;
+  // t2, t3 and t4 commit at 20: a window of two takes all three.
+  t.Txn("t1", "a", 9, 10).W(1, 1);
+  t.Txn("t2", "b", 19, 20).W(1, 2);
+  t.Txn("t3", "c", 19, 20).W(2, 3);
+  t.Txn("t4", "d", 19, 20).W(3, 4);
+  t.Txn("t5", "e", 20, 30).R(2, 3);
+  const History src = t.Build();
+  WindowCutter cutter(WindowOptions{.transactions = 2});
+  AddByName(cutter, src, {"t4", "t1", "t3", "t2", "t5"});
+  std::vector<Window> w = cutter.Flush(src);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_THAT(Own(w[0]), ElementsAre("t1", "t4", "t3", "t2"));  // ties in arrival order
+  EXPECT_THAT(Own(w[1]), ElementsAre("t5"));
+  // t5 starts at 20: what committed at 20 is in its snapshot, so in its window's lead-in.
+  EXPECT_EQ(w[1].scope.base, Ts(20));
+  EXPECT_THAT(LeadIn(w[1]), ElementsAre("t4", "t3", "t2"));
+}
+
 TEST(WindowCutterTest, CountWindowFlushSealsAShortLastWindow) {
   testing::TestHistory t;
   for (int64_t i = 1; i <= 5; ++i) t.Txn(fmt::format("t{}", i), "s", i * 10, i * 10).W(1, i);
@@ -591,7 +611,21 @@ void CheckSimulatedStream(sim::DataKind data, WindowOptions options, uint64_t se
     EXPECT_EQ(w.history.size(), w.lead_in + w.own);
     EXPECT_EQ(w.origins.size(), w.history.size());
     if (options.transactions > 0 && i + 1 < windows.size()) {
-      EXPECT_EQ(w.own, options.transactions);
+      // Full, and more only to keep the transactions of its last timestamp together.
+      EXPECT_GE(w.own, options.transactions);
+      // The placement key: commit, else start (the simulator gives every transaction a start).
+      auto key = [](const history::Transaction& t) { return t.has_commit ? t.commit : t.start; };
+      const History& wh = w.history;
+      if (w.own > options.transactions) {
+        EXPECT_EQ(key(wh.txn(TxnId(wh.size() - 1 - (w.own - options.transactions)))),
+                  key(wh.txn(TxnId(wh.size() - 1))));
+      }
+      const Window& next = windows[i + 1];
+      if (next.own > 0 && w.own > 0) {
+        EXPECT_LT(key(wh.txn(TxnId(wh.size() - 1))),
+                  key(next.history.txn(TxnId(next.scope.first_proper))))
+            << "a timestamp split across windows";
+      }
     }
     for (const std::string& name : Own(w)) {
       ++own_count[name];

@@ -203,7 +203,10 @@ class Replayer {
 
   void CheckExternalRegister(TxnId reader, const Op& op) {
     const RegisterVersion& current = registers_[op.key().value()];
-    if (internal::RegisterReadMatches(op.value(), current.value, !current.writer.valid())) return;
+    if (internal::RegisterReadMatches(op.value(), current.value,
+                                      !current.writer.valid() && h_.AbsentReadsInitial(op.key()))) {
+      return;
+    }
     Emit(internal::RegisterViolation(h_, write_index_, level_, reader, op.key(), current.value,
                                      current.writer, op.value()));
   }

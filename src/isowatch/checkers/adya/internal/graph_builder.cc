@@ -269,7 +269,8 @@ class Builder {
   void ReadRegister(uint32_t reader, uint32_t op_index, const Op& op) {
     const uint32_t k = op.key().value();
     const Value v = op.value();
-    const bool initial = v.absent() || v == h_.InitialValue(op.key());
+    const bool initial =
+        (v.absent() && h_.AbsentReadsInitial(op.key())) || v == h_.InitialValue(op.key());
     auto it = index_.find(VersionKey{k, v});
     if (it != index_.end() && it->second.txn == reader) {
       ++out_.counts.own_reads;
