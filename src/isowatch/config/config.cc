@@ -318,10 +318,13 @@ std::vector<Option> CheckerOptions() {
       level_names.emplace_back(report::IsolationLevelName(l));
     }
     std::vector<checkers::OptionSpec> specs;
-    specs.push_back({.name = "levels",
-                     .type = "list of levels",
-                     .default_value = JoinList(level_names),
-                     .help = fmt::format("Levels the {} plug-in judges on windows.", info.name)});
+    specs.push_back(
+        {.name = "levels",
+         .type = fmt::format("auto, or a list of levels from [{}]", fmt::join(level_names, ", ")),
+         .default_value = "auto",
+         .help = fmt::format("Levels the {} plug-in judges on windows; auto: engine.level if it "
+                             "judges it, else all it judges.",
+                             info.name)});
     specs.insert(specs.end(), info.options.begin(), info.options.end());
     for (const checkers::OptionSpec& spec : specs) {
       const std::string name = info.name;
@@ -337,6 +340,10 @@ std::vector<Option> CheckerOptions() {
            .set = [name, field, default_value, is_levels, option = spec.name](
                       DaemonConfig& c, std::string_view v) -> absl::Status {
              std::string text(v);
+             if (is_levels && text == "auto") {
+               c.checker_options.erase(field);
+               return absl::OkStatus();
+             }
              if (option == "levels") {
                std::string joined;
                for (const std::string& item : SplitList(v)) {
@@ -816,7 +823,7 @@ std::string DescribeConfig(const DaemonConfig& config) {
       out << YAML::Key << path[open.size()] << YAML::Value << YAML::BeginMap;
     }
     out << YAML::Key << leaf << YAML::Value;
-    if (o.list) {
+    if (o.list && o.get(config).starts_with('[')) {
       std::string text = o.get(config);
       out << YAML::Flow << YAML::BeginSeq;
       for (const std::string& item : SplitList(text)) out << item;

@@ -15,6 +15,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "isowatch/checkers/registry.h"
 #include "isowatch/common/status_macros.h"
 
 namespace isowatch::monitor {
@@ -123,6 +124,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
       const std::string prefix = name + ".";
       for (const auto& [key, value] : config.checker_options) {
         if (key.starts_with(prefix)) checker_options[key.substr(prefix.size())] = value;
+      }
+      // Levels "auto": the level the database promises (the engine's), if the plug-in judges
+      // it; a database that promises SI is not faulted for what SI allows.
+      if (!checker_options.contains("levels")) {
+        const checkers::CheckerInfo* info = checkers::FindChecker(name);
+        if (info != nullptr && std::find(info->levels.begin(), info->levels.end(),
+                                         config.engine.level) != info->levels.end()) {
+          checker_options["levels"] = report::IsolationLevelName(config.engine.level);
+        }
       }
       options.window_checkers.emplace_back(name, std::move(checker_options));
     }

@@ -977,5 +977,31 @@ TEST_F(DaemonTest, WindowsAreCheckedByThePluginsOnceAcrossRestarts) {
   EXPECT_EQ((*after)[0].id, (*before)[0].id);
 }
 
+// By default a plug-in judges the level the database promises (engine.level): the write skew that
+// adya calls G2-item (a violation of repeatable read and serializability) is no violation of
+// snapshot isolation, so a database that promises SI is not faulted for it.
+TEST_F(DaemonTest, WindowCheckersJudgeThePromisedLevelByDefault) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = TestConfig(dir.Path());
+  ASSERT_TRUE(config::ApplyAssignment(&config, "windows.checkers=adya").ok());
+  ASSERT_TRUE(config::ApplyAssignment(&config, "windows.size=4").ok());
+  ASSERT_TRUE(config::ApplyAssignment(&config, "windows.overlap=0").ok());
+  v1::IngestBatch batch = Batch("skew", 1,
+                                {SkewTxn(1, 10, 20, 1, 100), SkewTxn(2, 11, 21, 2, 200),
+                                 Writer(3, 3, 300), Writer(4, 4, 400)});
+  batch.set_end_of_stream(true);
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  ASSERT_NO_FATAL_FAILURE(PushAllAndWait({batch}, "skew"));
+  ASSERT_TRUE(WaitFor([&] {
+    std::unique_ptr<rapidjson::Document> d = Status();
+    return d->IsObject() && d->HasMember("windows") && (*d)["windows"]["done"].GetUint64() >= 1;
+  }));
+  std::unique_ptr<rapidjson::Document> status = Status();
+  EXPECT_EQ((*status)["windows"]["checkers"][0]["checked"].GetUint64(), 1u);
+  auto seen = Violations();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_TRUE(seen->empty());
+}
 }  // namespace
 }  // namespace isowatch::monitor
