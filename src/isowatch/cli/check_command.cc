@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdlib.h>
 #include <system_error>
 #include <unordered_map>
@@ -25,6 +26,7 @@
 #include "isowatch/engine/delivery.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/formats/history_file.h"
+#include "isowatch/monitor/live_checker.h"
 #include "isowatch/report/check_report.h"
 #include "isowatch/windows/window_cutter.h"
 
@@ -355,6 +357,7 @@ absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckR
     rep.window_overlap = window_overlap_;
   }
   FileIds ids(h);
+  std::set<std::string> reported;
   const size_t passes = window_ > 0 ? cut.size() : 1;
   for (size_t w = 0; w < passes; ++w) {
     const history::History& part = window_ > 0 ? cut[w].history : h;
@@ -365,7 +368,15 @@ absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckR
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       AddResult(r, took.count(), rep.checkers[i]);
       for (report::Violation& v : r.violations) {
-        if (window_ > 0) ids.Translate(part, v);
+        if (window_ > 0) {
+          // The same finding in two overlapping windows is reported once, as the daemon stores
+          // it once: by its stable id.
+          if (!reported.insert(monitor::StableViolationId(part, v)).second) {
+            --rep.checkers[i].violations;
+            continue;
+          }
+          ids.Translate(part, v);
+        }
         rep.violations.push_back(std::move(v));
       }
     }
