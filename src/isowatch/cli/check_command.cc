@@ -346,29 +346,18 @@ absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckR
     outcome.name = std::string(checker->name());
     outcome.levels = checker->levels();
   }
-  // One window of the whole history, or the windows the cutter makes of it.
-  std::vector<windows::Window> cut;
-  if (window_ > 0) {
-    windows::WindowCutter cutter(
-        {.transactions = window_, .overlap = static_cast<int64_t>(window_overlap_)});
-    for (uint32_t i = 0; i < h.size(); ++i) cutter.Add(h, TxnId(i));
-    cut = cutter.Flush(h);
-    rep.window_transactions = window_;
-    rep.window_overlap = window_overlap_;
-  }
   FileIds ids(h);
   std::set<std::string> reported;
-  const size_t passes = window_ > 0 ? cut.size() : 1;
-  for (size_t w = 0; w < passes; ++w) {
-    const history::History& part = window_ > 0 ? cut[w].history : h;
-    const checkers::WindowScope* scope = window_ > 0 ? &cut[w].scope : nullptr;
+  // Runs every plug-in on `part` (a window with `scope`, or the whole history) and adds what
+  // they find to the report.
+  auto check = [&](const history::History& part, const checkers::WindowScope* scope) {
     for (size_t i = 0; i < plugins.size(); ++i) {
       const auto start = std::chrono::steady_clock::now();
       checkers::CheckerResult r = plugins[i]->Check(part, scope, LimitsFor(time_limit_ms_));
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       AddResult(r, took.count(), rep.checkers[i]);
       for (report::Violation& v : r.violations) {
-        if (window_ > 0) {
+        if (scope != nullptr) {
           // The same finding in two overlapping windows is reported once, as the daemon stores
           // it once: by its stable id.
           if (!reported.insert(monitor::StableViolationId(part, v)).second) {
@@ -380,6 +369,34 @@ absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckR
         rep.violations.push_back(std::move(v));
       }
     }
+  };
+  if (window_ == 0) {
+    check(h, nullptr);
+  } else {
+    // The transactions in placement order (commit, else start, else after the one before them
+    // in the file), sealing behind each new timestamp: each window is checked, and dropped, as
+    // soon as it is cut, so memory holds about one window at a time.
+    std::vector<std::pair<history::Timestamp, uint32_t>> order;
+    order.reserve(h.size());
+    history::Timestamp running = history::Timestamp::Min();
+    for (uint32_t i = 0; i < h.size(); ++i) {
+      const history::Transaction& t = h.txn(TxnId(i));
+      const history::Timestamp key = t.has_commit ? t.commit : t.has_start ? t.start : running;
+      running = std::max(running, key);
+      order.emplace_back(key, i);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    windows::WindowCutter cutter(
+        {.transactions = window_, .overlap = static_cast<int64_t>(window_overlap_)});
+    for (size_t j = 0; j < order.size(); ++j) {
+      cutter.Add(h, TxnId(order[j].second));
+      if (j + 1 < order.size() && order[j + 1].first == order[j].first) continue;
+      for (const windows::Window& w : cutter.Seal(h, order[j].first)) check(w.history, &w.scope);
+    }
+    for (const windows::Window& w : cutter.Flush(h)) check(w.history, &w.scope);
+    rep.window_transactions = window_;
+    rep.window_overlap = window_overlap_;
   }
   for (const report::CheckerOutcome& c : rep.checkers) {
     rep.transactions_checked = std::max(rep.transactions_checked, c.transactions_checked);
