@@ -350,10 +350,16 @@ absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckR
   std::set<std::string> reported;
   // Runs every plug-in on `part` (a window with `scope`, or the whole history) and adds what
   // they find to the report.
-  auto check = [&](const history::History& part, const checkers::WindowScope* scope) {
+  auto check = [&](const history::History& part, const checkers::WindowScope* scope,
+                   bool defective = false) {
     for (size_t i = 0; i < plugins.size(); ++i) {
       const auto start = std::chrono::steady_clock::now();
-      checkers::CheckerResult r = plugins[i]->Check(part, scope, LimitsFor(time_limit_ms_));
+      checkers::CheckerResult r;
+      if (defective) {
+        r.complete = false;  // a window the cutter could not build: UNKNOWN
+      } else {
+        r = plugins[i]->Check(part, scope, LimitsFor(time_limit_ms_));
+      }
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       AddResult(r, took.count(), rep.checkers[i]);
       for (report::Violation& v : r.violations) {
@@ -392,9 +398,11 @@ absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckR
     for (size_t j = 0; j < order.size(); ++j) {
       cutter.Add(h, TxnId(order[j].second));
       if (j + 1 < order.size() && order[j + 1].first == order[j].first) continue;
-      for (const windows::Window& w : cutter.Seal(h, order[j].first)) check(w.history, &w.scope);
+      for (const windows::Window& w : cutter.Seal(h, order[j].first)) {
+        check(w.history, &w.scope, !w.defect.empty());
+      }
     }
-    for (const windows::Window& w : cutter.Flush(h)) check(w.history, &w.scope);
+    for (const windows::Window& w : cutter.Flush(h)) check(w.history, &w.scope, !w.defect.empty());
     rep.window_transactions = window_;
     rep.window_overlap = window_overlap_;
   }

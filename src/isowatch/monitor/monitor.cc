@@ -424,6 +424,11 @@ void Monitor::OnWindowResult(const windows::Window& w, const checkers::Checker& 
                              windows::CheckOutcome outcome) {
   const std::string name(c.name());
   const bool complete = outcome.result.complete;
+  if (!w.defect.empty() && &c == last_checker_) {
+    metrics_->internal_bugs().Increment();
+    spdlog::error("window {} could not be built ({}); every checker's verdict on it is UNKNOWN",
+                  w.scope.index, w.defect);
+  }
   if (!outcome.cancelled) {
     metrics_->WindowChecks(name, complete ? "checked" : "unknown").Increment();
     metrics_->WindowCheckSeconds(name).Observe(outcome.seconds);

@@ -90,7 +90,11 @@ void CheckPool::Work() {
       const Clock::time_point started = Clock::now();
       const checkers::CheckLimits limits(started + options_.time_limit, &cancel_);
       CheckOutcome outcome;
-      outcome.result = checker->Check(window->history, &window->scope, limits);
+      if (window->defect.empty()) {
+        outcome.result = checker->Check(window->history, &window->scope, limits);
+      } else {
+        outcome.result.complete = false;  // a window that could not be built: UNKNOWN
+      }
       outcome.seconds = std::chrono::duration<double>(Clock::now() - started).count();
       outcome.cancelled = cancel_.load(std::memory_order_relaxed);
       if (!outcome.result.complete) outcome.result.violations.clear();

@@ -2,6 +2,7 @@
 #include "isowatch/windows/window_cutter.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -46,11 +47,14 @@ int64_t SaturatingSub(int64_t a, int64_t b) {
   return a - b;
 }
 
-// What cannot happen with a history HistoryBuilder accepted: stop rather than hand a checker a
-// window that says something the stream did not.
-[[noreturn]] void Unreachable(const absl::Status& status) {
-  fmt::print(stderr, "window cutter: {}\n", status.ToString());
-  std::abort();
+// What cannot happen with a history HistoryBuilder accepted, and so is a bug: debug builds stop;
+// release builds mark the window defective (its checks report UNKNOWN, never a verdict on a
+// window that says something the stream did not) and carry on.
+void Defect(Window& w, const absl::Status& status, CutterStats* stats) {
+  fmt::print(stderr, "window cutter: window {}: {}\n", w.scope.index, status.ToString());
+  assert(false && "a window the cutter could not build");
+  if (w.defect.empty()) w.defect = status.ToString();
+  ++stats->defects;
 }
 
 // A compact copy of a transaction: everything but its operations, which live in the pool's
@@ -461,7 +465,10 @@ Window WindowCutter::Impl::SealWindow(const History& src, TxnPool own, Timestamp
         .commit = r.has_commit ? std::optional<Timestamp>(r.commit) : std::nullopt,
         .source_offset = r.source_offset,
     };
-    if (absl::Status st = b.BeginTxn(header); !st.ok()) Unreachable(st);
+    if (absl::Status st = b.BeginTxn(header); !st.ok()) {
+      Defect(w, st, stats);
+      continue;
+    }
     for (const Op& op : pool.ops(r)) {
       const KeyId k = keys[key_index.find(op.key())->second].win;
       switch (op.kind()) {
@@ -493,8 +500,12 @@ Window WindowCutter::Impl::SealWindow(const History& src, TxnPool own, Timestamp
     w.origins.push_back(r.origin);
   }
   absl::StatusOr<History> h = std::move(b).Finish();
-  if (!h.ok()) Unreachable(h.status());
-  w.history = *std::move(h);
+  if (h.ok()) {
+    w.history = *std::move(h);
+  } else {
+    Defect(w, h.status(), stats);
+    w.origins.clear();
+  }
 
   // The previous window's transactions can no longer be lead-in: into the state with them.
   for (size_t i = 0; i < retained.size(); ++i) Fold(src, retained, retained.rec(i));

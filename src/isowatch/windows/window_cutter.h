@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "isowatch/checkers/plugin.h"
@@ -46,6 +47,9 @@ struct Window {
   size_t lead_in = 0;  // lead-in transactions
   // Own transactions that started before `scope.base`: longer than the lead-in could cover.
   size_t own_beyond_base = 0;
+  // Not empty: the cutter could not build the window as the stream has it (a bug, logged and
+  // counted in CutterStats::defects); its checks report UNKNOWN.
+  std::string defect;
 };
 
 struct CutterStats {
@@ -54,6 +58,7 @@ struct CutterStats {
   uint64_t sealed = 0;      // windows sealed
   uint64_t late = 0;        // arrived after the window they belong to was sealed: in no window
   uint64_t renamed = 0;     // a source id seen twice in one window, the second renamed
+  uint64_t defects = 0;     // windows the cutter could not build (Window::defect): bugs
   size_t memory_bytes = 0;  // staged and retained transactions and the state at the cut
 };
 

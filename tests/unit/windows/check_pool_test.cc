@@ -139,6 +139,28 @@ TEST(CheckPool, OutOfTimeIsUnknownWithoutFindings) {
   EXPECT_EQ(rec.results[1].violations, 1u);
 }
 
+TEST(CheckPool, ADefectiveWindowIsUnknownForEveryChecker) {
+  Recorder rec;
+  auto a = std::make_unique<FakeChecker>("a");
+  FakeChecker* pa = a.get();
+  std::vector<std::unique_ptr<checkers::Checker>> cs;
+  cs.push_back(std::move(a));
+  cs.push_back(std::make_unique<FakeChecker>("b"));
+  CheckPool pool({.threads = 1, .max_queued = 4, .time_limit = 10s}, std::move(cs), rec.OnResult(),
+                 rec.OnDrop());
+  Window w = MakeWindow(3);
+  w.defect = "could not be built";
+  pool.Submit(std::move(w));
+  pool.Drain();
+  ASSERT_EQ(rec.results.size(), 2u);
+  for (const Recorded& r : rec.results) {
+    EXPECT_FALSE(r.complete) << r.checker;
+    EXPECT_FALSE(r.cancelled);
+    EXPECT_EQ(r.violations, 0u);
+  }
+  EXPECT_EQ(pa->started.load(), 0);  // not even run
+}
+
 TEST(CheckPool, FullQueueDropsTheOldestWaitingWindow) {
   Recorder rec;
   auto gate = std::make_unique<FakeChecker>("gate");
