@@ -153,7 +153,13 @@ absl::Status MemoryVersionSpill::ScanAfter(KeyId key, const internal::OrderKey& 
 
 // --- RocksVersionSpill -------------------------------------------------------------------------
 
+// RocksDB's memory (docs/spill-format.md, "Memory"): the memtables take the spilled versions
+// until their flush; blocks are read back by reloads.
+constexpr size_t kMemtableBytes = 48 << 20;
+constexpr size_t kBlockCacheBytes = 16 << 20;
+
 struct RocksVersionSpill::Db {
+  store::RocksDbMemoryBudget memory{kMemtableBytes, kBlockCacheBytes};
   std::unique_ptr<rocksdb::DB> db;
   rocksdb::WriteBatch batch;
   rocksdb::WriteOptions write_options;
@@ -177,19 +183,20 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const
     return absl::UnavailableError(
         fmt::format("cannot create the spill directory {}: {}", dir, ec.message()));
   }
+  auto db = std::make_unique<Db>();
   rocksdb::Options options;
   options.create_if_missing = true;
   options.keep_log_file_num = 2;
-  // Writes come in large batches and are mostly never read again: large memtables, few
-  // flushes, no compression (the values are small integers), compaction in the background.
-  options.write_buffer_size = 64 << 20;
-  options.max_write_buffer_number = 3;
+  // Writes come in large batches and are mostly never read again: memtables of 16 MiB, up to
+  // three of them while one is flushed (within the cap of kMemtableBytes), no compression (the
+  // values are small integers), compaction in the background.
+  db->memory.ApplyTo(static_cast<rocksdb::DBOptions&>(options));
+  db->memory.ApplyTo(static_cast<rocksdb::ColumnFamilyOptions&>(options), 16 << 20, 3);
   options.compression = rocksdb::kNoCompression;
   options.level0_file_num_compaction_trigger = 8;
   // Within one key id (the first 4 bytes) versions arrive in increasing order: a memtable
   // insertion hint per key id makes those insertions cheap.
   options.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(4));
-  auto db = std::make_unique<Db>();
   rocksdb::DB* raw = nullptr;
   if (absl::Status s = store::FromRocksStatus(rocksdb::DB::Open(options, dir, &raw),
                                               fmt::format("opening the spill in {}", dir));
@@ -207,6 +214,10 @@ void RocksVersionSpill::Put(KeyId key, const SpilledVersion& version) {
   bytes_ += k.size() + v.size();
   ++versions_;
   db_->batch.Put(k, v);
+}
+
+store::RocksDbMemory RocksVersionSpill::rocksdb_memory() const {
+  return db_->memory.Measure(*db_->db);
 }
 
 absl::Status RocksVersionSpill::Flush() {

@@ -17,6 +17,7 @@
 #include "isowatch/engine/internal/order_key.h"
 #include "isowatch/history/timestamp.h"
 #include "isowatch/history/value.h"
+#include "isowatch/store/rocksdb_memory.h"
 
 namespace isowatch::engine {
 
@@ -103,6 +104,10 @@ class RocksVersionSpill final : public VersionSpill {
                          absl::FunctionRef<bool(const SpilledVersion&)> fn) override;
   uint64_t versions() const override { return versions_; }
   uint64_t bytes() const override { return bytes_; }
+
+  // The memory RocksDB holds for the spill now (bounded as docs/spill-format.md, "Memory",
+  // says). Unlike the rest of the class, thread-safe.
+  store::RocksDbMemory rocksdb_memory() const;
 
  private:
   struct Db;

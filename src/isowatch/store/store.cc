@@ -17,6 +17,7 @@
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/store/internal/codec.h"
+#include "isowatch/store/rocksdb_memory.h"
 #include "isowatch/store/rocksdb_status.h"
 
 namespace isowatch::store {
@@ -72,11 +73,31 @@ absl::StatusOr<uint64_t> DecodePageToken(std::string_view token) {
 
 std::string StreamLabel(std::string_view name) { return fmt::format("stream \"{}\"", name); }
 
+// RocksDB's memory (docs/store-format.md, "Memory"): the memtables of all column families
+// together, and the blocks read back (recovery, violation queries).
+constexpr size_t kMemtableBytes = 64 << 20;
+constexpr size_t kBlockCacheBytes = 16 << 20;
+
+// The log takes every ingested batch: memtables large enough that flushes stay rare, and room
+// for several while one is being flushed. The other column families take little.
+rocksdb::ColumnFamilyOptions CfOptions(const RocksDbMemoryBudget& budget, std::string_view name) {
+  rocksdb::ColumnFamilyOptions options;
+  if (name == kLogCf) {
+    budget.ApplyTo(options, 16 << 20, 4);
+  } else if (name == kViolationsCf) {
+    budget.ApplyTo(options, 4 << 20, 2);
+  } else {
+    budget.ApplyTo(options, 1 << 20, 2);
+  }
+  return options;
+}
+
 }  // namespace
 
 // The RocksDB database and its column family handles. Destroys the handles, then closes the
 // database.
 struct Store::Handles {
+  RocksDbMemoryBudget memory{kMemtableBytes, kBlockCacheBytes};
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> all;  // every opened or created handle
   rocksdb::ColumnFamilyHandle* meta = nullptr;
@@ -122,6 +143,8 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Store
   db_options.create_if_missing = options.create_if_missing;
   db_options.create_missing_column_families = false;
   db_options.keep_log_file_num = 5;  // RocksDB's own LOG files
+  auto handles = std::make_unique<Handles>();
+  handles->memory.ApplyTo(db_options);
 
   std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName};
   if (exists) {
@@ -132,10 +155,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Store
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   descriptors.reserve(names.size());
   for (const std::string& name : names) {
-    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    descriptors.emplace_back(name, CfOptions(handles->memory, name));
   }
 
-  auto handles = std::make_unique<Handles>();
   rocksdb::DB* raw = nullptr;
   RETURN_IF_ERROR(
       FromRocksStatus(rocksdb::DB::Open(db_options, dir, descriptors, &handles->all, &raw),
@@ -186,9 +208,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Store
           fmt::format("the store in {} lacks its column family \"{}\"", dir, name));
     }
     rocksdb::ColumnFamilyHandle* created = nullptr;
-    RETURN_IF_ERROR(FromRocksStatus(handles->db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(),
-                                                                    std::string(name), &created),
-                                    fmt::format("creating column family {} in {}", name, dir)));
+    RETURN_IF_ERROR(
+        FromRocksStatus(handles->db->CreateColumnFamily(CfOptions(handles->memory, name),
+                                                        std::string(name), &created),
+                        fmt::format("creating column family {} in {}", name, dir)));
     handles->all.push_back(created);
   }
   handles->meta = handles->Find(kMetaCf);
@@ -609,5 +632,7 @@ absl::StatusOr<ViolationPage> Store::QueryViolations(const ViolationFilter& filt
 }
 
 uint64_t Store::CountViolations() const { return violation_count_.load(std::memory_order_acquire); }
+
+RocksDbMemory Store::rocksdb_memory() const { return handles_->memory.Measure(*handles_->db); }
 
 }  // namespace isowatch::store

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include "isowatch/history/timestamp.h"
+#include "isowatch/store/rocksdb_memory.h"
 #include "isowatch/store/violation_record.h"
 
 namespace rocksdb {
@@ -183,6 +184,12 @@ class Store {
   absl::Status SetWindowsDone(uint64_t count);
   // The count last recorded; 0 when none was. Errors: DataLoss when the value does not decode.
   absl::StatusOr<uint64_t> WindowsDone() const;
+
+  // ---- Memory ----
+
+  // The memory RocksDB holds for the store now (bounded as docs/store-format.md, "Memory",
+  // says).
+  RocksDbMemory rocksdb_memory() const;
 
  private:
   struct Handles;
