@@ -96,6 +96,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
     ASSIGN_OR_RETURN(d->spill_, engine::RocksVersionSpill::Open(
                                     (std::filesystem::path(config.data_dir) / "spill").string()));
     options.live.spill = d->spill_.get();
+    options.rocks_spill = d->spill_.get();
     options.live.spill_collected = config.engine.spill_collected;
     options.live.memory_budget = config.engine.memory_budget;
     server::DaemonMetrics* metrics = d->metrics_.get();

@@ -514,6 +514,18 @@ store::ViolationRecord Monitor::RenderWindowViolation(const windows::Window& w,
   return r;
 }
 
+void Monitor::ReportRocksDbMemory(std::string_view db, const store::RocksDbMemory& m,
+                                  server::MemoryStatus& out) {
+  metrics_->RocksDbMemoryBytes(db, "memtables").Set(static_cast<double>(m.memtables));
+  metrics_->RocksDbMemoryBytes(db, "table_readers").Set(static_cast<double>(m.table_readers));
+  metrics_->RocksDbMemoryBytes(db, "block_cache").Set(static_cast<double>(m.block_cache));
+  out.rocksdb.push_back(server::RocksDbMemoryStatus{.db = std::string(db),
+                                                    .memtables = m.memtables,
+                                                    .table_readers = m.table_readers,
+                                                    .block_cache = m.block_cache});
+  out.rocksdb_bytes += m.total();
+}
+
 void Monitor::Refresh(int64_t now_ms) {
   const engine::EngineStats& st = live_.stats();
   auto add = [](prometheus::Counter& c, uint64_t now, uint64_t before) {
@@ -612,6 +624,10 @@ void Monitor::Refresh(int64_t now_ms) {
   status.memory.retained_versions = st.retained_versions;
   status.memory.retained_transactions = st.retained_txns;
   status.memory.retained_provisional_reads = st.provisional_reads;
+  ReportRocksDbMemory("store", store_->rocksdb_memory(), status.memory);
+  if (options_.rocks_spill != nullptr) {
+    ReportRocksDbMemory("spill", options_.rocks_spill->rocksdb_memory(), status.memory);
+  }
   if (pool_ != nullptr) {
     const windows::CutterStats* cut = live_.window_stats();
     const uint64_t late = cut != nullptr ? cut->late : 0;

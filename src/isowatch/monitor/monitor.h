@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "isowatch/engine/version_spill.h"
 #include "isowatch/ingest/batch_sink.h"
 #include "isowatch/ingest/memory_id_registry.h"
 #include "isowatch/ingest/service.h"
@@ -31,6 +32,9 @@ namespace isowatch::monitor {
 
 struct MonitorOptions {
   LiveOptions live;
+  // The RocksDB spill behind `live.spill`, when it is one (not owned): the monitor reports its
+  // memory with the store's.
+  const engine::RocksVersionSpill* rocks_spill = nullptr;
   // Batches taken (being appended, waiting for their sync, or durable but not yet applied by
   // the engine thread); when full, Submit and SubmitAsync wait and TrySubmit answers
   // ResourceExhausted.
@@ -127,6 +131,9 @@ class Monitor final : public ingest::BatchSink,
   void ApplyOne(Queued& q, int64_t now_ms);
   absl::Status StoreViolations(int64_t now_ms, bool count);
   void Refresh(int64_t now_ms);
+  // Sets database `db`'s RocksDB memory gauges and adds it to `out`.
+  void ReportRocksDbMemory(std::string_view db, const store::RocksDbMemory& m,
+                           server::MemoryStatus& out);
   // Engine thread: hands the windows sealed since the last call to the pool.
   void SubmitWindows();
   // Worker threads: one checker's outcome on one window; a dropped window.

@@ -285,10 +285,26 @@ void WriteMemory(JsonWriter& w, const MemoryStatus& m) {
            {"budget_bytes", m.budget_bytes},
            {"retained_versions", m.retained_versions},
            {"retained_transactions", m.retained_transactions},
-           {"retained_provisional_reads", m.retained_provisional_reads}}) {
+           {"retained_provisional_reads", m.retained_provisional_reads},
+           {"rocksdb_bytes", m.rocksdb_bytes}}) {
     Key(w, name);
     w.Uint64(value);
   }
+  Key(w, "rocksdb");
+  w.StartObject();
+  for (const RocksDbMemoryStatus& db : m.rocksdb) {
+    Key(w, db.db);
+    w.StartObject();
+    for (const auto& [name, value] : std::initializer_list<std::pair<std::string_view, uint64_t>>{
+             {"memtables", db.memtables},
+             {"table_readers", db.table_readers},
+             {"block_cache", db.block_cache}}) {
+      Key(w, name);
+      w.Uint64(value);
+    }
+    w.EndObject();
+  }
+  w.EndObject();
   w.EndObject();
 }
 

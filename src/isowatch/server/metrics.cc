@@ -193,6 +193,12 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                        .Help("Time each check that read the spill (a reload) took.")
                        .Register(r)
                        .Add({}, IngestLatencyBuckets());
+  rocksdb_memory_family_ = &BuildGauge()
+                                .Name("isowatch_rocksdb_memory_bytes")
+                                .Help(
+                                    "Memory RocksDB holds for the daemon's database db, by kind "
+                                    "(memtables, table_readers, block_cache).")
+                                .Register(r);
   windows_sealed_ = &BuildCounter()
                          .Name("isowatch_windows_sealed_total")
                          .Help("Windows sealed for the plug-in checkers.")
@@ -300,6 +306,10 @@ Counter& DaemonMetrics::Violations(std::string_view checker, std::string_view le
   return violations_family_->Add({{"checker", std::string(checker)},
                                   {"level", std::string(level)},
                                   {"anomaly", std::string(anomaly)}});
+}
+
+Gauge& DaemonMetrics::RocksDbMemoryBytes(std::string_view db, std::string_view kind) {
+  return rocksdb_memory_family_->Add({{"db", std::string(db)}, {"kind", std::string(kind)}});
 }
 
 Counter& DaemonMetrics::WindowChecks(std::string_view checker, std::string_view outcome) {

@@ -97,6 +97,9 @@ class DaemonMetrics {
   // Seconds each write to the spill held up the engine.
   prometheus::Histogram& spill_pause() { return *spill_pause_; }
   prometheus::Histogram& spill_reload() { return *spill_reload_; }
+  // Memory RocksDB holds for database `db` ("store", "spill"), by `kind` ("memtables",
+  // "table_readers", "block_cache").
+  prometheus::Gauge& RocksDbMemoryBytes(std::string_view db, std::string_view kind);
 
   // --- windows and plug-in checkers (docs/windows.md) ---
   prometheus::Counter& windows_sealed() { return *windows_sealed_; }
@@ -165,6 +168,7 @@ class DaemonMetrics {
   prometheus::Counter* budget_collections_;
   prometheus::Histogram* spill_pause_;
   prometheus::Histogram* spill_reload_;
+  prometheus::Family<prometheus::Gauge>* rocksdb_memory_family_;
   prometheus::Counter* windows_sealed_;
   prometheus::Counter* windows_dropped_;
   prometheus::Counter* window_late_transactions_;

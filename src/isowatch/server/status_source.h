@@ -37,6 +37,16 @@ struct StatusCounts {
   uint64_t horizon_misses = 0;
 };
 
+// The memory RocksDB holds for one of the daemon's databases, as RocksDB counts it.
+struct RocksDbMemoryStatus {
+  std::string db;              // "store" or "spill"
+  uint64_t memtables = 0;      // every memtable, those waiting for their flush included
+  uint64_t table_readers = 0;  // SST table readers outside the block cache
+  uint64_t block_cache = 0;    // blocks cached (the room reserved for memtables not counted)
+
+  uint64_t total() const { return memtables + table_readers + block_cache; }
+};
+
 struct MemoryStatus {
   uint64_t resident_bytes = 0;  // of the process
   uint64_t engine_bytes = 0;    // the engine's own estimate of its state
@@ -46,6 +56,8 @@ struct MemoryStatus {
   uint64_t retained_versions = 0;
   uint64_t retained_transactions = 0;
   uint64_t retained_provisional_reads = 0;
+  uint64_t rocksdb_bytes = 0;                // the sum over `rocksdb`
+  std::vector<RocksDbMemoryStatus> rocksdb;  // the store, then the spill if there is one
 };
 
 // One plug-in checker's work on windows since the daemon started.
