@@ -5,9 +5,9 @@
 # release isowatchd with a temporary store and --memory-budget BUDGET, streams the file to it with
 # `isowatch replay` (delivery disorder σ = SIGMA_MS), and samples once a second the daemon's RSS
 # (/proc/PID/status VmRSS) and its metrics: transactions ingested, the engine's own memory, the
-# live history, the spill on disk, the transaction ids remembered. Prints a table over time, then
-# the throughput, the largest RSS and the RSS at 25, 50, 75 and 100 % of the stream: a flat
-# memory profile is one where the last ones do not grow.
+# live history, the spill on disk, the transaction ids remembered, RocksDB's memory (store and
+# spill). Prints a table over time, then the throughput, the largest RSS and the RSS at 25, 50,
+# 75 and 100 % of the stream: a flat memory profile is one where the last ones do not grow.
 #
 # Usage: bash bench/load/daemon_budget.sh [TXNS] [BUDGET] [SIGMA_MS]
 #   TXNS      transactions in the history, committed and aborted (default 10000000)
@@ -62,8 +62,8 @@ def rss_kib():
 
 start = time.monotonic()
 mib = 2 ** 20
-print(f"{'s':>6} {'ingested':>11} {'RSS MiB':>8} {'engine':>7} {'history':>8} {'spill':>7} {'ids':>9}",
-      flush=True)
+print(f"{'s':>6} {'ingested':>11} {'RSS MiB':>8} {'engine':>7} {'history':>8} {'spill':>7} "
+      f"{'ids':>9} {'rocksdb':>8}", flush=True)
 with open(f"{d}/samples.tsv", "w") as out:
     while not os.path.exists(f"{d}/stop"):
         try:
@@ -77,11 +77,12 @@ with open(f"{d}/samples.tsv", "w") as out:
                total(m, "isowatch_engine_memory_bytes") / mib,
                total(m, "isowatch_engine_history_bytes") / mib,
                total(m, "isowatch_engine_spill_bytes") / mib,
-               total(m, "isowatch_ingest_remembered_ids"))
+               total(m, "isowatch_ingest_remembered_ids"),
+               total(m, "isowatch_rocksdb_memory_bytes") / mib)
         out.write("\t".join(f"{x:.3f}" for x in row) + "\n")
         out.flush()
         print(f"{row[0]:6.1f} {row[1]:11,.0f} {row[2]:8,.0f} {row[3]:7,.1f} {row[4]:8,.0f} "
-              f"{row[5]:7,.0f} {row[6]:9,.0f}", flush=True)
+              f"{row[5]:7,.0f} {row[6]:9,.0f} {row[7]:8,.0f}", flush=True)
         time.sleep(max(0.0, 1.0 - (time.monotonic() - start - t)))
 PY
 sampler_pid=$!
@@ -124,12 +125,12 @@ print(f"replay (reading the file included) {sent - start:.1f} s; all final {done
 print(f"RSS: largest sample {max(r[2] for r in rows):,.0f} MiB, peak (VmHWM) {peak:,.0f} MiB; "
       f"largest engine {max(r[3] for r in rows):,.1f} MiB, history {max(r[4] for r in rows):,.0f} MiB, "
       f"spill {max(r[5] for r in rows):,.0f} MiB")
-print("at % of the stream:   RSS MiB   engine   history   spill   ids remembered")
+print("at % of the stream:   RSS MiB   engine   history   spill   ids remembered   rocksdb")
 marks = []
 for q in (25, 50, 75, 100):
     row = next((r for r in rows if r[1] >= q / 100 * n), rows[-1])
     marks.append(row)
-    print(f"  {q:3d} % ({row[0]:6.1f} s)  {row[2]:8,.0f} {row[3]:8,.1f} {row[4]:9,.0f} {row[5]:7,.0f} {row[6]:16,.0f}")
+    print(f"  {q:3d} % ({row[0]:6.1f} s)  {row[2]:8,.0f} {row[3]:8,.1f} {row[4]:9,.0f} {row[5]:7,.0f} {row[6]:16,.0f} {row[7]:9,.0f}")
 half, end = marks[1], marks[3]
 if half[2] > 0:
     print(f"RSS from 50 % to 100 %: {end[2] - half[2]:+,.0f} MiB ({100 * (end[2] - half[2]) / half[2]:+.0f} %); "
@@ -139,4 +140,7 @@ print(f"at the end: engine {mem['engine_bytes'] / 2**20:,.1f} MiB of a {mem['bud
       f"history {mem['history_bytes'] / 2**20:,.0f} MiB, spill {mem['spill_bytes'] / 2**20:,.0f} MiB; "
       f"violations {status['counts']['violations']}, refused {status['counts']['refused_transactions']}, "
       f"horizon misses {status['counts']['horizon_misses']}")
+for db, m in mem.get("rocksdb", {}).items():
+    print(f"RocksDB {db}: memtables {m['memtables'] / 2**20:,.1f} MiB, table readers "
+          f"{m['table_readers'] / 2**20:,.1f} MiB, block cache {m['block_cache'] / 2**20:,.1f} MiB")
 PY
