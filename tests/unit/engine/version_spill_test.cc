@@ -193,5 +193,27 @@ TEST(RocksVersionSpillTest, OpenClearsWhatAPreviousProcessLeft) {
   EXPECT_FALSE(RocksVersionSpill::Open("").ok());
 }
 
+TEST(RocksVersionSpillTest, ReportsRocksDbMemoryWithinItsBounds) {
+  const std::string dir = (std::filesystem::path(::testing::TempDir()) /
+                           fmt::format("version_spill_memory_{}", getpid()))
+                              .string();
+  auto spill = RocksVersionSpill::Open(dir);
+  ASSERT_TRUE(spill.ok()) << spill.status();
+  for (uint32_t key = 0; key < 10000; ++key) {
+    SpilledVersion v;
+    v.at = OrderKey(Timestamp{key + 1, 0}, 0, 1);
+    v.writer_name = fmt::format("writer-{}", key);
+    (*spill)->Put(KeyId(key), v);
+  }
+  ASSERT_TRUE((*spill)->Flush().ok());
+  const store::RocksDbMemory m = (*spill)->rocksdb_memory();
+  EXPECT_GE(m.memtables, (*spill)->bytes());
+  EXPECT_LE(m.memtables, uint64_t{64} << 20);
+  EXPECT_LE(m.block_cache, uint64_t{64} << 20);
+  EXPECT_LE(m.table_readers, uint64_t{1} << 20);
+  spill->reset();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace isowatch::engine

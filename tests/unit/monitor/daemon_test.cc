@@ -645,6 +645,18 @@ TEST_F(DaemonTest, MemoryBudgetSpillsAndReloadsVersions) {
             Sample(metrics, "isowatch_engine_spill_reloads_total"))
       << metrics;
   EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir.Path()) / "spill"));
+  // RocksDB's memory: both databases hold what was written in their memtables.
+  EXPECT_GT(Sample(metrics, R"(isowatch_rocksdb_memory_bytes{db="store",kind="memtables"})"), 0.0)
+      << metrics;
+  EXPECT_GT(Sample(metrics, R"(isowatch_rocksdb_memory_bytes{db="spill",kind="memtables"})"), 0.0)
+      << metrics;
+  std::unique_ptr<rapidjson::Document> status = Status();
+  ASSERT_TRUE(status->IsObject() && status->HasMember("memory"));
+  const rapidjson::Value& memory = (*status)["memory"];
+  ASSERT_TRUE(memory.HasMember("rocksdb_bytes") && memory.HasMember("rocksdb"));
+  EXPECT_GT(memory["rocksdb_bytes"].GetUint64(), 0u);
+  EXPECT_TRUE(memory["rocksdb"].HasMember("store"));
+  EXPECT_TRUE(memory["rocksdb"].HasMember("spill"));
   Stop();
 
   ASSERT_NO_FATAL_FAILURE(Start(config));

@@ -131,6 +131,11 @@ class FakeStatusSource : public StatusSource {
     status.memory.history_bytes = 5678;
     status.memory.spill_bytes = 6789;
     status.memory.retained_versions = 11;
+    status.memory.rocksdb = {
+        RocksDbMemoryStatus{.db = "store", .memtables = 100, .table_readers = 20, .block_cache = 3},
+        RocksDbMemoryStatus{
+            .db = "spill", .memtables = 400, .table_readers = 50, .block_cache = 6}};
+    status.memory.rocksdb_bytes = 579;
     status.windows = WindowsStatus{
         .enabled = true,
         .sealed = 12,
@@ -506,6 +511,11 @@ TEST_F(HttpApiTest, StatusReportsStreamsCountsMemoryAndVersion) {
   EXPECT_EQ(d["memory"]["history_bytes"].GetUint64(), 5678u);
   EXPECT_EQ(d["memory"]["spill_bytes"].GetUint64(), 6789u);
   EXPECT_EQ(d["memory"]["retained_versions"].GetUint64(), 11u);
+  EXPECT_EQ(d["memory"]["rocksdb_bytes"].GetUint64(), 579u);
+  EXPECT_EQ(d["memory"]["rocksdb"]["store"]["memtables"].GetUint64(), 100u);
+  EXPECT_EQ(d["memory"]["rocksdb"]["store"]["table_readers"].GetUint64(), 20u);
+  EXPECT_EQ(d["memory"]["rocksdb"]["store"]["block_cache"].GetUint64(), 3u);
+  EXPECT_EQ(d["memory"]["rocksdb"]["spill"]["memtables"].GetUint64(), 400u);
   const auto& windows = d["windows"];
   ASSERT_TRUE(windows.IsObject());
   EXPECT_TRUE(windows["enabled"].GetBool());

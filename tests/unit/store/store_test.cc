@@ -863,5 +863,36 @@ TEST_F(StoreTest, SyncLogWithoutSyncWritesIsANoOp) {
   EXPECT_EQ(ReadAll(**store).size(), 1u);
 }
 
+TEST_F(StoreTest, ReportsRocksDbMemoryWithinItsBounds) {
+  const std::string bytes(1000, 'x');
+  {
+    auto store = OpenOrDie(dir_);
+    ASSERT_NE(store, nullptr);
+    for (uint64_t seq = 1; seq <= 2000; ++seq) {
+      ASSERT_TRUE(store->AppendBatch("s", seq, std::nullopt, false, bytes, /*sync=*/false).ok());
+    }
+    const RocksDbMemory m = store->rocksdb_memory();
+    EXPECT_GE(m.memtables, 2000u * bytes.size());
+    EXPECT_LE(m.memtables, uint64_t{80} << 20);
+    EXPECT_EQ(m.total(), m.memtables + m.table_readers + m.block_cache);
+  }
+  // Reopened, the log is in SST files: reading it back goes through the block cache.
+  auto store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  uint64_t read = 0;
+  ASSERT_TRUE(store
+                  ->ReadLog(1,
+                            [&](const LogEntry&) {
+                              ++read;
+                              return absl::OkStatus();
+                            })
+                  .ok());
+  EXPECT_EQ(read, 2000u);
+  const RocksDbMemory m = store->rocksdb_memory();
+  EXPECT_GT(m.block_cache, 0u);
+  EXPECT_LE(m.block_cache, uint64_t{80} << 20);
+  EXPECT_LE(m.table_readers, uint64_t{1} << 20);
+}
+
 }  // namespace
 }  // namespace isowatch::store
