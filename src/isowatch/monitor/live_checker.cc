@@ -2,6 +2,7 @@
 #include "isowatch/monitor/live_checker.h"
 
 #include <algorithm>
+#include <malloc.h>
 #include <utility>
 
 #include <fmt/format.h>
@@ -184,6 +185,12 @@ void LiveChecker::MaybeRelease() {
   builder_.ReleaseLive(TxnId(static_cast<uint32_t>(release_end_)),
                        [this](TxnId id) { return engine_->Release(id); });
   ++releases_;
+#if defined(__GLIBC__)
+  // The release frees the history's old buffers, and glibc keeps freed memory in its arenas
+  // (the engine thread's own, mostly): hand the free pages back, or RSS stays at the high-water
+  // mark of the last release. Once per release, not per batch (bench/README.md).
+  malloc_trim(0);
+#endif
 }
 
 void LiveChecker::CollectFinal(int64_t now_ms, std::vector<int64_t>* latencies_ms) {
