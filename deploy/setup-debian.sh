@@ -12,9 +12,9 @@ packages=(
   libabsl-dev libprotobuf-dev protobuf-compiler libsimdjson-dev libcli11-dev
   libfmt-dev libspdlog-dev rapidjson-dev
   libgrpc++-dev protobuf-compiler-grpc librocksdb-dev libyaml-cpp-dev libboost-dev
-  prometheus-cpp-dev libxxhash-dev
+  prometheus-cpp-dev libxxhash-dev libpq-dev
   # real peers in tests
-  prometheus
+  prometheus postgresql-15
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 time
 )
