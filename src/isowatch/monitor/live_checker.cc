@@ -137,6 +137,7 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
     const Transaction& t = h.txn(id);
     if (cutter_ != nullptr) cutter_->Add(h, id);
     ++s.delivered;
+    if (t.committed()) ++s.committed;
     if (t.committed() && t.has_commit) s.unfinal.push_back({t.commit, now_ms});
   }
   if (batch.end_of_stream() && !s.closed) {
@@ -257,6 +258,7 @@ std::vector<LiveStreamStatus> LiveChecker::Streams() const {
                                    .closed = s.closed,
                                    .watermark = s.watermark,
                                    .delivered = s.delivered,
+                                   .committed = s.committed,
                                    .pending = static_cast<uint64_t>(pending)});
   }
   return out;

@@ -62,6 +62,7 @@ struct LiveStreamStatus {
   bool closed = false;
   std::optional<history::Timestamp> watermark;
   uint64_t delivered = 0;  // transactions delivered to the engine
+  uint64_t committed = 0;  // of which committed
   uint64_t pending = 0;    // of which not final yet
 };
 
@@ -128,6 +129,7 @@ class LiveChecker {
     bool closed = false;
     std::optional<history::Timestamp> watermark;
     uint64_t delivered = 0;
+    uint64_t committed = 0;
     // Delivered committed transactions not yet known to be final: commit timestamp and arrival.
     struct Unfinal {
       history::Timestamp commit;

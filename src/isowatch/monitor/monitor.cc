@@ -591,6 +591,7 @@ void Monitor::Refresh(int64_t now_ms) {
     out.closed = s.closed;
     out.pending_transactions = s.pending;
     out.ingested_transactions = s.delivered;
+    out.committed_transactions = s.committed;
     ingested += s.delivered;
     // Lag: how long ago the stream's watermark last moved (its promise is that old).
     auto& last = last_watermark_[s.name];

@@ -252,6 +252,8 @@ void WriteStream(JsonWriter& w, const StreamStatus& stream) {
   w.Uint64(stream.pending_transactions);
   Key(w, "ingested_transactions");
   w.Uint64(stream.ingested_transactions);
+  Key(w, "committed_transactions");
+  w.Uint64(stream.committed_transactions);
   Key(w, "acked_sequence");
   w.Uint64(stream.acked_sequence);
   w.EndObject();

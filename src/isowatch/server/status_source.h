@@ -20,6 +20,7 @@ struct StreamStatus {
   bool closed = false;                          // the stream sent its end-of-stream mark
   uint64_t pending_transactions = 0;            // received, not yet final
   uint64_t ingested_transactions = 0;
+  uint64_t committed_transactions = 0;  // of which committed
   uint64_t acked_sequence = 0;  // highest batch sequence number made durable
 };
 

@@ -118,6 +118,7 @@ class FakeStatusSource : public StatusSource {
     open.lag_seconds = 1.25;
     open.pending_transactions = 17;
     open.ingested_transactions = 1000;
+    open.committed_transactions = 990;
     open.acked_sequence = 9;
     StreamStatus closed;
     closed.name = "replay-1";
@@ -496,6 +497,7 @@ TEST_F(HttpApiTest, StatusReportsStreamsCountsMemoryAndVersion) {
   EXPECT_FALSE(s0["closed"].GetBool());
   EXPECT_EQ(s0["pending_transactions"].GetUint64(), 17u);
   EXPECT_EQ(s0["ingested_transactions"].GetUint64(), 1000u);
+  EXPECT_EQ(s0["committed_transactions"].GetUint64(), 990u);
   EXPECT_EQ(s0["acked_sequence"].GetUint64(), 9u);
   const auto& s1 = d["streams"][1];
   EXPECT_STREQ(s1["name"].GetString(), "replay-1");

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "collectors/postgres/collector.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/numbers.h"
+#include "isowatch/common/status_macros.h"
+#include "isowatch/ingest/client.h"
+
+namespace isowatch::pg {
+namespace {
+
+// What a collector remembers between runs (docs/collectors/postgres.md, "Restarts").
+struct CollectorState {
+  std::string stream;
+  uint32_t run = 0;
+  Lsn handled = 0;  // every decoded transaction ending at or below it is durable in the daemon
+  // Batches sent and not known to be durable: (seq, the position handled once it is). Written
+  // before each batch is sent, so that a restart learns from the daemon's durable seq which of
+  // them arrived.
+  std::vector<std::pair<uint64_t, Lsn>> in_flight;
+};
+
+std::string StatePath(const std::string& dir) { return dir + "/state"; }
+
+absl::StatusOr<std::optional<CollectorState>> LoadState(const std::string& dir) {
+  std::ifstream in(StatePath(dir));
+  if (!in) return std::optional<CollectorState>();
+  CollectorState s;
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t space = line.find(' ');
+    if (space == std::string::npos) continue;
+    const std::string name = line.substr(0, space);
+    const std::string value = line.substr(space + 1);
+    bool ok = true;
+    if (name == "stream") {
+      s.stream = value;
+    } else if (name == "run") {
+      ok = absl::SimpleAtoi(value, &s.run);
+    } else if (name == "handled") {
+      ok = absl::SimpleAtoi(value, &s.handled);
+    } else if (name == "sent") {
+      const size_t colon = value.find(':');
+      std::pair<uint64_t, Lsn> e;
+      ok = colon != std::string::npos && absl::SimpleAtoi(value.substr(0, colon), &e.first) &&
+           absl::SimpleAtoi(value.substr(colon + 1), &e.second);
+      s.in_flight.push_back(e);
+    }
+    if (!ok) {
+      return absl::DataLossError(
+          fmt::format("{}: bad value \"{}\" for {}", StatePath(dir), value, name));
+    }
+  }
+  if (s.stream.empty()) return absl::DataLossError(fmt::format("{}: no stream", StatePath(dir)));
+  return std::optional<CollectorState>(s);
+}
+
+// Writes the state to a new file, syncs it and renames it over the old one.
+absl::Status SaveState(const std::string& dir, const CollectorState& s) {
+  const std::string path = StatePath(dir);
+  const std::string tmp = path + ".tmp";
+  std::string text = fmt::format("stream {}\nrun {}\nhandled {}\n", s.stream, s.run, s.handled);
+  for (const auto& [seq, handled] : s.in_flight) text += fmt::format("sent {}:{}\n", seq, handled);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::InternalError(fmt::format("cannot write {}", tmp));
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool synced = fsync(fd) == 0;
+  close(fd);
+  if (!written || !synced || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(fmt::format("cannot write {}", path));
+  }
+  return absl::OkStatus();
+}
+
+v1::Header MakeHeader(const CollectorOptions& o) {
+  v1::Header h;
+  h.set_version(1);
+  (*h.mutable_metadata())["data_model"] =
+      o.workload.data == sim::DataKind::kList ? "list" : "kv";
+  (*h.mutable_metadata())["source"] = "isowatch-pg";
+  (*h.mutable_metadata())["isolation"] = IsolationName(o.workload.isolation);
+  return h;
+}
+
+struct Probe {
+  uint64_t durable_seq = 0;
+  bool known = false;  // the daemon had the stream before
+};
+
+// Learns the stream's durable seq from the daemon by pushing its first batch (the header) again:
+// a daemon that has the stream answers it as a duplicate; one that has not takes it as batch 1.
+absl::StatusOr<Probe> ProbeStream(const CollectorOptions& o) {
+  ingest::ClientOptions co;
+  std::shared_ptr<grpc::Channel> channel = ingest::MakeIngestChannel(o.target, co);
+  std::unique_ptr<v1::Ingest::Stub> stub = v1::Ingest::NewStub(channel);
+  v1::IngestBatch batch;
+  batch.set_stream(o.stream);
+  batch.set_seq(1);
+  *batch.mutable_header() = MakeHeader(o);
+  ASSIGN_OR_RETURN(v1::IngestAck ack, ingest::PushBatch(*stub, batch, co));
+  for (const v1::Refusal& r : ack.refusals()) {
+    return absl::FailedPreconditionError(
+        fmt::format("isowatchd refused stream \"{}\": {}", o.stream, r.detail()));
+  }
+  return Probe{.durable_seq = ack.durable_seq(), .known = ack.duplicate()};
+}
+
+}  // namespace
+
+absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
+                                             const CommitFeedFactory& open_feed,
+                                             const std::atomic<bool>* stop) {
+  const absl::Time started = absl::Now();
+  auto stopping = [&] { return stop != nullptr && stop->load(); };
+  if (options.state_dir.empty()) return absl::InvalidArgumentError("no state directory");
+  std::error_code ec;
+  std::filesystem::create_directories(options.state_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        fmt::format("cannot create {}: {}", options.state_dir, ec.message()));
+  }
+  ASSIGN_OR_RETURN(std::optional<CollectorState> loaded, LoadState(options.state_dir));
+  CollectorResult result;
+  result.resumed = loaded.has_value();
+  if (loaded && loaded->stream != options.stream) {
+    return absl::FailedPreconditionError(fmt::format(
+        "{} belongs to stream \"{}\", not \"{}\": give each stream its own state directory",
+        options.state_dir, loaded->stream, options.stream));
+  }
+  ASSIGN_OR_RETURN(Probe probe, ProbeStream(options));
+  if (!loaded && probe.known) {
+    return absl::FailedPreconditionError(fmt::format(
+        "isowatchd already has stream \"{}\" ({} batches) but {} holds no state for it: use a "
+        "new --stream, or the state directory of the collector that sent it",
+        options.stream, probe.durable_seq, options.state_dir));
+  }
+  if (loaded && !probe.known) {
+    return absl::FailedPreconditionError(fmt::format(
+        "{} says stream \"{}\" was sent to isowatchd, but isowatchd does not have it (a new "
+        "store?): start a new stream with a new state directory",
+        options.state_dir, options.stream));
+  }
+  CollectorState state = loaded.value_or(CollectorState{.stream = options.stream});
+  // The batches the last run sent that the daemon made durable are handled.
+  for (const auto& [seq, handled] : state.in_flight) {
+    if (seq <= probe.durable_seq) state.handled = std::max(state.handled, handled);
+  }
+  state.in_flight.clear();
+  ++state.run;
+  RETURN_IF_ERROR(SaveState(options.state_dir, state));
+  result.run = state.run;
+
+  WorkloadOptions wo = options.workload;
+  wo.run = state.run;
+  std::mutex inbox_mu;
+  std::vector<ClientTxn> inbox;
+  Workload workload(wo, [&](ClientTxn t) {
+    std::lock_guard<std::mutex> lock(inbox_mu);
+    inbox.push_back(std::move(t));
+  });
+  RETURN_IF_ERROR(workload.Prepare(/*reset=*/!loaded.has_value()));
+  ASSIGN_OR_RETURN(std::unique_ptr<CommitFeed> feed, open_feed());
+
+  Joiner joiner(JoinerOptions{.run = state.run,
+                              .message_prefix = wo.message_prefix,
+                              .table = TableName(wo),
+                              .data = wo.data,
+                              .stream = options.stream});
+  joiner.SkipUpto(state.handled);
+  ingest::IngestClient client(options.target, options.stream,
+                              ingest::ClientOptions{.first_seq = probe.durable_seq + 1});
+
+  std::atomic<bool> workload_done{false};
+  workload.Start();
+  std::thread waiter([&] {
+    workload.Wait();
+    workload_done.store(true);
+  });
+  auto finish_workload = [&] {
+    workload.Stop();
+    if (waiter.joinable()) waiter.join();
+  };
+
+  v1::IngestBatch batch;
+  std::optional<Lsn> batch_handled;
+  std::optional<Lsn> sent_watermark;
+  absl::Time last_flush = absl::Now();
+  absl::Time last_progress = absl::Now();
+  std::optional<absl::Time> done_at;
+  Lsn confirmed = state.handled;
+  absl::Status failure;
+
+  // Commit times of the committed transactions of the batch being filled and of the batches in
+  // flight (by seq), and the lags measured once they are durable.
+  std::vector<int64_t> batch_commit_times;
+  std::deque<std::pair<uint64_t, std::vector<int64_t>>> commit_times_in_flight;
+  std::vector<double> lags;
+  auto send = [&](bool force) -> absl::Status {
+    const bool watermark_moved = batch.has_watermark() &&
+                                 (!sent_watermark || batch.watermark().physical() !=
+                                                         static_cast<int64_t>(*sent_watermark));
+    if (batch.txns_size() == 0 && !watermark_moved && !force) return absl::OkStatus();
+    const uint64_t seq = client.next_seq();
+    const int n = batch.txns_size();
+    if (batch.has_watermark()) sent_watermark = batch.watermark().physical();
+    if (batch_handled) {
+      state.in_flight.emplace_back(seq, *batch_handled);
+      RETURN_IF_ERROR(SaveState(options.state_dir, state));
+    }
+    RETURN_IF_ERROR(client.Send(std::move(batch)));
+    batch = v1::IngestBatch();
+    if (!batch_commit_times.empty()) {
+      commit_times_in_flight.emplace_back(seq, std::move(batch_commit_times));
+      batch_commit_times.clear();
+    }
+    result.sent += n;
+    ++result.batches;
+    batch_handled.reset();
+    last_flush = absl::Now();
+    return absl::OkStatus();
+  };
+  auto confirm = [&](bool force_save) -> absl::Status {
+    const uint64_t durable = client.durable_seq();
+    const int64_t now_us = absl::ToUnixMicros(absl::Now());
+    while (!commit_times_in_flight.empty() && commit_times_in_flight.front().first <= durable) {
+      for (int64_t t : commit_times_in_flight.front().second) {
+        if (lags.size() < (size_t{1} << 24)) lags.push_back(static_cast<double>(now_us - t) / 1e6);
+      }
+      commit_times_in_flight.pop_front();
+    }
+    bool moved = false;
+    size_t done = 0;
+    while (done < state.in_flight.size() && state.in_flight[done].first <= durable) {
+      confirmed = std::max(confirmed, state.in_flight[done].second);
+      ++done;
+    }
+    if (done > 0) {
+      state.in_flight.erase(state.in_flight.begin(), state.in_flight.begin() + done);
+      moved = true;
+    }
+    if (moved && feed != nullptr) feed->Confirm(confirmed);
+    // Saved at each step, so that a restart re-sends as little as possible (what it re-sends
+    // of an earlier run the daemon keeps in its first form: docs/collectors/postgres.md).
+    if (moved || (force_save && confirmed != state.handled)) {
+      state.handled = confirmed;
+      RETURN_IF_ERROR(SaveState(options.state_dir, state));
+    }
+    return absl::OkStatus();
+  };
+
+  absl::Duration feed_backoff = absl::Milliseconds(100);
+  while (!stopping()) {
+    // Commits.
+    if (feed == nullptr) {
+      absl::StatusOr<std::unique_ptr<CommitFeed>> f = open_feed();
+      if (!f.ok()) {
+        if (!absl::IsUnavailable(f.status())) {
+          failure = f.status();
+          break;
+        }
+        absl::SleepFor(feed_backoff);
+        feed_backoff = std::min(feed_backoff * 2, absl::Seconds(2));
+        continue;
+      }
+      feed = *std::move(f);
+      feed_backoff = absl::Milliseconds(100);
+      ++result.feed_reconnects;
+      feed->Confirm(confirmed);
+    }
+    absl::Duration wait = absl::Milliseconds(20);
+    for (int i = 0; i < 10000; ++i) {
+      absl::StatusOr<std::optional<DecodedTxn>> d = feed->Next(wait);
+      if (!d.ok()) {
+        if (!absl::IsUnavailable(d.status())) failure = d.status();
+        spdlog::warn("logical decoding: {}", d.status().message());
+        feed.reset();
+        break;
+      }
+      if (!d->has_value()) break;
+      joiner.AddDecoded(**std::move(d));
+      wait = absl::ZeroDuration();
+    }
+    if (!failure.ok()) break;
+    // Client records.
+    std::vector<ClientTxn> arrived;
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu);
+      arrived.swap(inbox);
+    }
+    for (ClientTxn& t : arrived) joiner.AddClient(std::move(t));
+    const bool done = workload_done.load() && arrived.empty();
+    if (done && !done_at) done_at = absl::Now();
+    if (done && joiner.waiting_clients() > 0 && absl::Now() - *done_at > options.unknown_grace) {
+      joiner.GiveUpWaiting();
+    }
+    Joiner::Output out = joiner.Take();
+    for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
+    batch_commit_times.insert(batch_commit_times.end(), out.commit_times_us.begin(),
+                              out.commit_times_us.end());
+    if (out.watermark) batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
+    if (out.handled_upto) batch_handled = out.handled_upto;
+    // Send.
+    if (static_cast<size_t>(batch.txns_size()) >= options.batch_size ||
+        absl::Now() - last_flush >= options.flush_interval) {
+      failure = send(false);
+      if (!failure.ok()) break;
+    }
+    failure = confirm(false);
+    if (!failure.ok()) break;
+    if (options.progress_interval > absl::ZeroDuration() &&
+        absl::Now() - last_progress >= options.progress_interval) {
+      last_progress = absl::Now();
+      const WorkloadStats& ws = workload.stats();
+      fmt::print(stderr,
+                 "isowatch-pg: {} committed, {} aborted, {} sent, {} durable batches, waiting "
+                 "{} client / {} decoded\n",
+                 ws.committed.load(), ws.aborted_conflict.load() + ws.aborted_other.load(),
+                 result.sent, client.durable_seq(), joiner.waiting_clients(),
+                 joiner.waiting_decoded());
+    }
+    if (done && joiner.waiting_clients() == 0 && joiner.waiting_decoded() == 0) break;
+  }
+  finish_workload();
+  if (failure.ok()) {
+    // Whatever is ready goes out; the stream ends only when the workload ran to its end.
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu);
+      for (ClientTxn& t : inbox) joiner.AddClient(std::move(t));
+      inbox.clear();
+    }
+    Joiner::Output out = joiner.Take();
+    for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
+    batch_commit_times.insert(batch_commit_times.end(), out.commit_times_us.begin(),
+                              out.commit_times_us.end());
+    if (out.watermark) batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
+    if (out.handled_upto) batch_handled = out.handled_upto;
+    failure = send(false);
+  }
+  if (failure.ok() && options.end_of_stream && !stopping()) {
+    absl::StatusOr<std::vector<v1::Refusal>> closed = client.Close();
+    if (!closed.ok()) failure = closed.status();
+  } else if (failure.ok()) {
+    // Keep the stream open for the next run, but make what was sent durable first.
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (client.durable_seq() + 1 < client.next_seq() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+  if (absl::Status s = confirm(/*force_save=*/true); failure.ok()) failure = s;
+  result.refusals = client.refusals();
+  result.daemon_reconnects = client.reconnects();
+  result.join = joiner.stats();
+  const WorkloadStats& ws = workload.stats();
+  result.attempted = ws.attempted.load();
+  result.committed = ws.committed.load();
+  result.aborted_conflict = ws.aborted_conflict.load();
+  result.aborted_other = ws.aborted_other.load();
+  result.unknown = ws.unknown.load();
+  result.session_reconnects = ws.reconnects.load();
+  result.seconds = absl::ToDoubleSeconds(absl::Now() - started);
+  if (!lags.empty()) {
+    std::sort(lags.begin(), lags.end());
+    result.lag_p50 = lags[lags.size() / 2];
+    result.lag_p99 = lags[std::min(lags.size() - 1, lags.size() * 99 / 100)];
+    result.lag_max = lags.back();
+  }
+  if (!failure.ok()) return failure;
+  return result;
+}
+
+}  // namespace isowatch::pg

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "collectors/postgres/pg_conn.h"
+
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace isowatch::pg {
+
+absl::Status SqlError::ToStatus() const {
+  std::string text = sqlstate.empty() ? message : fmt::format("{} (SQLSTATE {})", message, sqlstate);
+  if (connection_lost) return absl::UnavailableError(text);
+  return absl::FailedPreconditionError(text);
+}
+
+absl::StatusOr<ConnPtr> Connect(const std::string& dsn) {
+  ConnPtr conn(PQconnectdb(dsn.c_str()));
+  if (conn == nullptr) return absl::ResourceExhaustedError("libpq could not allocate a connection");
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(conn.get());
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    return absl::UnavailableError(fmt::format("cannot connect to PostgreSQL: {}", msg));
+  }
+  return conn;
+}
+
+ExecResult Exec(PGconn* conn, const char* sql, std::span<const std::optional<std::string>> params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const std::optional<std::string>& p : params) {
+    values.push_back(p.has_value() ? p->c_str() : nullptr);
+  }
+  ExecResult out;
+  out.result.reset(PQexecParams(conn, sql, static_cast<int>(values.size()), nullptr,
+                                values.data(), nullptr, nullptr, 0));
+  const ExecStatusType status =
+      out.result == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(out.result.get());
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return out;
+  SqlError e;
+  if (out.result != nullptr) {
+    const char* state = PQresultErrorField(out.result.get(), PG_DIAG_SQLSTATE);
+    if (state != nullptr) e.sqlstate = state;
+    const char* primary = PQresultErrorField(out.result.get(), PG_DIAG_MESSAGE_PRIMARY);
+    if (primary != nullptr) e.message = primary;
+  }
+  if (e.message.empty()) {
+    e.message = PQerrorMessage(conn);
+    while (!e.message.empty() && (e.message.back() == '\n' || e.message.back() == ' ')) {
+      e.message.pop_back();
+    }
+  }
+  e.connection_lost = PQstatus(conn) != CONNECTION_OK;
+  out.result.reset();
+  out.error = std::move(e);
+  return out;
+}
+
+absl::Status ExecOrStatus(PGconn* conn, const char* sql,
+                          std::span<const std::optional<std::string>> params) {
+  ExecResult r = Exec(conn, sql, params);
+  if (r.ok()) return absl::OkStatus();
+  return r.error->ToStatus();
+}
+
+std::optional<std::string> Field(const PGresult* r, int row, int col) {
+  if (PQgetisnull(r, row, col)) return std::nullopt;
+  return std::string(PQgetvalue(r, row, col), PQgetlength(r, row, col));
+}
+
+}  // namespace isowatch::pg

@@ -1,0 +1,440 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end tests of isowatch-pg against a real PostgreSQL 15 and isowatchd.
+
+Each case starts a throwaway cluster (initdb in a temporary directory, wal_level=logical, a free
+port on loopback), an isowatchd on free ports with its store in the same directory, runs
+isowatch-pg, waits until the daemon has checked the whole stream, and stops everything:
+  rr       repeatable read, key-value, contention (few keys, many sessions): SI holds, no violation
+  rr-list  the same with lists (appends)
+  ser      serializable, with the adya plug-in at SER on windows beside the online SI check: no
+           violation
+  rc       read committed checked as SI: lost updates (NOCONFLICT) and reads outside the
+           transaction's snapshot (EXT) are found, each with a readable counterexample
+  restart  repeatable read; PostgreSQL restarted (immediate shutdown) mid-run, then the collector
+           killed with SIGKILL and started again: every committed transaction (counted by an
+           independent test_decoding slot) is in the daemon once, nothing refused, no violation
+
+Usage: postgres_test.py PATH/TO/isowatchd PATH/TO/isowatch-pg [CASE...]
+With ISOWATCH_KEEP_TMP=1 the temporary directory is kept on failure.
+"""
+
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.parse
+import urllib.request
+
+ALL_CASES = ["rr", "rr-list", "ser", "rc", "restart"]
+
+
+class TestFailure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise TestFailure(message)
+
+
+def log(message):
+    print(message, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pg_bin():
+    for d in ["/usr/lib/postgresql/15/bin"] + sorted(glob.glob("/usr/lib/postgresql/*/bin")):
+        if os.path.exists(os.path.join(d, "postgres")):
+            return d
+    raise TestFailure("no PostgreSQL server binaries under /usr/lib/postgresql "
+                      "(deploy/setup-debian.sh installs postgresql-15)")
+
+
+class Cluster:
+    """A throwaway PostgreSQL cluster, run as the `postgres` user when we are root."""
+
+    def __init__(self, root):
+        self.bin = pg_bin()
+        self.dir = os.path.join(root, "pg")
+        self.data = os.path.join(self.dir, "data")
+        self.log_path = os.path.join(self.dir, "server.log")
+        self.port = free_port()
+        self.proc = None
+        os.makedirs(self.dir)
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres", "postgres")
+            os.chmod(root, 0o755)
+        self.run(["initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync",
+                  "-E", "UTF8", "--locale=C"])
+        self.dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+
+    def command(self, args):
+        cmd = [os.path.join(self.bin, args[0])] + args[1:]
+        if os.geteuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        return cmd
+
+    def run(self, args):
+        r = subprocess.run(self.command(args), capture_output=True, text=True)
+        check(r.returncode == 0, f"{args[0]} failed: {r.stdout}{r.stderr}")
+        return r.stdout
+
+    def start(self):
+        logf = open(self.log_path, "a")
+        self.proc = subprocess.Popen(
+            self.command(["postgres", "-D", self.data, "-p", str(self.port),
+                          "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.dir}",
+                          "-c", "wal_level=logical", "-c", "max_wal_senders=10",
+                          "-c", "max_replication_slots=10", "-c", "max_connections=60",
+                          "-c", "fsync=off", "-c", "full_page_writes=off"]),
+            stdout=logf, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            r = subprocess.run(["psql", self.dsn, "-Atc", "SELECT 1"], capture_output=True,
+                               text=True)
+            if r.returncode == 0:
+                return
+            check(self.proc.poll() is None, f"postgres exited: see {self.log_path}")
+            time.sleep(0.1)
+        raise TestFailure("postgres did not accept connections within 60 s")
+
+    def restart_immediate(self):
+        """An immediate shutdown (no checkpoint: recovery replays the WAL), then a start."""
+        self.run(["pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop"])
+        self.proc.wait(timeout=30)
+        self.start()
+
+    def sql(self, query):
+        r = subprocess.run(["psql", self.dsn, "-v", "ON_ERROR_STOP=1", "-Atc", query],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"psql: {query}: {r.stderr}")
+        return r.stdout.strip()
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def http_get(port, target):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{target}", timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError):
+        return None, None
+
+
+class Daemon:
+    def __init__(self, path, root, sets):
+        self.dir = os.path.join(root, "isowatchd")
+        os.makedirs(self.dir)
+        ports = os.path.join(self.dir, "ports.json")
+        self.log_path = os.path.join(self.dir, "isowatchd.log")
+        args = [path, "--data-dir", os.path.join(self.dir, "data"), "--grpc-port", "0",
+                "--http-port", "0", "--ports-file", ports, "--set", "engine.level=si"]
+        for s in sets:
+            args += ["--set", s]
+        self.proc = subprocess.Popen(args, stdout=open(self.log_path, "w"),
+                                     stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(ports) or os.path.getsize(ports) == 0:
+            check(self.proc.poll() is None, f"isowatchd exited: see {self.log_path}")
+            check(time.monotonic() < deadline, "isowatchd wrote no ports file within 60 s")
+            time.sleep(0.05)
+        p = json.load(open(ports))
+        self.grpc, self.http = p["grpc"], p["http"]
+        self.target = f"127.0.0.1:{self.grpc}"
+
+    def status(self):
+        code, body = http_get(self.http, "/api/v1/status")
+        check(code == 200, f"/api/v1/status answered {code}")
+        return json.loads(body)
+
+    def stream(self, name):
+        for s in self.status().get("streams", []):
+            if s["name"] == name:
+                return s
+        return None
+
+    def wait_checked(self, name, timeout=180):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            s = self.stream(name)
+            if s is not None and s["closed"] and s["pending_transactions"] == 0:
+                return s
+            time.sleep(0.1)
+        raise TestFailure(f"stream {name} not closed and checked within {timeout} s: "
+                          f"{self.stream(name)}")
+
+    def wait_committed(self, name, n, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            s = self.stream(name)
+            if s is not None and s["committed_transactions"] >= n:
+                return
+            time.sleep(0.1)
+        raise TestFailure(f"stream {name}: fewer than {n} committed transactions in {timeout} s")
+
+    def violations(self):
+        out, token = [], None
+        while True:
+            query = {"limit": "500"}
+            if token:
+                query["page_token"] = token
+            code, body = http_get(self.http, "/api/v1/violations?" + urllib.parse.urlencode(query))
+            check(code == 200, f"/api/v1/violations answered {code}: {body}")
+            page = json.loads(body)
+            out += page["violations"]
+            token = page.get("next_page_token")
+            if not token:
+                return out
+
+    def metric(self, name, labels):
+        code, body = http_get(self.http, "/metrics")
+        check(code == 200, f"/metrics answered {code}")
+        total = 0.0
+        for line in body.splitlines():
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                if all(f'{k}="{v}"' in line for k, v in labels.items()):
+                    total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                code = self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise TestFailure("isowatchd did not stop within 60 s of SIGTERM")
+            check(code == 0, f"isowatchd exited with status {code} after SIGTERM")
+
+
+SUMMARY = re.compile(
+    r"(?P<attempted>\d+) transactions in [\d.]+ s: (?P<committed>\d+) committed, "
+    r"(?P<conflict>\d+) aborted by conflicts, (?P<other>\d+) aborted otherwise, "
+    r"(?P<unknown>\d+) unknown; sent (?P<sent>\d+) in \d+ batches, (?P<refused>\d+) refused")
+
+
+def collector_args(path, cluster, daemon, root, stream, isolation, extra):
+    return [path, "workload", "--dsn", cluster.dsn, "--to", daemon.target,
+            "--isolation", isolation, "--stream", stream,
+            "--state-dir", os.path.join(root, "collector-state"), "--slot", "isowatch_test",
+            "--publication", "isowatch_test"] + extra
+
+
+def run_collector(args, root, timeout=300):
+    log("$ " + " ".join(args))
+    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    with open(os.path.join(root, "collector.log"), "a") as f:
+        f.write(r.stdout + r.stderr)
+    log(r.stdout.strip())
+    check(r.returncode == 0, f"isowatch-pg exited with {r.returncode}: {r.stderr[-2000:]}")
+    m = SUMMARY.search(r.stdout)
+    check(m is not None, f"no summary in the collector's output: {r.stdout}")
+    return {k: int(v) for k, v in m.groupdict().items()}
+
+
+def contended_workload(path, cluster, daemon, root, stream, isolation, data="kv", txns=1500,
+                       keys=10):
+    s = run_collector(collector_args(path, cluster, daemon, root, stream, isolation,
+                                     ["--txns", str(txns), "--sessions", "8", "--keys", str(keys),
+                                      "--ops-per-txn", "4", "--read-ratio", "0.5", "--dist",
+                                      "uniform", "--data", data, "--retries", "2"]), root)
+    check(s["committed"] >= txns // 4, f"only {s['committed']} of {txns} transactions committed")
+    check(s["refused"] == 0, f"isowatchd refused {s['refused']} transactions")
+    st = daemon.wait_checked(stream)
+    check(st["committed_transactions"] == s["committed"],
+          f"the daemon has {st['committed_transactions']} committed transactions, the collector "
+          f"committed {s['committed']}")
+    check(st["ingested_transactions"] == s["committed"] + s["conflict"] + s["other"] + s["unknown"],
+          f"the daemon has {st['ingested_transactions']} transactions, the collector recorded "
+          f"{s}")
+    # Every read was judged: none needed state the engine had already collected.
+    misses = daemon.status()["counts"]["horizon_misses"]
+    check(misses == 0, f"{misses} reads left unjudged (horizon misses)")
+    return s, st
+
+
+def case_rr(tools, root, data="kv"):
+    isowatchd, pgc = tools
+    cluster = Cluster(root)
+    cluster.start()
+    daemon = Daemon(isowatchd, root, [])
+    try:
+        s, _ = contended_workload(pgc, cluster, daemon, root, "pg-rr", "repeatable-read", data)
+        check(s["conflict"] > 0, "no serialization failure: the workload had no contention")
+        v = daemon.violations()
+        check(v == [], f"{len(v)} violations at repeatable read, want none: {v[:3]}")
+        daemon.stop()
+    finally:
+        daemon.proc.kill()
+        cluster.stop()
+
+
+def case_rr_list(tools, root):
+    case_rr(tools, root, data="list")
+
+
+def case_ser(tools, root):
+    isowatchd, pgc = tools
+    cluster = Cluster(root)
+    cluster.start()
+    daemon = Daemon(isowatchd, root, ["windows.checkers=adya", "checkers.adya.levels=ser",
+                                      "windows.size=300", "windows.overlap=50"])
+    try:
+        s, _ = contended_workload(pgc, cluster, daemon, root, "pg-ser", "serializable")
+        check(s["conflict"] > 0, "no serialization failure: the workload had no contention")
+        deadline = time.monotonic() + 120
+        while daemon.metric("isowatch_windows_sealed_total", {}) > \
+                daemon.metric("isowatch_window_checks_total", {"checker": "adya"}):
+            check(time.monotonic() < deadline, "windows sealed but not checked within 120 s")
+            time.sleep(0.1)
+        checked = daemon.metric("isowatch_window_checks_total",
+                                {"checker": "adya", "outcome": "checked"})
+        check(checked >= 1, f"adya checked {checked} windows, want at least one")
+        v = daemon.violations()
+        check(v == [], f"{len(v)} violations at serializable, want none: {v[:3]}")
+        daemon.stop()
+    finally:
+        daemon.proc.kill()
+        cluster.stop()
+
+
+def case_rc(tools, root):
+    isowatchd, pgc = tools
+    cluster = Cluster(root)
+    cluster.start()
+    daemon = Daemon(isowatchd, root, [])
+    try:
+        contended_workload(pgc, cluster, daemon, root, "pg-rc", "read-committed", keys=5)
+        v = daemon.violations()
+        kinds = {x["anomaly"] for x in v}
+        log(f"read committed checked as SI: {len(v)} violations, kinds {sorted(kinds)}")
+        check("NOCONFLICT" in kinds, "no lost update (NOCONFLICT) found at read committed")
+        check("EXT" in kinds, "no read outside the snapshot (EXT) found at read committed")
+        for anomaly in ("NOCONFLICT", "EXT"):
+            example = next(x for x in v if x["anomaly"] == anomaly)
+            log(f"{anomaly}: {json.dumps(example)}")
+        for x in v:
+            check(x["txns"] and x["explanation"], f"a violation without a counterexample: {x}")
+            check(x["key"] is not None or x["anomaly"] == "SESSION", f"no key: {x}")
+            if x["anomaly"] == "EXT":
+                check(x["expected"] and x["observed"], f"EXT without values: {x}")
+        check(all(x["anomaly"] in ("NOCONFLICT", "EXT", "SESSION") for x in v),
+              f"unexpected kinds at read committed: {sorted(kinds)}")
+        daemon.stop()
+    finally:
+        daemon.proc.kill()
+        cluster.stop()
+
+
+def case_restart(tools, root):
+    isowatchd, pgc = tools
+    cluster = Cluster(root)
+    cluster.start()
+    # An independent count of the committed workload transactions: every one emits a
+    # transactional logical message, which a test_decoding slot of our own sees once.
+    cluster.sql("SELECT pg_create_logical_replication_slot('audit', 'test_decoding')")
+    daemon = Daemon(isowatchd, root, [])
+    collector = None
+    try:
+        args = collector_args(pgc, cluster, daemon, root, "pg-restart", "repeatable-read",
+                              ["--sessions", "4", "--keys", "50", "--ops-per-txn", "4",
+                               "--dist", "uniform", "--rate", "400", "--retries", "2"])
+        log("$ " + " ".join(args + ["--txns", "1000000"]))
+        collector = subprocess.Popen(args + ["--txns", "1000000"],
+                                     stdout=open(os.path.join(root, "collector-1.log"), "w"),
+                                     stderr=subprocess.STDOUT)
+        daemon.wait_committed("pg-restart", 400)
+        log("restarting PostgreSQL (immediate shutdown)")
+        cluster.restart_immediate()
+        before = daemon.stream("pg-restart")["committed_transactions"]
+        daemon.wait_committed("pg-restart", before + 400)
+        log("killing the collector with SIGKILL")
+        collector.kill()
+        collector.wait()
+        s = run_collector(args + ["--txns", "800"], root)
+        st = daemon.wait_checked("pg-restart")
+        audit = int(cluster.sql(
+            "SELECT count(*) FROM pg_logical_slot_peek_changes('audit', NULL, NULL) "
+            "WHERE data LIKE 'message: transactional: 1 prefix: isowatch,%'"))
+        log(f"PostgreSQL committed {audit} workload transactions; the daemon has "
+            f"{st['committed_transactions']} committed, {st['ingested_transactions']} in all")
+        check(audit > 800, f"only {audit} committed transactions in all")
+        check(st["committed_transactions"] == audit,
+              f"the daemon has {st['committed_transactions']} committed transactions, "
+              f"PostgreSQL committed {audit}")
+        counts = daemon.status()["counts"]
+        check(counts["refused_transactions"] == 0,
+              f"isowatchd refused {counts['refused_transactions']} transactions")
+        check(s["refused"] == 0, "the second run had refusals")
+        v = daemon.violations()
+        check(v == [], f"{len(v)} violations after the restarts, want none: {v[:3]}")
+        daemon.stop()
+    finally:
+        if collector is not None and collector.poll() is None:
+            collector.kill()
+        daemon.proc.kill()
+        cluster.stop()
+
+
+CASES = {"rr": case_rr, "rr-list": case_rr_list, "ser": case_ser, "rc": case_rc,
+         "restart": case_restart}
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    tools = (os.path.abspath(argv[1]), os.path.abspath(argv[2]))
+    cases = argv[3:] or ALL_CASES
+    failed = []
+    for name in cases:
+        root = tempfile.mkdtemp(prefix=f"isowatch-pg-{name}-")
+        log(f"== {name} ({root})")
+        started = time.monotonic()
+        try:
+            CASES[name](tools, root)
+            log(f"== {name}: passed in {time.monotonic() - started:.1f} s")
+            shutil.rmtree(root, ignore_errors=True)
+        except Exception as e:  # a failing case must not hide the others' results
+            log(f"== {name}: FAILED: {e}")
+            if not isinstance(e, TestFailure):
+                traceback.print_exc()
+            for path in glob.glob(os.path.join(root, "**", "*.log"), recursive=True):
+                log(f"--- last lines of {path}")
+                with open(path, errors="replace") as f:
+                    log("".join(f.readlines()[-15:]))
+            failed.append(name)
+            if os.environ.get("ISOWATCH_KEEP_TMP") != "1":
+                shutil.rmtree(root, ignore_errors=True)
+    if failed:
+        log(f"failed cases: {' '.join(failed)}")
+        return 1
+    log("all PostgreSQL tests passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
