@@ -4,21 +4,20 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-#include <unistd.h>
-
+#include "absl/strings/numbers.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "absl/strings/numbers.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/ingest/client.h"
 
@@ -91,8 +90,7 @@ absl::Status SaveState(const std::string& dir, const CollectorState& s) {
 v1::Header MakeHeader(const CollectorOptions& o) {
   v1::Header h;
   h.set_version(1);
-  (*h.mutable_metadata())["data_model"] =
-      o.workload.data == sim::DataKind::kList ? "list" : "kv";
+  (*h.mutable_metadata())["data_model"] = o.workload.data == sim::DataKind::kList ? "list" : "kv";
   (*h.mutable_metadata())["source"] = "isowatch-pg";
   (*h.mutable_metadata())["isolation"] = IsolationName(o.workload.isolation);
   return h;
@@ -212,9 +210,9 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   std::deque<std::pair<uint64_t, std::vector<int64_t>>> commit_times_in_flight;
   std::vector<double> lags;
   auto send = [&](bool force) -> absl::Status {
-    const bool watermark_moved = batch.has_watermark() &&
-                                 (!sent_watermark || batch.watermark().physical() !=
-                                                         static_cast<int64_t>(*sent_watermark));
+    const bool watermark_moved =
+        batch.has_watermark() &&
+        (!sent_watermark || batch.watermark().physical() != static_cast<int64_t>(*sent_watermark));
     if (batch.txns_size() == 0 && !watermark_moved && !force) return absl::OkStatus();
     const uint64_t seq = client.next_seq();
     const int n = batch.txns_size();
@@ -288,7 +286,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       absl::StatusOr<std::optional<DecodedTxn>> d = feed->Next(wait);
       if (!d.ok()) {
         if (!absl::IsUnavailable(d.status())) failure = d.status();
-        spdlog::warn("logical decoding: {}", d.status().message());
+        spdlog::warn("logical decoding: {}", d.status().ToString());
         feed.reset();
         break;
       }
@@ -313,7 +311,8 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
     batch_commit_times.insert(batch_commit_times.end(), out.commit_times_us.begin(),
                               out.commit_times_us.end());
-    if (out.watermark) batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
+    if (out.watermark)
+      batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
     if (out.handled_upto) batch_handled = out.handled_upto;
     // Send.
     if (static_cast<size_t>(batch.txns_size()) >= options.batch_size ||
@@ -348,7 +347,8 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
     batch_commit_times.insert(batch_commit_times.end(), out.commit_times_us.begin(),
                               out.commit_times_us.end());
-    if (out.watermark) batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
+    if (out.watermark)
+      batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
     if (out.handled_upto) batch_handled = out.handled_upto;
     failure = send(false);
   }

@@ -4,11 +4,10 @@
 #include <algorithm>
 #include <utility>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 namespace isowatch::pg {
 namespace {
@@ -22,7 +21,7 @@ std::optional<std::string> Column(const DecodedChange& c, std::string_view name)
 }
 
 // The last element of a bigint[] as text ("{1,2,3}" -> 3).
-std::optional<int64_t> LastElement(std::string_view array) {
+std::optional<int64_t> LastElement(absl::string_view array) {
   if (array.size() < 3 || array.front() != '{' || array.back() != '}') return std::nullopt;
   array = array.substr(1, array.size() - 2);
   const size_t comma = array.rfind(',');
@@ -65,7 +64,7 @@ void Joiner::AddDecoded(DecodedTxn txn) {
 std::optional<Joiner::Tag> Joiner::FindTag(const DecodedTxn& d) const {
   for (const DecodedMessage& m : d.messages) {
     if (m.prefix != options_.message_prefix) continue;
-    std::vector<std::string_view> parts = absl::StrSplit(m.content, ':');
+    std::vector<absl::string_view> parts = absl::StrSplit(m.content, ':');
     Tag t;
     if (parts.size() == 3 && absl::SimpleAtoi(parts[0], &t.run) &&
         absl::SimpleAtoi(parts[1], &t.session) && absl::SimpleAtoi(parts[2], &t.seq)) {

@@ -9,9 +9,10 @@
 
 #include "absl/container/flat_hash_map.h"
 
-#include "collectors/postgres/decoded_txn.h"
 #include "isowatch/sim/simulator.h"
 #include "isowatch/v1/history.pb.h"
+
+#include "collectors/postgres/decoded_txn.h"
 #include "collectors/postgres/workload.h"
 
 namespace isowatch::pg {
@@ -28,13 +29,13 @@ struct JoinerOptions {
 };
 
 struct JoinerStats {
-  uint64_t joined = 0;         // committed transactions with a client record and a commit LSN
-  uint64_t decoded_only = 0;   // of an earlier run, whose client record was lost: writes only
-  uint64_t foreign = 0;        // decoded transactions without the workload's message: skipped
-  uint64_t aborted = 0;        // client records of aborted or unknown transactions, sent as such
+  uint64_t joined = 0;            // committed transactions with a client record and a commit LSN
+  uint64_t decoded_only = 0;      // of an earlier run, whose client record was lost: writes only
+  uint64_t foreign = 0;           // decoded transactions without the workload's message: skipped
+  uint64_t aborted = 0;           // client records of aborted or unknown transactions, sent as such
   uint64_t write_mismatches = 0;  // committed transactions whose decoded rows differ
-  uint64_t redelivered = 0;    // decoded transactions at or below the handled position: skipped
-  uint64_t never_decoded = 0;  // client records given up on (GiveUpWaiting)
+  uint64_t redelivered = 0;       // decoded transactions at or below the handled position: skipped
+  uint64_t never_decoded = 0;     // client records given up on (GiveUpWaiting)
 };
 
 // Joins what the workload saw (snapshot, xid, reads, writes, outcome) with the commit order

@@ -6,15 +6,15 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <pthread.h>
 #include <string>
 #include <thread>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <pthread.h>
-
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
 #include "collectors/postgres/collector.h"
 #include "collectors/postgres/replication_feed.h"
 #include "collectors/postgres/workload.h"
@@ -71,9 +71,9 @@ void AddCommon(CLI::App* cmd, Flags& f) {
                   "Prefix of the workload's table: <prefix>kv or <prefix>list")
       ->check([](const std::string& s) -> std::string {
         // It is written into SQL as an identifier: keep it to what needs no quoting.
-        const bool ok = !s.empty() && s.size() <= 50 && !(s[0] >= '0' && s[0] <= '9') &&
-                        s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") ==
-                            std::string::npos;
+        const bool ok =
+            !s.empty() && s.size() <= 50 && !(s[0] >= '0' && s[0] <= '9') &&
+            s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
         return ok ? "" : "lower-case letters, digits and _, not starting with a digit";
       });
 }
@@ -86,7 +86,7 @@ int RunBare(const CollectorOptions& o) {
   wo.record = false;
   isowatch::pg::Workload workload(wo, [](isowatch::pg::ClientTxn) {});
   if (absl::Status s = workload.Prepare(/*reset=*/false); !s.ok()) {
-    fmt::print(stderr, "isowatch-pg: {}\n", s.message());
+    fmt::print(stderr, "isowatch-pg: {}\n", std::string(s.message()));
     return 1;
   }
   const absl::Time start = absl::Now();
@@ -100,10 +100,11 @@ int RunBare(const CollectorOptions& o) {
   g_stop.store(true);
   watcher.join();
   const isowatch::pg::WorkloadStats& s = workload.stats();
-  fmt::print("isowatch-pg: bare, {} transactions in {:.1f} s: {} committed, {} aborted by "
-             "conflicts, {} aborted otherwise; {:.0f} transactions/s\n",
-             s.attempted.load(), seconds, s.committed.load(), s.aborted_conflict.load(),
-             s.aborted_other.load(), static_cast<double>(s.attempted.load()) / seconds);
+  fmt::print(
+      "isowatch-pg: bare, {} transactions in {:.1f} s: {} committed, {} aborted by "
+      "conflicts, {} aborted otherwise; {:.0f} transactions/s\n",
+      s.attempted.load(), seconds, s.committed.load(), s.aborted_conflict.load(),
+      s.aborted_other.load(), static_cast<double>(s.attempted.load()) / seconds);
   return 0;
 }
 
@@ -132,7 +133,7 @@ int Run(Flags& f, bool canary) {
   absl::StatusOr<isowatch::pg::CollectorResult> r =
       isowatch::pg::RunCollector(o, isowatch::pg::LogicalFeedFactory(feed), &g_stop);
   if (!r.ok()) {
-    fmt::print(stderr, "isowatch-pg: {}\n", r.status().message());
+    fmt::print(stderr, "isowatch-pg: {}\n", std::string(r.status().message()));
     return 1;
   }
   fmt::print(
@@ -147,7 +148,7 @@ int Run(Flags& f, bool canary) {
   if (f.drop_slot && !g_stop.load()) {
     absl::Status s = isowatch::pg::DropFeedSlot(feed);
     if (!s.ok()) {
-      fmt::print(stderr, "isowatch-pg: dropping slot {}: {}\n", f.slot, s.message());
+      fmt::print(stderr, "isowatch-pg: dropping slot {}: {}\n", f.slot, std::string(s.message()));
       return 1;
     }
   }
@@ -183,7 +184,8 @@ int main(int argc, char** argv) {
                 "read-committed, repeatable-read or serializable")
       ->required()
       ->check(CLI::IsMember({"read-committed", "repeatable-read", "serializable"}));
-  w->add_option("--txns", workload.o.workload.txns, "Transactions to run (0 = until stopped)");
+  w->add_option("--txns", workload.o.workload.txns,
+                "Transactions to run, retries not counted (0 = until stopped)");
   w->add_option("--rate", workload.o.workload.rate_tps,
                 "Transactions per second (0 = as fast as possible)");
   w->add_flag("--keep-open", workload.keep_open, "Do not end the stream when the workload ends");
@@ -202,11 +204,10 @@ int main(int argc, char** argv) {
   canary.o.workload.rate_tps = 5;
   canary.o.workload.dist = isowatch::sim::Distribution::kUniform;
   canary.dist = "uniform";
-  CLI::App* c = app.add_subcommand(
-      "canary", "Run a slow workload on a dedicated small table until stopped");
+  CLI::App* c =
+      app.add_subcommand("canary", "Run a slow workload on a dedicated small table until stopped");
   AddCommon(c, canary);
-  c->add_option("--isolation", canary.isolation,
-                "read-committed, repeatable-read or serializable")
+  c->add_option("--isolation", canary.isolation, "read-committed, repeatable-read or serializable")
       ->check(CLI::IsMember({"read-committed", "repeatable-read", "serializable"}));
   c->add_option("--rate", canary.o.workload.rate_tps, "Transactions per second")
       ->check(CLI::Range(0.001, 100000.0));

@@ -8,7 +8,8 @@
 namespace isowatch::pg {
 
 absl::Status SqlError::ToStatus() const {
-  std::string text = sqlstate.empty() ? message : fmt::format("{} (SQLSTATE {})", message, sqlstate);
+  std::string text =
+      sqlstate.empty() ? message : fmt::format("{} (SQLSTATE {})", message, sqlstate);
   if (connection_lost) return absl::UnavailableError(text);
   return absl::FailedPreconditionError(text);
 }
@@ -31,8 +32,8 @@ ExecResult Exec(PGconn* conn, const char* sql, std::span<const std::optional<std
     values.push_back(p.has_value() ? p->c_str() : nullptr);
   }
   ExecResult out;
-  out.result.reset(PQexecParams(conn, sql, static_cast<int>(values.size()), nullptr,
-                                values.data(), nullptr, nullptr, 0));
+  out.result.reset(PQexecParams(conn, sql, static_cast<int>(values.size()), nullptr, values.data(),
+                                nullptr, nullptr, 0));
   const ExecStatusType status =
       out.result == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(out.result.get());
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return out;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <libpq-fe.h>
 #include <memory>
 #include <optional>
 #include <span>
@@ -9,7 +10,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include <libpq-fe.h>
 
 namespace isowatch::pg {
 

@@ -4,8 +4,9 @@
 #include <memory>
 #include <utility>
 
-#include "collectors/postgres/replication.h"
 #include "isowatch/common/status_macros.h"
+
+#include "collectors/postgres/replication.h"
 
 namespace isowatch::pg {
 namespace {

@@ -5,15 +5,16 @@
 #include <chrono>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include <fmt/format.h>
+
+#include "isowatch/common/status_macros.h"
 #include "isowatch/sim/key_chooser.h"
 #include "isowatch/sim/rng.h"
-#include "isowatch/common/status_macros.h"
+
 #include "collectors/postgres/pg_conn.h"
 
 namespace isowatch::pg {
@@ -39,7 +40,8 @@ std::optional<Isolation> ParseIsolation(std::string_view name) {
 }
 
 absl::StatusOr<v1::Snapshot> ParseSnapshotText(std::string_view text) {
-  std::vector<std::string_view> parts = absl::StrSplit(text, ':');
+  std::vector<absl::string_view> parts =
+      absl::StrSplit(absl::string_view(text.data(), text.size()), ':');
   auto bad = [&](std::string_view why) {
     return absl::InvalidArgumentError(
         fmt::format("snapshot \"{}\": {} (expected xmin:xmax:xip,...)", text, why));
@@ -55,7 +57,7 @@ absl::StatusOr<v1::Snapshot> ParseSnapshotText(std::string_view text) {
   s.set_xmin(xmin);
   s.set_xmax(xmax);
   if (!parts[2].empty()) {
-    for (std::string_view x : absl::StrSplit(parts[2], ',')) {
+    for (absl::string_view x : absl::StrSplit(parts[2], ',')) {
       uint64_t xid = 0;
       if (!absl::SimpleAtoi(x, &xid)) return bad("an in-progress xid is not a number");
       if (xid < xmin || xid >= xmax) return bad("an in-progress xid outside [xmin, xmax)");
@@ -84,12 +86,12 @@ const char* BeginSql(Isolation isolation) {
 }
 
 // A list as PostgreSQL prints a bigint[]: "{1,2,3}".
-std::optional<std::vector<int64_t>> ParseBigintArray(std::string_view text) {
+std::optional<std::vector<int64_t>> ParseBigintArray(absl::string_view text) {
   if (text.size() < 2 || text.front() != '{' || text.back() != '}') return std::nullopt;
   text = text.substr(1, text.size() - 2);
   std::vector<int64_t> out;
   if (text.empty()) return out;
-  for (std::string_view e : absl::StrSplit(text, ',')) {
+  for (absl::string_view e : absl::StrSplit(text, ',')) {
     int64_t v = 0;
     if (!absl::SimpleAtoi(e, &v)) return std::nullopt;
     out.push_back(v);
@@ -386,11 +388,14 @@ absl::Status Workload::Prepare(bool reset) {
                         table)
           : fmt::format("CREATE TABLE IF NOT EXISTS {} (k bigint PRIMARY KEY, v bigint)", table);
   absl::Status s = ExecOrStatus(conn.get(), create.c_str());
-  if (!s.ok()) return absl::Status(s.code(), fmt::format("creating {}: {}", table, s.message()));
+  if (!s.ok())
+    return absl::Status(s.code(), fmt::format("creating {}: {}", table, std::string(s.message())));
   if (reset) {
     const std::string truncate = fmt::format("TRUNCATE {}", table);
     s = ExecOrStatus(conn.get(), truncate.c_str());
-    if (!s.ok()) return absl::Status(s.code(), fmt::format("emptying {}: {}", table, s.message()));
+    if (!s.ok())
+      return absl::Status(s.code(),
+                          fmt::format("emptying {}: {}", table, std::string(s.message())));
   }
   return absl::OkStatus();
 }

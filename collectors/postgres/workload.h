@@ -35,7 +35,7 @@ struct WorkloadOptions {
   Isolation isolation = Isolation::kRepeatableRead;
   sim::DataKind data = sim::DataKind::kKeyValue;
   uint32_t sessions = 8;
-  // Transactions to run (attempts, retries included); 0 = until Stop.
+  // Transactions to run, retries not counted (each retry is one more); 0 = until Stop.
   uint64_t txns = 1000;
   uint32_t ops_per_txn = 4;
   double read_ratio = 0.5;

@@ -255,7 +255,7 @@ def run_collector(args, root, timeout=300):
     return {k: int(v) for k, v in m.groupdict().items()}
 
 
-def contended_workload(path, cluster, daemon, root, stream, isolation, data="kv", txns=1500,
+def contended_workload(path, cluster, daemon, root, stream, isolation, data="kv", txns=1000,
                        keys=10):
     s = run_collector(collector_args(path, cluster, daemon, root, stream, isolation,
                                      ["--txns", str(txns), "--sessions", "8", "--keys", str(keys),

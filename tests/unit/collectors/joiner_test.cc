@@ -146,7 +146,7 @@ TEST(JoinerTest, SkipsRedeliveredAndForeignTransactions) {
   Joiner j(Options());
   j.SkipUpto(1040);
   j.AddDecoded(Decoded(kEpoch + 1, 1000, "2:0:0"));  // ends at 1040: handled before
-  j.AddDecoded(Decoded(kEpoch + 2, 1100, ""));        // not the workload's
+  j.AddDecoded(Decoded(kEpoch + 2, 1100, ""));       // not the workload's
   Joiner::Output o = j.Take();
   EXPECT_TRUE(o.txns.empty());
   ASSERT_TRUE(o.watermark.has_value());
@@ -165,10 +165,10 @@ TEST(SnapshotTextTest, ParsesPgCurrentSnapshot) {
   s = ParseSnapshotText("7:7:");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->xip_size(), 0);
-  EXPECT_FALSE(ParseSnapshotText("9:7:").ok());        // xmin above xmax
-  EXPECT_FALSE(ParseSnapshotText("1:7:8").ok());       // xip outside [xmin, xmax)
-  EXPECT_FALSE(ParseSnapshotText("1:7").ok());         // two fields
-  EXPECT_FALSE(ParseSnapshotText("a:7:").ok());        // not a number
+  EXPECT_FALSE(ParseSnapshotText("9:7:").ok());   // xmin above xmax
+  EXPECT_FALSE(ParseSnapshotText("1:7:8").ok());  // xip outside [xmin, xmax)
+  EXPECT_FALSE(ParseSnapshotText("1:7").ok());    // two fields
+  EXPECT_FALSE(ParseSnapshotText("a:7:").ok());   // not a number
 }
 
 }  // namespace
