@@ -32,6 +32,25 @@ class TestHistory {
     txns_.push_back({std::move(id), std::move(session), start, commit, status, {}});
     return *this;
   }
+  // A transaction as PostgreSQL records it: its xid (0 = none), its snapshot `xmin:xmax:xip`
+  // (empty = none) instead of a start, and its commit LSN as the commit timestamp.
+  TestHistory& Pg(std::string id, std::string session, uint64_t xid, std::string snapshot,
+                  int64_t commit_lsn, history::TxnStatus status = history::TxnStatus::kCommitted) {
+    txns_.push_back({std::move(id),
+                     std::move(session),
+                     std::nullopt,
+                     history::Timestamp{commit_lsn, 0},
+                     status,
+                     {},
+                     xid,
+                     std::move(snapshot)});
+    return *this;
+  }
+  // A transaction with a start timestamp and an xid.
+  TestHistory& Xid(uint64_t xid) {
+    txns_.back().xid = xid;
+    return *this;
+  }
   TestHistory& R(int64_t key, std::optional<int64_t> v) { return Add({OpKind::kRead, key, v, {}}); }
   TestHistory& W(int64_t key, int64_t v) { return Add({OpKind::kWrite, key, v, {}}); }
   TestHistory& A(int64_t key, int64_t v) { return Add({OpKind::kAppend, key, v, {}}); }
@@ -47,11 +66,20 @@ class TestHistory {
     history::HistoryBuilder b;
     if (default_initial_) b.SetDefaultInitialValue(history::Value::Int(*default_initial_));
     for (const auto& t : txns_) {
-      auto st = b.BeginTxn({.id = t.id,
-                            .session = t.session,
-                            .status = t.status,
-                            .start = t.start,
-                            .commit = t.commit});
+      history::TxnHeader header{.id = t.id,
+                                .session = t.session,
+                                .status = t.status,
+                                .start = t.start,
+                                .commit = t.commit,
+                                .xid = t.xid};
+      uint64_t xmin = 0;
+      uint64_t xmax = 0;
+      std::vector<uint64_t> xip;
+      if (!t.snapshot.empty()) {
+        if (!history::ParseSnapshot(t.snapshot, &xmin, &xmax, &xip).ok()) std::abort();
+        header.snapshot = history::SnapshotView{xmin, xmax, xip};
+      }
+      auto st = b.BeginTxn(header);
       if (!st.ok()) std::abort();
       for (const auto& op : t.ops) {
         KeyId k = b.IntKey(op.key);
@@ -92,10 +120,12 @@ class TestHistory {
   struct TestTxn {
     std::string id;
     std::string session;
-    history::Timestamp start;
+    std::optional<history::Timestamp> start;
     history::Timestamp commit;
     history::TxnStatus status;
     std::vector<TestOp> ops;
+    uint64_t xid = 0;
+    std::string snapshot;  // "xmin:xmax:xip,..." or empty
   };
   TestHistory& Add(TestOp op) {
     txns_.back().ops.push_back(std::move(op));

@@ -256,6 +256,14 @@ class Encoder {
       out->mutable_commit()->set_physical(t.commit.physical);
       out->mutable_commit()->set_logical(t.commit.logical);
     }
+    if (const uint64_t xid = h_.xid(t); xid != 0) out->set_xid(xid);
+    if (h_.has_snapshot(t)) {
+      const history::SnapshotView s = h_.snapshot(t);
+      pb::Snapshot* snap = out->mutable_snapshot();
+      snap->set_xmin(s.xmin);
+      snap->set_xmax(s.xmax);
+      snap->mutable_xip()->Add(s.xip.begin(), s.xip.end());
+    }
     std::span<const Op> ops = h_.ops(t);
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];

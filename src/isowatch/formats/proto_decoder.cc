@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/formats/proto_decoder.h"
 
+#include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
@@ -149,6 +151,15 @@ absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t 
   if (t.has_start()) header.start = Timestamp{t.start().physical(), t.start().logical()};
   if (t.has_commit()) header.commit = Timestamp{t.commit().physical(), t.commit().logical()};
   header.source_offset = source_offset;
+  header.xid = t.xid();
+  if (t.has_snapshot()) {
+    const auto& xip = t.snapshot().xip();
+    header.snapshot = history::SnapshotView{
+        .xmin = t.snapshot().xmin(),
+        .xmax = t.snapshot().xmax(),
+        .xip = std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(xip.data()),
+                                         static_cast<size_t>(xip.size()))};
+  }
   RETURN_IF_ERROR(builder_.BeginTxn(header));
   for (int i = 0; i < t.ops_size(); ++i) {
     if (absl::Status status = ApplyOp(t.ops(i)); !status.ok()) {

@@ -546,6 +546,9 @@ class TimeKillerParser {
   bool ParseId(od::value& v, const char* where, std::string_view name, std::string_view* text,
                bool* numeric);
   bool ParseHlc(od::value& v, const char* where, std::string_view name, Timestamp* ts);
+  // The isowatch extension: "xid" (a positive integer) and "snapshot" ("xmin:xmax:xip,...").
+  bool ParseXid(od::value& v, const char* where);
+  bool ParseSnapshotText(od::value& v, const char* where);
   // Part `part` ("p" or "l") of timestamp `name`.
   bool ParseHlcPart(od::value& v, const char* where, std::string_view name, std::string_view part,
                     int64_t* out);
@@ -598,6 +601,12 @@ class TimeKillerParser {
   bool sid_numeric_ = false;
   Timestamp sts_;
   Timestamp cts_;
+  bool has_sts_ = true;
+  uint64_t xid_ = 0;
+  bool has_snapshot_ = false;
+  uint64_t xmin_ = 0;
+  uint64_t xmax_ = 0;
+  std::vector<uint64_t> xip_;
   std::vector<PendingOp> ops_;
   std::vector<int64_t> elements_;
   // Per key id: kUsedAsRegister / kUsedAsList bits.
@@ -1077,6 +1086,9 @@ const char* TimeKillerParser::ParseUsualTxn(const char* begin, const char* end) 
   enum Member : unsigned { kTid = 1, kSid = 2, kSts = 4, kCts = 8, kOps = 16 };
   ops_.clear();
   elements_.clear();
+  has_sts_ = true;
+  xid_ = 0;
+  has_snapshot_ = false;
   if (const char* compact_end = ParseCompactTxn(begin, end)) return compact_end;
   // Any other layout.
   ops_.clear();
@@ -1107,6 +1119,8 @@ const char* TimeKillerParser::ParseUsualTxn(const char* begin, const char* end) 
       // Another member (its name is read in whole, so that a bad one is left to ParseTxn).
       std::string_view name;
       if (!usual::Name(p, end, &name)) return nullptr;
+      // The isowatch extension (an xid and a snapshot) is read by ParseTxn.
+      if (name == "xid" || name == "snapshot") return nullptr;
       usual::SkipSpace(p, end);
       if ((p = usual::SkipScalar(p, end)) == nullptr) return nullptr;
       if (!usual::AfterMember(p, end, &more)) return nullptr;
@@ -1142,14 +1156,41 @@ const char* TimeKillerParser::ParseUsualTxn(const char* begin, const char* end) 
   return p;
 }
 
+bool TimeKillerParser::ParseXid(od::value& v, const char* where) {
+  std::string_view raw = RawToken(v);
+  if (v.get_uint64().get(xid_) != simdjson::SUCCESS || xid_ == 0) {
+    return Fail(where, fmt::format("expected \"xid\" to be a positive 64-bit integer, found {}",
+                                   Shown(raw)));
+  }
+  return true;
+}
+
+bool TimeKillerParser::ParseSnapshotText(od::value& v, const char* where) {
+  std::string_view text;
+  if (StringText(v, &text) != simdjson::SUCCESS) {
+    return Fail(where, fmt::format("expected \"snapshot\" to be a string \"xmin:xmax:xip,...\", "
+                                   "found {}",
+                                   Shown(RawToken(v))));
+  }
+  if (absl::Status s = history::ParseSnapshot(text, &xmin_, &xmax_, &xip_); !s.ok()) {
+    return Fail(where, std::string(s.message()));
+  }
+  has_snapshot_ = true;
+  return true;
+}
+
 bool TimeKillerParser::ParseTxn(od::object& obj, const char* start) {
   ops_.clear();
   elements_.clear();
+  xid_ = 0;
+  has_snapshot_ = false;
   const char* tid_where = nullptr;
   const char* sid_where = nullptr;
   const char* sts_where = nullptr;
   const char* cts_where = nullptr;
   const char* ops_where = nullptr;
+  const char* xid_where = nullptr;
+  const char* snapshot_where = nullptr;
   for (auto field_result : obj) {
     if (auto error = field_result.error()) {
       return FailJson(start, error, "a transaction object");
@@ -1160,9 +1201,13 @@ bool TimeKillerParser::ParseTxn(od::object& obj, const char* start) {
     if (auto error = FieldName(field, &key)) {
       return FailJson(member_where, error, "a member name");
     }
-    if (key.size() != 3) continue;
+    if (key.size() != 3 && key != "snapshot") continue;
     const char** seen = nullptr;
-    if (key == "tid") {
+    if (key == "snapshot") {
+      seen = &snapshot_where;
+    } else if (key == "xid") {
+      seen = &xid_where;
+    } else if (key == "tid") {
       seen = &tid_where;
     } else if (key == "sid") {
       seen = &sid_where;
@@ -1187,6 +1232,10 @@ bool TimeKillerParser::ParseTxn(od::object& obj, const char* start) {
       ok = ParseHlc(value, member_where, "sts", &sts_);
     } else if (seen == &cts_where) {
       ok = ParseHlc(value, member_where, "cts", &cts_);
+    } else if (seen == &xid_where) {
+      ok = ParseXid(value, member_where);
+    } else if (seen == &snapshot_where) {
+      ok = ParseSnapshotText(value, member_where);
     } else {
       ok = ParseOps(value, member_where);
     }
@@ -1194,10 +1243,17 @@ bool TimeKillerParser::ParseTxn(od::object& obj, const char* start) {
   }
   if (tid_where == nullptr) return Fail(start, "missing \"tid\"");
   if (sid_where == nullptr) return Fail(start, "missing \"sid\"");
-  if (sts_where == nullptr) return Fail(start, "missing \"sts\"");
+  if (sts_where != nullptr && snapshot_where != nullptr) {
+    return Fail(snapshot_where,
+                "a transaction with both \"sts\" and \"snapshot\" (a snapshot replaces the start)");
+  }
+  if (sts_where == nullptr && snapshot_where == nullptr) {
+    return Fail(start, "missing \"sts\" (or an isowatch \"snapshot\")");
+  }
   if (cts_where == nullptr) return Fail(start, "missing \"cts\"");
   if (ops_where == nullptr) return Fail(start, "missing \"ops\"");
-  if (sts_ > cts_) {
+  has_sts_ = sts_where != nullptr;
+  if (has_sts_ && sts_ > cts_) {
     return Fail(sts_where,
                 fmt::format("\"sts\" {} is after \"cts\" {}", sts_.ToString(), cts_.ToString()));
   }
@@ -1227,9 +1283,11 @@ bool TimeKillerParser::EmitTxn(const char* start, uint64_t offset) {
                             .id_numeric = tid_numeric_,
                             .session = sid_,
                             .session_numeric = sid_numeric_,
-                            .start = sts_,
+                            .start = has_sts_ ? std::optional<Timestamp>(sts_) : std::nullopt,
                             .commit = cts_,
-                            .source_offset = offset};
+                            .source_offset = offset,
+                            .xid = xid_};
+  if (has_snapshot_) header.snapshot = history::SnapshotView{xmin_, xmax_, xip_};
   if (absl::Status s = builder_->BeginTxn(header); !s.ok()) {
     return Fail(start, std::string(s.message()));
   }

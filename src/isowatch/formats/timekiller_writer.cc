@@ -244,13 +244,21 @@ absl::Status WriteTimeKiller(const History& h, std::ostream& out_stream) {
     if (!txn.committed()) continue;
     const std::string_view name = h.txn_name(id);
     const std::string_view session = h.session_name(txn.session);
-    if (!txn.has_start || !txn.has_commit) {
-      return absl::InvalidArgumentError(
-          fmt::format("transaction {} has no {} timestamp; TimeKiller needs \"sts\" and \"cts\"",
-                      name, txn.has_start ? "commit" : "start"));
+    const bool snapshot = h.has_snapshot(txn);
+    if ((!txn.has_start && !snapshot) || !txn.has_commit) {
+      return absl::InvalidArgumentError(fmt::format(
+          "transaction {} has no {}; TimeKiller needs \"sts\" (or a snapshot) and \"cts\"", name,
+          txn.has_commit ? "start timestamp" : "commit timestamp"));
     }
     std::span<const Op> ops = h.ops(txn);
-    size_t bytes = 64 + MaxIdBytes(name) + MaxIdBytes(session) + 2 * kMaxTimestampBytes;
+    // The isowatch extension: the xid and the snapshot, in pg_current_snapshot()'s text form.
+    std::string extension;
+    if (const uint64_t xid = h.xid(txn); xid != 0) extension = fmt::format(",\"xid\":{}", xid);
+    if (snapshot) {
+      extension += fmt::format(",\"snapshot\":\"{}\"", history::FormatSnapshot(h.snapshot(txn)));
+    }
+    size_t bytes =
+        64 + MaxIdBytes(name) + MaxIdBytes(session) + 2 * kMaxTimestampBytes + extension.size();
     for (const Op& op : ops) bytes += MaxOpBytes(h, op);
     out.Reserve(bytes);
 
@@ -263,8 +271,11 @@ absl::Status WriteTimeKiller(const History& h, std::ostream& out_stream) {
         !s.ok()) {
       return s;
     }
-    out.Literal(",\"sts\":");
-    WriteTimestamp(out, txn.start);
+    out.Raw(extension);
+    if (!snapshot) {
+      out.Literal(",\"sts\":");
+      WriteTimestamp(out, txn.start);
+    }
     out.Literal(",\"cts\":");
     WriteTimestamp(out, txn.commit);
     out.Literal(",\"ops\":[");

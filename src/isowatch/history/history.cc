@@ -57,6 +57,16 @@ const Transaction& History::RetiredTxn(TxnId id) const {
   return it == retired_.end() ? kReleased : it->second.txn;
 }
 
+Visibility History::Visible(TxnId writer, TxnId reader) const {
+  if (writer == reader) return Visibility::kInvisible;
+  const Transaction& w = txn(writer);
+  const Transaction& r = txn(reader);
+  if (!w.committed()) return Visibility::kInvisible;
+  if (has_snapshot(r)) return SnapshotSees(r, w);
+  if (!r.has_start || !w.has_commit) return Visibility::kUnknown;
+  return w.commit <= r.start ? Visibility::kVisible : Visibility::kInvisible;
+}
+
 std::string_view History::txn_name(TxnId id) const {
   const uint32_t i = id.value() - first_txn_;
   if (i < txns_.size()) return ext_ids_.Get(txns_[i].ext_id);
@@ -146,7 +156,9 @@ std::string History::ListToString(std::span<const Value> elements) const {
 size_t History::MemoryUsage() const {
   size_t retired = retired_.capacity() * (sizeof(uint32_t) + sizeof(Retired) + 1) +
                    retired_ops_.capacity() * sizeof(Op) + retired_list_.capacity() * sizeof(Value) +
-                   retired_name_bytes_;
+                   retired_name_bytes_ +
+                   (xids_.capacity() + retired_xids_.capacity()) * sizeof(XidEntry) +
+                   (xip_pool_.capacity() + retired_xip_.capacity()) * sizeof(uint64_t);
   return retired + txns_.capacity() * sizeof(Transaction) + ops_.capacity() * sizeof(Op) +
          (list_pool_.capacity() + initial_list_pool_.capacity()) * sizeof(Value) +
          ext_ids_.MemoryUsage() + sessions_.MemoryUsage() + bytes_.MemoryUsage() +

@@ -12,6 +12,7 @@
 
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/operation.h"
+#include "isowatch/history/snapshot.h"
 #include "isowatch/history/string_pool.h"
 #include "isowatch/history/timestamp.h"
 #include "isowatch/history/transaction.h"
@@ -51,6 +52,24 @@ struct InitialState {
   // its base), not the usual convention for "before the history": an absent read of one is a
   // read of nothing, not of its initial value.
   absl::flat_hash_set<KeyId> versions;
+};
+
+// Whether one transaction's writes are in another's snapshot (History::Visible).
+enum class Visibility : uint8_t {
+  kVisible = 0,
+  kInvisible = 1,
+  kUnknown = 2,  // the history cannot say: a snapshot reader and a writer without an xid, or a
+                 // reader with neither a start nor a snapshot
+};
+
+// A transaction's database xid and snapshot, in the History's table (Transaction::xid_slot).
+struct XidEntry {
+  uint64_t xid = 0;  // 0: none
+  uint64_t xmin = 0;
+  uint64_t xmax = 0;
+  uint64_t xip_begin = 0;  // in the history's pool of in-progress xids (sorted, distinct)
+  uint32_t xip_count = 0;
+  bool has_snapshot = false;
 };
 
 // An immutable, fully interned transaction history: transactions in input order with their
@@ -112,6 +131,31 @@ class History {
     return std::span<const Value>(list_pool_).subspan(op.list_offset(), op.list_size());
   }
 
+  // Database xids and PostgreSQL snapshots (docs/engine.md, "Snapshots").
+  // The transaction's xid; 0 if it has none.
+  uint64_t xid(const Transaction& t) const { return t.xid_slot == 0 ? 0 : XidAt(t.xid_slot).xid; }
+  bool has_snapshot(const Transaction& t) const {
+    return t.xid_slot != 0 && XidAt(t.xid_slot).has_snapshot;
+  }
+  // REQUIRES: has_snapshot(t).
+  SnapshotView snapshot(const Transaction& t) const {
+    const XidEntry& e = XidAt(t.xid_slot);
+    const std::vector<uint64_t>& pool = t.xid_slot - 1 >= kRetiredXid ? retired_xip_ : xip_pool_;
+    return {e.xmin, e.xmax, std::span<const uint64_t>(pool).subspan(e.xip_begin, e.xip_count)};
+  }
+  // Whether any transaction with a snapshot was ever added.
+  bool has_snapshots() const { return snapshot_txns_ > 0; }
+  // Whether `writer`'s writes are in `reader`'s snapshot: never its own, never those of a
+  // transaction not committed; for a reader with a snapshot, by the writer's xid (kUnknown if it
+  // has none); for one with a start timestamp, writer.commit <= reader.start.
+  Visibility Visible(TxnId writer, TxnId reader) const;
+  // Visible, for a reader with a snapshot. REQUIRES: has_snapshot(reader), writer committed.
+  Visibility SnapshotSees(const Transaction& reader, const Transaction& writer) const {
+    const uint64_t x = xid(writer);
+    if (x == 0) return Visibility::kUnknown;
+    return snapshot(reader).Sees(x) ? Visibility::kVisible : Visibility::kInvisible;
+  }
+
   // Sessions.
   size_t session_count() const { return session_names_.size(); }
   std::string_view session_name(SessionId id) const {
@@ -161,12 +205,18 @@ class History {
   // retired_list_; its record's ops_begin, and its list reads' offsets, are marked by adding these.
   static constexpr uint64_t kRetiredOps = uint64_t{1} << 62;
   static constexpr uint64_t kRetiredList = uint64_t{1} << 61;
+  // A retired transaction's xid_slot - 1 is this plus its index in retired_xids_.
+  static constexpr uint32_t kRetiredXid = uint32_t{1} << 31;
   struct Retired {
     Transaction txn;
     std::string name;
   };
 
   const Transaction& RetiredTxn(TxnId id) const;
+  const XidEntry& XidAt(uint32_t slot) const {
+    const uint32_t i = slot - 1;
+    return i >= kRetiredXid ? retired_xids_[i - kRetiredXid] : xids_[i];
+  }
 
   // Transactions first_txn_ + i, for i < txns_.size(); their operations and list elements.
   uint32_t first_txn_ = 0;
@@ -178,6 +228,12 @@ class History {
   std::vector<Op> retired_ops_;
   std::vector<Value> retired_list_;
   size_t retired_name_bytes_ = 0;  // heap bytes of the retired names
+  // Xids and snapshots of the transactions held, in transaction order, and of the retired ones.
+  std::vector<XidEntry> xids_;
+  std::vector<uint64_t> xip_pool_;
+  std::vector<XidEntry> retired_xids_;
+  std::vector<uint64_t> retired_xip_;
+  size_t snapshot_txns_ = 0;  // transactions with a snapshot ever added
   StringPool ext_ids_;
   StringPool sessions_;
   std::vector<uint32_t> session_names_;

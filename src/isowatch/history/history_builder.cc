@@ -47,6 +47,18 @@ absl::Status HistoryBuilder::BeginTxn(const TxnHeader& header) {
         fmt::format("transaction {} starts at {} after it commits at {}", header.id,
                     header.start->ToString(), header.commit->ToString()));
   }
+  if (header.snapshot) {
+    if (header.start) {
+      return absl::InvalidArgumentError(fmt::format(
+          "transaction {} has both a start timestamp and a snapshot (a snapshot replaces the "
+          "start)",
+          header.id));
+    }
+    if (auto defect =
+            SnapshotDefect(header.snapshot->xmin, header.snapshot->xmax, header.snapshot->xip)) {
+      return absl::InvalidArgumentError(fmt::format("transaction {}: {}", header.id, *defect));
+    }
+  }
   auto [ext, inserted] = history_.ext_ids_.Intern(header.id);
   if (!inserted) {
     return absl::InvalidArgumentError(fmt::format("duplicate transaction id {}", header.id));
@@ -67,6 +79,24 @@ absl::Status HistoryBuilder::BeginTxn(const TxnHeader& header) {
   if (header.commit) t.commit = *header.commit;
   t.ops_begin = history_.ops_.size();
   t.source_offset = header.source_offset;
+  if (header.xid != 0 || header.snapshot) {
+    std::vector<uint64_t>& pool = history_.xip_pool_;
+    // xip_begin is set for every entry, so that the entries' offsets never decrease.
+    XidEntry e{.xid = header.xid, .xip_begin = pool.size()};
+    if (header.snapshot) {
+      e.has_snapshot = true;
+      e.xmin = header.snapshot->xmin;
+      e.xmax = header.snapshot->xmax;
+      pool.insert(pool.end(), header.snapshot->xip.begin(), header.snapshot->xip.end());
+      const auto first = pool.begin() + static_cast<ptrdiff_t>(e.xip_begin);
+      std::sort(first, pool.end());
+      pool.erase(std::unique(first, pool.end()), pool.end());
+      e.xip_count = static_cast<uint32_t>(pool.size() - e.xip_begin);
+      ++history_.snapshot_txns_;
+    }
+    history_.xids_.push_back(e);
+    t.xid_slot = static_cast<uint32_t>(history_.xids_.size());
+  }
   history_.txns_.push_back(t);
   given_seq_.push_back(header.seq.value_or(-1));
   open_ = true;
@@ -114,6 +144,14 @@ void HistoryBuilder::AbandonTxn() {
   // The id stays interned (so a later transaction cannot reuse it silently), but the record goes.
   Transaction& t = history_.txns_.back();
   history_.ops_.resize(t.ops_begin);
+  if (t.xid_slot != 0) {
+    const XidEntry& e = history_.xids_.back();
+    if (e.has_snapshot) {
+      history_.xip_pool_.resize(e.xip_begin);
+      --history_.snapshot_txns_;
+    }
+    history_.xids_.pop_back();
+  }
   history_.txns_.pop_back();
   given_seq_.pop_back();
   open_ = false;
@@ -209,9 +247,21 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
   absl::flat_hash_map<uint32_t, History::Retired> retired;
   std::vector<Op> ops;
   std::vector<Value> elements;
+  std::vector<XidEntry> xids;
+  std::vector<uint64_t> xip;
   size_t name_bytes = 0;
   auto retire = [&](uint32_t id, const Transaction& t, std::string_view name) {
     History::Retired r{.txn = t, .name = std::string(name)};
+    if (t.xid_slot != 0) {
+      XidEntry e = h.XidAt(t.xid_slot);
+      e.xip_begin = xip.size();
+      if (e.has_snapshot) {
+        const SnapshotView s = h.snapshot(t);
+        xip.insert(xip.end(), s.xip.begin(), s.xip.end());
+      }
+      xids.push_back(e);
+      r.txn.xid_slot = History::kRetiredXid + static_cast<uint32_t>(xids.size());
+    }
     r.txn.ops_begin = History::kRetiredOps + ops.size();
     for (Op op : h.ops(t)) {
       if (op.kind() == OpKind::kListRead && op.list_size() > 0) {
@@ -235,6 +285,8 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
   h.retired_ops_ = std::move(ops);
   h.retired_list_ = std::move(elements);
   h.retired_name_bytes_ = name_bytes;
+  h.retired_xids_ = std::move(xids);
+  h.retired_xip_ = std::move(xip);
 
   // 2. What stays held moves to the front of the pools.
   h.txns_.erase(h.txns_.begin(), h.txns_.begin() + (end - h.first_txn_));
@@ -254,8 +306,22 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
     }
   }
   h.list_pool_.erase(h.list_pool_.begin(), h.list_pool_.begin() + static_cast<ptrdiff_t>(list_cut));
+  // Xids and snapshots are in transaction order: the first held one's is the cut.
+  size_t xid_cut = h.xids_.size();
+  for (const Transaction& t : h.txns_) {
+    if (t.xid_slot != 0) {
+      xid_cut = t.xid_slot - 1;
+      break;
+    }
+  }
+  const uint64_t xip_cut =
+      xid_cut < h.xids_.size() ? h.xids_[xid_cut].xip_begin : h.xip_pool_.size();
+  h.xids_.erase(h.xids_.begin(), h.xids_.begin() + static_cast<ptrdiff_t>(xid_cut));
+  h.xip_pool_.erase(h.xip_pool_.begin(), h.xip_pool_.begin() + static_cast<ptrdiff_t>(xip_cut));
+  for (XidEntry& e : h.xids_) e.xip_begin -= xip_cut;
   StringPool names;
   for (Transaction& t : h.txns_) {
+    if (t.xid_slot != 0) t.xid_slot -= static_cast<uint32_t>(xid_cut);
     t.ops_begin -= op_cut;
     t.ext_id = names.Intern(h.ext_ids_.Get(t.ext_id)).first;
   }

@@ -27,6 +27,9 @@ struct TxnHeader {
   std::optional<Timestamp> start;
   std::optional<Timestamp> commit;
   uint64_t source_offset = 0;  // byte offset or record number in the source
+  uint64_t xid = 0;            // the database's id of the transaction; 0 = none
+  // A PostgreSQL snapshot, in place of `start`; its xip need only live until BeginTxn returns.
+  std::optional<SnapshotView> snapshot;
 };
 
 // Builds a History one transaction at a time, interning keys and values as they come, so that a
@@ -49,7 +52,8 @@ class HistoryBuilder {
   KeyId BytesKey(std::string_view k);
   Value BytesValue(std::string_view v);
 
-  // Starts a transaction. Errors (InvalidArgument): a duplicate id, start after commit.
+  // Starts a transaction. Errors (InvalidArgument): a duplicate id, start after commit, a
+  // malformed snapshot (SnapshotDefect), a snapshot together with a start timestamp.
   // REQUIRES: no transaction is open.
   absl::Status BeginTxn(const TxnHeader& header);
   // Operations of the open transaction, in program order.

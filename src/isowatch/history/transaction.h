@@ -23,6 +23,7 @@ const char* TxnStatusName(TxnStatus status);
 //  1. has_start && has_commit implies start <= commit.
 //  2. seq is dense 0..n-1 within the session and gives the session order.
 //  3. session_prev is the transaction at seq - 1 in the same session, or invalid for seq 0.
+//  4. A transaction with a snapshot has no start timestamp (History::has_snapshot).
 struct Transaction {
   uint32_t ext_id = 0;  // index into History's external-id table
   SessionId session;
@@ -37,11 +38,16 @@ struct Transaction {
   Timestamp commit;
   uint64_t ops_begin = 0;
   uint32_t ops_count = 0;
+  // Index + 1 of the transaction's database xid and snapshot in the History's table
+  // (History::xid, History::snapshot); 0: it has neither. Fits in what was padding.
+  uint32_t xid_slot = 0;
   // Where the transaction came from: byte offset in the source file (or record number for
   // record-oriented sources), for counterexamples.
   uint64_t source_offset = 0;
 
   bool committed() const { return status == TxnStatus::kCommitted; }
 };
+
+static_assert(sizeof(Transaction) == 80);
 
 }  // namespace isowatch::history

@@ -117,6 +117,16 @@ uint64_t TxnFingerprint(const v1::Transaction& txn) {
     for (const v1::Datum& e : op.list().elements()) HashDatum(e, h);
     h.Byte(op.unknown() ? 1 : 0);
   }
+  // Only when present, so that the fingerprints of transactions without them do not change.
+  if (txn.xid() != 0 || txn.has_snapshot()) {
+    h.Byte(0xfe);
+    h.U64(txn.xid());
+    h.Byte(txn.has_snapshot() ? 1 : 0);
+    h.U64(txn.snapshot().xmin());
+    h.U64(txn.snapshot().xmax());
+    h.U64(static_cast<uint64_t>(txn.snapshot().xip_size()));
+    for (uint64_t x : txn.snapshot().xip()) h.U64(x);
+  }
   return h.value();
 }
 

@@ -16,8 +16,8 @@ namespace isowatch::ingest {
 //
 // What counts as content: the id, the session, the session position, the status (unset reads as
 // COMMITTED), the start and commit timestamps and the operations with their keys, values, lists
-// and unknown marks. Not content: Transaction.stream (the batch names the stream) and unknown
-// fields. Deterministic, pure and thread-safe.
+// and unknown marks, and the xid and snapshot when there are any. Not content: Transaction.stream
+// (the batch names the stream) and unknown fields. Deterministic, pure and thread-safe.
 uint64_t TxnFingerprint(const v1::Transaction& txn);
 
 // The transaction's id as text: id_int in decimal, id_str as is, "" when neither is set.

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include <fmt/format.h>
 
+#include "isowatch/history/snapshot.h"
 #include "isowatch/ingest/txn_fingerprint.h"
 
 namespace isowatch::ingest {
@@ -161,6 +163,8 @@ std::string_view RefusalReasonName(v1::RefusalReason reason) {
       return "stream_closed";
     case v1::STREAM_MISMATCH:
       return "stream_mismatch";
+    case v1::MALFORMED_SNAPSHOT:
+      return "malformed_snapshot";
     default:
       break;
   }
@@ -206,6 +210,18 @@ std::optional<Problem> CheckTransaction(const v1::Transaction& txn, std::string_
     return Fail(v1::START_AFTER_COMMIT,
                 fmt::format("starts at {} after it commits at {}", TimestampText(txn.start()),
                             TimestampText(txn.commit())));
+  }
+  if (txn.has_snapshot()) {
+    if (txn.has_start()) {
+      return Fail(v1::MALFORMED_SNAPSHOT,
+                  "both a snapshot and a start timestamp (a snapshot replaces the start)");
+    }
+    const auto& xip = txn.snapshot().xip();
+    if (std::optional<std::string> defect = history::SnapshotDefect(
+            txn.snapshot().xmin(), txn.snapshot().xmax(),
+            std::span<const uint64_t>(xip.data(), static_cast<size_t>(xip.size())))) {
+      return Fail(v1::MALFORMED_SNAPSHOT, *std::move(defect));
+    }
   }
   if (static_cast<uint64_t>(txn.ops_size()) > limits.max_ops_per_txn) {
     return Fail(v1::TOO_MANY_OPERATIONS, fmt::format("{} operations, over the limit of {}",

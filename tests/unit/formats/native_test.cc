@@ -56,6 +56,10 @@ std::string Dump(const History& h) {
         t.seq, t.session_prev.valid() ? std::string(h.txn_name(t.session_prev)) : "-",
         history::TxnStatusName(t.status), t.has_start ? t.start.ToString() : "-",
         t.has_commit ? t.commit.ToString() : "-");
+    if (h.xid(t) != 0) out += fmt::format("  xid {}\n", h.xid(t));
+    if (h.has_snapshot(t)) {
+      out += fmt::format("  snapshot {}\n", history::FormatSnapshot(h.snapshot(t)));
+    }
     for (const history::Op& op : h.ops(id)) {
       const history::KeyInfo& key = h.key(op.key());
       out += fmt::format("  {} {} key={}{} ", static_cast<int>(op.kind()), op.unknown(),
@@ -146,6 +150,32 @@ History BuildRichHistory() {
   EXPECT_TRUE(b.BeginTxn({.id = "x y 2", .session = "s-str", .status = TxnStatus::kAborted}).ok());
   b.EndTxn();
 
+  // PostgreSQL: an xid and a snapshot in place of the start; an xid alone.
+  const std::vector<uint64_t> xip = {(uint64_t{1} << 40) + 3, (uint64_t{1} << 40) + 1};
+  EXPECT_TRUE(b.BeginTxn({.id = "pg1",
+                          .session = "pg",
+                          .commit = Timestamp{4000, 0},
+                          .xid = (uint64_t{1} << 40) + 9,
+                          .snapshot = history::SnapshotView{uint64_t{1} << 40,
+                                                            (uint64_t{1} << 40) + 5, xip}})
+                  .ok());
+  b.Read(k1, Value::Int(10));
+  b.EndTxn();
+  EXPECT_TRUE(b.BeginTxn({.id = "pg2",
+                          .session = "pg",
+                          .start = Timestamp{4001, 0},
+                          .commit = Timestamp{4002, 0},
+                          .xid = 77})
+                  .ok());
+  b.EndTxn();
+  const std::vector<uint64_t> none;
+  EXPECT_TRUE(b.BeginTxn({.id = "pg3",
+                          .session = "pg",
+                          .commit = Timestamp{4003, 0},
+                          .snapshot = history::SnapshotView{5, 5, none}})
+                  .ok());
+  b.EndTxn();
+
   auto h = std::move(b).Finish();
   EXPECT_TRUE(h.ok()) << h.status();
   return std::move(h).value();
@@ -202,6 +232,24 @@ pb::HistoryRecord TxnRecord(int64_t id) {
   return r;
 }
 
+TEST(NativeTest, RejectsMalformedSnapshots) {
+  pb::HistoryRecord both = TxnRecord(1);
+  both.mutable_txn()->mutable_start()->set_physical(1);
+  both.mutable_txn()->mutable_snapshot()->set_xmax(3);
+  EXPECT_THAT(ReadError(Frame(HeaderRecord()) + Frame(both)),
+              ::testing::HasSubstr("both a start timestamp and a snapshot"));
+  pb::HistoryRecord inverted = TxnRecord(2);
+  inverted.mutable_txn()->mutable_snapshot()->set_xmin(4);
+  inverted.mutable_txn()->mutable_snapshot()->set_xmax(3);
+  EXPECT_THAT(ReadError(Frame(HeaderRecord()) + Frame(inverted)),
+              ::testing::HasSubstr("xmin 4 is above its xmax 3"));
+  pb::HistoryRecord outside = TxnRecord(3);
+  outside.mutable_txn()->mutable_snapshot()->set_xmax(3);
+  outside.mutable_txn()->mutable_snapshot()->add_xip(3);
+  EXPECT_THAT(ReadError(Frame(HeaderRecord()) + Frame(outside)),
+              ::testing::HasSubstr("in-progress xid 3 lies outside"));
+}
+
 TEST(NativeTest, RoundTripsBinary) {
   History h = BuildRichHistory();
   std::string first = Write(h, NativeEncoding::kBinary);
@@ -224,7 +272,7 @@ TEST(NativeTest, RoundTripsJsonLines) {
 
 TEST(NativeTest, RoundTripKeepsWhatTheModelSays) {
   History h = Read(Write(BuildRichHistory(), NativeEncoding::kBinary));
-  ASSERT_EQ(h.size(), 6u);
+  ASSERT_EQ(h.size(), 9u);
   EXPECT_EQ(h.data_model(), history::DataModel::kMixed);
   TxnId one = h.FindTxn("1");
   ASSERT_TRUE(one.valid());

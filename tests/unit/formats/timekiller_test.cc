@@ -73,6 +73,10 @@ std::string Canonical(const History& h) {
                     h.txn_name(id), txn.ext_id_numeric, h.session_name(txn.session), txn.seq,
                     history::TxnStatusName(txn.status), txn.has_start ? txn.start.ToString() : "-",
                     txn.has_commit ? txn.commit.ToString() : "-");
+    if (h.xid(txn) != 0) out += fmt::format("  xid {}\n", h.xid(txn));
+    if (h.has_snapshot(txn)) {
+      out += fmt::format("  snapshot {}\n", history::FormatSnapshot(h.snapshot(txn)));
+    }
     for (const Op& op : h.ops(id)) {
       std::string value = op.kind() == OpKind::kListRead ? h.ListToString(h.list_elements(op))
                                                          : h.ValueToString(op.value());
@@ -417,6 +421,42 @@ TEST_F(TimeKillerTest, InitialTransactionSemantics) {
   absl::StatusOr<History> no_file = ReadTimeKillerFile(SamplePath("kv_sample.json"), missing);
   ASSERT_FALSE(no_file.ok());
   EXPECT_EQ(no_file.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(TimeKillerTest, ReadsAndWritesTheSnapshotExtension) {
+  const std::string json =
+      R"([{"tid":1,"sid":1,"xid":101,"snapshot":"100:103:102,100","cts":{"p":10},"ops":[]},)"
+      R"({"tid":2,"sid":1,"xid":7,"sts":{"p":11},"cts":{"p":12},"ops":[{"t":"w","k":1,"v":2}]}])";
+  absl::StatusOr<History> h = Read(json);
+  ASSERT_TRUE(h.ok()) << h.status();
+  const history::Transaction& t1 = h->txn(TxnId(0));
+  EXPECT_FALSE(t1.has_start);
+  EXPECT_EQ(h->xid(t1), 101u);
+  ASSERT_TRUE(h->has_snapshot(t1));
+  EXPECT_EQ(history::FormatSnapshot(h->snapshot(t1)), "100:103:100,102");
+  EXPECT_EQ(h->xid(h->txn(TxnId(1))), 7u);
+  EXPECT_TRUE(h->txn(TxnId(1)).has_start);
+  const std::string written = Write(*h);
+  EXPECT_NE(written.find(R"("xid":101,"snapshot":"100:103:100,102","cts")"), std::string::npos)
+      << written;
+  absl::StatusOr<History> back = Read(written);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(Write(*back), written);
+  EXPECT_EQ(Canonical(*back), Canonical(*h));
+}
+
+TEST_F(TimeKillerTest, RejectsMalformedSnapshots) {
+  auto txn = [](std::string_view members) {
+    return fmt::format(R"([{{"tid":1,"sid":1,{},"cts":{{"p":10}},"ops":[]}}])", members);
+  };
+  EXPECT_THAT(ReadError(txn(R"("sts":{"p":1},"snapshot":"1:2:")")),
+              HasSubstr("both \"sts\" and \"snapshot\""));
+  EXPECT_THAT(ReadError(txn(R"("snapshot":"3:2:")")), HasSubstr("xmin 3 is above its xmax 2"));
+  EXPECT_THAT(ReadError(txn(R"("snapshot":"1:3:3")")), HasSubstr("lies outside"));
+  EXPECT_THAT(ReadError(txn(R"("snapshot":"1-3")")), HasSubstr("expected xmin:xmax:xip"));
+  EXPECT_THAT(ReadError(txn(R"("snapshot":5)")), HasSubstr("\"snapshot\" to be a string"));
+  EXPECT_THAT(ReadError(txn(R"("xid":-1,"sts":{"p":1})")), HasSubstr("positive 64-bit integer"));
+  EXPECT_THAT(ReadError(txn(R"("xid":5)")), HasSubstr("missing \"sts\""));
 }
 
 TEST_F(TimeKillerTest, RoundTripIsIdentityAndByteStable) {

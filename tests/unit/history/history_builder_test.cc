@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/history/history_builder.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace isowatch::history {
@@ -73,6 +74,67 @@ TEST(HistoryBuilderTest, BytesInterningIsExact) {
   EXPECT_NE(v1, v3);
   EXPECT_EQ(b.BytesKey("k"), b.BytesKey("k"));
   EXPECT_NE(b.BytesKey("k"), b.IntKey(0));
+}
+
+TEST(HistoryBuilderTest, XidsAndSnapshots) {
+  HistoryBuilder b;
+  const std::vector<uint64_t> xip = {104, 102, 104};
+  ASSERT_TRUE(b.BeginTxn({.id = "w", .session = "s", .commit = Timestamp{10, 0}, .xid = 102}).ok());
+  b.EndTxn();
+  ASSERT_TRUE(b.BeginTxn({.id = "r",
+                          .session = "s",
+                          .commit = Timestamp{20, 0},
+                          .xid = 105,
+                          .snapshot = SnapshotView{100, 105, xip}})
+                  .ok());
+  b.EndTxn();
+  ASSERT_TRUE(b.BeginTxn({.id = "p", .session = "s", .start = Timestamp{1, 0}}).ok());
+  b.EndTxn();
+  // Refused: a start with a snapshot, xmin > xmax, an xip outside [xmin, xmax).
+  const absl::Status both = b.BeginTxn(
+      {.id = "bad1", .session = "s", .start = Timestamp{1, 0}, .snapshot = SnapshotView{1, 2, {}}});
+  EXPECT_THAT(std::string(both.message()), ::testing::HasSubstr("both a start timestamp"));
+  EXPECT_FALSE(b.BeginTxn({.id = "bad2", .session = "s", .snapshot = SnapshotView{3, 2, {}}}).ok());
+  const std::vector<uint64_t> outside = {2};
+  EXPECT_FALSE(
+      b.BeginTxn({.id = "bad3", .session = "s", .snapshot = SnapshotView{1, 2, outside}}).ok());
+  auto h = std::move(b).Finish();
+  ASSERT_TRUE(h.ok()) << h.status();
+  const Transaction& w = h->txn(TxnId(0));
+  const Transaction& r = h->txn(TxnId(1));
+  EXPECT_EQ(h->xid(w), 102u);
+  EXPECT_FALSE(h->has_snapshot(w));
+  ASSERT_TRUE(h->has_snapshot(r));
+  EXPECT_EQ(FormatSnapshot(h->snapshot(r)), "100:105:102,104");  // sorted, distinct
+  EXPECT_FALSE(r.has_start);
+  EXPECT_EQ(h->xid(h->txn(TxnId(2))), 0u);
+  EXPECT_EQ(h->Visible(TxnId(0), TxnId(1)), Visibility::kInvisible);  // 102 is in progress
+  EXPECT_EQ(h->Visible(TxnId(1), TxnId(1)), Visibility::kInvisible);  // never itself
+  EXPECT_EQ(h->Visible(TxnId(2), TxnId(1)), Visibility::kUnknown);    // no xid
+  EXPECT_EQ(h->Visible(TxnId(0), TxnId(2)), Visibility::kInvisible);  // commit 10 > start 1
+}
+
+TEST(HistoryBuilderTest, SnapshotText) {
+  uint64_t xmin = 0;
+  uint64_t xmax = 0;
+  std::vector<uint64_t> xip;
+  ASSERT_TRUE(ParseSnapshot("10:20:12,15", &xmin, &xmax, &xip).ok());
+  EXPECT_EQ(xmin, 10u);
+  EXPECT_EQ(xmax, 20u);
+  EXPECT_EQ(xip, (std::vector<uint64_t>{12, 15}));
+  EXPECT_EQ(FormatSnapshot(SnapshotView{xmin, xmax, xip}), "10:20:12,15");
+  ASSERT_TRUE(ParseSnapshot("7:7:", &xmin, &xmax, &xip).ok());
+  EXPECT_TRUE(xip.empty());
+  for (const char* bad : {"", "1:2", "1:2:3", "2:1:", "a:2:", "1:2:1,", "1:x:", "1:3:1,,2"}) {
+    EXPECT_FALSE(ParseSnapshot(bad, &xmin, &xmax, &xip).ok()) << bad;
+  }
+  xip = {12, 15};
+  const SnapshotView s{10, 20, xip};
+  EXPECT_TRUE(s.Sees(9));
+  EXPECT_TRUE(s.Sees(10));
+  EXPECT_FALSE(s.Sees(12));
+  EXPECT_TRUE(s.Sees(19));
+  EXPECT_FALSE(s.Sees(20));
 }
 
 }  // namespace

@@ -13,13 +13,24 @@ namespace isowatch::history {
 namespace {
 
 // Transaction i (id "t<i>", session "s<i % 3>") appends i to list 100 + i % 4, reads that list
-// as [i - 1, i], writes register i % 5 := i and reads register 9 = i.
+// as [i - 1, i], writes register i % 5 := i and reads register 9 = i. Every third has an xid and
+// a snapshot instead of a start, every fifth an xid alone.
 void AddTxn(HistoryBuilder& b, int i) {
-  ASSERT_TRUE(b.BeginTxn({.id = fmt::format("t{}", i),
-                          .session = fmt::format("s{}", i % 3),
-                          .start = Timestamp{10 * i, 0},
-                          .commit = Timestamp{10 * i + 5, 0}})
-                  .ok());
+  const auto x = static_cast<uint64_t>(1000 + i);
+  const std::vector<uint64_t> xip = {x - 1, x - 2 - static_cast<uint64_t>(i % 2)};
+  const bool snapshot = i % 3 == 1;
+  const std::string name = fmt::format("t{}", i);
+  const std::string session = fmt::format("s{}", i % 3);
+  TxnHeader header{.id = name,
+                   .session = session,
+                   .start = Timestamp{10 * i, 0},
+                   .commit = Timestamp{10 * i + 5, 0},
+                   .xid = snapshot || i % 5 == 0 ? x : 0};
+  if (snapshot) {
+    header.start.reset();
+    header.snapshot = SnapshotView{x - 3, x, xip};
+  }
+  ASSERT_TRUE(b.BeginTxn(header).ok());
   const KeyId list = b.IntKey(100 + i % 4);
   b.Append(list, Value::Int(i));
   const std::vector<Value> elements = {Value::Int(i - 1), Value::Int(i)};
@@ -37,6 +48,8 @@ std::string Render(const History& h, TxnId id) {
   const Transaction& t = h.txn(id);
   std::string out = fmt::format("{} {} {} {}/{} o{}:", h.txn_name(id), h.session_name(t.session),
                                 t.seq, t.start.ToString(), t.commit.ToString(), t.origin);
+  out += fmt::format(" xid {}", h.xid(t));
+  if (h.has_snapshot(t)) out += fmt::format(" snapshot {}", FormatSnapshot(h.snapshot(t)));
   for (const Op& op : h.ops(id)) {
     out += fmt::format(" {}{}", OpKindName(op.kind()), h.KeyToString(op.key()));
     out += op.kind() == OpKind::kListRead ? h.ListToString(h.list_elements(op))
@@ -53,6 +66,8 @@ TEST(LiveRelease, KeepsWhatIsAskedAndForgetsTheRest) {
   const History& h = b.live_history();
   std::vector<std::string> before;
   for (uint32_t i = 0; i < 40; ++i) before.push_back(Render(h, TxnId(i)));
+  EXPECT_EQ(before[4].substr(before[4].find(" xid"), 38), " xid 1004 snapshot 1001:1004:1002,1003");
+  EXPECT_TRUE(h.has_snapshots());
   const size_t bytes_before = h.MemoryUsage();
 
   // Release [0, 30), keeping every seventh.

@@ -105,6 +105,21 @@ std::vector<std::pair<std::string, v1::IngestBatch>> Seeds() {
   seeds.emplace_back("bad_header.bin", bad_header);
 
   seeds.emplace_back("too_many_txns.bin", WriteBatch("s", 1, 1, 257));
+
+  // PostgreSQL: xids, snapshots in place of starts, commit LSNs; the last snapshot is malformed.
+  v1::IngestBatch pg = WriteBatch("pg-snapshots", 1, 1, 3);
+  for (int i = 0; i < 3; ++i) {
+    v1::Transaction* txn = pg.mutable_txns(i);
+    txn->clear_start();
+    txn->set_xid(1000 + static_cast<uint64_t>(i));
+    v1::Snapshot* snap = txn->mutable_snapshot();
+    snap->set_xmin(999);
+    snap->set_xmax(1000 + static_cast<uint64_t>(i));
+    if (i > 0) snap->add_xip(999);
+  }
+  pg.mutable_txns(2)->mutable_snapshot()->add_xip(5000);
+  pg.mutable_watermark()->set_physical(3);
+  seeds.emplace_back("postgres_snapshots.bin", pg);
   return seeds;
 }
 

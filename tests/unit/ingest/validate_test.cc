@@ -85,6 +85,47 @@ TEST(ValidateTest, StartAfterCommit) {
   EXPECT_EQ(ReasonOf(no_start), v1::REFUSAL_REASON_UNSPECIFIED);
 }
 
+TEST(ValidateTest, MalformedSnapshots) {
+  v1::Transaction t = WriteTxn(1, 5, 9);
+  t.clear_start();
+  t.set_xid(101);
+  t.mutable_snapshot()->set_xmin(100);
+  t.mutable_snapshot()->set_xmax(104);
+  t.mutable_snapshot()->add_xip(100);
+  t.mutable_snapshot()->add_xip(103);
+  EXPECT_EQ(ReasonOf(t), v1::REFUSAL_REASON_UNSPECIFIED);
+  v1::Transaction both = t;  // a snapshot replaces the start
+  both.mutable_start()->set_physical(5);
+  EXPECT_EQ(ReasonOf(both), v1::MALFORMED_SNAPSHOT);
+  v1::Transaction inverted = t;
+  inverted.mutable_snapshot()->set_xmin(105);
+  EXPECT_EQ(ReasonOf(inverted), v1::MALFORMED_SNAPSHOT);
+  v1::Transaction at_xmax = t;  // xip lies in [xmin, xmax)
+  at_xmax.mutable_snapshot()->add_xip(104);
+  EXPECT_EQ(ReasonOf(at_xmax), v1::MALFORMED_SNAPSHOT);
+  v1::Transaction below = t;
+  below.mutable_snapshot()->add_xip(99);
+  EXPECT_EQ(ReasonOf(below), v1::MALFORMED_SNAPSHOT);
+  std::optional<Problem> p = CheckTransaction(below, kStream, {});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NE(p->detail.find("99"), std::string::npos) << p->detail;
+  v1::Transaction empty = t;  // an empty snapshot at xmin = xmax is well formed
+  empty.mutable_snapshot()->clear_xip();
+  empty.mutable_snapshot()->set_xmin(104);
+  EXPECT_EQ(ReasonOf(empty), v1::REFUSAL_REASON_UNSPECIFIED);
+  EXPECT_EQ(RefusalReasonName(v1::MALFORMED_SNAPSHOT), "malformed_snapshot");
+}
+
+TEST(ValidateTest, SnapshotAndXidAreInTheFingerprint) {
+  v1::Transaction t = WriteTxn(1, 5, 9);
+  const uint64_t plain = TxnFingerprint(t);
+  t.set_xid(7);
+  const uint64_t with_xid = TxnFingerprint(t);
+  EXPECT_NE(with_xid, plain);
+  t.mutable_snapshot()->set_xmax(3);
+  EXPECT_NE(TxnFingerprint(t), with_xid);
+}
+
 TEST(ValidateTest, EmptyReadOnlyTransactionIsValid) {
   v1::Transaction t = WriteTxn(1, 1, 1);
   t.clear_ops();

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "isowatch/checkers/chronos/internal/explain.h"
 #include "isowatch/checkers/chronos/internal/ext_rules.h"
 #include "isowatch/checkers/chronos/internal/read_walker.h"
+#include "isowatch/checkers/chronos/internal/snapshot_rules.h"
 #include "isowatch/checkers/chronos/internal/write_index.h"
 
 namespace isowatch::checkers {
@@ -49,6 +51,25 @@ struct RegisterVersion {
   TxnId writer;  // invalid: the initial value
 };
 
+// One committed version of a key, kept for snapshot readers (SI with snapshots).
+struct ChainEntry {
+  uint32_t writer = 0;
+  Value value;            // registers: the writer's final value
+  uint64_t list_end = 0;  // lists: the length of the committed list with this version
+};
+
+// Walks a key's chain from its end towards older versions (internal/snapshot_rules.h).
+struct ChainCursor {
+  const std::vector<ChainEntry>& chain;
+  size_t at;  // the current entry; chain.size() before the first step
+  bool Older(TxnId* writer) {
+    if (at == 0) return false;
+    --at;
+    *writer = TxnId(chain[at].writer);
+    return true;
+  }
+};
+
 // Replays a history in timestamp order. Engine-thread only; owns only O(keys + open
 // transactions) state: the newest version of each key, the transactions open per key, and the
 // scratch state of the one transaction being checked.
@@ -63,6 +84,8 @@ class Replayer {
         registers_(h.key_count()),
         lists_(h.key_count()),
         ongoing_(level == IsolationLevel::kSnapshotIsolation ? h.key_count() : 0),
+        snapshots_(level == IsolationLevel::kSnapshotIsolation && h.has_snapshots()),
+        chains_(snapshots_ ? h.key_count() : 0),
         slot_stamp_(h.key_count(), 0) {
     for (uint32_t k = 0; k < h.key_count(); ++k) {
       KeyId key(k);
@@ -98,6 +121,10 @@ class Replayer {
         case kCommit:
           if (level_ == IsolationLevel::kSerializable) {
             CheckReads(t);
+          } else if (HasSnapshot(t)) {
+            // A snapshot reader is checked at its commit: every version it may see is installed.
+            CheckReads(t);
+            CheckSnapshotConflicts(t);
           } else {
             --open_;
           }
@@ -107,6 +134,7 @@ class Replayer {
     }
     result_.stats.external_reads = walker_.external_reads();
     result_.stats.internal_reads = walker_.internal_reads();
+    result_.stats.snapshot_unjudged += snapshot_unjudged_pairs_;
     return std::move(result_);
   }
 
@@ -122,13 +150,11 @@ class Replayer {
 
   bool Participates(const Transaction& t) const {
     if (!t.committed() || !t.has_commit) return false;
-    return level_ == IsolationLevel::kSerializable || t.has_start;
+    return level_ == IsolationLevel::kSerializable || t.has_start || h_.has_snapshot(t);
   }
 
-  // The point in the replay at which `t` reads: its start (SI) or its commit (SER).
-  const Timestamp& ReadPoint(const Transaction& t) const {
-    return level_ == IsolationLevel::kSerializable ? t.commit : t.start;
-  }
+  // Whether `id` reads from a snapshot under SI (at SER the snapshot is not used).
+  bool HasSnapshot(TxnId id) const { return snapshots_ && h_.has_snapshot(h_.txn(id)); }
 
   void ComputeCommittedPredecessors() {
     committed_pred_.assign(h_.size(), TxnId::Invalid());
@@ -166,7 +192,8 @@ class Replayer {
         continue;
       }
       ++result_.stats.transactions_checked;
-      if (level_ == IsolationLevel::kSerializable && !(t.has_start && t.start == t.commit)) {
+      const bool one_event = level_ == IsolationLevel::kSerializable || h_.has_snapshot(t);
+      if (one_event && !(t.has_start && t.start == t.commit)) {
         events.push_back({t.commit, kCommit, i});
       } else if (t.start == t.commit) {
         events.push_back({t.commit, kPoint, i});
@@ -184,15 +211,20 @@ class Replayer {
     const Transaction& t = h_.txn(id);
     TxnId pred = committed_pred_[id.value()];
     if (pred.valid()) {
-      const Transaction& p = h_.txn(pred);
-      if (p.commit > ReadPoint(t)) {
+      const std::optional<bool> broken = internal::SessionBroken(h_, level_, id, pred);
+      if (!broken) {
+        ++result_.stats.snapshot_unjudged;
+      } else if (*broken) {
         Emit(internal::ExplainSession(h_, level_, id, pred));
       }
     }
+    const bool snapshot = HasSnapshot(id);
     walker_.Walk(
         id, level_,
         [&](uint32_t, const Op& op, std::span<const Value> own) {
-          if (op.kind() == OpKind::kListRead) {
+          if (snapshot) {
+            CheckSnapshotRead(t, id, op, own);
+          } else if (op.kind() == OpKind::kListRead) {
             CheckExternalList(id, op, own);
           } else {
             CheckExternalRegister(id, op);
@@ -217,6 +249,73 @@ class Replayer {
     if (internal::ListReadMatches(committed, own, observed)) return;
     Emit(internal::ListViolation(h_, write_index_, level_, reader, op.key(), committed, own,
                                  observed));
+  }
+
+  // EXT for a reader with a snapshot: the newest version of the key it sees (registers), or the
+  // committed list it sees (lists), from the key's chain (internal/snapshot_rules.h).
+  void CheckSnapshotRead(const Transaction& t, TxnId reader, const Op& op,
+                         std::span<const Value> own) {
+    const KeyId key = op.key();
+    const std::vector<ChainEntry>& chain = chains_[key.value()];
+    ChainCursor c{chain, chain.size()};
+    TxnId w;
+    if (op.kind() != OpKind::kListRead) {
+      switch (internal::NewestVisible(h_, t, c, &w)) {
+        case internal::SnapshotStop::kVisible:
+          if (!internal::RegisterReadMatches(op.value(), chain[c.at].value, false)) {
+            Emit(internal::RegisterViolation(h_, write_index_, level_, reader, key,
+                                             chain[c.at].value, w, op.value()));
+          }
+          return;
+        case internal::SnapshotStop::kUnknown:
+          ++result_.stats.snapshot_unjudged;
+          return;
+        default: {
+          const Value initial = h_.InitialValue(key);
+          if (!internal::RegisterReadMatches(op.value(), initial, h_.AbsentReadsInitial(key))) {
+            Emit(internal::RegisterViolation(h_, write_index_, level_, reader, key, initial,
+                                             TxnId::Invalid(), op.value()));
+          }
+          return;
+        }
+      }
+    }
+    const internal::SnapshotStop stop = internal::VisibleWriters(h_, t, c, &visible_, &w);
+    if (stop == internal::SnapshotStop::kUnknown) {
+      ++result_.stats.snapshot_unjudged;
+      return;
+    }
+    committed_.clear();
+    if (stop == internal::SnapshotStop::kBoundary) {
+      const std::vector<Value>& list = lists_[key.value()];
+      committed_.assign(list.begin(), list.begin() + static_cast<ptrdiff_t>(chain[c.at].list_end));
+    } else {
+      auto init = h_.InitialList(key);
+      committed_.assign(init.begin(), init.end());
+    }
+    for (size_t i = visible_.size(); i-- > 0;) {
+      internal::AppendsOf(h_, visible_[i], key, &committed_);
+    }
+    auto observed = h_.list_elements(op);
+    if (internal::ListReadMatches(committed_, own, observed)) return;
+    Emit(internal::ListViolation(h_, write_index_, level_, reader, key, committed_, own, observed));
+  }
+
+  // NOCONFLICT for a writer with a snapshot: the writers of each key it writes that committed
+  // before it and that its snapshot does not see.
+  void CheckSnapshotConflicts(TxnId id) {
+    const Transaction& t = h_.txn(id);
+    ++stamp_;
+    for (const Op& op : h_.ops(id)) {
+      if (!op.is_write()) continue;
+      const uint32_t k = op.key().value();
+      if (slot_stamp_[k] == stamp_) continue;
+      slot_stamp_[k] = stamp_;
+      ChainCursor c{chains_[k], chains_[k].size()};
+      internal::ConcurrentWriters(
+          h_, t, c, [&](TxnId u) { Emit(internal::ExplainNoConflict(h_, u, id, op.key())); },
+          &snapshot_unjudged_pairs_);
+    }
   }
 
   // Registers `t` as open on each key it writes (SI).
@@ -251,7 +350,25 @@ class Replayer {
         if (other == id.value()) continue;
         Emit(internal::ExplainNoConflict(h_, id, TxnId(other), op.key()));
       }
-      open.erase(std::find(open.begin(), open.end(), id.value()));
+      // A transaction with a snapshot was never open.
+      if (auto it = std::find(open.begin(), open.end(), id.value()); it != open.end()) {
+        open.erase(it);
+      }
+    }
+    if (snapshots_) RecordVersions(id, ops);
+  }
+
+  // Appends `id`'s version of each key it writes to the key's chain (SI with snapshots).
+  void RecordVersions(TxnId id, std::span<const Op> ops) {
+    ++stamp_;
+    for (size_t i = ops.size(); i-- > 0;) {  // backwards: a register's final write comes first
+      const Op& op = ops[i];
+      if (!op.is_write()) continue;
+      const uint32_t k = op.key().value();
+      if (slot_stamp_[k] == stamp_) continue;
+      slot_stamp_[k] = stamp_;
+      chains_[k].push_back(
+          ChainEntry{.writer = id.value(), .value = op.value(), .list_end = lists_[k].size()});
     }
   }
 
@@ -268,6 +385,12 @@ class Replayer {
   std::vector<RegisterVersion> registers_;
   std::vector<std::vector<Value>> lists_;
   std::vector<std::vector<uint32_t>> ongoing_;
+  // SI with snapshots: per key, every committed version in commit order.
+  bool snapshots_;
+  std::vector<std::vector<ChainEntry>> chains_;
+  std::vector<TxnId> visible_;
+  std::vector<Value> committed_;
+  uint64_t snapshot_unjudged_pairs_ = 0;
   std::vector<TxnId> committed_pred_;
   size_t open_ = 0;
 

@@ -22,6 +22,9 @@ struct ChronosStats {
   size_t external_reads = 0;
   size_t internal_reads = 0;
   size_t peak_ongoing = 0;  // most transactions open at once during the replay (SI)
+  // Checks of transactions with a snapshot left unjudged because a writer they would judge has
+  // no xid (external reads, NoConflict pairs, session pairs; docs/engine.md, "Snapshots").
+  size_t snapshot_unjudged = 0;
 };
 
 struct ChronosResult {

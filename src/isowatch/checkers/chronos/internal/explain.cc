@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/checkers/chronos/internal/explain.h"
 
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "isowatch/report/check_report.h"
@@ -23,6 +25,9 @@ std::string DescribeTxn(const History& h, TxnId id, std::string_view released_na
   const Transaction& t = h.txn(id);
   std::string out = fmt::format("{} (session {}", h.txn_name(id), h.session_name(t.session));
   if (t.has_start) out += fmt::format(", start {}", t.start.ToString());
+  if (const uint64_t xid = h.xid(t); xid != 0) out += fmt::format(", xid {}", xid);
+  if (h.has_snapshot(t))
+    out += fmt::format(", snapshot {}", history::FormatSnapshot(h.snapshot(t)));
   if (t.has_commit) out += fmt::format(", commit {}", t.commit.ToString());
   if (!t.committed()) out += fmt::format(", {}", history::TxnStatusName(t.status));
   out += ")";
@@ -37,6 +42,8 @@ std::string Point(const History& h, IsolationLevel level, TxnId reader) {
   if (level == IsolationLevel::kSerializable) {
     return fmt::format("its place in commit order (commit {})", t.commit.ToString());
   }
+  if (h.has_snapshot(t))
+    return fmt::format("its snapshot {}", history::FormatSnapshot(h.snapshot(t)));
   return fmt::format("its snapshot (start {})", t.start.ToString());
 }
 
@@ -92,6 +99,11 @@ Violation ExplainSession(const History& h, IsolationLevel level, TxnId txn, TxnI
         "Transaction {} commits at {}, before its session predecessor {} committed at {}, so the "
         "commit order contradicts the session order.",
         DescribeTxn(h, txn), t.commit.ToString(), DescribeTxn(h, pred), p.commit.ToString());
+  } else if (h.has_snapshot(t)) {
+    v.explanation = fmt::format(
+        "The snapshot {} of transaction {} does not see its session predecessor {}, so it "
+        "cannot see the writes of an earlier transaction of its own session.",
+        history::FormatSnapshot(h.snapshot(t)), DescribeTxn(h, txn), DescribeTxn(h, pred));
   } else {
     v.explanation = fmt::format(
         "Transaction {} starts at {}, before its session predecessor {} committed at {}, so it "
@@ -159,11 +171,14 @@ Violation ExplainNoConflict(const History& h, TxnId first, TxnId second, KeyId k
   Violation v = Base(Anomaly::kNoConflict, IsolationLevel::kSnapshotIsolation, key);
   v.txns = {first, second};
   v.released_names.assign(released.begin(), released.end());
+  const bool snapshot = h.has_txn(second) && h.has_snapshot(h.txn(second));
   v.explanation = fmt::format(
-      "Transactions {} and {} both wrote key {} and ran concurrently (each started before the "
-      "other committed); under snapshot isolation one of them must abort (a lost update).",
+      "Transactions {} and {} both wrote key {} and ran concurrently ({}); under snapshot "
+      "isolation one of them must abort (a lost update).",
       DescribeTxn(h, first, report::TxnLabel(h, v, first)),
-      DescribeTxn(h, second, report::TxnLabel(h, v, second)), h.KeyToString(key));
+      DescribeTxn(h, second, report::TxnLabel(h, v, second)), h.KeyToString(key),
+      snapshot ? "the first committed, but the snapshot of the second does not see it"
+               : "each started before the other committed");
   return v;
 }
 

@@ -60,6 +60,7 @@ bool WriteIndex::Precedes(TxnId w, TxnId reader, IsolationLevel level) const {
     return std::tuple(wt.commit, at_one_point(wt), w) <
            std::tuple(rt.commit, at_one_point(rt), reader);
   }
+  if (h_.has_snapshot(rt)) return h_.Visible(w, reader) == history::Visibility::kVisible;
   return w != reader && wt.commit <= rt.start;
 }
 
@@ -87,6 +88,11 @@ ExtFinding WriteIndex::Classify(TxnId reader, KeyId key, Value value, IsolationL
     return {ExtKind::kBefore, w};
   }
   const Transaction& rt = h_.txn(reader);
+  if (level != IsolationLevel::kSerializable && h_.has_snapshot(rt)) {
+    // Not in the snapshot: committed before the reader (so in progress when its snapshot was
+    // taken, as far as the snapshot says), or after it.
+    return {wt.commit < rt.commit ? ExtKind::kUncommitted : ExtKind::kAfter, w};
+  }
   const auto& point = level == IsolationLevel::kSerializable ? rt.commit : rt.start;
   // Not visible at the snapshot point: started by then (uncommitted) or later (after).
   if (wt.has_start && wt.start <= point) return {ExtKind::kUncommitted, w};
