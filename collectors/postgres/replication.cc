@@ -40,8 +40,21 @@ struct PqFree {
   void operator()(void* p) const { PQfreemem(p); }
 };
 
+// A libpq message on one line: its lines joined by spaces, without the trailing newline.
 std::string Trimmed(const char* message) {
-  return std::string(absl::StripTrailingAsciiWhitespace(message == nullptr ? "" : message));
+  std::string text(absl::StripTrailingAsciiWhitespace(message == nullptr ? "" : message));
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\t') {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty() && out.back() != ' ') out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
 }
 
 // A failed connection attempt. libpq gives no SQLSTATE here, so the few messages that mean "not
