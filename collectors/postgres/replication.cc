@@ -202,6 +202,7 @@ absl::Status LogicalStream::Setup() {
   }
   RETURN_IF_ERROR(EnsurePublication());
   RETURN_IF_ERROR(EnsureSlot());
+  slot_ready_ = true;
   return StartStreaming();
 }
 
@@ -440,7 +441,7 @@ absl::Status LogicalStream::Close() {
     if (status.ok()) status = EndStreaming();
   }
   streaming_ = false;
-  if (options_.drop_slot_on_close) {
+  if (options_.drop_slot_on_close && slot_ready_) {
     absl::Status dropped = DropSlot();
     if (status.ok()) status = dropped;
   }

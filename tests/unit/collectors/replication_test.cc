@@ -299,6 +299,10 @@ TEST_F(ReplicationTest, MisconfigurationIsFailedPrecondition) {
   stream = LogicalStream::Open(Options());
   EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition) << stream.status();
   EXPECT_THAT(stream.status().message(), HasSubstr("plugin 'test_decoding'"));
+  options = Options();
+  options.drop_slot_on_close = true;  // not a slot it may use: left alone
+  EXPECT_EQ(LogicalStream::Open(options).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*session_->QueryValue("SELECT plugin FROM pg_replication_slots"), "test_decoding");
 
   options = Options();
   options.slot = "Bad-Name";
