@@ -40,8 +40,21 @@ struct PqFree {
   void operator()(void* p) const { PQfreemem(p); }
 };
 
+// A libpq message on one line: its lines joined by spaces, without the trailing newline.
 std::string Trimmed(const char* message) {
-  return std::string(absl::StripTrailingAsciiWhitespace(message == nullptr ? "" : message));
+  std::string text(absl::StripTrailingAsciiWhitespace(message == nullptr ? "" : message));
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\t') {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty() && out.back() != ' ') out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
 }
 
 // A failed connection attempt. libpq gives no SQLSTATE here, so the few messages that mean "not
@@ -189,6 +202,7 @@ absl::Status LogicalStream::Setup() {
   }
   RETURN_IF_ERROR(EnsurePublication());
   RETURN_IF_ERROR(EnsureSlot());
+  slot_ready_ = true;
   return StartStreaming();
 }
 
@@ -427,7 +441,7 @@ absl::Status LogicalStream::Close() {
     if (status.ok()) status = EndStreaming();
   }
   streaming_ = false;
-  if (options_.drop_slot_on_close) {
+  if (options_.drop_slot_on_close && slot_ready_) {
     absl::Status dropped = DropSlot();
     if (status.ok()) status = dropped;
   }

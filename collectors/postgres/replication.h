@@ -33,8 +33,9 @@ struct ReplicationOptions {
   Lsn start_lsn = 0;
   // How often a standby status update reports the confirmed position.
   absl::Duration status_interval = absl::Seconds(1);
-  // Drop the slot when the stream is closed (Close() or the destructor). For tests and one-off
-  // runs: a dropped slot forgets its position, and the WAL after it is no longer kept.
+  // Drop the slot when the stream is closed (Close() or the destructor), if Open() got as far as
+  // finding or creating a usable one. For tests and one-off runs: a dropped slot forgets its
+  // position, and the WAL after it is no longer kept.
   bool drop_slot_on_close = false;
 };
 
@@ -121,6 +122,7 @@ class LogicalStream {
   PgoutputAssembler assembler_;
   bool streaming_ = false;
   bool created_slot_ = false;
+  bool slot_ready_ = false;  // the slot exists and is one this stream may use (and drop)
   absl::Status broken_;
   Lsn start_confirmed_flush_ = 0;
   Lsn received_ = 0;            // highest WAL position received

@@ -232,6 +232,34 @@ TEST_F(ReplicationTest, ServerRestartIsUnavailableAndANewStreamLosesNothing) {
   EXPECT_EQ(handled, committed);
 }
 
+TEST_F(ReplicationTest, AnIdleSlotMovesPastWalItDoesNotPublish) {
+  CreateTables();
+  std::unique_ptr<LogicalStream> stream = Open();
+  ASSERT_NE(stream, nullptr);
+  const uint32_t t1 = Commit({"INSERT INTO acct VALUES (1, 1)"});
+  const DecodedTxn first = NextTxn(*stream);
+  EXPECT_EQ(first.xid, t1);
+  stream->Confirm(first.end_lsn);
+  Commit({"INSERT INTO unpublished SELECT generate_series(1, 1000)"});
+  absl::StatusOr<std::string> wal_end = session_->QueryValue("SELECT pg_current_wal_lsn()");
+  ASSERT_TRUE(wal_end.ok()) << wal_end.status();
+  const Lsn target = *ParseLsn(*wal_end);
+  ASSERT_GT(target, first.end_lsn);
+  // Keepalives carry the server's position; the stream reports it once nothing is pending.
+  const absl::Time deadline = absl::Now() + kWait;
+  while (stream->reported_flush() < target && absl::Now() < deadline) {
+    absl::StatusOr<std::optional<DecodedTxn>> txn = stream->Next(absl::Milliseconds(200));
+    ASSERT_TRUE(txn.ok()) << txn.status();
+    ASSERT_FALSE(txn->has_value()) << "an unpublished table's transaction was delivered";
+  }
+  EXPECT_GE(stream->reported_flush(), target);
+  ASSERT_TRUE(stream->Close().ok());
+  absl::StatusOr<std::string> confirmed = session_->QueryValue(
+      "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'isowatch_slot'");
+  ASSERT_TRUE(confirmed.ok()) << confirmed.status();
+  EXPECT_GE(*ParseLsn(*confirmed), target);
+}
+
 TEST_F(ReplicationTest, DropSlotRemovesIt) {
   CreateTables();
   std::unique_ptr<LogicalStream> stream = Open();
@@ -258,19 +286,23 @@ TEST_F(ReplicationTest, MisconfigurationIsFailedPrecondition) {
   ReplicationOptions options = Options();
   options.tables.clear();
   absl::StatusOr<std::unique_ptr<LogicalStream>> stream = LogicalStream::Open(options);
-  EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition) << stream.status();
   EXPECT_THAT(stream.status().message(), HasSubstr("publication 'isowatch_pub' does not exist"));
 
   options = Options();
   options.tables = {"no_such_table"};
   stream = LogicalStream::Open(options);
-  EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition) << stream.status();
   EXPECT_THAT(stream.status().message(), HasSubstr("no_such_table"));
 
   Exec("SELECT pg_create_logical_replication_slot('isowatch_slot', 'test_decoding')");
   stream = LogicalStream::Open(Options());
-  EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition) << stream.status();
   EXPECT_THAT(stream.status().message(), HasSubstr("plugin 'test_decoding'"));
+  options = Options();
+  options.drop_slot_on_close = true;  // not a slot it may use: left alone
+  EXPECT_EQ(LogicalStream::Open(options).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*session_->QueryValue("SELECT plugin FROM pg_replication_slots"), "test_decoding");
 
   options = Options();
   options.slot = "Bad-Name";
@@ -284,7 +316,7 @@ TEST_F(ReplicationTest, WalLevelReplicaIsFailedPrecondition) {
   StartCluster({.settings = {"wal_level=replica"}});
   CreateTables();
   absl::StatusOr<std::unique_ptr<LogicalStream>> stream = LogicalStream::Open(Options());
-  EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stream.status().code(), absl::StatusCode::kFailedPrecondition) << stream.status();
   EXPECT_THAT(stream.status().message(), HasSubstr("wal_level = 'replica'"));
 }
 
