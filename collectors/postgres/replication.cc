@@ -341,7 +341,7 @@ absl::StatusOr<std::optional<DecodedTxn>> LogicalStream::HandleCopyData(std::str
     if (!txn.ok()) {
       return absl::Status(txn.status().code(),
                           fmt::format("at WAL position {}: {}", LsnToString(wal_start),
-                                      std::string(txn.status().message())));
+                                      static_cast<std::string>(txn.status().message())));
     }
     if (txn->has_value()) last_delivered_end_ = (*txn)->end_lsn;
     return txn;

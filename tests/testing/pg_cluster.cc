@@ -73,6 +73,7 @@ std::string ReadFile(const std::string& path) {
 absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log,
                             std::optional<uid_t> uid, std::optional<gid_t> gid) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -44,7 +44,7 @@ class PgoutputAssemblerTest : public ::testing::Test {
     absl::StatusOr<std::optional<DecodedTxn>> r = assembler_.Feed(message);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
     EXPECT_FALSE(assembler_.in_transaction());
-    return std::string(r.status().message());
+    return static_cast<std::string>(r.status().message());
   }
   std::string AcctRelation() {
     return Relation(kAcct, "public", "acct", {{"id", true}, {"bal", false}});

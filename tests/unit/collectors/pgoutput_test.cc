@@ -33,7 +33,7 @@ std::string ErrorOf(const std::string& bytes) {
   absl::StatusOr<PgoutputMessage> m = ParsePgoutputMessage(bytes);
   EXPECT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
-  return std::string(m.status().message());
+  return static_cast<std::string>(m.status().message());
 }
 
 TEST(LsnTest, FormatsAndParses) {
@@ -87,11 +87,16 @@ TEST(PgoutputTest, Relation) {
 }
 
 TEST(PgoutputTest, InsertWithEveryColumnKind) {
-  const PgInsert m = ParseAs<PgInsert>(Insert(
-      16402, {Text("7"), Null(), Toast(), Text(""), {PgColumnValue::Kind::kBinary, "\x01\x00"}}));
+  const PgInsert m = ParseAs<PgInsert>(
+      Insert(16402, {Text("7"),
+                     Null(),
+                     Toast(),
+                     Text(""),
+                     {PgColumnValue::Kind::kBinary, std::string("\x01\x00", 2)}}));
   EXPECT_EQ(m.relation_oid, 16402u);
-  EXPECT_THAT(m.new_tuple, ElementsAre(Text("7"), Null(), Toast(), Text(""),
-                                       PgColumnValue{PgColumnValue::Kind::kBinary, "\x01\x00"}));
+  EXPECT_THAT(m.new_tuple,
+              ElementsAre(Text("7"), Null(), Toast(), Text(""),
+                          PgColumnValue{PgColumnValue::Kind::kBinary, std::string("\x01\x00", 2)}));
 }
 
 TEST(PgoutputTest, UpdateWithoutOldTuple) {

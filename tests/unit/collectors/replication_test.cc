@@ -116,9 +116,11 @@ TEST_F(ReplicationTest, DeliversCommittedTransactionsInCommitOrder) {
   const uint32_t big = Commit({"INSERT INTO acct SELECT g, g FROM generate_series(10, 5009) g"});
 
   std::vector<DecodedTxn> txns;
+  txns.reserve(7);
   for (int i = 0; i < 7; ++i) txns.push_back(NextTxn(*stream));
   ASSERT_EQ(txns.size(), 7u);
   std::vector<uint32_t> xids;
+  xids.reserve(txns.size());
   for (size_t i = 0; i < txns.size(); ++i) {
     xids.push_back(txns[i].xid);
     EXPECT_GT(txns[i].end_lsn, txns[i].commit_lsn);
@@ -191,6 +193,7 @@ TEST_F(ReplicationTest, ServerRestartIsUnavailableAndANewStreamLosesNothing) {
   std::unique_ptr<LogicalStream> stream = Open();
   ASSERT_NE(stream, nullptr);
   std::vector<uint32_t> committed;
+  committed.reserve(5);
   for (int i = 0; i < 3; ++i) {
     committed.push_back(Commit({fmt::format("INSERT INTO acct VALUES ({}, 0)", i)}));
   }
