@@ -181,8 +181,10 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
                               .data = wo.data,
                               .stream = options.stream});
   joiner.SkipUpto(state.handled);
-  ingest::IngestClient client(options.target, options.stream,
-                              ingest::ClientOptions{.first_seq = probe.durable_seq + 1});
+  constexpr size_t kMaxInFlight = 8;
+  ingest::IngestClient client(
+      options.target, options.stream,
+      ingest::ClientOptions{.max_in_flight = kMaxInFlight, .first_seq = probe.durable_seq + 1});
 
   std::atomic<bool> workload_done{false};
   workload.Start();
@@ -281,8 +283,19 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       ++result.feed_reconnects;
       feed->Confirm(confirmed);
     }
+    // While isowatchd is not taking batches (it restarts, say), the collector holds one full
+    // batch and stops reading commits, but keeps the replication connection alive.
+    const bool room = client.next_seq() - 1 - client.durable_seq() < kMaxInFlight;
+    const bool held = !room && static_cast<size_t>(batch.txns_size()) >= options.batch_size;
+    if (held) {
+      if (absl::Status s = feed->KeepAlive(); !s.ok()) {
+        if (!absl::IsUnavailable(s)) failure = s;
+        feed.reset();
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
     absl::Duration wait = absl::Milliseconds(20);
-    for (int i = 0; i < 10000; ++i) {
+    for (int i = 0; !held && feed != nullptr && i < 10000; ++i) {
       absl::StatusOr<std::optional<DecodedTxn>> d = feed->Next(wait);
       if (!d.ok()) {
         if (!absl::IsUnavailable(d.status())) failure = d.status();
@@ -307,7 +320,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     if (done && joiner.waiting_clients() > 0 && absl::Now() - *done_at > options.unknown_grace) {
       joiner.GiveUpWaiting();
     }
-    Joiner::Output out = joiner.Take();
+    Joiner::Output out = joiner.Take(absl::Now());
     for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
     batch_commit_times.insert(batch_commit_times.end(), out.commit_times_us.begin(),
                               out.commit_times_us.end());
@@ -315,8 +328,8 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
     if (out.handled_upto) batch_handled = out.handled_upto;
     // Send.
-    if (static_cast<size_t>(batch.txns_size()) >= options.batch_size ||
-        absl::Now() - last_flush >= options.flush_interval) {
+    if (room && (static_cast<size_t>(batch.txns_size()) >= options.batch_size ||
+                 absl::Now() - last_flush >= options.flush_interval)) {
       failure = send(false);
       if (!failure.ok()) break;
     }
@@ -343,7 +356,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       for (ClientTxn& t : inbox) joiner.AddClient(std::move(t));
       inbox.clear();
     }
-    Joiner::Output out = joiner.Take();
+    Joiner::Output out = joiner.Take(absl::Now());
     for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
     batch_commit_times.insert(batch_commit_times.end(), out.commit_times_us.begin(),
                               out.commit_times_us.end());

@@ -28,6 +28,9 @@ class CommitFeed {
   virtual absl::StatusOr<std::optional<DecodedTxn>> Next(absl::Duration timeout) = 0;
   // Everything ending at or below `lsn` is durable downstream: the server may recycle its WAL.
   virtual void Confirm(Lsn lsn) = 0;
+  // Tells the server the consumer is alive (and what is confirmed) while the collector does not
+  // call Next, so that it does not time the connection out. Errors as Next.
+  virtual absl::Status KeepAlive() = 0;
 };
 using CommitFeedFactory = std::function<absl::StatusOr<std::unique_ptr<CommitFeed>>()>;
 

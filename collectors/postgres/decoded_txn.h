@@ -35,9 +35,9 @@ struct DecodedMessage {
 
 // One committed transaction from the replication stream. Transactions arrive in commit order.
 struct DecodedTxn {
-  uint32_t xid = 0;         // the 32-bit xid (no epoch)
-  Lsn commit_lsn = 0;       // the LSN of its commit record: its position in the commit order
-  Lsn end_lsn = 0;          // the end of its commit record: confirm this once it is safe
+  uint32_t xid = 0;            // the 32-bit xid (no epoch)
+  Lsn commit_lsn = 0;          // the LSN of its commit record: its position in the commit order
+  Lsn end_lsn = 0;             // the end of its commit record: confirm this once it is safe
   int64_t commit_time_us = 0;  // commit time, microseconds since the Unix epoch
   std::vector<DecodedChange> changes;
   std::vector<DecodedMessage> messages;

@@ -49,7 +49,8 @@ void Joiner::AddClient(ClientTxn txn) {
     return;
   }
   // Committed, or unknown: logical decoding says whether and where it committed.
-  clients_[static_cast<uint32_t>(txn.txn.xid())] = std::move(txn);
+  std::string tag = txn.tag;
+  clients_[std::move(tag)] = std::move(txn);
 }
 
 void Joiner::AddDecoded(DecodedTxn txn) {
@@ -66,6 +67,7 @@ std::optional<Joiner::Tag> Joiner::FindTag(const DecodedTxn& d) const {
     if (m.prefix != options_.message_prefix) continue;
     std::vector<absl::string_view> parts = absl::StrSplit(m.content, ':');
     Tag t;
+    t.text = m.content;
     if (parts.size() == 3 && absl::SimpleAtoi(parts[0], &t.run) &&
         absl::SimpleAtoi(parts[1], &t.session) && absl::SimpleAtoi(parts[2], &t.seq)) {
       return t;
@@ -135,7 +137,7 @@ void Joiner::EmitJoined(ClientTxn c, const DecodedTxn& d) {
 void Joiner::EmitDecodedOnly(const DecodedTxn& d, const Tag& tag) {
   v1::Transaction t;
   const uint64_t xid = WidenXid(d.xid);
-  t.set_id_int(static_cast<int64_t>(xid));
+  t.set_id_str(tag.text);
   t.set_xid(xid);
   t.set_session_str(fmt::format("r{}s{}", tag.run, tag.session));
   t.set_seq(static_cast<int64_t>(tag.seq));
@@ -149,7 +151,7 @@ void Joiner::EmitDecodedOnly(const DecodedTxn& d, const Tag& tag) {
 }
 
 void Joiner::GiveUpWaiting() {
-  for (auto& [xid, c] : clients_) {
+  for (auto& [tag, c] : clients_) {
     if (c.txn.status() == v1::Transaction::COMMITTED) {
       spdlog::error("transaction {} (xid {}) committed, but logical decoding never showed it",
                     c.tag, c.txn.xid());
@@ -162,22 +164,34 @@ void Joiner::GiveUpWaiting() {
   clients_.clear();
 }
 
-Joiner::Output Joiner::Take() {
+Joiner::Output Joiner::Take(absl::Time now) {
   while (!decoded_.empty()) {
     const DecodedTxn& d = decoded_.front();
     std::optional<Tag> tag = FindTag(d);
     if (!tag) {
       ++stats_.foreign;
     } else if (tag->run == options_.run) {
-      auto it = clients_.find(d.xid);
-      if (it == clients_.end()) break;  // its session has not recorded it yet
-      EmitJoined(std::move(it->second), d);
-      clients_.erase(it);
+      auto it = clients_.find(tag->text);
+      if (it != clients_.end()) {
+        EmitJoined(std::move(it->second), d);
+        clients_.erase(it);
+      } else {
+        // Its session has not recorded it yet.
+        if (!head_waiting_since_) head_waiting_since_ = now;
+        if (now - *head_waiting_since_ < options_.orphan_timeout) break;
+        spdlog::error(
+            "xid {} committed at {} but its session never recorded it: sent with its writes only",
+            d.xid, LsnToString(d.commit_lsn));
+        ++stats_.orphaned;
+        EmitDecodedOnly(d, *tag);
+        --stats_.decoded_only;
+      }
     } else {
       EmitDecodedOnly(d, *tag);
     }
     watermark_ = d.commit_lsn;
     handled_upto_ = d.end_lsn;
+    head_waiting_since_.reset();
     decoded_.pop_front();
   }
   Output o;

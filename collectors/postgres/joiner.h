@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
 
 #include "isowatch/sim/simulator.h"
 #include "isowatch/v1/history.pb.h"
@@ -26,6 +27,10 @@ struct JoinerOptions {
   sim::DataKind data = sim::DataKind::kKeyValue;
   // The stream name put on each transaction.
   std::string stream;
+  // A committed transaction of this run whose client record has not come this long after its
+  // commit was decoded is sent from the WAL alone (and counted as orphaned): its session never
+  // finished it, so later commits must not wait for it for ever.
+  absl::Duration orphan_timeout = absl::Seconds(30);
 };
 
 struct JoinerStats {
@@ -36,6 +41,7 @@ struct JoinerStats {
   uint64_t write_mismatches = 0;  // committed transactions whose decoded rows differ
   uint64_t redelivered = 0;       // decoded transactions at or below the handled position: skipped
   uint64_t never_decoded = 0;     // client records given up on (GiveUpWaiting)
+  uint64_t orphaned = 0;          // commits of this run sent without their client record
 };
 
 // Joins what the workload saw (snapshot, xid, reads, writes, outcome) with the commit order
@@ -63,8 +69,9 @@ class Joiner {
     // transactions in `txns`, for measuring the lag from commit to verdict.
     std::vector<int64_t> commit_times_us;
   };
-  // Moves out what is ready.
-  Output Take();
+  // Moves out what is ready; `now` decides which commits have waited too long for their
+  // client record.
+  Output Take(absl::Time now);
 
   // Decoded transactions ending at or below `lsn` were handled before (by an earlier run): they
   // are skipped when the slot sends them again.
@@ -84,6 +91,7 @@ class Joiner {
     uint32_t run = 0;
     uint32_t session = 0;
     uint64_t seq = 0;
+    std::string text;  // as written: "<run>:<session>:<seq>"
   };
   std::optional<Tag> FindTag(const DecodedTxn& d) const;
   // The 64-bit xid of a decoded 32-bit one, by the epoch of the newest client xid.
@@ -94,11 +102,15 @@ class Joiner {
   std::vector<v1::Operation> DecodedWrites(const DecodedTxn& d) const;
 
   JoinerOptions options_;
-  absl::flat_hash_map<uint32_t, ClientTxn> clients_;  // by 32-bit xid
+  // By tag, not by xid: PostgreSQL hands an xid out again after a crash if the transaction that
+  // had it wrote no WAL, so an xid names a transaction only once it committed.
+  absl::flat_hash_map<std::string, ClientTxn> clients_;
   std::deque<DecodedTxn> decoded_;
   std::vector<v1::Transaction> out_;
   std::vector<int64_t> commit_times_us_;
   std::optional<Lsn> watermark_;
+  // Since when the first decoded transaction has been waiting for its client record.
+  std::optional<absl::Time> head_waiting_since_;
   std::optional<Lsn> handled_upto_;
   Lsn handled_end_ = 0;
   uint64_t newest_xid_ = 0;

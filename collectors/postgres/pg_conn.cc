@@ -50,7 +50,10 @@ ExecResult Exec(PGconn* conn, const char* sql, std::span<const std::optional<std
       e.message.pop_back();
     }
   }
-  e.connection_lost = PQstatus(conn) != CONNECTION_OK;
+  // A connection exception (class 08) or operator intervention (57: shutdown, crash of another
+  // backend) ends the session even when libpq has not noticed the socket closing yet.
+  e.connection_lost = PQstatus(conn) != CONNECTION_OK || e.sqlstate.starts_with("08") ||
+                      e.sqlstate.starts_with("57");
   out.result.reset();
   out.error = std::move(e);
   return out;

@@ -19,6 +19,7 @@ class LogicalFeed : public CommitFeed {
     return stream_->Next(timeout);
   }
   void Confirm(Lsn lsn) override { stream_->Confirm(lsn); }
+  absl::Status KeepAlive() override { return stream_->SendStatus(); }
 
  private:
   std::unique_ptr<LogicalStream> stream_;

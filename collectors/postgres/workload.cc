@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/common/status_macros.h"
+#include "isowatch/history/snapshot.h"
 #include "isowatch/sim/key_chooser.h"
 #include "isowatch/sim/rng.h"
 
@@ -40,30 +41,14 @@ std::optional<Isolation> ParseIsolation(std::string_view name) {
 }
 
 absl::StatusOr<v1::Snapshot> ParseSnapshotText(std::string_view text) {
-  std::vector<absl::string_view> parts =
-      absl::StrSplit(absl::string_view(text.data(), text.size()), ':');
-  auto bad = [&](std::string_view why) {
-    return absl::InvalidArgumentError(
-        fmt::format("snapshot \"{}\": {} (expected xmin:xmax:xip,...)", text, why));
-  };
-  if (parts.size() != 3) return bad("not three fields");
-  v1::Snapshot s;
   uint64_t xmin = 0;
   uint64_t xmax = 0;
-  if (!absl::SimpleAtoi(parts[0], &xmin) || !absl::SimpleAtoi(parts[1], &xmax)) {
-    return bad("xmin or xmax is not a number");
-  }
-  if (xmin > xmax) return bad("xmin is above xmax");
+  std::vector<uint64_t> xip;
+  RETURN_IF_ERROR(history::ParseSnapshot(text, &xmin, &xmax, &xip));
+  v1::Snapshot s;
   s.set_xmin(xmin);
   s.set_xmax(xmax);
-  if (!parts[2].empty()) {
-    for (absl::string_view x : absl::StrSplit(parts[2], ',')) {
-      uint64_t xid = 0;
-      if (!absl::SimpleAtoi(x, &xid)) return bad("an in-progress xid is not a number");
-      if (xid < xmin || xid >= xmax) return bad("an in-progress xid outside [xmin, xmax)");
-      s.add_xip(xid);
-    }
-  }
+  for (uint64_t x : xip) s.add_xip(x);
   return s;
 }
 
@@ -212,13 +197,15 @@ class Workload::Session {
         w_.stats_.aborted_other.fetch_add(1);
         return false;
       }
-      t.set_id_int(static_cast<int64_t>(x));
       t.set_xid(x);
       *t.mutable_snapshot() = *std::move(s);
     }
     t.set_session_str(session_name_);
     t.set_seq(static_cast<int64_t>(seq_));
     out.tag = fmt::format("{}:{}:{}", o_.run, index_, seq_);
+    // The id is the tag, not the xid: an xid that never reached the WAL (its transaction was
+    // in flight at a crash) is handed out again after the restart.
+    t.set_id_str(out.tag);
     ++seq_;
     const bool list = o_.data == sim::DataKind::kList;
     for (const PlannedOp& op : plan) {
@@ -276,10 +263,13 @@ class Workload::Session {
     if (r.ok()) {  // COMMIT of a failed transaction answers ROLLBACK
       return Finish(std::move(out), v1::Transaction::ABORTED, false);
     }
-    if (!r.error->connection_lost) {
-      return Finish(std::move(out), v1::Transaction::ABORTED, r.error->conflict());
+    if (r.error->conflict()) {  // serializable's commit-time check
+      return Finish(std::move(out), v1::Transaction::ABORTED, true);
     }
-    // COMMIT was sent and no answer came: ask the server once it is back.
+    // Any other failure of COMMIT (no answer, or an error such as a shutdown's, which may come
+    // after the commit record is written) leaves the outcome open: ask the server, once it is
+    // back if the connection broke.
+    if (r.error->connection_lost) conn_.reset();
     return Finish(std::move(out), LookUpOutcome(t.xid()), false);
   }
 
@@ -314,7 +304,11 @@ class Workload::Session {
   // A statement failed before COMMIT: the transaction is rolled back (by the server, if the
   // connection broke). `out` is null when the failure came before the transaction got its xid.
   bool Fail(ClientTxn* out, const SqlError& e) {
-    if (!e.connection_lost) Exec(conn_.get(), "ROLLBACK");
+    if (e.connection_lost) {
+      conn_.reset();  // the next transaction connects again
+    } else {
+      Exec(conn_.get(), "ROLLBACK");
+    }
     if (out == nullptr) {
       (e.conflict() ? w_.stats_.aborted_conflict : w_.stats_.aborted_other).fetch_add(1);
       return e.conflict();
@@ -340,7 +334,6 @@ class Workload::Session {
   }
 
   v1::Transaction::Status LookUpOutcome(uint64_t xid) {
-    conn_.reset();
     while (EnsureConnected()) {
       const std::optional<std::string> params[] = {std::to_string(xid)};
       ExecResult r = Exec(conn_.get(), "SELECT pg_xact_status($1::xid8)", params);

@@ -64,7 +64,7 @@ struct WorkloadOptions {
 // The name of the workload's table.
 std::string TableName(const WorkloadOptions& options);
 
-// One transaction as its session saw it. `txn` has id_int = xid, the session and its position,
+// One transaction as its session saw it. `txn` has id_str = its tag, the session and its position,
 // the status (COMMITTED: COMMIT succeeded, or the outcome was looked up after the connection
 // broke; ABORTED; UNKNOWN: the outcome could not be learnt), xid, snapshot and the operations run;
 // no commit timestamp (logical decoding gives it).

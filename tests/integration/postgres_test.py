@@ -11,9 +11,10 @@ isowatch-pg, waits until the daemon has checked the whole stream, and stops ever
            violation
   rc       read committed checked as SI: lost updates (NOCONFLICT) and reads outside the
            transaction's snapshot (EXT) are found, each with a readable counterexample
-  restart  repeatable read; PostgreSQL restarted (immediate shutdown) mid-run, then the collector
-           killed with SIGKILL and started again: every committed transaction (counted by an
-           independent test_decoding slot) is in the daemon once, nothing refused, no violation
+  restart  repeatable read; PostgreSQL restarted (immediate shutdown) mid-run, then isowatchd
+           killed with SIGKILL and started again on its store, then the collector killed with
+           SIGKILL and started again: every committed transaction (counted by an independent
+           test_decoding slot) is in the daemon once, nothing refused, no violation
 
 Usage: postgres_test.py PATH/TO/isowatchd PATH/TO/isowatch-pg [CASE...]
 With ISOWATCH_KEEP_TMP=1 the temporary directory is kept on failure.
@@ -126,12 +127,15 @@ class Cluster:
         return r.stdout.strip()
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGQUIT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        # The server itself, not runuser in front of it: pg_ctl signals the postmaster.
+        subprocess.run(self.command(["pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop"]),
+                       capture_output=True)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
 
 
 def http_get(port, target):
@@ -146,15 +150,21 @@ def http_get(port, target):
 
 class Daemon:
     def __init__(self, path, root, sets):
+        self.path, self.sets = path, sets
         self.dir = os.path.join(root, "isowatchd")
         os.makedirs(self.dir)
-        ports = os.path.join(self.dir, "ports.json")
         self.log_path = os.path.join(self.dir, "isowatchd.log")
-        args = [path, "--data-dir", os.path.join(self.dir, "data"), "--grpc-port", "0",
-                "--http-port", "0", "--ports-file", ports, "--set", "engine.level=si"]
-        for s in sets:
+        self.start(0, 0)
+
+    def start(self, grpc, http):
+        ports = os.path.join(self.dir, "ports.json")
+        if os.path.exists(ports):
+            os.unlink(ports)
+        args = [self.path, "--data-dir", os.path.join(self.dir, "data"), "--grpc-port", str(grpc),
+                "--http-port", str(http), "--ports-file", ports, "--set", "engine.level=si"]
+        for s in self.sets:
             args += ["--set", s]
-        self.proc = subprocess.Popen(args, stdout=open(self.log_path, "w"),
+        self.proc = subprocess.Popen(args, stdout=open(self.log_path, "a"),
                                      stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while not os.path.exists(ports) or os.path.getsize(ports) == 0:
@@ -164,6 +174,12 @@ class Daemon:
         p = json.load(open(ports))
         self.grpc, self.http = p["grpc"], p["http"]
         self.target = f"127.0.0.1:{self.grpc}"
+
+    def kill_and_restart(self):
+        """kill -9, then a start on the same ports and store: collectors reconnect to it."""
+        self.proc.kill()
+        self.proc.wait()
+        self.start(self.grpc, self.http)
 
     def status(self):
         code, body = http_get(self.http, "/api/v1/status")
@@ -363,14 +379,18 @@ def case_restart(tools, root):
                               ["--sessions", "4", "--keys", "50", "--ops-per-txn", "4",
                                "--dist", "uniform", "--rate", "400", "--retries", "2"])
         log("$ " + " ".join(args + ["--txns", "1000000"]))
-        collector = subprocess.Popen(args + ["--txns", "1000000"],
+        collector = subprocess.Popen(args + ["--txns", "1000000", "--progress-ms", "1000"],
                                      stdout=open(os.path.join(root, "collector-1.log"), "w"),
                                      stderr=subprocess.STDOUT)
         daemon.wait_committed("pg-restart", 400)
         log("restarting PostgreSQL (immediate shutdown)")
         cluster.restart_immediate()
         before = daemon.stream("pg-restart")["committed_transactions"]
-        daemon.wait_committed("pg-restart", before + 400)
+        daemon.wait_committed("pg-restart", before + 300)
+        log("killing isowatchd with SIGKILL and starting it again")
+        daemon.kill_and_restart()
+        before = daemon.stream("pg-restart")["committed_transactions"]
+        daemon.wait_committed("pg-restart", before + 300)
         log("killing the collector with SIGKILL")
         collector.kill()
         collector.wait()
