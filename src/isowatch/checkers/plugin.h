@@ -46,6 +46,10 @@ struct WindowScope {
   uint64_t index = 0;
   uint32_t first_proper = 0;
   history::Timestamp base;
+  // PostgreSQL snapshots: every committed writer whose writes the initial state holds has an xid
+  // below base_xid_end, unless base_without_xid (one has none).
+  uint64_t base_xid_end = 0;
+  bool base_without_xid = false;
 };
 
 // When a check must stop. Checkers poll `expired()` at least every few milliseconds of work and

@@ -15,6 +15,7 @@
 #include "isowatch/checkers/chronos/internal/explain.h"
 #include "isowatch/checkers/chronos/internal/ext_rules.h"
 #include "isowatch/checkers/chronos/internal/read_walker.h"
+#include "isowatch/checkers/chronos/internal/snapshot_rules.h"
 #include "isowatch/checkers/chronos/internal/write_index.h"
 #include "isowatch/engine/internal/key_state.h"
 #include "isowatch/engine/internal/time_queue.h"
@@ -151,6 +152,29 @@ class PendingCounts {
 // Before the key of every version.
 constexpr OrderKey kBeforeAll{Timestamp::Min(), 0, 0};
 
+// Walks a key's versions from `it` towards older ones (checkers/chronos/internal/
+// snapshot_rules.h); it() is the version a walk stopped at.
+class ChainCursor {
+ public:
+  using Iterator = internal::ChainMap<VersionInfo>::iterator;
+  ChainCursor(const internal::ChainMap<VersionInfo>& chain, const OrderKey& below)
+      : begin_(chain.begin()), it_(chain.empty() ? begin_ : chain.lower_bound(below)) {}
+  bool Older(TxnId* writer) {
+    if (it_ == begin_) return false;
+    --it_;
+    *writer = TxnId(it_.key().txn);
+    return true;
+  }
+  const Iterator& it() const { return it_; }
+
+ private:
+  Iterator begin_;
+  Iterator it_;
+};
+
+// The smallest key after `k`.
+OrderKey After(const OrderKey& k) { return OrderKey{k.ts, k.phase, k.txn + 1}; }
+
 // The greatest key before `k` (for scans that must include k itself).
 OrderKey Before(const OrderKey& k) {
   if (k.txn > 0) return OrderKey{k.ts, k.phase, k.txn - 1};
@@ -242,7 +266,8 @@ class EngineImpl {
   }
 
   const EngineStats& stats() {
-    stats_.retained_txns = session_entries_ + pending_count_.transactions();
+    stats_.retained_txns = session_entries_ + pending_count_.transactions() + pending_snapshots_;
+    stats_.pending_snapshots = pending_snapshots_;
     stats_.memory_bytes = MemoryBytes();
     stats_.spill_bytes = spill_ != nullptr ? spill_->bytes() : 0;
     return stats_;
@@ -291,7 +316,13 @@ class EngineImpl {
 
   bool Participates(const Transaction& t) const {
     if (!t.committed() || !t.has_commit) return false;
-    return options_.level == IsolationLevel::kSerializable || t.has_start;
+    return options_.level == IsolationLevel::kSerializable || t.has_start || h_.has_snapshot(t);
+  }
+
+  // Whether `t` is checked by its snapshot (SI only; at SER the snapshot is not used).
+  bool BySnapshot(const Transaction& t) const {
+    return t.xid_slot != 0 && options_.level == IsolationLevel::kSnapshotIsolation &&
+           h_.has_snapshot(t);
   }
 
   // The point at which `t` reads: its start (SI) or its commit (SER).
@@ -305,10 +336,9 @@ class EngineImpl {
     return {t.start, t.start == t.commit ? kPointPhase : kStartPhase, id.value()};
   }
 
+  // A transaction with a snapshot (no start) is a commit, at either level.
   OrderKey VersionKey(TxnId id, const Transaction& t) const {
-    if (options_.level == IsolationLevel::kSerializable)
-      return {t.commit, AtOnePoint(t) ? kPointPhase : kCommitPhase, id.value()};
-    return {t.commit, t.start == t.commit ? kPointPhase : kCommitPhase, id.value()};
+    return {t.commit, AtOnePoint(t) ? kPointPhase : kCommitPhase, id.value()};
   }
 
   void DeliverOne(StreamState& s, TxnId id) {
@@ -327,13 +357,21 @@ class EngineImpl {
     if (!Participates(t)) return;
     ++stats_.checked;
     if (t.has_start) max_duration_ = std::max(max_duration_, t.commit.physical - t.start.physical);
-    const OrderKey point = ReadPoint(id, t);
-    walker_.Walk(
-        id, options_.level,
-        [&](uint32_t op_index, const Op& op, std::span<const Value>) {
-          AddRead(op, point, ReadInfo{op.value(), op_index, false});
-        },
-        [&](Violation v) { Emit(std::move(v)); });
+    const bool by_snapshot = BySnapshot(t);
+    if (by_snapshot) [[unlikely]] {
+      // INT now; the external reads once every version the snapshot may see has arrived.
+      walker_.Walk(
+          id, options_.level, [](uint32_t, const Op&, std::span<const Value>) {},
+          [&](Violation v) { Emit(std::move(v)); });
+    } else {
+      const OrderKey point = ReadPoint(id, t);
+      walker_.Walk(
+          id, options_.level,
+          [&](uint32_t op_index, const Op& op, std::span<const Value>) {
+            AddRead(op, point, ReadInfo{op.value(), op_index, false});
+          },
+          [&](Violation v) { Emit(std::move(v)); });
+    }
     NextStamp();
     auto ops = h_.ops(id);
     // Each key once, with the transaction's final value for registers.
@@ -344,6 +382,14 @@ class EngineImpl {
       if (key_stamp_[k] == stamp_) continue;
       key_stamp_[k] = stamp_;
       InsertVersion(id, t, op.key(), op.value());
+    }
+    if (by_snapshot) [[unlikely]] {
+      if (t.commit <= final_point_) {
+        JudgeSnapshot(id);  // a late arrival
+      } else {
+        snapshot_due_.Push(t.commit, id.value());
+        ++pending_snapshots_;
+      }
     }
   }
 
@@ -445,7 +491,11 @@ class EngineImpl {
       if (prev_entry == nullptr) return;  // not delivered yet: checked when it arrives
       if (!prev_entry->participates) continue;
       const TxnId prev = prev_entry->id;
-      if (h_.txn(prev).commit > ReadPoint(id, h_.txn(id)).ts) {
+      const std::optional<bool> broken =
+          checkers::internal::SessionBroken(h_, options_.level, id, prev);
+      if (!broken) {
+        ++stats_.snapshot_unjudged;
+      } else if (*broken) {
         Emit(checkers::internal::ExplainSession(h_, options_.level, id, prev));
       }
       return;
@@ -612,10 +662,7 @@ class EngineImpl {
   // `limit` if given.
   void AppendsOf(TxnId writer, KeyId key, std::vector<Value>* out,
                  size_t limit = static_cast<size_t>(-1)) const {
-    auto ops = h_.ops(writer);
-    for (size_t i = 0; i < ops.size() && i < limit; ++i) {
-      if (ops[i].kind() == OpKind::kAppend && ops[i].key() == key) out->push_back(ops[i].value());
-    }
+    checkers::internal::AppendsOf(h_, writer, key, out, limit);
   }
 
   const Op& ReadOp(const OrderKey& point, const ReadInfo& r) const {
@@ -718,9 +765,13 @@ class EngineImpl {
   void InsertVersion(TxnId id, const Transaction& t, KeyId key, Value value) {
     KeyState& ks = keys_[key.value()];
     const OrderKey vkey = VersionKey(id, t);
-    if (options_.level == IsolationLevel::kSnapshotIsolation) {
+    if (options_.level == IsolationLevel::kSnapshotIsolation && !t.has_start) [[unlikely]] {
+      SnapshotWriterOverlaps(id, t, key, ks, vkey);
+    } else if (options_.level == IsolationLevel::kSnapshotIsolation) {
       // Overlapping writers U: U.commit > t.start and U.start < t.commit. A writer that started
-      // before t.commit commits before t.commit + max_duration, which bounds the scan.
+      // before t.commit commits before t.commit + max_duration, which bounds the scan. A writer
+      // with a snapshot (no start) overlaps if it committed first (t did not see it); one that
+      // committed after t judges the pair by its snapshot (JudgeSnapshot).
       int64_t duration = t.commit.physical - t.start.physical;
       int64_t horizon = t.commit.physical + std::max(ks.max_duration, duration);
       if (ks.trimmed && t.start < ks.trim_point) CollectedOverlaps(id, t, key, vkey, horizon);
@@ -730,9 +781,10 @@ class EngineImpl {
         it = ks.versions.upper_bound(LastAt(t.start));
       }
       for (; it != ks.versions.end() && it.key().ts.physical <= horizon; ++it) {
-        if (it.key().ts > t.start && it.key().txn != id.value() &&
-            h_.txn(TxnId(it.key().txn)).start < t.commit) {
-          bool u_first = it.key() < vkey;
+        if (it.key().ts <= t.start || it.key().txn == id.value()) continue;
+        const Transaction& other = h_.txn(TxnId(it.key().txn));
+        const bool u_first = it.key() < vkey;
+        if (other.has_start ? other.start < t.commit : u_first) {
           TxnId u(it.key().txn);
           Emit(checkers::internal::ExplainNoConflict(h_, u_first ? u : id, u_first ? id : u, key));
         }
@@ -775,6 +827,108 @@ class EngineImpl {
     }
   }
 
+  // --- Snapshots (docs/engine.md, "Snapshots") ------------------------------------------------
+
+  // NoConflict for writer `t` with a snapshot, at its arrival, against the writers with a start
+  // that committed after it and started before it committed (their rule: they did not see it).
+  // The writers before it are judged by its snapshot, in JudgeSnapshot.
+  [[gnu::noinline]] void SnapshotWriterOverlaps(TxnId id, const Transaction& t, KeyId key,
+                                                const KeyState& ks, const OrderKey& vkey) {
+    if (ks.max_duration == 0 || ks.versions.empty() || !(vkey < ks.versions.back_key())) return;
+    const int64_t horizon = t.commit.physical + ks.max_duration;
+    for (auto it = ks.versions.upper_bound(vkey);
+         it != ks.versions.end() && it.key().ts.physical <= horizon; ++it) {
+      const Transaction& u = h_.txn(TxnId(it.key().txn));
+      if (u.has_start && u.start < t.commit) {
+        Emit(checkers::internal::ExplainNoConflict(h_, id, TxnId(it.key().txn), key));
+      }
+    }
+  }
+
+  // Judges transaction `id`, which has a snapshot, once the final point has passed its commit:
+  // every version it can see (committed before it) has arrived, so the verdicts are final at
+  // once. EXT against the newest version of each key its snapshot sees, NoConflict against the
+  // writers committed before it that it does not see. A walk that reaches collected state
+  // without an answer is a horizon miss.
+  void JudgeSnapshot(TxnId id) {
+    const Transaction& t = h_.txn(id);
+    const OrderKey vkey = VersionKey(id, t);
+    walker_.Walk(
+        id, options_.level,
+        [&](uint32_t, const Op& op, std::span<const Value> own) {
+          JudgeSnapshotRead(id, t, vkey, op, own);
+        },
+        [](Violation) {});  // INT was reported at arrival
+    NextStamp();
+    for (const Op& op : h_.ops(t)) {
+      if (!op.is_write()) continue;
+      const uint32_t k = op.key().value();
+      if (key_stamp_[k] == stamp_) continue;
+      key_stamp_[k] = stamp_;
+      const KeyState& ks = keys_[k];
+      ChainCursor c(ks.versions, vkey);
+      const auto stop = checkers::internal::ConcurrentWriters(
+          h_, t, c,
+          [&](TxnId u) { Emit(checkers::internal::ExplainNoConflict(h_, u, id, op.key())); },
+          &stats_.snapshot_unjudged);
+      if (stop == checkers::internal::SnapshotStop::kEnd && ks.trimmed) ++stats_.horizon_misses;
+    }
+  }
+
+  void JudgeSnapshotRead(TxnId reader, const Transaction& t, const OrderKey& vkey, const Op& op,
+                         std::span<const Value> own) {
+    using checkers::internal::SnapshotStop;
+    const KeyId key = op.key();
+    const KeyState& ks = keys_[key.value()];
+    ChainCursor c(ks.versions, vkey);
+    TxnId w;
+    if (op.kind() != OpKind::kListRead) {
+      const SnapshotStop stop = checkers::internal::NewestVisible(h_, t, c, &w);
+      if (stop == SnapshotStop::kUnknown) {
+        ++stats_.snapshot_unjudged;
+        return;
+      }
+      if (stop == SnapshotStop::kEnd && ks.trimmed) {
+        ++stats_.horizon_misses;
+        return;
+      }
+      const bool initial = stop == SnapshotStop::kEnd;
+      const Value expected = initial ? h_.InitialValue(key) : c.it().value().value;
+      if (!checkers::internal::RegisterReadMatches(op.value(), expected,
+                                                   initial && h_.AbsentReadsInitial(key))) {
+        Emit(checkers::internal::RegisterViolation(h_, write_index_, options_.level, reader, key,
+                                                   expected, initial ? TxnId::Invalid() : w,
+                                                   op.value()));
+      }
+      return;
+    }
+    const SnapshotStop stop = checkers::internal::VisibleWriters(h_, t, c, &visible_scratch_, &w);
+    if (stop == SnapshotStop::kUnknown) {
+      ++stats_.snapshot_unjudged;
+      return;
+    }
+    if (stop == SnapshotStop::kBoundary) {
+      // The list up to and including the boundary's version, as any read just after it sees it.
+      if (!VisibleList(key, ks, After(c.it().key()), &committed_scratch_)) {
+        ++stats_.horizon_misses;
+        return;
+      }
+    } else if (ks.trimmed) {
+      ++stats_.horizon_misses;
+      return;
+    } else {
+      auto init = h_.InitialList(key);
+      committed_scratch_.assign(init.begin(), init.end());
+    }
+    for (size_t i = visible_scratch_.size(); i-- > 0;) {
+      AppendsOf(visible_scratch_[i], key, &committed_scratch_);
+    }
+    const auto observed = h_.list_elements(op);
+    if (checkers::internal::ListReadMatches(committed_scratch_, own, observed)) return;
+    Emit(checkers::internal::ListViolation(h_, write_index_, options_.level, reader, key,
+                                           committed_scratch_, own, observed));
+  }
+
   // --- Finality and collection ---------------------------------------------------------------
 
   void AdvanceFinality() {
@@ -792,6 +946,16 @@ class EngineImpl {
       if (i + 2 < due_keys_.size()) keys_[due_keys_[i + 2].value()].PrefetchState();
       if (i + 1 < due_keys_.size()) keys_[due_keys_[i + 1].value()].readers.PrefetchEnds();
       FinalizeKey(due_keys_[i]);
+    }
+    if (pending_snapshots_ > 0) [[unlikely]] {
+      due_snapshots_.clear();
+      snapshot_due_.TakeUpTo(final_point_, [this](uint32_t t) { due_snapshots_.push_back(t); });
+      // In commit order, so that what they report comes in a stable order.
+      std::sort(due_snapshots_.begin(), due_snapshots_.end(), [this](uint32_t a, uint32_t b) {
+        return h_.txn(TxnId(a)).commit < h_.txn(TxnId(b)).commit;
+      });
+      for (uint32_t t : due_snapshots_) JudgeSnapshot(TxnId(t));
+      pending_snapshots_ -= due_snapshots_.size();
     }
     Collect();
   }
@@ -948,7 +1112,7 @@ class EngineImpl {
     return keys_.capacity() * (sizeof(KeyState) + sizeof(uint32_t)) + keys_.size() * kSmallLeaf +
            stats_.retained_versions * 2 * kVersionEntry +
            stats_.provisional_reads * 2 * kReadEntry + base_list_values_ * sizeof(Value) +
-           session_entries_ * sizeof(SessionState::Entry) * 2 +
+           session_entries_ * sizeof(SessionState::Entry) * 2 + pending_snapshots_ * 24 +
            sessions_.capacity() * sizeof(SessionState) + delivered_.capacity() / 8 +
            pending_count_.window() * sizeof(uint32_t);
   }
@@ -988,6 +1152,11 @@ class EngineImpl {
   TimeQueue finality_;        // keys with pending reads, by their earliest (KeyState::finality_at)
   std::vector<KeyId> due_keys_;  // keys taken from finality_, to finalise
   TimeQueue gc_;                 // keys with versions to collect (ScheduleTrim), at most one each
+  // Transactions with a snapshot, under their commit, until the final point passes it.
+  TimeQueue snapshot_due_;
+  uint64_t pending_snapshots_ = 0;
+  std::vector<uint32_t> due_snapshots_;
+  std::vector<TxnId> visible_scratch_;
 
   std::vector<Value> committed_scratch_;
   std::vector<Value> own_scratch_;

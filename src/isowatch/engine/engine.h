@@ -61,11 +61,15 @@ struct EngineStats {
   uint64_t horizon_misses = 0;    // checks that needed state already collected
   uint64_t flip_flops = 0;        // provisional EXT verdicts that changed
   uint64_t final_violations = 0;  // violations reported
+  // Checks of transactions with a snapshot left unjudged because a writer they would judge has
+  // no xid (docs/engine.md, "Snapshots"); ChronosStats::snapshot_unjudged offline.
+  uint64_t snapshot_unjudged = 0;
   // Gauges: what the engine holds now.
   uint64_t provisional_reads = 0;       // external reads whose verdict is not final yet
   uint64_t provisional_violations = 0;  // of which currently wrong
   uint64_t retained_versions = 0;
   uint64_t retained_txns = 0;
+  uint64_t pending_snapshots = 0;  // transactions with a snapshot waiting for the final point
   // Spill (EngineOptions::spill).
   uint64_t spilled_versions = 0;    // versions written to the spill
   uint64_t reloads = 0;             // checks that read the spill

@@ -60,6 +60,8 @@ void Defect(Window& w, const absl::Status& status, CutterStats* stats) {
 // A compact copy of a transaction: everything but its operations, which live in the pool's
 // operation vector (list reads' elements in its element vector), and its name in the pool's
 // name buffer.
+constexpr uint64_t kNoXid = ~uint64_t{0};
+
 struct Rec {
   Timestamp key;  // placement key
   Timestamp start;
@@ -68,6 +70,8 @@ struct Rec {
   uint64_t source_offset = 0;
   uint64_t ops_begin = 0;
   uint64_t name_begin = 0;
+  // The xid and snapshot in the pool's xid vector (TxnPool::xid), or kNoXid.
+  uint64_t xid_begin = kNoXid;
   uint32_t ops_count = 0;
   uint32_t name_size = 0;
   SessionId session;
@@ -104,6 +108,14 @@ class TxnPool {
     const std::string_view names = names_;
     return names.substr(r.name_begin, r.name_size);
   }
+  // The xid of `r`, 0 if none.
+  uint64_t xid(const Rec& r) const { return r.xid_begin == kNoXid ? 0 : xids_[r.xid_begin]; }
+  // The snapshot of `r`, if it has one.
+  std::optional<history::SnapshotView> snapshot(const Rec& r) const {
+    if (r.xid_begin == kNoXid || xids_[r.xid_begin + 1] == 0) return std::nullopt;
+    const uint64_t* p = xids_.data() + r.xid_begin;
+    return history::SnapshotView{p[2], p[3], std::span<const uint64_t>(p + 5, p[4])};
+  }
 
   void AddFromHistory(const History& src, TxnId id, Timestamp key, uint64_t arrival) {
     const history::Transaction& t = src.txn(id);
@@ -120,6 +132,12 @@ class TxnPool {
     r.has_start = t.has_start;
     r.has_commit = t.has_commit;
     r.id_numeric = t.ext_id_numeric;
+    if (t.xid_slot != 0) {
+      const bool has_snapshot = src.has_snapshot(t);
+      AppendXids(
+          &r, src.xid(t),
+          has_snapshot ? std::optional<history::SnapshotView>(src.snapshot(t)) : std::nullopt);
+    }
     AppendBody(&r, src.txn_name(id), src.ops(t),
                [&](const Op& op) { return src.list_elements(op); });
   }
@@ -127,6 +145,7 @@ class TxnPool {
   void AddFromPool(const TxnPool& from, size_t i) {
     Rec r = from.recs_[i];
     r.dead = false;
+    if (r.xid_begin != kNoXid) AppendXids(&r, from.xid(r), from.snapshot(r));
     AppendBody(&r, from.name(from.recs_[i]), from.ops(from.recs_[i]),
                [&](const Op& op) { return from.elements(op); });
   }
@@ -151,10 +170,22 @@ class TxnPool {
 
   size_t MemoryBytes() const {
     return recs_.capacity() * sizeof(Rec) + ops_.capacity() * sizeof(Op) +
-           elements_.capacity() * sizeof(Value) + names_.capacity();
+           elements_.capacity() * sizeof(Value) + names_.capacity() +
+           xids_.capacity() * sizeof(uint64_t);
   }
 
  private:
+  // [xid, has snapshot, xmin, xmax, number of xip, xip...]
+  void AppendXids(Rec* r, uint64_t xid, const std::optional<history::SnapshotView>& snapshot) {
+    r->xid_begin = xids_.size();
+    xids_.push_back(xid);
+    xids_.push_back(snapshot ? 1 : 0);
+    xids_.push_back(snapshot ? snapshot->xmin : 0);
+    xids_.push_back(snapshot ? snapshot->xmax : 0);
+    xids_.push_back(snapshot ? snapshot->xip.size() : 0);
+    if (snapshot) xids_.insert(xids_.end(), snapshot->xip.begin(), snapshot->xip.end());
+  }
+
   template <typename ElementsFn>
   void AppendBody(Rec* r, std::string_view name, std::span<const Op> ops, ElementsFn elements) {
     r->name_begin = names_.size();
@@ -177,6 +208,7 @@ class TxnPool {
   std::vector<Op> ops_;
   std::vector<Value> elements_;
   std::string names_;
+  std::vector<uint64_t> xids_;
   size_t dead_ = 0;
 };
 
@@ -266,6 +298,18 @@ struct WindowCutter::Impl {
   }
 
   Window SealWindow(const History& src, TxnPool own, Timestamp begin);
+  // Records committed `r`'s xid among the writers of the state (WindowScope::base_xid_end).
+  void NoteStateWriter(const TxnPool& pool, const Rec& r) {
+    const bool writes = std::any_of(pool.ops(r).begin(), pool.ops(r).end(),
+                                    [](const Op& op) { return op.is_write(); });
+    if (!writes) return;
+    const uint64_t xid = pool.xid(r);
+    if (xid == 0) {
+      state_without_xid = true;
+    } else {
+      state_xid_end = std::max(state_xid_end, xid + 1);
+    }
+  }
   // Applies the committed transaction `r` of `pool` to the state.
   void Fold(const History& src, const TxnPool& pool, const Rec& r);
 
@@ -292,10 +336,15 @@ struct WindowCutter::Impl {
   absl::flat_hash_map<KeyId, Value> registers;
   absl::flat_hash_map<KeyId, std::vector<Value>> lists;
   size_t list_bytes = 0;  // capacity of the vectors in `lists`
+  // Every committed writer folded into the state has an xid below this, unless
+  // state_without_xid (one had none).
+  uint64_t state_xid_end = 0;
+  bool state_without_xid = false;
 };
 
 void WindowCutter::Impl::Fold(const History& src, const TxnPool& pool, const Rec& r) {
   if (r.status != TxnStatus::kCommitted) return;
+  NoteStateWriter(pool, r);
   for (const Op& op : pool.ops(r)) {
     if (op.kind() == OpKind::kWrite) {
       registers[op.key()] = op.value();
@@ -383,9 +432,12 @@ Window WindowCutter::Impl::SealWindow(const History& src, TxnPool own, Timestamp
   }
 
   // The initial state at the base: the state, then the retained transactions placed before it.
+  const uint64_t xid_end_before = state_xid_end;
+  const bool without_xid_before = state_without_xid;
   for (size_t i = 0; i < retained.size(); ++i) {
     const Rec& r = retained.rec(i);
     if (r.key >= base || r.status != TxnStatus::kCommitted) continue;
+    NoteStateWriter(retained, r);
     for (const Op& op : retained.ops(r)) {
       auto it = key_index.find(op.key());
       if (it == key_index.end()) continue;
@@ -398,6 +450,10 @@ Window WindowCutter::Impl::SealWindow(const History& src, TxnPool own, Timestamp
       }
     }
   }
+  w.scope.base_xid_end = state_xid_end;
+  w.scope.base_without_xid = state_without_xid;
+  state_xid_end = xid_end_before;  // the retained ones are folded when they leave
+  state_without_xid = without_xid_before;
   std::vector<Value> elements;
   for (const KeyUse& u : keys) {
     if (u.list) {
@@ -464,6 +520,8 @@ Window WindowCutter::Impl::SealWindow(const History& src, TxnPool own, Timestamp
         .start = r.has_start ? std::optional<Timestamp>(r.start) : std::nullopt,
         .commit = r.has_commit ? std::optional<Timestamp>(r.commit) : std::nullopt,
         .source_offset = r.source_offset,
+        .xid = pool.xid(r),
+        .snapshot = pool.snapshot(r),
     };
     if (absl::Status st = b.BeginTxn(header); !st.ok()) {
       Defect(w, st, stats);

@@ -206,13 +206,18 @@ class Checker {
     for (const Edge& e : g.edges()) {
       const bool anti = e.kind == EdgeKind::kRw;
       // The transaction that must have committed, and the one whose start it is compared with.
-      const Transaction& committer = h_.txn(TxnId(anti ? e.to : e.from));
-      const Transaction& starter = h_.txn(TxnId(anti ? e.from : e.to));
-      if (!committer.has_commit || !starter.has_start) {
+      const TxnId committer_id(anti ? e.to : e.from);
+      const TxnId starter_id(anti ? e.from : e.to);
+      const Transaction& committer = h_.txn(committer_id);
+      const Transaction& starter = h_.txn(starter_id);
+      // "Committed in the starter's snapshot": by start timestamp, or by the starter's
+      // PostgreSQL snapshot and the committer's xid (docs/checkers/adya.md).
+      const history::Visibility seen = h_.Visible(committer_id, starter_id);
+      if (seen == history::Visibility::kUnknown) {
         ++result_.stats.unjudged_si_edges;
         continue;
       }
-      const bool in_snapshot = committer.commit <= starter.start;
+      const bool in_snapshot = seen == history::Visibility::kVisible;
       if (!anti && !in_snapshot && seen_a.insert({e.from, e.to}).second) {
         ReportInterference(e, committer, starter);
       }
@@ -226,10 +231,15 @@ class Checker {
     v->txns = {TxnId(e.to), TxnId(e.from)};
     const std::string from = internal::TxnLabel(h_, e.from);
     const std::string to = internal::TxnLabel(h_, e.to);
+    const std::string when =
+        h_.has_snapshot(starter)
+            ? fmt::format("{}'s snapshot {} does not see {} (xid {})", to,
+                          history::FormatSnapshot(h_.snapshot(starter)), from, h_.xid(committer))
+            : fmt::format("{} committed at {}, after {} started at {}", from,
+                          committer.commit.ToString(), to, starter.start.ToString());
     v->explanation = fmt::format(
-        "{}: {}, but {} committed at {}, after {} started at {}: {} {} outside its snapshot. {}",
-        Title(Anomaly::kGSIa), internal::DescribeEdge(h_, e), from, committer.commit.ToString(), to,
-        starter.start.ToString(), to,
+        "{}: {}, but {}: {} {} outside its snapshot. {}", Title(Anomaly::kGSIa),
+        internal::DescribeEdge(h_, e), when, to,
         e.kind == EdgeKind::kWr ? "read a write from" : "overwrote a version from", Violates(*v));
   }
 

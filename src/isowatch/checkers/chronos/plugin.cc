@@ -21,9 +21,10 @@ using report::Violation;
 constexpr std::string_view kName = "chronos";
 
 // Whether a window may trust an SI finding: only if the transaction whose snapshot it judges
-// started at or after the window's base, since the window's initial state is the state at the
-// base, not at that transaction's start (docs/checkers/plugins.md). SESSION and EXT judge the
-// snapshot of their first transaction, NOCONFLICT that of the later committer (its second); INT
+// started at or after the window's base (with a PostgreSQL snapshot: if its xmin is above the
+// xid of every writer of the window's initial state), since the window's initial state is the state
+// at the base, not at that transaction's start (docs/checkers/plugins.md). SESSION and EXT judge
+// the snapshot of their first transaction, NOCONFLICT that of the later committer (its second); INT
 // judges no snapshot.
 bool TrustedAtSnapshotIsolation(const History& h, const WindowScope& scope, const Violation& v) {
   size_t judged = 0;
@@ -42,6 +43,11 @@ bool TrustedAtSnapshotIsolation(const History& h, const WindowScope& scope, cons
   }
   if (judged >= v.txns.size()) return true;
   const Transaction& t = h.txn(v.txns[judged]);
+  if (h.has_snapshot(t)) {
+    // A snapshot sees every xid below its xmin: if every writer of the initial state is one, the
+    // initial state is what the snapshot sees of them.
+    return !scope.base_without_xid && h.snapshot(t).xmin >= scope.base_xid_end;
+  }
   return t.has_start && t.start >= scope.base;
 }
 
@@ -95,7 +101,9 @@ class ChronosChecker final : public Checker {
     const uint32_t first = scope == nullptr ? 0 : scope->first_proper;
     for (uint32_t i = first; i < h.size(); ++i) {
       const Transaction& t = h.txn(TxnId(i));
-      if (t.committed() && t.has_commit && (ser || t.has_start)) ++out->transactions_checked;
+      if (t.committed() && t.has_commit && (ser || t.has_start || h.has_snapshot(t))) {
+        ++out->transactions_checked;
+      }
     }
     out->transactions_skipped = h.size() - out->transactions_checked;
   }

@@ -95,6 +95,10 @@ std::string DescribeEdge(const History& h, const Edge& e) {
     case EdgeKind::kStart: {
       const Transaction& a = h.txn(TxnId(e.from));
       const Transaction& b = h.txn(TxnId(e.to));
+      if (h.has_snapshot(b)) {
+        return fmt::format("{} (xid {}) committed in the snapshot {} of {} (start)", from, h.xid(a),
+                           history::FormatSnapshot(h.snapshot(b)), to);
+      }
       return fmt::format("{} committed at {}, no later than {} started at {} (start)", from,
                          a.commit.ToString(), to, b.start.ToString());
     }
