@@ -143,6 +143,10 @@ void Joiner::EmitDecodedOnly(const DecodedTxn& d, const Tag& tag) {
   t.set_seq(static_cast<int64_t>(tag.seq));
   t.set_status(v1::Transaction::COMMITTED);
   t.mutable_commit()->set_physical(static_cast<int64_t>(d.commit_lsn));
+  // Its snapshot is lost with its client record. It read nothing we know of, so only its writes
+  // matter: a start at its commit makes them versions without claiming any overlap with other
+  // writers (docs/collectors/postgres.md, "Restarts").
+  t.mutable_start()->set_physical(static_cast<int64_t>(d.commit_lsn));
   t.set_stream(options_.stream);
   for (v1::Operation& op : DecodedWrites(d)) *t.add_ops() = std::move(op);
   ++stats_.decoded_only;

@@ -136,6 +136,7 @@ TEST(JoinerTest, EarlierRunIsSentFromTheWalAlone) {
   EXPECT_EQ(t.session_str(), "r1s4");
   EXPECT_EQ(t.seq(), 12);
   EXPECT_FALSE(t.has_snapshot());
+  EXPECT_EQ(t.start().physical(), 700);  // its writes are versions at its commit
   ASSERT_EQ(t.ops_size(), 1);
   EXPECT_EQ(t.ops(0).kind(), v1::Operation::APPEND);
   EXPECT_EQ(t.ops(0).key().bytes(), "isowatch_list/3");
