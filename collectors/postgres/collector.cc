@@ -211,6 +211,17 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   std::vector<int64_t> batch_commit_times;
   std::deque<std::pair<uint64_t, std::vector<int64_t>>> commit_times_in_flight;
   std::vector<double> lags;
+  // Moves what the joiner has ready into the batch being filled.
+  auto take_ready = [&] {
+    Joiner::Output out = joiner.Take(absl::Now());
+    for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
+    batch_commit_times.insert(batch_commit_times.end(), out.commit_times_us.begin(),
+                              out.commit_times_us.end());
+    if (out.watermark) {
+      batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
+    }
+    if (out.handled_upto) batch_handled = out.handled_upto;
+  };
   auto send = [&](bool force) -> absl::Status {
     const bool watermark_moved =
         batch.has_watermark() &&
@@ -320,13 +331,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     if (done && joiner.waiting_clients() > 0 && absl::Now() - *done_at > options.unknown_grace) {
       joiner.GiveUpWaiting();
     }
-    Joiner::Output out = joiner.Take(absl::Now());
-    for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
-    batch_commit_times.insert(batch_commit_times.end(), out.commit_times_us.begin(),
-                              out.commit_times_us.end());
-    if (out.watermark)
-      batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
-    if (out.handled_upto) batch_handled = out.handled_upto;
+    take_ready();
     // Send.
     if (room && (static_cast<size_t>(batch.txns_size()) >= options.batch_size ||
                  absl::Now() - last_flush >= options.flush_interval)) {
@@ -356,13 +361,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       for (ClientTxn& t : inbox) joiner.AddClient(std::move(t));
       inbox.clear();
     }
-    Joiner::Output out = joiner.Take(absl::Now());
-    for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
-    batch_commit_times.insert(batch_commit_times.end(), out.commit_times_us.begin(),
-                              out.commit_times_us.end());
-    if (out.watermark)
-      batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
-    if (out.handled_upto) batch_handled = out.handled_upto;
+    take_ready();
     failure = send(false);
   }
   if (failure.ok() && options.end_of_stream && !stopping()) {
