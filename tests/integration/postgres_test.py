@@ -16,6 +16,8 @@ isowatch-pg, waits until the daemon has checked the whole stream, and stops ever
            killed with SIGKILL and started again on its store, then the collector killed with
            SIGKILL and started again: every committed transaction (counted by an independent
            test_decoding slot) is in the daemon once, nothing refused, no violation
+  canary   the canary on its own table, stopped by SIGTERM and started again: its stream stays
+           open and resumes, no violation
 
 Usage: postgres_test.py PATH/TO/isowatchd PATH/TO/isowatch-pg [CASE...]
 With ISOWATCH_KEEP_TMP=1 the temporary directory is kept on failure.
@@ -37,7 +39,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-ALL_CASES = ["rr", "rr-list", "ser", "rc", "restart"]
+ALL_CASES = ["rr", "rr-list", "ser", "rc", "restart", "canary"]
 
 
 class TestFailure(Exception):
@@ -428,8 +430,47 @@ def case_restart(tools, root):
         cluster.stop()
 
 
+def case_canary(tools, root):
+    isowatchd, pgc = tools
+    cluster = Cluster(root)
+    cluster.start()
+    daemon = Daemon(isowatchd, root, [])
+    canary = None
+    try:
+        args = [pgc, "canary", "--dsn", cluster.dsn, "--to", daemon.target, "--rate", "50",
+                "--state-dir", os.path.join(root, "canary-state")]
+        committed = 0
+        for run in (1, 2):
+            # It runs until SIGTERM, then leaves its stream open for the next start.
+            log("$ " + " ".join(args))
+            canary = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True)
+            daemon.wait_committed("canary", committed + 100)
+            canary.send_signal(signal.SIGTERM)
+            out, _ = canary.communicate(timeout=60)
+            log(out.strip().splitlines()[-1])
+            check(canary.returncode == 0, f"the canary exited with {canary.returncode}: {out}")
+            check(f"run {run} ({'new' if run == 1 else 'resumed'})" in out,
+                  f"run {run} of the canary did not say so: {out}")
+            s = daemon.stream("canary")
+            check(not s["closed"], "SIGTERM closed the canary's stream")
+            committed = s["committed_transactions"]
+        check(int(cluster.sql("SELECT count(*) FROM isowatch_canary_kv")) > 0,
+              "the canary wrote no rows to its own table")
+        check(cluster.sql("SELECT count(*) FROM pg_tables WHERE tablename = 'isowatch_kv'") == "0",
+              "the canary touched the workload's table")
+        v = daemon.violations()
+        check(v == [], f"{len(v)} violations from the canary, want none: {v[:3]}")
+        daemon.stop()
+    finally:
+        if canary is not None and canary.poll() is None:
+            canary.kill()
+        daemon.proc.kill()
+        cluster.stop()
+
+
 CASES = {"rr": case_rr, "rr-list": case_rr_list, "ser": case_ser, "rc": case_rc,
-         "restart": case_restart}
+         "restart": case_restart, "canary": case_canary}
 
 
 def main(argv):
