@@ -33,7 +33,7 @@ class MessageReader {
     return Check(reader_.ReadUint8(out), field);
   }
   absl::Status Char(std::string_view field, char* out) {
-    uint8_t byte;
+    uint8_t byte = 0;
     RETURN_IF_ERROR(Check(reader_.ReadUint8(&byte), field));
     *out = static_cast<char>(byte);
     return absl::OkStatus();
@@ -51,7 +51,7 @@ class MessageReader {
     return Check(reader_.ReadUint64(out), field);
   }
   absl::Status Timestamp(std::string_view field, int64_t* out) {
-    int64_t pg_micros;
+    int64_t pg_micros = 0;
     RETURN_IF_ERROR(Check(reader_.ReadInt64(&pg_micros), field));
     absl::StatusOr<int64_t> unix_micros = PgTimestampToUnixMicros(pg_micros);
     if (!unix_micros.ok()) return Error(fmt::format("{} out of range", field));
@@ -64,14 +64,14 @@ class MessageReader {
   }
   // An Int32 length, then that many bytes.
   absl::Status LengthPrefixed(std::string_view field, std::string* out) {
-    int32_t length;
+    int32_t length = 0;
     RETURN_IF_ERROR(Int32(field, &length));
     if (length < 0) return Error(fmt::format("{} has a negative length {}", field, length));
     return Check(reader_.ReadBytes(static_cast<size_t>(length), out), field);
   }
 
   absl::Status Tuple(std::string_view field, PgTuple* out) {
-    uint16_t count;
+    uint16_t count = 0;
     RETURN_IF_ERROR(Uint16(field, &count));
     // Each column takes at least one byte: a count beyond what is left is a lie, and reserving
     // for it would let a 3-byte input allocate 64K columns.
@@ -83,7 +83,7 @@ class MessageReader {
     out->reserve(count);
     for (uint16_t i = 0; i < count; ++i) {
       PgColumnValue value;
-      char kind;
+      char kind = 0;
       RETURN_IF_ERROR(Char(field, &kind));
       switch (kind) {
         case 'n':
@@ -159,11 +159,11 @@ absl::StatusOr<PgoutputMessage> ParseRelation(MessageReader& r) {
   RETURN_IF_ERROR(r.CString("namespace", &m.schema));
   RETURN_IF_ERROR(r.CString("relation name", &m.name));
   RETURN_IF_ERROR(r.Char("replica identity", &m.replica_identity));
-  uint16_t count;
+  uint16_t count = 0;
   RETURN_IF_ERROR(r.Uint16("column count", &count));
   for (uint16_t i = 0; i < count; ++i) {
     PgRelation::Column column;
-    uint8_t flags;
+    uint8_t flags = 0;
     RETURN_IF_ERROR(r.Uint8("column flags", &flags));
     column.part_of_key = (flags & 1) != 0;
     RETURN_IF_ERROR(r.CString("column name", &column.name));
@@ -194,7 +194,7 @@ absl::Status ExpectTupleTag(MessageReader& r, std::string_view allowed, char* ta
 
 absl::StatusOr<PgoutputMessage> ParseInsert(MessageReader& r) {
   PgInsert m;
-  char tag;
+  char tag = 0;
   RETURN_IF_ERROR(r.Uint32("relation OID", &m.relation_oid));
   RETURN_IF_ERROR(ExpectTupleTag(r, "N", &tag));
   RETURN_IF_ERROR(r.Tuple("new tuple", &m.new_tuple));
@@ -203,7 +203,7 @@ absl::StatusOr<PgoutputMessage> ParseInsert(MessageReader& r) {
 
 absl::StatusOr<PgoutputMessage> ParseUpdate(MessageReader& r) {
   PgUpdate m;
-  char tag;
+  char tag = 0;
   RETURN_IF_ERROR(r.Uint32("relation OID", &m.relation_oid));
   RETURN_IF_ERROR(ExpectTupleTag(r, "KON", &tag));
   if (tag != 'N') {
@@ -225,11 +225,11 @@ absl::StatusOr<PgoutputMessage> ParseDelete(MessageReader& r) {
 
 absl::StatusOr<PgoutputMessage> ParseTruncate(MessageReader& r) {
   PgTruncate m;
-  uint32_t count;
+  uint32_t count = 0;
   RETURN_IF_ERROR(r.Uint32("relation count", &count));
   RETURN_IF_ERROR(r.Uint8("options", &m.options));
   for (uint32_t i = 0; i < count; ++i) {
-    uint32_t oid;
+    uint32_t oid = 0;
     RETURN_IF_ERROR(r.Uint32("relation OID", &oid));
     m.relation_oids.push_back(oid);
   }
@@ -238,7 +238,7 @@ absl::StatusOr<PgoutputMessage> ParseTruncate(MessageReader& r) {
 
 absl::StatusOr<PgoutputMessage> ParseLogicalMessage(MessageReader& r) {
   PgLogicalMessage m;
-  uint8_t flags;
+  uint8_t flags = 0;
   RETURN_IF_ERROR(r.Uint8("flags", &flags));
   m.transactional = (flags & 1) != 0;
   RETURN_IF_ERROR(r.Uint64("message LSN", &m.lsn));
@@ -269,8 +269,8 @@ std::string LsnToString(Lsn lsn) {
 
 absl::StatusOr<Lsn> ParseLsn(std::string_view text) {
   const size_t slash = text.find('/');
-  uint32_t high;
-  uint32_t low;
+  uint32_t high = 0;
+  uint32_t low = 0;
   if (slash == std::string_view::npos || !ParseHexHalf(text.substr(0, slash), &high) ||
       !ParseHexHalf(text.substr(slash + 1), &low)) {
     return absl::InvalidArgumentError(
@@ -289,7 +289,7 @@ absl::StatusOr<int64_t> PgTimestampToUnixMicros(int64_t pg_micros) {
 absl::StatusOr<PgoutputMessage> ParsePgoutputMessage(std::string_view bytes) {
   if (bytes.empty()) return absl::InvalidArgumentError("pgoutput: empty message");
   struct Kind {
-    char tag;
+    char tag = 0;
     std::string_view name;
     absl::StatusOr<PgoutputMessage> (*parse)(MessageReader&);
   };

@@ -329,9 +329,9 @@ absl::StatusOr<std::optional<DecodedTxn>> LogicalStream::HandleCopyData(std::str
   uint8_t kind = 0;
   reader.ReadUint8(&kind);
   if (kind == 'w') {
-    uint64_t wal_start;
-    uint64_t wal_end;
-    int64_t send_time;
+    uint64_t wal_start = 0;
+    uint64_t wal_end = 0;
+    int64_t send_time = 0;
     if (!reader.ReadUint64(&wal_start) || !reader.ReadUint64(&wal_end) ||
         !reader.ReadInt64(&send_time)) {
       return absl::InvalidArgumentError("replication stream: truncated XLogData header");
@@ -347,9 +347,9 @@ absl::StatusOr<std::optional<DecodedTxn>> LogicalStream::HandleCopyData(std::str
     return txn;
   }
   if (kind == 'k') {
-    uint64_t wal_end;
-    int64_t send_time;
-    uint8_t reply_requested;
+    uint64_t wal_end = 0;
+    int64_t send_time = 0;
+    uint8_t reply_requested = 0;
     if (!reader.ReadUint64(&wal_end) || !reader.ReadInt64(&send_time) ||
         !reader.ReadUint8(&reply_requested)) {
       return absl::InvalidArgumentError("replication stream: truncated keepalive");

@@ -24,13 +24,13 @@ class WireReader {
   bool ReadUint32(uint32_t* out) { return ReadBigEndian(out); }
   bool ReadUint64(uint64_t* out) { return ReadBigEndian(out); }
   bool ReadInt32(int32_t* out) {
-    uint32_t u;
+    uint32_t u = 0;
     if (!ReadUint32(&u)) return false;
     *out = static_cast<int32_t>(u);
     return true;
   }
   bool ReadInt64(int64_t* out) {
-    uint64_t u;
+    uint64_t u = 0;
     if (!ReadUint64(&u)) return false;
     *out = static_cast<int64_t>(u);
     return true;
