@@ -3,13 +3,15 @@
 """The PostgreSQL collector's cost and lag against a local PostgreSQL 15.
 
 Starts a throwaway cluster and isowatchd (as tests/integration/postgres_test.py does), then runs
-the same workload three times, each on a fresh table:
+the same workload twice per round, each on a fresh table:
   bare       isowatch-pg workload --bare: the transactions as the application would run them,
              nothing recorded, no logical decoding, no daemon;
   collected  the full collector: snapshot and xid recorded, a logical message per transaction,
              logical decoding, the join and the stream to isowatchd;
 and prints transactions per second of each, the overhead of collection, the lag from commit to
-durable in isowatchd (p50, p99, max) and the daemon's time from arrival to final verdict.
+durable in isowatchd (p50, p99, max), the CPU time isowatchd used, and the daemon's time from
+arrival to final verdict. On a small machine the daemon, the collector and the WAL sender
+compete with PostgreSQL for the same cores: part of the overhead is theirs, not the recording's.
 
 Usage: postgres_collect.py PATH/TO/isowatchd PATH/TO/isowatch-pg [--txns N] [--sessions S]
        [--keys K] [--isolation I] [--rounds R]
@@ -29,6 +31,12 @@ from postgres_test import Cluster, Daemon  # noqa: E402
 
 RATE = re.compile(r"(\d+) transactions in ([\d.]+) s")
 LAG = re.compile(r"p50 ([\d.]+) s, p99 ([\d.]+) s, max ([\d.]+) s")
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` so far."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run(args):
@@ -62,15 +70,17 @@ def main():
             tps, _ = run([a.isowatch_pg, "workload", "--bare", "--table-prefix", f"bare{i}_"] +
                          common)
             bare.append(tps)
+            daemon_cpu = cpu_seconds(daemon.proc.pid)
             tps, out = run([a.isowatch_pg, "workload", "--to", daemon.target, "--stream",
                             f"bench-{i}", "--state-dir", os.path.join(root, f"state-{i}"),
                             "--slot", f"bench_{i}", "--publication", f"bench_{i}",
                             "--table-prefix", f"bench{i}_", "--drop-slot"] + common)
             collected.append(tps)
+            daemon_cpu = cpu_seconds(daemon.proc.pid) - daemon_cpu
             lag = LAG.search(out)
             print(f"round {i}: bare {bare[-1]:.0f} txn/s, collected {tps:.0f} txn/s, commit to "
                   f"durable in isowatchd p50 {lag.group(1)} s p99 {lag.group(2)} s max "
-                  f"{lag.group(3)} s", flush=True)
+                  f"{lag.group(3)} s; isowatchd used {daemon_cpu:.1f} s of CPU", flush=True)
             daemon.wait_checked(f"bench-{i}")
         b, c = max(bare), max(collected)
         print(f"best of {a.rounds}: bare {b:.0f} txn/s, collected {c:.0f} txn/s, "

@@ -25,15 +25,10 @@ absl::StatusOr<ConnPtr> Connect(const std::string& dsn) {
   return conn;
 }
 
-ExecResult Exec(PGconn* conn, const char* sql, std::span<const std::optional<std::string>> params) {
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const std::optional<std::string>& p : params) {
-    values.push_back(p.has_value() ? p->c_str() : nullptr);
-  }
-  ExecResult out;
-  out.result.reset(PQexecParams(conn, sql, static_cast<int>(values.size()), nullptr, values.data(),
-                                nullptr, nullptr, 0));
+namespace {
+
+// The outcome of a statement whose result is `out.result`.
+ExecResult Classify(PGconn* conn, ExecResult out) {
   const ExecStatusType status =
       out.result == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(out.result.get());
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return out;
@@ -56,6 +51,34 @@ ExecResult Exec(PGconn* conn, const char* sql, std::span<const std::optional<std
                       e.sqlstate.starts_with("57");
   out.result.reset();
   out.error = std::move(e);
+  return out;
+}
+
+}  // namespace
+
+ExecResult Exec(PGconn* conn, const char* sql, std::span<const std::optional<std::string>> params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const std::optional<std::string>& p : params) {
+    values.push_back(p.has_value() ? p->c_str() : nullptr);
+  }
+  ExecResult out;
+  out.result.reset(PQexecParams(conn, sql, static_cast<int>(values.size()), nullptr, values.data(),
+                                nullptr, nullptr, 0));
+  return Classify(conn, std::move(out));
+}
+
+ExecResult ExecSimple(PGconn* conn, const char* sql) {
+  ExecResult out;
+  out.result.reset(PQexec(conn, sql));
+  return Classify(conn, std::move(out));
+}
+
+std::string QuoteLiteral(PGconn* conn, std::string_view text) {
+  char* quoted = PQescapeLiteral(conn, text.data(), text.size());
+  if (quoted == nullptr) return "''";
+  std::string out(quoted);
+  PQfreemem(quoted);
   return out;
 }
 

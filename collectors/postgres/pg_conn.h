@@ -53,6 +53,14 @@ struct ExecResult {
 ExecResult Exec(PGconn* conn, const char* sql,
                 std::span<const std::optional<std::string>> params = {});
 
+// Runs `sql`, which may hold several statements separated by ';', in one round trip (the simple
+// query protocol, so no parameters), and returns the result of the last one, or the first error
+// (the statements after it are not run).
+ExecResult ExecSimple(PGconn* conn, const char* sql);
+
+// `text` as an SQL string literal, quoted and escaped for `conn`'s encoding.
+std::string QuoteLiteral(PGconn* conn, std::string_view text);
+
 // Exec for statements that must succeed (set-up): the error as a Status.
 absl::Status ExecOrStatus(PGconn* conn, const char* sql,
                           std::span<const std::optional<std::string>> params = {});

@@ -179,10 +179,16 @@ class Workload::Session {
     if (!EnsureConnected()) return false;
     PGconn* c = conn_.get();
     w_.stats_.attempted.fetch_add(1);
-    ExecResult r = Exec(c, BeginSql(o_.isolation));
-    if (!r.ok()) return Fail(nullptr, *r.error);
-    if (!o_.record) return RunBare(plan);
-    r = Exec(c, "SELECT pg_current_snapshot()::text, pg_current_xact_id()::text");
+    if (!o_.record) {
+      ExecResult r = Exec(c, BeginSql(o_.isolation));
+      if (!r.ok()) return Fail(nullptr, *r.error);
+      return RunBare(plan);
+    }
+    // BEGIN and the snapshot in one round trip: recording costs no extra one here.
+    const std::string begin =
+        fmt::format("{}; SELECT pg_current_snapshot()::text, pg_current_xact_id()::text",
+                    BeginSql(o_.isolation));
+    ExecResult r = ExecSimple(c, begin.c_str());
     if (!r.ok()) return Fail(nullptr, *r.error);
     ClientTxn out;
     v1::Transaction& t = out.txn;
@@ -251,17 +257,20 @@ class Workload::Session {
         }
       }
     }
-    {
-      const std::optional<std::string> params[] = {o_.message_prefix, out.tag};
-      r = Exec(c, "SELECT pg_logical_emit_message(true, $1, $2)", params);
-      if (!r.ok()) return Fail(&out, *r.error);
-    }
-    r = Exec(c, "COMMIT");
+    // The logical message and COMMIT in one round trip. If the message fails, COMMIT is not run
+    // and the transaction waits, failed, for a ROLLBACK.
+    const std::string commit =
+        fmt::format("SELECT pg_logical_emit_message(true, {}, {}); COMMIT",
+                    QuoteLiteral(c, o_.message_prefix), QuoteLiteral(c, out.tag));
+    r = ExecSimple(c, commit.c_str());
     if (r.ok() && std::string_view(PQcmdStatus(r.result.get())) == "COMMIT") {
       return Finish(std::move(out), v1::Transaction::COMMITTED, false);
     }
     if (r.ok()) {  // COMMIT of a failed transaction answers ROLLBACK
       return Finish(std::move(out), v1::Transaction::ABORTED, false);
+    }
+    if (!r.error->connection_lost && PQtransactionStatus(c) == PQTRANS_INERROR) {
+      return Fail(&out, *r.error);  // the message failed: COMMIT was not run
     }
     if (r.error->conflict()) {  // serializable's commit-time check
       return Finish(std::move(out), v1::Transaction::ABORTED, true);
