@@ -20,6 +20,7 @@ Usage: postgres_collect.py PATH/TO/isowatchd PATH/TO/isowatch-pg [--txns N] [--s
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,12 @@ def cpu_seconds(pid):
     """User + system CPU time of process `pid` so far."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu():
+    """User + system CPU time of the finished child processes so far."""
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
 
 
 def run(args):
@@ -71,16 +78,19 @@ def main():
                          common)
             bare.append(tps)
             daemon_cpu = cpu_seconds(daemon.proc.pid)
+            collector_cpu = children_cpu()
             tps, out = run([a.isowatch_pg, "workload", "--to", daemon.target, "--stream",
                             f"bench-{i}", "--state-dir", os.path.join(root, f"state-{i}"),
                             "--slot", f"bench_{i}", "--publication", f"bench_{i}",
                             "--table-prefix", f"bench{i}_", "--drop-slot"] + common)
             collected.append(tps)
             daemon_cpu = cpu_seconds(daemon.proc.pid) - daemon_cpu
+            collector_cpu = children_cpu() - collector_cpu
             lag = LAG.search(out)
             print(f"round {i}: bare {bare[-1]:.0f} txn/s, collected {tps:.0f} txn/s, commit to "
                   f"durable in isowatchd p50 {lag.group(1)} s p99 {lag.group(2)} s max "
-                  f"{lag.group(3)} s; isowatchd used {daemon_cpu:.1f} s of CPU", flush=True)
+                  f"{lag.group(3)} s; CPU: isowatchd {daemon_cpu:.1f} s, isowatch-pg {collector_cpu:.1f} s",
+                  flush=True)
             daemon.wait_checked(f"bench-{i}")
         b, c = max(bare), max(collected)
         print(f"best of {a.rounds}: bare {b:.0f} txn/s, collected {c:.0f} txn/s, "
