@@ -155,17 +155,19 @@ void Joiner::EmitDecodedOnly(const DecodedTxn& d, const Tag& tag) {
 }
 
 void Joiner::GiveUpWaiting() {
-  for (auto& [tag, c] : clients_) {
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    ClientTxn& c = it->second;
+    // A commit PostgreSQL acknowledged is in the WAL: decoding shows it, however late (after a
+    // crash it may wait for the next running-transactions record). Only in-doubt ones go.
     if (c.txn.status() == v1::Transaction::COMMITTED) {
-      spdlog::error("transaction {} (xid {}) committed, but logical decoding never showed it",
-                    c.tag, c.txn.xid());
+      ++it;
+      continue;
     }
-    c.txn.set_status(v1::Transaction::UNKNOWN);
     c.txn.set_stream(options_.stream);
     out_.push_back(std::move(c.txn));
     ++stats_.never_decoded;
+    clients_.erase(it++);
   }
-  clients_.clear();
 }
 
 Joiner::Output Joiner::Take(absl::Time now) {

@@ -77,8 +77,9 @@ class Joiner {
   // are skipped when the slot sends them again.
   void SkipUpto(Lsn lsn) { handled_end_ = std::max(handled_end_, lsn); }
 
-  // Gives up on the client records still waiting for their commit (the workload is over and
-  // logical decoding never showed them): they are emitted with status UNKNOWN, and counted.
+  // Gives up on the client records of in-doubt transactions still waiting for a commit (the
+  // workload is over and logical decoding never showed them): they are emitted with status
+  // UNKNOWN, and counted. Records of acknowledged commits keep waiting: decoding shows them.
   void GiveUpWaiting();
 
   // Client records of committed (or unknown) transactions still waiting for their commit.

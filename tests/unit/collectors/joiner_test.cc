@@ -105,14 +105,22 @@ TEST(JoinerTest, UnknownOutcomeBecomesCommittedWhenDecoded) {
   EXPECT_EQ(o.txns[0].status(), v1::Transaction::COMMITTED);
 }
 
-TEST(JoinerTest, GivesUpOnRecordsNeverDecoded) {
+TEST(JoinerTest, GivesUpOnInDoubtRecordsNeverDecodedButNotOnCommits) {
   Joiner j(Options());
   j.AddClient(Client(kEpoch + 7, 0, 0, v1::Transaction::UNKNOWN));
+  j.AddClient(Client(kEpoch + 8, 1, 0, v1::Transaction::COMMITTED));
   j.GiveUpWaiting();
   Joiner::Output o = j.Take(kT0);
   ASSERT_EQ(o.txns.size(), 1u);
+  EXPECT_EQ(o.txns[0].xid(), kEpoch + 7);
   EXPECT_EQ(o.txns[0].status(), v1::Transaction::UNKNOWN);
   EXPECT_EQ(j.stats().never_decoded, 1u);
+  // The acknowledged commit still joins when decoding shows it.
+  EXPECT_EQ(j.waiting_clients(), 1u);
+  j.AddDecoded(Decoded(kEpoch + 8, 300, "2:1:0"));
+  o = j.Take(kT0);
+  ASSERT_EQ(o.txns.size(), 1u);
+  EXPECT_EQ(o.txns[0].status(), v1::Transaction::COMMITTED);
 }
 
 TEST(JoinerTest, CountsWritesTheWalDoesNotShow) {
