@@ -534,6 +534,16 @@ void Monitor::Refresh(int64_t now_ms) {
   add(metrics_->flip_flops(), st.flip_flops, last_stats_.flip_flops);
   add(metrics_->late_arrivals(), st.late_arrivals, last_stats_.late_arrivals);
   add(metrics_->horizon_misses(), st.horizon_misses, last_stats_.horizon_misses);
+  // A read left unjudged is a check not made: say why, and what cures it, at most once a minute.
+  if (st.horizon_misses > last_stats_.horizon_misses &&
+      now_ms - last_horizon_warning_ms_ >= kHorizonWarningIntervalMs) {
+    last_horizon_warning_ms_ = now_ms;
+    spdlog::warn(
+        "{} reads left unjudged so far: the versions they needed were already collected; raise "
+        "engine.retention to the longest transaction, in the unit of the timestamps (bytes of WAL "
+        "for PostgreSQL)",
+        st.horizon_misses);
+  }
   add(metrics_->spilled_versions(), st.spilled_versions, last_stats_.spilled_versions);
   add(metrics_->spill_reloads(), st.reloads, last_stats_.reloads);
   add(metrics_->spill_errors(), st.spill_errors, last_stats_.spill_errors);

@@ -181,6 +181,8 @@ class Monitor final : public ingest::BatchSink,
 
   // Engine thread: what the metrics were last told, to turn totals into increments.
   engine::EngineStats last_stats_;
+  static constexpr int64_t kHorizonWarningIntervalMs = 60'000;
+  int64_t last_horizon_warning_ms_ = -kHorizonWarningIntervalMs;
   std::vector<uint64_t> last_refusals_;
   uint64_t last_duplicates_ = 0;
   std::vector<int64_t> latencies_;
