@@ -21,7 +21,7 @@ struct StreamStatus {
   uint64_t pending_transactions = 0;            // received, not yet final
   uint64_t ingested_transactions = 0;
   uint64_t committed_transactions = 0;  // of which committed
-  uint64_t acked_sequence = 0;  // highest batch sequence number made durable
+  uint64_t acked_sequence = 0;          // highest batch sequence number made durable
 };
 
 // Counters since the daemon started (or since its store was created, where the daemon keeps
