@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include <fmt/format.h>
 
 namespace isowatch::pg {
@@ -18,9 +19,8 @@ absl::StatusOr<ConnPtr> Connect(const std::string& dsn) {
   ConnPtr conn(PQconnectdb(dsn.c_str()));
   if (conn == nullptr) return absl::ResourceExhaustedError("libpq could not allocate a connection");
   if (PQstatus(conn.get()) != CONNECTION_OK) {
-    std::string msg = PQerrorMessage(conn.get());
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    return absl::UnavailableError(fmt::format("cannot connect to PostgreSQL: {}", msg));
+    return absl::UnavailableError(
+        fmt::format("cannot connect to PostgreSQL: {}", OneLine(PQerrorMessage(conn.get()))));
   }
   return conn;
 }
@@ -39,12 +39,7 @@ ExecResult Classify(PGconn* conn, ExecResult out) {
     const char* primary = PQresultErrorField(out.result.get(), PG_DIAG_MESSAGE_PRIMARY);
     if (primary != nullptr) e.message = primary;
   }
-  if (e.message.empty()) {
-    e.message = PQerrorMessage(conn);
-    while (!e.message.empty() && (e.message.back() == '\n' || e.message.back() == ' ')) {
-      e.message.pop_back();
-    }
-  }
+  if (e.message.empty()) e.message = OneLine(PQerrorMessage(conn));
   // A connection exception (class 08) or operator intervention (57: shutdown, crash of another
   // backend) ends the session even when libpq has not noticed the socket closing yet.
   e.connection_lost = PQstatus(conn) != CONNECTION_OK || e.sqlstate.starts_with("08") ||
@@ -74,11 +69,27 @@ ExecResult ExecSimple(PGconn* conn, const char* sql) {
   return Classify(conn, std::move(out));
 }
 
-std::string QuoteLiteral(PGconn* conn, std::string_view text) {
+std::optional<std::string> QuoteLiteral(PGconn* conn, std::string_view text) {
   char* quoted = PQescapeLiteral(conn, text.data(), text.size());
-  if (quoted == nullptr) return "''";
+  if (quoted == nullptr) return std::nullopt;
   std::string out(quoted);
   PQfreemem(quoted);
+  return out;
+}
+
+std::string OneLine(const char* message) {
+  std::string text(absl::StripTrailingAsciiWhitespace(message == nullptr ? "" : message));
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\t') {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty() && out.back() != ' ') out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
   return out;
 }
 

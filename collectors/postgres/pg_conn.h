@@ -58,8 +58,12 @@ ExecResult Exec(PGconn* conn, const char* sql,
 // (the statements after it are not run).
 ExecResult ExecSimple(PGconn* conn, const char* sql);
 
-// `text` as an SQL string literal, quoted and escaped for `conn`'s encoding.
-std::string QuoteLiteral(PGconn* conn, std::string_view text);
+// `text` as an SQL string literal, quoted and escaped for `conn`'s encoding; nullopt if libpq
+// cannot (out of memory, text invalid in the encoding).
+std::optional<std::string> QuoteLiteral(PGconn* conn, std::string_view text);
+
+// A libpq message on one line: its lines joined by spaces, without the trailing newline.
+std::string OneLine(const char* message);
 
 // Exec for statements that must succeed (set-up): the error as a Status.
 absl::Status ExecOrStatus(PGconn* conn, const char* sql,

@@ -19,6 +19,7 @@
 #include "isowatch/common/status_macros.h"
 
 #include "collectors/postgres/internal/wire.h"
+#include "collectors/postgres/pg_conn.h"
 #include "collectors/postgres/pgoutput.h"
 #include "libpq-fe.h"
 
@@ -31,36 +32,16 @@ constexpr int64_t kPgEpochOffsetMicros = int64_t{946'684'800} * 1'000'000;
 // How long Close() waits for the server to end the stream before it drops the connection.
 constexpr absl::Duration kEndStreamingTimeout = absl::Seconds(10);
 
-struct ResultDeleter {
-  void operator()(PGresult* result) const { PQclear(result); }
-};
-using Result = std::unique_ptr<PGresult, ResultDeleter>;
+using Result = ResultPtr;
 
 struct PqFree {
   void operator()(void* p) const { PQfreemem(p); }
 };
 
-// A libpq message on one line: its lines joined by spaces, without the trailing newline.
-std::string Trimmed(const char* message) {
-  std::string text(absl::StripTrailingAsciiWhitespace(message == nullptr ? "" : message));
-  std::string out;
-  bool space = false;
-  for (char c : text) {
-    if (c == '\n' || c == '\t') {
-      space = true;
-      continue;
-    }
-    if (space && !out.empty() && out.back() != ' ') out.push_back(' ');
-    space = false;
-    out.push_back(c);
-  }
-  return out;
-}
-
 // A failed connection attempt. libpq gives no SQLSTATE here, so the few messages that mean "not
 // allowed" or "not set up" are recognised by their text; everything else may pass.
 absl::Status ConnectError(PGconn* conn) {
-  const std::string message = Trimmed(PQerrorMessage(conn));
+  const std::string message = OneLine(PQerrorMessage(conn));
   for (std::string_view misconfigured :
        {"pg_hba.conf", "authentication failed", "permission denied", "does not exist",
         "must be superuser or replication role", "no password supplied",
@@ -78,8 +59,8 @@ absl::Status ConnectError(PGconn* conn) {
 // slot still held by a walsender that is going away), FAILED_PRECONDITION otherwise.
 absl::Status CommandError(PGconn* conn, const PGresult* result, std::string_view what) {
   const char* state = result == nullptr ? nullptr : PQresultErrorField(result, PG_DIAG_SQLSTATE);
-  std::string message = Trimmed(result == nullptr ? nullptr : PQresultErrorMessage(result));
-  if (message.empty()) message = Trimmed(PQerrorMessage(conn));
+  std::string message = OneLine(result == nullptr ? nullptr : PQresultErrorMessage(result));
+  if (message.empty()) message = OneLine(PQerrorMessage(conn));
   const std::string_view sqlstate = state == nullptr ? "" : state;
   const std::string text = fmt::format("{}: {}", what, message);
   if (PQstatus(conn) == CONNECTION_BAD || sqlstate.empty() || sqlstate.starts_with("08") ||
@@ -98,7 +79,7 @@ absl::StatusOr<Result> Exec(PGconn* conn, const std::string& command, ExecStatus
   return result;
 }
 
-absl::StatusOr<PGconn*> Connect(const std::string& dsn) {
+absl::StatusOr<PGconn*> ConnectForReplication(const std::string& dsn) {
   const char* keywords[] = {"dbname", "replication", "fallback_application_name", nullptr};
   const char* values[] = {dsn.c_str(), "database", "isowatch-pg", nullptr};
   PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
@@ -112,9 +93,9 @@ absl::StatusOr<PGconn*> Connect(const std::string& dsn) {
 }
 
 absl::StatusOr<std::string> Literal(PGconn* conn, std::string_view text) {
-  std::unique_ptr<char, PqFree> quoted(PQescapeLiteral(conn, text.data(), text.size()));
-  if (quoted == nullptr) return CommandError(conn, nullptr, "quoting a literal");
-  return std::string(quoted.get());
+  std::optional<std::string> quoted = QuoteLiteral(conn, text);
+  if (!quoted) return CommandError(conn, nullptr, "quoting a literal");
+  return *std::move(quoted);
 }
 
 absl::StatusOr<std::string> Identifier(PGconn* conn, std::string_view text) {
@@ -185,7 +166,7 @@ absl::StatusOr<std::unique_ptr<LogicalStream>> LogicalStream::Open(
   if (options.status_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("status_interval must be positive");
   }
-  ASSIGN_OR_RETURN(PGconn * conn, Connect(options.dsn));
+  ASSIGN_OR_RETURN(PGconn * conn, ConnectForReplication(options.dsn));
   std::unique_ptr<LogicalStream> stream(new LogicalStream(options, conn));
   RETURN_IF_ERROR(stream->Setup());
   return stream;
@@ -458,7 +439,7 @@ absl::Status LogicalStream::DropSlot() {
     // The old connection cannot take commands; the slot is free once its walsender is gone.
     if (conn_ != nullptr) PQfinish(conn_);
     conn_ = nullptr;
-    ASSIGN_OR_RETURN(conn_, Connect(options_.dsn));
+    ASSIGN_OR_RETURN(conn_, ConnectForReplication(options_.dsn));
     broken_ = absl::OkStatus();
   }
   return Exec(conn_, fmt::format("DROP_REPLICATION_SLOT {}", options_.slot), PGRES_COMMAND_OK)

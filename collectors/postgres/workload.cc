@@ -259,9 +259,11 @@ class Workload::Session {
     }
     // The logical message and COMMIT in one round trip. If the message fails, COMMIT is not run
     // and the transaction waits, failed, for a ROLLBACK.
+    const std::optional<std::string> prefix = QuoteLiteral(c, o_.message_prefix);
+    const std::optional<std::string> tag = QuoteLiteral(c, out.tag);
+    if (!prefix || !tag) return Fail(&out, SqlError{.message = "cannot quote the logical message"});
     const std::string commit =
-        fmt::format("SELECT pg_logical_emit_message(true, {}, {}); COMMIT",
-                    QuoteLiteral(c, o_.message_prefix), QuoteLiteral(c, out.tag));
+        fmt::format("SELECT pg_logical_emit_message(true, {}, {}); COMMIT", *prefix, *tag);
     r = ExecSimple(c, commit.c_str());
     if (r.ok() && std::string_view(PQcmdStatus(r.result.get())) == "COMMIT") {
       return Finish(std::move(out), v1::Transaction::COMMITTED, false);
