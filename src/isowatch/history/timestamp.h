@@ -17,7 +17,28 @@ struct Timestamp {
   int64_t physical = 0;
   int64_t logical = 0;
 
-  constexpr auto operator<=>(const Timestamp&) const = default;
+  // Written out rather than defaulted: GCC keeps a defaulted operator<=> out of line, and the
+  // engine compares timestamps on every step of its chains.
+  [[gnu::always_inline]] friend constexpr bool operator==(const Timestamp& a, const Timestamp& b) {
+    return a.physical == b.physical && a.logical == b.logical;
+  }
+  [[gnu::always_inline]] friend constexpr bool operator<(const Timestamp& a, const Timestamp& b) {
+    return a.physical < b.physical || (a.physical == b.physical && a.logical < b.logical);
+  }
+  [[gnu::always_inline]] friend constexpr bool operator>(const Timestamp& a, const Timestamp& b) {
+    return b < a;
+  }
+  [[gnu::always_inline]] friend constexpr bool operator<=(const Timestamp& a, const Timestamp& b) {
+    return !(b < a);
+  }
+  [[gnu::always_inline]] friend constexpr bool operator>=(const Timestamp& a, const Timestamp& b) {
+    return !(a < b);
+  }
+  [[gnu::always_inline]] friend constexpr std::strong_ordering operator<=>(const Timestamp& a,
+                                                                           const Timestamp& b) {
+    if (a.physical != b.physical) return a.physical <=> b.physical;
+    return a.logical <=> b.logical;
+  }
 
   static constexpr Timestamp Min() {
     return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min()};
