@@ -56,10 +56,12 @@ struct Fixture {
 };
 
 // Histories and schedules are built once per configuration and kept.
-const Fixture& GetFixture(uint64_t txns, IsolationLevel level, double sigma_ms, double rate_tps) {
-  static auto* cache = new std::map<std::tuple<uint64_t, IsolationLevel, double, double>,
+// `cdc`: the history holds only the committed transactions, as a CDC stream carries them.
+const Fixture& GetFixture(uint64_t txns, IsolationLevel level, double sigma_ms, double rate_tps,
+                          bool cdc) {
+  static auto* cache = new std::map<std::tuple<uint64_t, IsolationLevel, double, double, bool>,
                                     std::unique_ptr<Fixture>>();
-  auto& slot = (*cache)[{txns, level, sigma_ms, rate_tps}];
+  auto& slot = (*cache)[{txns, level, sigma_ms, rate_tps, cdc}];
   if (slot == nullptr) {
     sim::WorkloadOptions o;
     o.txns = txns;
@@ -67,6 +69,7 @@ const Fixture& GetFixture(uint64_t txns, IsolationLevel level, double sigma_ms, 
     o.keys = 10000;
     o.level = level;
     o.seed = 42;
+    o.record_aborted = !cdc;
     auto r = sim::Simulate(o);
     if (!r.ok()) std::abort();
     slot = std::make_unique<Fixture>();
@@ -83,12 +86,15 @@ const Fixture& GetFixture(uint64_t txns, IsolationLevel level, double sigma_ms, 
 
 // `spill`: collected versions go to a RocksDB spill in a temporary directory (opened, and so
 // cleared, before each iteration, untimed); `budget`: EngineOptions::memory_budget in bytes.
+// `cdc`: only committed transactions are delivered (GetFixture). `spill_retention`:
+// EngineOptions::spill_retention (0: the spill is never pruned).
 void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false,
-               uint64_t budget = 0, bool spill_collected = false) {
+               uint64_t budget = 0, bool spill_collected = false, bool cdc = false,
+               int64_t spill_retention = 0) {
   const auto txns = static_cast<uint64_t>(state.range(0));
   const auto sigma_ms = static_cast<double>(state.range(1));
   const auto rate_tps = static_cast<double>(state.range(2));
-  const Fixture& f = GetFixture(txns, level, sigma_ms, rate_tps);
+  const Fixture& f = GetFixture(txns, level, sigma_ms, rate_tps, cdc);
   const std::string spill_dir =
       fmt::format("{}/isowatch-engine-bench-spill-{}",
                   std::filesystem::temp_directory_path().string(), getpid());
@@ -111,14 +117,22 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
                              {.spill = rocks.get(),
                               .spill_collected = spill_collected,
                               .memory_budget = budget,
+                              .spill_retention = spill_retention,
                               .on_spill_pause = [&pauses](double s) { pauses.push_back(s); },
                               .on_reload = [&reloads](double s) { reloads.push_back(s); }});
     benchmark::DoNotOptimize(last.violations.data());
-    if (rocks != nullptr) spill_bytes = rocks->bytes();
+    if (rocks != nullptr) {
+      // What the spill holds once its pruning has run (untimed).
+      state.PauseTiming();
+      if (!rocks->Compact().ok()) std::abort();
+      spill_bytes = rocks->bytes();
+      state.ResumeTiming();
+    }
   }
   if (spill) std::filesystem::remove_all(spill_dir);
   state.counters["spilled"] = static_cast<double>(last.stats.spilled_versions);
   state.counters["reloads"] = static_cast<double>(last.stats.reloads);
+  state.counters["pruned"] = static_cast<double>(last.stats.spill_pruned);
   state.counters["spill_mib"] = static_cast<double>(spill_bytes) / (1 << 20);
   if (!pauses.empty()) {
     // The pauses the spill's writes added to deliveries: count, p99 and largest, in ms.
@@ -161,6 +175,29 @@ BENCHMARK(BM_EngineSi)
     ->Args({100000, 100, 100000})
     ->Unit(benchmark::kMillisecond);
 
+// As a CDC source feeds the daemon: the history and the delivery hold only the committed
+// transactions (the simulator does not record aborted ones), so every delivered transaction is
+// a committed one and `rate_tps` counts committed transactions: at 10,000 tps, sigma = 100 ms
+// moves a transaction by about 1,000 committed places, twice the committed disorder of
+// BM_EngineSi at the same rate.
+void BM_EngineSiCdc(benchmark::State& state) {
+  RunEngine(state, IsolationLevel::kSnapshotIsolation, false, 0, false, true);
+}
+BENCHMARK(BM_EngineSiCdc)
+    ->ArgNames({"txns", "sigma_ms", "rate_tps"})
+    ->Args({100000, 0, 10000})
+    ->Args({100000, 100, 10000})
+    ->Args({1000000, 100, 10000})
+    ->Unit(benchmark::kMillisecond);
+
+void BM_EngineSerCdc(benchmark::State& state) {
+  RunEngine(state, IsolationLevel::kSerializable, false, 0, false, true);
+}
+BENCHMARK(BM_EngineSerCdc)
+    ->ArgNames({"txns", "sigma_ms", "rate_tps"})
+    ->Args({1000000, 100, 10000})
+    ->Unit(benchmark::kMillisecond);
+
 // Long streams: retained state and memory at 1M, 5M and 10M committed transactions (one
 // iteration each; generating the 10M history takes minutes and some 8 GB).
 void BM_EngineSiLong(benchmark::State& state) {
@@ -175,19 +212,24 @@ BENCHMARK(BM_EngineSiLong)
     ->Unit(benchmark::kMillisecond);
 
 // The version spill: state.range(3) is the memory budget in KiB (0 = none), state.range(4)
-// whether everything collected is spilled (EngineOptions::spill_collected). 1 KiB keeps the
-// engine over budget at every collection: everything at or below the final point leaves
-// memory, and transactions reload what they read from RocksDB. 256 MiB is never reached here:
-// the cost of having a spill at all.
+// whether everything collected is spilled (EngineOptions::spill_collected), state.range(5) the
+// spill's retention in timestamp units (EngineOptions::spill_retention; the simulator's
+// timestamps count commits of writers, so 100,000 keeps the versions of about the last 100,000
+// writers, some 30 times the largest disorder). 1 KiB keeps the engine over budget at every
+// collection: everything at or below the final point leaves memory, and transactions reload
+// what they read from RocksDB. 256 MiB is never reached here: the cost of having a spill at all.
+// `spill_mib` is what the spill holds at the end, after a compaction that applies the pruning.
 void BM_EngineSiSpill(benchmark::State& state) {
   RunEngine(state, IsolationLevel::kSnapshotIsolation, true,
-            static_cast<uint64_t>(state.range(3)) << 10, state.range(4) != 0);
+            static_cast<uint64_t>(state.range(3)) << 10, state.range(4) != 0, false,
+            state.range(5));
 }
 BENCHMARK(BM_EngineSiSpill)
-    ->ArgNames({"txns", "sigma_ms", "rate_tps", "budget_kib", "collected"})
-    ->Args({1000000, 100, 10000, 262144, 0})
-    ->Args({1000000, 100, 10000, 1, 0})
-    ->Args({1000000, 100, 10000, 0, 1})
+    ->ArgNames({"txns", "sigma_ms", "rate_tps", "budget_kib", "collected", "spill_retention"})
+    ->Args({1000000, 100, 10000, 262144, 0, 0})
+    ->Args({1000000, 100, 10000, 1, 0, 0})
+    ->Args({1000000, 100, 10000, 0, 1, 0})
+    ->Args({1000000, 100, 10000, 0, 1, 100000})
     ->Unit(benchmark::kMillisecond);
 
 void BM_EngineSer(benchmark::State& state) { RunEngine(state, IsolationLevel::kSerializable); }
