@@ -130,6 +130,10 @@ CLI::App* CheckCommand::Register(CLI::App& app) {
   cmd->add_flag("--spill-collected", spill_collected_,
                 "Online: spill every collected version, so that transactions of any length are "
                 "checked exactly (no horizon misses)");
+  cmd->add_option("--spill-retention", spill_retention_,
+                  "Online: keep spilled versions this far below the final point (timestamp "
+                  "units) and drop older ones (default 0: keep them all)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--spill-dir", spill_dir_,
                   "Online: directory of the spill (cleared first; default: a temporary one)");
   CLI::Option* checker =
@@ -237,12 +241,14 @@ int CheckCommand::Run() {
                                                      .retention = retention_,
                                                      .spill = spill.get(),
                                                      .spill_collected = spill_collected_,
-                                                     .memory_budget = budget});
+                                                     .memory_budget = budget,
+                                                     .spill_retention = spill_retention_});
     if (spill != nullptr) {
       std::cerr << fmt::format(
-          "isowatch check: spill: {} versions written, {} reloads, engine memory at most {} "
-          "bytes\n",
-          result.stats.spilled_versions, result.stats.reloads, result.max_memory_bytes);
+          "isowatch check: spill: {} versions written, {} pruned, {} reloads, engine memory at "
+          "most {} bytes\n",
+          result.stats.spilled_versions, result.stats.spill_pruned, result.stats.reloads,
+          result.max_memory_bytes);
       spill.reset();
       if (!temp_dir.empty()) {
         std::error_code ec;

@@ -47,6 +47,7 @@ class CheckCommand {
   // spilling everything collected, and where (empty: a temporary directory, removed after).
   std::string memory_budget_;
   bool spill_collected_ = false;
+  int64_t spill_retention_ = 0;
   std::string spill_dir_;
   // --checker and what goes with it.
   std::string checker_list_;

@@ -437,6 +437,12 @@ const std::vector<Option>& Table() {
             "Also spill the versions the normal collection drops, so that a transaction of any "
             "length is checked exactly (every version is written to disk once).",
             [](auto& c) -> auto& { return c.engine.spill_collected; }),
+        NonNegativeOption(
+            "engine.spill_retention",
+            "How far below the final point, in the physical unit of the timestamps, the spill "
+            "keeps versions for late and long transactions; below that it drops them. 0: kept "
+            "while the daemon runs.",
+            [](auto& c) -> auto& { return c.engine.spill_retention; }),
         CountOption(
             "ingest.max_batch_transactions",
             "Most transactions in one batch; a larger batch is refused.",
@@ -778,6 +784,9 @@ absl::Status Validate(const DaemonConfig& config) {
                     FormatDuration(config.engine.finality_timeout)));
   check(config.engine.retention >= 0,
         fmt::format("engine.retention: must not be negative, got {}", config.engine.retention));
+  check(config.engine.spill_retention >= 0,
+        fmt::format("engine.spill_retention: must not be negative, got {}",
+                    config.engine.spill_retention));
   const std::pair<std::string_view, uint64_t> counts[] = {
       {"ingest.max_batch_transactions", config.ingest.max_batch_transactions},
       {"ingest.max_ops_per_transaction", config.ingest.max_ops_per_transaction},

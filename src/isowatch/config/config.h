@@ -53,6 +53,9 @@ struct EngineConfig {
   // Also spill what the normal collection drops, so that transactions of any length are checked
   // exactly (engine::EngineOptions::spill_collected).
   bool spill_collected = false;
+  // How far below the final point the spill keeps versions, in the physical unit of the
+  // timestamps (engine::EngineOptions::spill_retention); 0: for the life of the process.
+  int64_t spill_retention = 0;
 
   bool operator==(const EngineConfig&) const = default;
 };

@@ -141,6 +141,7 @@ OnlineResult RunOnline(const History& h, report::IsolationLevel level,
                     .spill = online.spill,
                     .spill_collected = online.spill_collected,
                     .memory_budget = online.memory_budget,
+                    .spill_retention = online.spill_retention,
                     .on_spill_pause = online.on_spill_pause,
                     .on_reload = online.on_reload});
   const StreamId stream = engine.AddStream("simulated");

@@ -87,10 +87,12 @@ struct OnlineOptions {
   int64_t finality_timeout_ms = 5000;
   // EngineOptions::retention.
   int64_t retention = 0;
-  // EngineOptions::spill, spill_collected, memory_budget, on_spill_pause and on_reload.
+  // EngineOptions::spill, spill_collected, memory_budget, spill_retention, on_spill_pause and
+  // on_reload.
   VersionSpill* spill = nullptr;
   bool spill_collected = false;
   uint64_t memory_budget = 0;
+  int64_t spill_retention = 0;
   std::function<void(double)> on_spill_pause;
   std::function<void(double)> on_reload;
 };

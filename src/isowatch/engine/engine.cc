@@ -270,6 +270,7 @@ class EngineImpl {
     stats_.pending_snapshots = pending_snapshots_;
     stats_.memory_bytes = MemoryBytes();
     stats_.spill_bytes = spill_ != nullptr ? spill_->bytes() : 0;
+    stats_.spill_pruned = spill_ != nullptr ? spill_->pruned() : 0;
     return stats_;
   }
 
@@ -576,7 +577,7 @@ class EngineImpl {
       // base_list holds the appends of every version up to trim_point, in order; those of the
       // versions at or after the point are in the spill (all of them, if nothing at or after
       // the point was dropped): the list at the point is base_list without them.
-      if (spill_broken_ || !(ks.dropped_upto < point)) return false;
+      if (spill_broken_ || !(ks.dropped_upto < point) || point.ts <= pruned_point_) return false;
       const ReloadTimer timer(this);
       size_t after = 0;
       absl::Status s = spill_->ScanAfter(key, Before(point), [&](const SpilledVersion& v) {
@@ -611,7 +612,8 @@ class EngineImpl {
       return true;
     }
     if (ks.trimmed && spill_ != nullptr) {
-      if (spill_broken_) return false;
+      // At or below the prune point the spill may have dropped the version the point sees.
+      if (spill_broken_ || point.ts <= pruned_point_) return false;
       const ReloadTimer timer(this);
       auto r = spill_->NewestBefore(key, point);
       if (!r.ok()) return SpillFailed(r.status());
@@ -758,8 +760,10 @@ class EngineImpl {
       return true;
     });
     if (!s.ok()) return SpillFailed(s);
-    // Complete unless a writer committed after t's start was dropped rather than spilled.
-    return keys_[key.value()].dropped_upto.ts <= t.start;
+    // Complete unless a writer committed after t's start was dropped rather than spilled, or
+    // pruned from the spill (every version committed after a start above the prune point is
+    // kept: it expires later still).
+    return keys_[key.value()].dropped_upto.ts <= t.start && pruned_point_ <= t.start;
   }
 
   void InsertVersion(TxnId id, const Transaction& t, KeyId key, Value value) {
@@ -996,6 +1000,7 @@ class EngineImpl {
                    ? Timestamp::Min()
                    : Timestamp{normal.physical - keep, std::numeric_limits<int64_t>::min()};
     }
+    if (spill_ != nullptr && options_.spill_retention > 0) Prune();
     Timestamp g = normal;
     if (spill_ != nullptr && !spill_broken_ && options_.memory_budget > 0 &&
         MemoryBytes() > options_.memory_budget) {
@@ -1027,6 +1032,18 @@ class EngineImpl {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
     }
+  }
+
+  // Lets the spill drop what only checks of snapshots more than spill_retention (and more than
+  // the normal collection keeps) below the final point could need.
+  void Prune() {
+    if (final_point_ == Timestamp::Max()) return;
+    const int64_t keep = std::max({options_.spill_retention, options_.retention, max_duration_});
+    if (final_point_.physical < std::numeric_limits<int64_t>::min() + keep) return;
+    const Timestamp p{final_point_.physical - keep, std::numeric_limits<int64_t>::min()};
+    if (p <= pruned_point_) return;
+    pruned_point_ = p;
+    spill_->PruneUpTo(p);
   }
 
   // Puts `key` in the collection heap if it holds a version a future collection could drop (for
@@ -1074,6 +1091,13 @@ class EngineImpl {
         const Transaction& w = h_.txn(TxnId(it.key().txn));
         SpilledVersion v;
         v.at = it.key();
+        if (is_list) {
+          v.expires = it.key().ts;
+        } else {
+          auto next = it;
+          ++next;  // exists: `keep` comes after `it`
+          v.expires = next.key().ts;
+        }
         v.writer_start = w.has_start ? w.start : Timestamp::Min();
         v.writer_name = h_.txn_name(TxnId(it.key().txn));
         if (is_list) {
@@ -1148,6 +1172,8 @@ class EngineImpl {
 
   std::vector<StreamState> streams_;
   Timestamp final_point_ = Timestamp::Min();
+  // The spill may have dropped versions that expire at or before it (Prune).
+  Timestamp pruned_point_ = Timestamp::Min();
   int64_t max_duration_ = 0;  // longest transaction seen, in physical timestamp units
   TimeQueue finality_;        // keys with pending reads, by their earliest (KeyState::finality_at)
   std::vector<KeyId> due_keys_;  // keys taken from finality_, to finalise

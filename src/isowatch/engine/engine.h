@@ -44,6 +44,12 @@ struct EngineOptions {
   // newest one at or below the final point is spilled rather than kept for `retention`. 0 = no
   // budget. Needs `spill`.
   uint64_t memory_budget = 0;
+  // With a spill: how far below the final point, in the physical unit of the timestamps, the
+  // spill keeps what checks of older snapshots could need (never less than the normal
+  // collection keeps: `retention` and the longest transaction seen). Below that the spill drops
+  // versions (docs/spill-format.md, "Pruning"), and a check that would need one is a horizon
+  // miss. 0 = the spill keeps everything for the life of the process.
+  int64_t spill_retention = 0;
   // Called with the duration, in seconds, of each write of collected versions to the spill (the
   // pause it adds to a delivery). May be empty.
   std::function<void(double)> on_spill_pause;
@@ -75,7 +81,8 @@ struct EngineStats {
   uint64_t reloads = 0;             // checks that read the spill
   uint64_t spill_errors = 0;        // spill reads or writes that failed (the spill is then off)
   uint64_t budget_collections = 0;  // collections cut at the final point by the memory budget
-  uint64_t spill_bytes = 0;         // gauge: bytes written to the spill (estimate)
+  uint64_t spill_bytes = 0;         // gauge: bytes the spill holds (estimate)
+  uint64_t spill_pruned = 0;        // versions the spill dropped (EngineOptions::spill_retention)
   // Gauge: bytes of engine state in memory, by the engine's own accounting (docs/engine.md,
   // "Memory"): key states, chain entries, pending reads, list bases, session windows and the
   // per-transaction arrays. Excludes the History the engine reads.

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/engine/version_spill.h"
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <system_error>
 
 #include <fmt/format.h>
+#include <rocksdb/compaction_filter.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
@@ -57,7 +61,7 @@ bool GetValue(std::string_view in, size_t pos, Value* v) {
 }  // namespace
 
 size_t EncodedBytes(const SpilledVersion& version) {
-  return kKeyBytes + 16 + kValueBytes + 4 + version.appends.size() * kValueBytes + 4 +
+  return kKeyBytes + 16 + 16 + kValueBytes + 4 + version.appends.size() * kValueBytes + 4 +
          version.writer_name.size();
 }
 
@@ -81,12 +85,14 @@ bool DecodeKey(std::string_view bytes, KeyId* key, OrderKey* at) {
   return true;
 }
 
-// Value: writer start (16 bytes), the register value (9), the number of appends (4), each append
-// (9), then the writer's name: its length (4) and its bytes. The version's own place is in the
-// key.
+// Value: expiry (16 bytes; first, so that the compaction filter reads it alone), writer start
+// (16), the register value (9), the number of appends (4), each append (9), then the writer's
+// name: its length (4) and its bytes. The version's own place is in the key.
 std::string EncodeValue(const SpilledVersion& version) {
   std::string out;
   out.reserve(EncodedBytes(version) - kKeyBytes);
+  PutOrdered64(out, version.expires.physical);
+  PutOrdered64(out, version.expires.logical);
   PutOrdered64(out, version.writer_start.physical);
   PutOrdered64(out, version.writer_start.logical);
   PutValue(out, version.value);
@@ -97,12 +103,19 @@ std::string EncodeValue(const SpilledVersion& version) {
   return out;
 }
 
+bool DecodeExpiry(std::string_view bytes, Timestamp* expires) {
+  if (bytes.size() < 16) return false;
+  *expires = Timestamp{GetOrdered64(bytes, 0), GetOrdered64(bytes, 8)};
+  return true;
+}
+
 bool DecodeValue(std::string_view bytes, SpilledVersion* version) {
-  constexpr size_t kFixed = 16 + kValueBytes + 4;
+  constexpr size_t kFixed = 32 + kValueBytes + 4;
   if (bytes.size() < kFixed) return false;
-  version->writer_start = Timestamp{GetOrdered64(bytes, 0), GetOrdered64(bytes, 8)};
-  if (!GetValue(bytes, 16, &version->value)) return false;
-  const uint64_t n = GetBig(bytes, 16 + kValueBytes, 4);
+  version->expires = Timestamp{GetOrdered64(bytes, 0), GetOrdered64(bytes, 8)};
+  version->writer_start = Timestamp{GetOrdered64(bytes, 16), GetOrdered64(bytes, 24)};
+  if (!GetValue(bytes, 32, &version->value)) return false;
+  const uint64_t n = GetBig(bytes, 32 + kValueBytes, 4);
   const uint64_t name_at = kFixed + n * kValueBytes;
   if (n > bytes.size() || bytes.size() < name_at + 4) return false;
   const uint64_t name_size = GetBig(bytes, name_at, 4);
@@ -151,6 +164,21 @@ absl::Status MemoryVersionSpill::ScanAfter(KeyId key, const internal::OrderKey& 
   return absl::OkStatus();
 }
 
+void MemoryVersionSpill::PruneUpTo(history::Timestamp point) {
+  if (point <= prune_point_) return;
+  prune_point_ = point;
+  for (auto it = map_.begin(); it != map_.end();) {
+    if (it->second.expires <= point) {
+      bytes_ -= spill_format::EncodedBytes(it->second);
+      --versions_;
+      ++pruned_;
+      it = map_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 // --- RocksVersionSpill -------------------------------------------------------------------------
 
 // RocksDB's memory (docs/spill-format.md, "Memory"): the memtables take the spilled versions
@@ -158,8 +186,68 @@ absl::Status MemoryVersionSpill::ScanAfter(KeyId key, const internal::OrderKey& 
 constexpr size_t kMemtableBytes = 48 << 20;
 constexpr size_t kBlockCacheBytes = 16 << 20;
 
+namespace {
+
+// How far the spill may prune, shared with the compaction filters RocksDB's background threads
+// run, and what they dropped.
+struct PruneState {
+  std::mutex mu;
+  history::Timestamp point = history::Timestamp::Min();  // guarded by mu
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> dropped_bytes{0};
+};
+
+// Drops the versions that expire at or before the prune point as it was when the flush or
+// compaction began. An entry whose value does not decode is kept (reads report it).
+class PruneFilter final : public rocksdb::CompactionFilter {
+ public:
+  PruneFilter(PruneState* state, history::Timestamp point) : state_(state), point_(point) {}
+  bool Filter(int /*level*/, const rocksdb::Slice& key, const rocksdb::Slice& value,
+              std::string* /*new_value*/, bool* /*value_changed*/) const override {
+    history::Timestamp expires;
+    if (!spill_format::DecodeExpiry(value.ToStringView(), &expires) || expires > point_) {
+      return false;
+    }
+    state_->dropped.fetch_add(1, std::memory_order_relaxed);
+    state_->dropped_bytes.fetch_add(key.size() + value.size(), std::memory_order_relaxed);
+    return true;
+  }
+  const char* Name() const override { return "isowatch.SpillPrune"; }
+
+ private:
+  PruneState* state_;
+  history::Timestamp point_;
+};
+
+class PruneFilterFactory final : public rocksdb::CompactionFilterFactory {
+ public:
+  explicit PruneFilterFactory(PruneState* state) : state_(state) {}
+  // Memtable flushes too: a version that expired before it reached a file never does.
+  bool ShouldFilterTableFileCreation(rocksdb::TableFileCreationReason reason) const override {
+    return reason == rocksdb::TableFileCreationReason::kFlush ||
+           reason == rocksdb::TableFileCreationReason::kCompaction;
+  }
+  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
+      const rocksdb::CompactionFilter::Context& /*context*/) override {
+    history::Timestamp point;
+    {
+      std::lock_guard<std::mutex> l(state_->mu);
+      point = state_->point;
+    }
+    if (point == history::Timestamp::Min()) return nullptr;
+    return std::make_unique<PruneFilter>(state_, point);
+  }
+  const char* Name() const override { return "isowatch.SpillPruneFactory"; }
+
+ private:
+  PruneState* state_;
+};
+
+}  // namespace
+
 struct RocksVersionSpill::Db {
   store::RocksDbMemoryBudget memory{kMemtableBytes, kBlockCacheBytes};
+  PruneState prune;
   std::unique_ptr<rocksdb::DB> db;
   rocksdb::WriteBatch batch;
   rocksdb::WriteOptions write_options;
@@ -197,6 +285,11 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const
   // Within one key id (the first 4 bytes) versions arrive in increasing order: a memtable
   // insertion hint per key id makes those insertions cheap.
   options.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(4));
+  // Pruning (docs/spill-format.md): flushes and compactions drop expired versions, and every
+  // file goes through a compaction at least once an hour, so that expired versions in files no
+  // write reaches any more leave the disk too.
+  options.compaction_filter_factory = std::make_shared<PruneFilterFactory>(&db->prune);
+  options.periodic_compaction_seconds = 3600;
   rocksdb::DB* raw = nullptr;
   if (absl::Status s = store::FromRocksStatus(rocksdb::DB::Open(options, dir, &raw),
                                               fmt::format("opening the spill in {}", dir));
@@ -214,6 +307,28 @@ void RocksVersionSpill::Put(KeyId key, const SpilledVersion& version) {
   bytes_ += k.size() + v.size();
   ++versions_;
   db_->batch.Put(k, v);
+}
+
+void RocksVersionSpill::PruneUpTo(history::Timestamp point) {
+  std::lock_guard<std::mutex> l(db_->prune.mu);
+  db_->prune.point = std::max(db_->prune.point, point);
+}
+
+absl::Status RocksVersionSpill::Compact() {
+  RETURN_IF_ERROR(
+      store::FromRocksStatus(db_->db->Flush(rocksdb::FlushOptions()), "flushing the spill"));
+  rocksdb::CompactRangeOptions options;
+  options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  return store::FromRocksStatus(db_->db->CompactRange(options, nullptr, nullptr),
+                                "compacting the spill");
+}
+
+uint64_t RocksVersionSpill::pruned() const {
+  return db_->prune.dropped.load(std::memory_order_relaxed);
+}
+uint64_t RocksVersionSpill::versions() const { return versions_ - std::min(versions_, pruned()); }
+uint64_t RocksVersionSpill::bytes() const {
+  return bytes_ - std::min(bytes_, db_->prune.dropped_bytes.load(std::memory_order_relaxed));
 }
 
 store::RocksDbMemory RocksVersionSpill::rocksdb_memory() const {

@@ -24,7 +24,12 @@ namespace isowatch::engine {
 // A committed version the engine collected from memory, as the spill keeps it: everything a
 // later check of an older snapshot needs without the writer's record (docs/spill-format.md).
 struct SpilledVersion {
-  internal::OrderKey at;                // commit, phase, writer: its place in the key's chain
+  internal::OrderKey at;  // commit, phase, writer: its place in the key's chain
+  // From when on no exact check needs the version (VersionSpill::PruneUpTo): for a register the
+  // commit timestamp of the key's next version (a read at a later point sees that one or a
+  // newer one), for a list its own commit timestamp (a read at a later point does not need to
+  // take its appends out of the list).
+  history::Timestamp expires;
   history::Timestamp writer_start;      // the writer's start (SI NoConflict); Min if it has none
   history::Value value;                 // registers: the writer's final value
   std::vector<history::Value> appends;  // lists: the writer's appends to the key, in order
@@ -38,7 +43,10 @@ struct SpilledVersion {
 // budget that keeps less in memory) reloads it instead of going unjudged.
 //
 // Versions are written with Put and become visible to reads after Flush. Versions of one key
-// are ordered by OrderKey. Engine-thread only.
+// are ordered by OrderKey. Once PruneUpTo(P) was called, the spill may drop, at any later time,
+// the versions that expire at or before P: reads of points whose timestamp is above P stay
+// exact, reads at or below it may miss versions (the engine treats them as horizon misses).
+// Engine-thread only.
 class VersionSpill {
  public:
   virtual ~VersionSpill() = default;
@@ -57,9 +65,18 @@ class VersionSpill {
   virtual absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
                                  absl::FunctionRef<bool(const SpilledVersion&)> fn) = 0;
 
-  // Versions put so far, and an estimate of the bytes they take in the spill.
+  // Allows the spill to drop the versions with `expires` <= point, from now on. Points only
+  // grow: a lower one is ignored.
+  virtual void PruneUpTo(history::Timestamp point) = 0;
+  // Drops now what PruneUpTo allows (the RocksDB spill otherwise drops it as its background
+  // compactions rewrite the data, and when it flushes memtables).
+  virtual absl::Status Compact() = 0;
+
+  // Versions put so far less those dropped, and an estimate of the bytes they take.
   virtual uint64_t versions() const = 0;
   virtual uint64_t bytes() const = 0;
+  // Versions dropped by pruning so far.
+  virtual uint64_t pruned() const = 0;
 };
 
 // A VersionSpill in memory, for tests and for checks that must not touch the disk.
@@ -71,8 +88,12 @@ class MemoryVersionSpill final : public VersionSpill {
       KeyId key, const internal::OrderKey& point) override;
   absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
                          absl::FunctionRef<bool(const SpilledVersion&)> fn) override;
+  // Drops at once (a scan of every version): this spill is for tests.
+  void PruneUpTo(history::Timestamp point) override;
+  absl::Status Compact() override { return absl::OkStatus(); }
   uint64_t versions() const override { return versions_; }
   uint64_t bytes() const override { return bytes_; }
+  uint64_t pruned() const override { return pruned_; }
 
  private:
   struct Less {
@@ -84,8 +105,10 @@ class MemoryVersionSpill final : public VersionSpill {
   };
   std::map<std::pair<uint32_t, internal::OrderKey>, SpilledVersion, Less> map_;
   std::vector<std::pair<KeyId, SpilledVersion>> pending_;
+  history::Timestamp prune_point_ = history::Timestamp::Min();
   uint64_t versions_ = 0;
   uint64_t bytes_ = 0;
+  uint64_t pruned_ = 0;
 };
 
 // A VersionSpill in a RocksDB database of its own (format in docs/spill-format.md). Its contents
@@ -102,8 +125,14 @@ class RocksVersionSpill final : public VersionSpill {
       KeyId key, const internal::OrderKey& point) override;
   absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
                          absl::FunctionRef<bool(const SpilledVersion&)> fn) override;
-  uint64_t versions() const override { return versions_; }
-  uint64_t bytes() const override { return bytes_; }
+  // Versions that expire at or before the point are dropped by a compaction filter, as flushes
+  // and compactions rewrite them (docs/spill-format.md, "Pruning").
+  void PruneUpTo(history::Timestamp point) override;
+  // Compacts the whole spill.
+  absl::Status Compact() override;
+  uint64_t versions() const override;
+  uint64_t bytes() const override;
+  uint64_t pruned() const override;
 
   // The memory RocksDB holds for the spill now (bounded as docs/spill-format.md, "Memory",
   // says). Unlike the rest of the class, thread-safe.
@@ -114,8 +143,8 @@ class RocksVersionSpill final : public VersionSpill {
   explicit RocksVersionSpill(std::unique_ptr<Db> db);
 
   std::unique_ptr<Db> db_;
-  uint64_t versions_ = 0;
-  uint64_t bytes_ = 0;
+  uint64_t versions_ = 0;  // written
+  uint64_t bytes_ = 0;     // written
 };
 
 // The spill's encodings (docs/spill-format.md), exposed for tests and tools.
@@ -126,6 +155,8 @@ std::string EncodeKey(KeyId key, const internal::OrderKey& at);
 bool DecodeKey(std::string_view bytes, KeyId* key, internal::OrderKey* at);
 std::string EncodeValue(const SpilledVersion& version);
 bool DecodeValue(std::string_view bytes, SpilledVersion* version);
+// The expiry alone, from the first 16 bytes of a value.
+bool DecodeExpiry(std::string_view bytes, history::Timestamp* expires);
 }  // namespace spill_format
 
 }  // namespace isowatch::engine

@@ -99,6 +99,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
     options.rocks_spill = d->spill_.get();
     options.live.spill_collected = config.engine.spill_collected;
     options.live.memory_budget = config.engine.memory_budget;
+    options.live.spill_retention = config.engine.spill_retention;
     server::DaemonMetrics* metrics = d->metrics_.get();
     options.live.on_spill_pause = [metrics](double seconds) {
       metrics->spill_pause().Observe(seconds);

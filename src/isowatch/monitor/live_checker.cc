@@ -76,6 +76,7 @@ void LiveChecker::StartIfNeeded(const v1::IngestBatch& batch) {
                             .spill = options_.spill,
                             .spill_collected = options_.spill_collected,
                             .memory_budget = options_.memory_budget,
+                            .spill_retention = options_.spill_retention,
                             .on_spill_pause = options_.on_spill_pause,
                             .on_reload = options_.on_reload});
 }

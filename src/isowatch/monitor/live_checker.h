@@ -30,11 +30,12 @@ struct LiveOptions {
   int64_t finality_timeout_ms = 5000;
   // engine::EngineOptions::retention.
   int64_t retention = 0;
-  // engine::EngineOptions::spill (not owned), spill_collected, memory_budget, on_spill_pause,
-  // on_reload.
+  // engine::EngineOptions::spill (not owned), spill_collected, memory_budget, spill_retention,
+  // on_spill_pause, on_reload.
   engine::VersionSpill* spill = nullptr;
   bool spill_collected = false;
   uint64_t memory_budget = 0;
+  int64_t spill_retention = 0;
   std::function<void(double)> on_spill_pause;
   std::function<void(double)> on_reload;
   // Source of time for the timeout; nullptr = the system clock.

@@ -158,7 +158,7 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                                .Add({});
   spill_bytes_ = &BuildGauge()
                       .Name("isowatch_engine_spill_bytes")
-                      .Help("Bytes written to the version spill on disk (estimate).")
+                      .Help("Bytes the version spill holds on disk (estimate).")
                       .Register(r)
                       .Add({});
   spilled_versions_ = &BuildCounter()
@@ -174,6 +174,11 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
   spill_errors_ = &BuildCounter()
                        .Name("isowatch_engine_spill_errors_total")
                        .Help("Failed spill reads or writes (the spill is then off).")
+                       .Register(r)
+                       .Add({});
+  spill_pruned_ = &BuildCounter()
+                       .Name("isowatch_engine_spill_pruned_versions_total")
+                       .Help("Versions dropped from the spill below engine.spill_retention.")
                        .Register(r)
                        .Add({});
   budget_collections_ = &BuildCounter()

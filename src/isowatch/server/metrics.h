@@ -93,6 +93,7 @@ class DaemonMetrics {
   prometheus::Counter& spilled_versions() { return *spilled_versions_; }
   prometheus::Counter& spill_reloads() { return *spill_reloads_; }
   prometheus::Counter& spill_errors() { return *spill_errors_; }
+  prometheus::Counter& spill_pruned() { return *spill_pruned_; }
   prometheus::Counter& budget_collections() { return *budget_collections_; }
   // Seconds each write to the spill held up the engine.
   prometheus::Histogram& spill_pause() { return *spill_pause_; }
@@ -165,6 +166,7 @@ class DaemonMetrics {
   prometheus::Counter* spilled_versions_;
   prometheus::Counter* spill_reloads_;
   prometheus::Counter* spill_errors_;
+  prometheus::Counter* spill_pruned_;
   prometheus::Counter* budget_collections_;
   prometheus::Histogram* spill_pause_;
   prometheus::Histogram* spill_reload_;

@@ -127,7 +127,8 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
   auto& [grpc_listen, grpc_port] = grpc;
   auto& [http_listen, http_port] = http;
   auto& [log_level, log_format, log_file] = log;
-  auto& [engine_level, finality_timeout, retention, memory_budget, spill_collected] = engine;
+  auto& [engine_level, finality_timeout, retention, memory_budget, spill_collected,
+         spill_retention] = engine;
   auto& [max_batch_transactions, max_batch_bytes, max_ops, queue_batches, max_streams,
          remembered_ids] = ingest;
   auto& [sync_writes] = store;
@@ -158,6 +159,7 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
       {"engine.retention", "1000", [p = &retention] { return *p == 1000; }},
       {"engine.memory_budget", "256MiB", [p = &memory_budget] { return *p == (256u << 20); }},
       {"engine.spill_collected", "true", [p = &spill_collected] { return *p; }},
+      {"engine.spill_retention", "5000", [p = &spill_retention] { return *p == 5000; }},
       {"ingest.max_batch_transactions", "7", [p = &max_batch_transactions] { return *p == 7u; }},
       {"ingest.max_batch_bytes", "1KiB", [p = &max_batch_bytes] { return *p == 1024u; }},
       {"ingest.max_ops_per_transaction", "8", [p = &max_ops] { return *p == 8u; }},

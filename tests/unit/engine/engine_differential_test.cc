@@ -140,6 +140,7 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
   size_t exact_without_retention = 0;
   size_t spilled_runs = 0;   // runs with a spill that wrote to it
   size_t reloaded_runs = 0;  // and that read from it
+  size_t pruned_runs = 0;    // runs whose spill dropped versions (spill_retention)
   int failures = 0;
   for (uint64_t seed = 1; seed <= seeds && failures < 3; ++seed) {
     sim::WorkloadOptions o = Workload(seed, c.generated, c.data);
@@ -211,13 +212,16 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
         // retention 0 is exact, and so is a budget of one byte, which cuts every collection at
         // the final point (RocksDB for some seeds, in memory for the others). With a budget
         // alone, the spill receives only what the budget pushes out: exact unless a horizon
-        // miss (a transaction longer than all before it), and never a false alarm.
+        // miss (a transaction longer than all before it), and never a false alarm. Pruning the
+        // spill below the longest transaction (spill_retention) changes nothing: every arrival
+        // starts above the prune point.
         struct Variant {
           bool collected;
           bool budget;
+          bool prune = false;
         };
-        for (const Variant var :
-             {Variant{true, false}, Variant{true, true}, Variant{false, true}}) {
+        for (const Variant var : {Variant{true, false}, Variant{true, true}, Variant{false, true},
+                                  Variant{true, true, true}}) {
           std::unique_ptr<VersionSpill> spill;
           std::string spill_dir;
           if (var.budget && seed % 4 == 0) {
@@ -233,10 +237,12 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
           const OnlineResult spilled = RunOnline(h, c.checked, delivery,
                                                  {.spill = spill.get(),
                                                   .spill_collected = var.collected,
-                                                  .memory_budget = var.budget ? 1U : 0U});
-          const std::string how = fmt::format("{}, retention 0, spill{}{}", where,
-                                              var.collected ? " of everything collected" : "",
-                                              var.budget ? ", budget 1 byte" : "");
+                                                  .memory_budget = var.budget ? 1U : 0U,
+                                                  .spill_retention = var.prune ? longest + 1 : 0});
+          const std::string how =
+              fmt::format("{}, retention 0, spill{}{}{}", where,
+                          var.collected ? " of everything collected" : "",
+                          var.budget ? ", budget 1 byte" : "", var.prune ? ", pruned" : "");
           const std::vector<Entry> got = Entries(h, spilled.violations);
           const bool exact = var.collected || spilled.stats.horizon_misses == 0;
           const std::vector<Entry> false_alarms = Minus(got, expected);
@@ -256,6 +262,11 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
           }
           spilled_runs += spilled.stats.spilled_versions > 0 ? 1 : 0;
           reloaded_runs += spilled.stats.reloads > 0 ? 1 : 0;
+          if (var.prune) {
+            pruned_runs += spilled.stats.spill_pruned > 0 ? 1 : 0;
+          } else {
+            EXPECT_EQ(spilled.stats.spill_pruned, 0u) << how;
+          }
           spill.reset();
           if (!spill_dir.empty()) std::filesystem::remove_all(spill_dir);
         }
@@ -297,6 +308,7 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
   EXPECT_EQ(failures, 0);
   EXPECT_GT(exact_without_retention, 0u);
   EXPECT_GT(spilled_runs, 0u);
+  EXPECT_GT(pruned_runs, 0u);
   // Under SER a read point is a commit, above the final point, so only SI ever reloads.
   if (c.checked == IsolationLevel::kSnapshotIsolation) {
     EXPECT_GT(reloaded_runs, 0u);

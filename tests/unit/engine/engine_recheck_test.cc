@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -29,6 +30,7 @@ using history::Timestamp;
 using ::isowatch::testing::SummarizeAll;
 using ::isowatch::testing::TestHistory;
 using report::IsolationLevel;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAreArray;
@@ -53,7 +55,8 @@ class Harness {
  public:
   explicit Harness(const TestHistory& t, IsolationLevel level = IsolationLevel::kSnapshotIsolation,
                    int64_t timeout_ms = 5000, int64_t retention = 0, VersionSpill* spill = nullptr,
-                   bool spill_collected = true, uint64_t memory_budget = 0)
+                   bool spill_collected = true, uint64_t memory_budget = 0,
+                   int64_t spill_retention = 0)
       : h_(t.Build()),
         engine_(h_, {.level = level,
                      .finality_timeout_ms = timeout_ms,
@@ -62,6 +65,7 @@ class Harness {
                      .spill = spill,
                      .spill_collected = spill_collected,
                      .memory_budget = memory_budget,
+                     .spill_retention = spill_retention,
                      .on_reload = [this](double seconds) { reload_seconds_.push_back(seconds); }}),
         stream_(engine_.AddStream("test")) {}
 
@@ -384,17 +388,17 @@ TEST(EngineRecheckTest, LongTransactionNeedsRetention) {
   }
 }
 
-// With a spill, a transaction longer than any before it is checked against the versions
-// collected before it arrived (here, with retention 0, those of 1 and 2b on y and of 1 and 2
-// on the list x, all below the collection point 18 - 3): no horizon miss, the same verdicts as
-// offline, for list and register reads and for NoConflict with a collected writer (2b).
-TEST(EngineRecheckTest, LongTransactionIsCheckedAgainstTheSpill) {
-  struct Case {
-    std::string name;
-    std::function<void(TestHistory&)> late;  // adds transaction "4" (start 11, commit 19)
-    std::vector<std::string> expected;
-  };
-  const std::vector<Case> cases = {
+// The history of the spill tests: transactions 1 to 3 on the list x and the register y, then
+// "4", which starts at 11 and commits at 19, after the rest has been collected. Each case adds
+// a different "4" and gives what Chronos reports.
+struct LateCase {
+  std::string name;
+  std::function<void(TestHistory&)> late;
+  std::vector<std::string> expected;
+};
+
+std::vector<LateCase> LateCases() {
+  return {
       {"list read as of its snapshot",
        [](TestHistory& t) { t.Txn("4", "b", 11, 19).L(kX, {8}); },
        {}},
@@ -413,6 +417,33 @@ TEST(EngineRecheckTest, LongTransactionIsCheckedAgainstTheSpill) {
        [](TestHistory& t) { t.Txn("4", "b", 11, 19).W(kY, 7); },
        {"NOCONFLICT 2b,4 k=1", "NOCONFLICT 2c,4 k=1", "NOCONFLICT 3,4 k=1"}},
   };
+}
+
+TestHistory LateHistory(const LateCase& c) {
+  TestHistory t;
+  t.Txn("1", "a", 2, 3).A(kX, 8).W(kY, 4);
+  t.Txn("2", "a", 11, 14).A(kX, 39).L(kX, {8, 39});
+  t.Txn("2b", "c", 12, 13).W(kY, 9);
+  t.Txn("2c", "c", 14, 15).W(kY, 10);
+  t.Txn("3", "a", 15, 18).W(kY, 6);
+  c.late(t);
+  return t;
+}
+
+// Delivers LateHistory: "4" last, after everything else is final.
+void DeliverLate(Harness& e) {
+  e.Deliver({"1"}, 3);
+  e.Deliver({"2", "2b"}, 14);
+  e.Deliver({"2c", "3"}, 18);
+  e.Deliver({"4"}, 19);
+  e.engine().Finish();
+}
+
+// With a spill, a transaction longer than any before it is checked against the versions
+// collected before it arrived (here, with retention 0, those of 1 and 2b on y and of 1 and 2
+// on the list x, all below the collection point 18 - 3): no horizon miss, the same verdicts as
+// offline, for list and register reads and for NoConflict with a collected writer (2b).
+TEST(EngineRecheckTest, LongTransactionIsCheckedAgainstTheSpill) {
   // Two ways to get there: retention 0 with everything collected spilled; or retention 8 (the
   // late transaction's start, 11, is within it) with a one-byte budget that pushes everything
   // at or below the final point out of memory, and only what retention would have kept into
@@ -424,15 +455,9 @@ TEST(EngineRecheckTest, LongTransactionIsCheckedAgainstTheSpill) {
     uint64_t budget;
   };
   for (const Mode& m : {Mode{"spill everything", 0, true, 0}, Mode{"budget", 8, false, 1}})
-    for (const Case& c : cases) {
+    for (const LateCase& c : LateCases()) {
       SCOPED_TRACE(m.name + ": " + c.name);
-      TestHistory t;
-      t.Txn("1", "a", 2, 3).A(kX, 8).W(kY, 4);
-      t.Txn("2", "a", 11, 14).A(kX, 39).L(kX, {8, 39});
-      t.Txn("2b", "c", 12, 13).W(kY, 9);
-      t.Txn("2c", "c", 14, 15).W(kY, 10);
-      t.Txn("3", "a", 15, 18).W(kY, 6);
-      c.late(t);
+      const TestHistory t = LateHistory(c);
       MemoryVersionSpill spill;
       Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, m.retention, &spill, m.collected,
                 m.budget);
@@ -454,6 +479,34 @@ TEST(EngineRecheckTest, LongTransactionIsCheckedAgainstTheSpill) {
       EXPECT_EQ(e.reload_seconds().size(), e.stats().reloads) << "each reload is timed";
       EXPECT_EQ(e.stats().spill_errors, 0u);
     }
+}
+
+// A pruned spill (spill_retention) no longer answers for snapshots at or below its prune point:
+// the late transaction, which starts at 11, finds the spill pruned up to
+// 18 - max(1, longest transaction 3) = 15, and each of its checks that needs the spill is a
+// horizon miss, never a verdict from what the spill happens to hold still. A retention that
+// reaches its start keeps every verdict.
+TEST(EngineRecheckTest, PrunedSpillMakesOlderSnapshotsHorizonMisses) {
+  for (int64_t spill_retention : {1, 8}) {
+    for (const LateCase& c : LateCases()) {
+      SCOPED_TRACE(fmt::format("spill_retention {}: {}", spill_retention, c.name));
+      const TestHistory t = LateHistory(c);
+      MemoryVersionSpill spill;
+      Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, true, 0, spill_retention);
+      DeliverLate(e);
+      const std::vector<std::string> got = e.Take();
+      if (spill_retention == 1) {
+        EXPECT_GT(e.stats().spill_pruned, 0u);
+        EXPECT_GT(e.stats().horizon_misses, 0u);
+        // Only verdicts found without the spill (in memory), never one from a partial spill.
+        for (const std::string& v : got) EXPECT_THAT(c.expected, Contains(v)) << "a false alarm";
+      } else {
+        EXPECT_EQ(e.stats().horizon_misses, 0u);
+        EXPECT_THAT(got, UnorderedElementsAreArray(c.expected));
+      }
+      EXPECT_EQ(e.stats().spill_errors, 0u);
+    }
+  }
 }
 
 // Whatever the order, the final violations are Chronos's, with the same values and wording of

@@ -50,22 +50,27 @@ TEST(SpillFormatTest, KeyBytesSortLikeOrderKeys) {
 
 TEST(SpillFormatTest, ValuesRoundTripAndTruncationIsRejected) {
   SpilledVersion v;
+  v.expires = Timestamp{9, -3};
   v.writer_start = Timestamp{-5, 7};
   v.value = Value::Int(-42);
   v.appends = {Value::Int(1), Value::BytesRef(3), Value::Absent()};
   v.writer_name = "txn-17";
   const std::string bytes = spill_format::EncodeValue(v);
-  EXPECT_EQ(bytes.size(), 16u + 9u + 4u + 3u * 9u + 4u + 6u);
+  EXPECT_EQ(bytes.size(), 16u + 16u + 9u + 4u + 3u * 9u + 4u + 6u);
   EXPECT_EQ(spill_format::EncodedBytes(v), 28u + bytes.size());
   SpilledVersion back;
   ASSERT_TRUE(spill_format::DecodeValue(bytes, &back));
   back.at = v.at;
   EXPECT_EQ(back, v);
+  Timestamp expires;
+  ASSERT_TRUE(spill_format::DecodeExpiry(bytes, &expires));
+  EXPECT_EQ(expires, v.expires);
+  EXPECT_FALSE(spill_format::DecodeExpiry(bytes.substr(0, 15), &expires));
   for (size_t cut = 0; cut < bytes.size(); ++cut) {
     EXPECT_FALSE(spill_format::DecodeValue(bytes.substr(0, cut), &back)) << cut;
   }
   std::string bad_kind = bytes;
-  bad_kind[16] = 9;
+  bad_kind[32] = 9;
   EXPECT_FALSE(spill_format::DecodeValue(bad_kind, &back));
   EXPECT_FALSE(spill_format::DecodeValue(bytes + "x", &back)) << "longer than its name";
 }
@@ -159,6 +164,56 @@ TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
                                   })
                       .ok());
       EXPECT_EQ(scanned, expected);
+    }
+  }
+}
+
+// PruneUpTo lets the spill drop exactly the versions that expire at or before the point (the
+// RocksDB spill once it flushes and compacts); the rest, and every answer about points above
+// the prune point, stay as they were.
+TEST_P(VersionSpillTest, PruningDropsExactlyWhatExpired) {
+  std::vector<std::pair<KeyId, SpilledVersion>> all;
+  for (uint32_t k = 0; k < 3; ++k) {
+    for (int64_t ts = 1; ts <= 40; ++ts) {
+      SpilledVersion v;
+      v.at = OrderKey(Timestamp{ts, 0}, 0, static_cast<uint32_t>(ts));
+      v.expires = Timestamp{ts + 1 + k, 0};  // the key's next version (lists: itself)
+      v.value = Value::Int(ts);
+      v.writer_name = fmt::format("w{}", ts);
+      spill_->Put(KeyId(k), v);
+      all.emplace_back(KeyId(k), v);
+    }
+  }
+  ASSERT_TRUE(spill_->Flush().ok());
+  const uint64_t bytes_before = spill_->bytes();
+  spill_->PruneUpTo(Timestamp{20, 0});
+  spill_->PruneUpTo(Timestamp{10, 0});  // lower: ignored
+  ASSERT_TRUE(spill_->Compact().ok());
+  size_t expired = 0;
+  for (const auto& [key, v] : all) expired += v.expires <= Timestamp{20, 0} ? 1 : 0;
+  EXPECT_EQ(spill_->pruned(), expired);
+  EXPECT_EQ(spill_->versions(), all.size() - expired);
+  EXPECT_LT(spill_->bytes(), bytes_before);
+  for (uint32_t k = 0; k < 3; ++k) {
+    std::vector<SpilledVersion> kept;
+    ASSERT_TRUE(spill_
+                    ->ScanAfter(KeyId(k), OrderKey(Timestamp::Min(), 0, 0),
+                                [&](const SpilledVersion& v) {
+                                  kept.push_back(v);
+                                  return true;
+                                })
+                    .ok());
+    std::vector<SpilledVersion> want;
+    for (const auto& [key, v] : all) {
+      if (key == KeyId(k) && v.expires > Timestamp{20, 0}) want.push_back(v);
+    }
+    EXPECT_EQ(kept, want) << "key " << k;
+    // Above the prune point the newest version before a point is unchanged.
+    for (int64_t ts = 21; ts <= 40; ++ts) {
+      auto got = spill_->NewestBefore(KeyId(k), OrderKey(Timestamp{ts, 0}, 2, 0));
+      ASSERT_TRUE(got.ok());
+      ASSERT_TRUE(got->has_value());
+      EXPECT_EQ((*got)->at.ts, (Timestamp{ts, 0})) << "key " << k;
     }
   }
 }
