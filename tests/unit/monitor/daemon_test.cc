@@ -665,6 +665,52 @@ TEST_F(DaemonTest, MemoryBudgetSpillsAndReloadsVersions) {
   EXPECT_EQ(Summary(*after), Summary(*before));
 }
 
+// engine.spill_retention reaches the engine: a transaction that starts far below the final
+// point, whose snapshot the spill could have answered, is a horizon miss once the spill may
+// have pruned it, and is reloaded (and found right) when the spill keeps everything.
+TEST_F(DaemonTest, SpillRetentionPrunesOldSnapshots) {
+  auto at = [](v1::Transaction t, int64_t start, int64_t commit) {
+    t.mutable_start()->set_physical(start);
+    t.mutable_commit()->set_physical(commit);
+    return t;
+  };
+  for (int64_t spill_retention : {0, 5}) {
+    SCOPED_TRACE(spill_retention);
+    TempDir dir;
+    ASSERT_FALSE(dir.Path().empty());
+    config::DaemonConfig config = TestConfig(dir.Path());
+    config.engine.memory_budget = 1;
+    config.engine.spill_collected = true;
+    config.engine.spill_retention = spill_retention;
+    const std::string s = "pruned";
+    v1::IngestBatch first = Batch(s, 1,
+                                  {at(Writer(1, 1, 100), 10, 15), at(Writer(2, 1, 200), 20, 25),
+                                   at(Writer(3, 1, 300), 30, 35), at(Writer(4, 1, 400), 40, 45)});
+    first.mutable_watermark()->set_physical(45);
+    // Starts at 16, when 100 was the newest value: right, if anything can tell.
+    v1::IngestBatch second = Batch(s, 2, {at(Reader(5, 1, 100), 16, 50)});
+    second.mutable_watermark()->set_physical(50);
+    second.set_end_of_stream(true);
+    ASSERT_NO_FATAL_FAILURE(Start(config));
+    ASSERT_NO_FATAL_FAILURE(PushAllAndWait({first, second}, s));
+    auto seen = Violations();
+    ASSERT_TRUE(seen.has_value());
+    EXPECT_TRUE(seen->empty());
+    std::string metrics;
+    const char* outcome = spill_retention == 0 ? "isowatch_engine_spill_reloads_total"
+                                               : "isowatch_horizon_misses_total";
+    EXPECT_TRUE(WaitFor([&] {
+      metrics = Metrics();
+      return Sample(metrics, outcome) >= 1.0;
+    })) << metrics;
+    const char* other = spill_retention == 0 ? "isowatch_horizon_misses_total"
+                                             : "isowatch_engine_spill_reloads_total";
+    EXPECT_EQ(Sample(metrics, other), 0.0) << metrics;
+    EXPECT_EQ(Sample(metrics, "isowatch_engine_spill_errors_total"), 0.0) << metrics;
+    Stop();
+  }
+}
+
 TEST_F(DaemonTest, RestartKeepsTheIdsOfAnOpenStream) {
   TempDir dir;
   ASSERT_FALSE(dir.Path().empty());
