@@ -4,13 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -18,6 +16,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "isowatch/common/atomic_file.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/ingest/client.h"
 
@@ -70,21 +69,11 @@ absl::StatusOr<std::optional<CollectorState>> LoadState(const std::string& dir) 
   return std::optional<CollectorState>(s);
 }
 
-// Writes the state to a new file, syncs it and renames it over the old one.
+// Replaces the state file, durably.
 absl::Status SaveState(const std::string& dir, const CollectorState& s) {
-  const std::string path = StatePath(dir);
-  const std::string tmp = path + ".tmp";
   std::string text = fmt::format("stream {}\nrun {}\nhandled {}\n", s.stream, s.run, s.handled);
   for (const auto& [seq, handled] : s.in_flight) text += fmt::format("sent {}:{}\n", seq, handled);
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::InternalError(fmt::format("cannot write {}", tmp));
-  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const bool synced = fsync(fd) == 0;
-  close(fd);
-  if (!written || !synced || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(fmt::format("cannot write {}", path));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(StatePath(dir), text, /*sync=*/true);
 }
 
 v1::Header MakeHeader(const CollectorOptions& o) {

@@ -2,11 +2,8 @@
 #include "isowatch/monitor/daemon.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 #include <utility>
 
@@ -16,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "isowatch/checkers/registry.h"
+#include "isowatch/common/atomic_file.h"
 #include "isowatch/common/status_macros.h"
 
 namespace isowatch::monitor {
@@ -194,17 +192,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
 Daemon::~Daemon() { Shutdown(); }
 
 absl::Status Daemon::WritePortsFile(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << fmt::format("{{\"grpc\": {}, \"http\": {}}}\n", grpc_port(), http_port());
-    out.close();
-    if (!out) return absl::UnavailableError(fmt::format("ports_file: cannot write {}", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::ErrnoToStatus(errno, fmt::format("ports_file: cannot rename {} to {}", tmp, path));
-  }
-  return absl::OkStatus();
+  // Read by scripts while the daemon runs; a stale file after a crash is rewritten at start, so
+  // it needs no sync.
+  absl::Status s = WriteFileAtomically(
+      path, fmt::format("{{\"grpc\": {}, \"http\": {}}}\n", grpc_port(), http_port()),
+      /*sync=*/false);
+  if (s.ok()) return s;
+  return absl::Status(s.code(), fmt::format("ports_file: {}", std::string(s.message())));
 }
 
 void Daemon::Shutdown(absl::Duration deadline) {
