@@ -3,12 +3,15 @@
 // Feeds arbitrary bytes to the ingest decoder and validator, as the daemon meets them on the wire.
 // Whatever parses must validate without a crash, and the outcome must be consistent: every
 // transaction is accepted, refused or a duplicate (or the whole batch is refused); every refusal
-// serializes; and once the accepted ids are recorded, the same batch accepts nothing more.
+// serializes; and once the accepted ids are recorded, the same batch accepts nothing more. The
+// accepted transactions then go through the conflict registry, as in the daemon: each is kept or
+// refused, and the kept ones, decided again, are all kept.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
+#include "isowatch/ingest/conflict_registry.h"
 #include "isowatch/ingest/memory_id_registry.h"
 #include "isowatch/ingest/txn_fingerprint.h"
 #include "isowatch/ingest/validate.h"
@@ -17,6 +20,7 @@
 namespace {
 
 using isowatch::ingest::BatchValidation;
+using isowatch::ingest::ConflictRegistry;
 using isowatch::ingest::MemoryIdRegistry;
 using isowatch::ingest::ValidateBatch;
 using isowatch::ingest::ValidationLimits;
@@ -44,7 +48,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(v.accepted.size() + v.refusals.size() + v.duplicates ==
           static_cast<size_t>(batch.txns_size()));
   }
+  ConflictRegistry conflicts;
+  const ConflictRegistry::Decision d = conflicts.Decide(batch, v.accepted);
+  Check(d.kept.size() + d.refusals.size() == v.accepted.size());
+  Check(conflicts.Decide(batch, d.kept).kept == d.kept);
   std::string wire;
+  for (const auto& r : d.refusals) {
+    Check(r.reason() == isowatch::v1::KEY_KIND_CONFLICT ||
+          r.reason() == isowatch::v1::SESSION_SEQ_CONFLICT);
+    Check(r.detail().size() <= isowatch::ingest::kMaxRefusalDetailBytes);
+    Check(r.SerializeToString(&wire));
+  }
   for (const auto& r : v.refusals) {
     Check(r.reason() != isowatch::v1::REFUSAL_REASON_UNSPECIFIED);
     Check(r.detail().size() <= isowatch::ingest::kMaxRefusalDetailBytes);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -168,14 +169,14 @@ absl::StatusOr<TxnId> HistoryBuilder::EndLiveTxn() {
   t.ops_count = static_cast<uint32_t>(h.ops_.size() - t.ops_begin);
   live_register_.resize(h.keys_.size(), 0);
   const DataModel model = h.data_model_;
-  auto list_like = [&](const Op& op) {
+  // `is_list`: the key is a list so far.
+  auto list_like = [&](const Op& op, bool is_list) {
     switch (op.kind()) {
       case OpKind::kAppend:
       case OpKind::kListRead:
         return true;
       case OpKind::kRead:
-        return op.value().absent() &&
-               (model == DataModel::kList || h.keys_[op.key().value()].is_list);
+        return op.value().absent() && (model == DataModel::kList || is_list);
       case OpKind::kWrite:
         break;
     }
@@ -186,18 +187,36 @@ absl::StatusOr<TxnId> HistoryBuilder::EndLiveTxn() {
   };
   std::span<Op> ops(h.ops_.data() + t.ops_begin, t.ops_count);
   // Check everything before changing anything, so that a refused transaction leaves no trace.
+  // An operation counts with the transaction's earlier ones (marked in live_register_ for the
+  // time of the check): a transaction that writes a key and appends to it is refused as two
+  // transactions doing so would be.
+  std::optional<uint32_t> conflict;
   for (const Op& op : ops) {
     const uint32_t k = op.key().value();
-    const bool as_register =
-        live_register_[k] != 0 || h.initial_.registers.contains(op.key()) || register_like(op);
-    const bool as_list = h.keys_[k].is_list || list_like(op);
-    if (as_list && (as_register || model == DataModel::kKeyValue)) {
-      std::string id(h.ext_ids_.Get(t.ext_id));
-      AbandonTxn();
-      return absl::InvalidArgumentError(
-          fmt::format("transaction {}: key {} is used both as a register and as a list", id,
-                      h.KeyToString(KeyId(k))));
+    uint8_t& marks = live_register_[k];
+    const uint8_t before = marks;
+    if (list_like(op, h.keys_[k].is_list || (marks & kLiveTxnList) != 0)) {
+      marks |= kLiveTxnList;
+    } else if (register_like(op)) {
+      marks |= kLiveTxnRegister;
     }
+    if ((before & kLiveTxnMarks) == 0 && (marks & kLiveTxnMarks) != 0) live_touched_.push_back(k);
+    const bool as_register = (marks & (kLiveRegister | kLiveTxnRegister)) != 0 ||
+                             h.initial_.registers.contains(op.key());
+    const bool as_list = h.keys_[k].is_list || (marks & kLiveTxnList) != 0;
+    if (as_list && (as_register || model == DataModel::kKeyValue)) {
+      conflict = k;
+      break;
+    }
+  }
+  for (const uint32_t k : live_touched_) live_register_[k] &= kLiveRegister;
+  live_touched_.clear();
+  if (conflict) {
+    std::string id(h.ext_ids_.Get(t.ext_id));
+    AbandonTxn();
+    return absl::InvalidArgumentError(
+        fmt::format("transaction {}: key {} is used both as a register and as a list", id,
+                    h.KeyToString(KeyId(*conflict))));
   }
   const uint32_t session = t.session.value();
   if (live_session_mode_.size() <= session) {
@@ -220,11 +239,11 @@ absl::StatusOr<TxnId> HistoryBuilder::EndLiveTxn() {
   t.seq = given >= 0 ? static_cast<uint32_t>(given) : live_next_seq_[session]++;
   for (Op& op : ops) {
     const uint32_t k = op.key().value();
-    if (list_like(op)) {
+    if (list_like(op, h.keys_[k].is_list)) {
       h.keys_[k].is_list = true;
       if (op.kind() == OpKind::kRead) op.ConvertAbsentReadToEmptyListRead();
     } else if (register_like(op)) {
-      live_register_[k] = 1;
+      live_register_[k] |= kLiveRegister;
     }
   }
   given_seq_.pop_back();

@@ -85,8 +85,10 @@ class HistoryBuilder {
   // The history as built so far. REQUIRES: live().
   const History& live_history() const { return history_; }
   // Live mode: closes the open transaction and returns its id. Errors (InvalidArgument; the
-  // transaction is then dropped as by AbandonTxn): a key used both as a register and as a list;
-  // a session that gives sequence numbers for some transactions but not others.
+  // transaction is then dropped as by AbandonTxn): a key used both as a register and as a list,
+  // by this transaction and earlier ones or by this one alone (or as a list under kKeyValue); a
+  // session that gives sequence numbers for some transactions but not others. The daemon decides
+  // the same at ingest (ingest::ConflictRegistry), so these should not happen there.
   absl::StatusOr<TxnId> EndLiveTxn();
   // Live mode: records which source (e.g. stream) delivered transaction `id`.
   void SetOrigin(TxnId id, uint16_t origin);
@@ -125,7 +127,14 @@ class HistoryBuilder {
   std::vector<int64_t> given_seq_;
   // Live mode.
   bool live_ = false;
-  std::vector<uint8_t> live_register_;      // per key: used as a register
+  // Per key: kLiveRegister once used as a register; the other bits only while EndLiveTxn checks
+  // a transaction (the keys it marked are in live_touched_).
+  static constexpr uint8_t kLiveRegister = 1;
+  static constexpr uint8_t kLiveTxnRegister = 2;
+  static constexpr uint8_t kLiveTxnList = 4;
+  static constexpr uint8_t kLiveTxnMarks = kLiveTxnRegister | kLiveTxnList;
+  std::vector<uint8_t> live_register_;
+  std::vector<uint32_t> live_touched_;
   std::vector<uint8_t> live_session_mode_;  // per session: 0 unknown, 1 given seq, 2 implicit
   std::vector<uint32_t> live_next_seq_;     // per session: next implicit position
 };

@@ -41,6 +41,16 @@ struct ValidatedBatch {
   bool whole_batch_refused = false;
 };
 
+// What a sink reports of a batch it has made durable.
+struct SinkAck {
+  // The stream's durable seq, >= the batch's seq.
+  uint64_t durable_seq = 0;
+  // The transactions of ValidatedBatch::accepted that the sink refused itself and left out of
+  // what it made durable (the daemon refuses history conflicts: ConflictRegistry), in batch
+  // order, each made with MakeRefusal and the batch's seq. They belong in the batch's ack.
+  std::vector<v1::Refusal> refusals;
+};
+
 // What the sink has made durable of a stream.
 struct StreamPosition {
   uint64_t durable_seq = 0;                     // 0: nothing yet
@@ -56,6 +66,10 @@ struct StreamPosition {
 // streams' calls may run at the same time. With SubmitAsync several batches of a stream may be
 // waiting for durability at once.
 //
+// Refusals: a sink may refuse some of a batch's accepted transactions itself (SinkAck::refusals),
+// and makes the rest of the batch durable. It decides when it takes the batch: by the time
+// Submit, TrySubmit or SubmitAsync returns, and before the batch can be reported durable.
+//
 // Shutdown: Submit and TrySubmit must return (with the batch durable or with an error), and the
 // callbacks of SubmitAsync must be called, in bounded time while the sink runs; the daemon drains
 // the ingest server (which waits for those callbacks) before it stops the sink.
@@ -68,35 +82,41 @@ class BatchSink {
   virtual StreamPosition Position(std::string_view stream) = 0;
 
   // Queues the batch, waiting while the sink's bounded queue is full, then waits until the batch
-  // is durable. Returns the stream's durable seq, which is then >= batch.batch->seq(). Errors
+  // is durable. Returns the stream's durable seq, which is then >= batch.batch->seq(), and the
+  // sink's refusals. Errors
   // (Unavailable, Internal, ...) mean the batch is not durable; the service ends the RPC with the
   // error and the collector sends the batch again. A sink whose failed Submit may still have made
   // the batch durable must take the same (stream, seq) again without applying it twice.
-  virtual absl::StatusOr<uint64_t> Submit(ValidatedBatch batch) = 0;
+  virtual absl::StatusOr<SinkAck> Submit(ValidatedBatch batch) = 0;
 
   // Like Submit, but never waits for room: when the queue is full, returns ResourceExhausted at
   // once without taking the batch. Used by the unary Push.
-  virtual absl::StatusOr<uint64_t> TrySubmit(ValidatedBatch batch) = 0;
+  virtual absl::StatusOr<SinkAck> TrySubmit(ValidatedBatch batch) = 0;
 
-  // Called once per SubmitAsync with the stream's durable seq (>= the batch's seq) or an error.
-  using DurableCallback = std::function<void(absl::StatusOr<uint64_t>)>;
+  // Called once per SubmitAsync with the stream's durable seq (>= the batch's seq) and the sink's
+  // refusals, or an error.
+  using DurableCallback = std::function<void(absl::StatusOr<SinkAck>)>;
 
   // The pipelined Submit (the streaming RPC): waits for room like Submit, gives the batch its
   // place after the stream's earlier batches, and returns without waiting for durability, so the
   // next batch of the stream can follow while this one waits for its sync (one sync then covers
   // many batches).
-  //  - OK: the batch is taken. `on_durable` is called exactly once, from any thread (possibly
-  //    before SubmitAsync returns), once the batch is durable, or with an error if it will not
-  //    be. Per stream, the calls come in seq order; after an error, every batch of the stream
-  //    submitted before the error was reported fails too (the service then rolls the stream back
-  //    to its durable seq and the collector sends the batches again).
+  //  - OK: the batch is taken, with the sink's refusals, which are returned (the service needs
+  //    them before it validates the stream's next batch) and given to `on_durable` again.
+  //    `on_durable` is called exactly once, from any thread (possibly before SubmitAsync
+  //    returns), once the batch is durable, or with an error if it will not be. Per stream, the
+  //    calls come in seq order; after an error, every batch of the stream submitted before the
+  //    error was reported fails too (the service then rolls the stream back to its durable seq
+  //    and the collector sends the batches again).
   //  - An error: the batch was not taken, and `on_durable` is never called.
   // `on_durable` must not block or call the sink. The default runs Submit and then the callback.
-  virtual absl::Status SubmitAsync(ValidatedBatch batch, DurableCallback on_durable) {
-    absl::StatusOr<uint64_t> durable = Submit(std::move(batch));
+  virtual absl::StatusOr<std::vector<v1::Refusal>> SubmitAsync(ValidatedBatch batch,
+                                                               DurableCallback on_durable) {
+    absl::StatusOr<SinkAck> durable = Submit(std::move(batch));
     if (!durable.ok()) return durable.status();
-    on_durable(*durable);
-    return absl::OkStatus();
+    std::vector<v1::Refusal> refusals = durable->refusals;
+    on_durable(*std::move(durable));
+    return refusals;
   }
 };
 

@@ -42,6 +42,19 @@ void Bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
 
 history::Timestamp FromProto(const v1::Timestamp& ts) { return {ts.physical(), ts.logical()}; }
 
+// The indices of `refusals`' transactions, sorted.
+std::vector<uint32_t> RefusedIndices(const std::vector<v1::Refusal>& refusals) {
+  std::vector<uint32_t> out;
+  out.reserve(refusals.size());
+  for (const v1::Refusal& r : refusals) out.push_back(r.index());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool Contains(const std::vector<uint32_t>& sorted, uint32_t index) {
+  return std::binary_search(sorted.begin(), sorted.end(), index);
+}
+
 // The bytes of a received message in one piece, or nullopt if gRPC cannot give them.
 std::optional<std::string> Flatten(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
@@ -61,8 +74,8 @@ struct IngestService::Prepared {
   ValidatedBatch validated;
   v1::IngestAck ack;  // stream and refusals; durable_seq is set by Finish
   uint64_t seq = 0;
-  std::vector<std::pair<std::string, uint64_t>> ids;  // accepted ids and their fingerprints
-  Progress next;                                      // the stream once the batch is durable
+  std::vector<AcceptedId> ids;  // of the accepted transactions, in batch order
+  Progress next;                // the stream once the batch is durable
   uint64_t received = 0;
   uint64_t accepted = 0;
   uint64_t duplicates = 0;
@@ -397,7 +410,9 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
   p.accepted = validation.accepted.size();
   p.ids.reserve(validation.accepted.size());
   for (size_t i = 0; i < validation.accepted.size(); ++i) {
-    p.ids.emplace_back(std::move(validation.ids[i]), validation.fingerprints[i]);
+    p.ids.push_back(AcceptedId{.index = validation.accepted[i],
+                               .id = std::move(validation.ids[i]),
+                               .fingerprint = validation.fingerprints[i]});
   }
   for (const v1::Refusal& r : validation.refusals) *ack.add_refusals() = r;
   p.ack = std::move(ack);
@@ -410,14 +425,25 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
   return p;
 }
 
-void IngestService::Finish(Prepared& p, uint64_t durable_seq) {
+void IngestService::Finish(Prepared& p, const SinkAck& sink_ack) {
+  if (!sink_ack.refusals.empty()) {
+    // The ack lists its refusals in batch order, the sink's among the validation's.
+    std::vector<v1::Refusal> all(p.ack.refusals().begin(), p.ack.refusals().end());
+    all.insert(all.end(), sink_ack.refusals.begin(), sink_ack.refusals.end());
+    std::stable_sort(all.begin(), all.end(), [](const v1::Refusal& a, const v1::Refusal& b) {
+      return a.index() < b.index();
+    });
+    p.ack.clear_refusals();
+    for (v1::Refusal& r : all) *p.ack.add_refusals() = std::move(r);
+    p.accepted -= std::min<uint64_t>(p.accepted, sink_ack.refusals.size());
+  }
   Bump(counters_.batches_applied);
   Bump(counters_.transactions_received, p.received);
   Bump(counters_.transactions_accepted, p.accepted);
   Bump(counters_.transactions_duplicate, p.duplicates);
   if (p.watermark_regressed) Bump(counters_.watermark_regressions);
   CountRefusals(p.ack);
-  p.ack.set_durable_seq(durable_seq);
+  p.ack.set_durable_seq(sink_ack.durable_seq);
 }
 
 absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state,
@@ -427,16 +453,19 @@ absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state,
   if (auto* ack = std::get_if<v1::IngestAck>(&prepared)) return std::move(*ack);
   Prepared& p = std::get<Prepared>(prepared);
   const std::string stream = p.ack.stream();
-  absl::StatusOr<uint64_t> durable = mode == SubmitMode::kWait
-                                         ? sink_.Submit(std::move(p.validated))
-                                         : sink_.TrySubmit(std::move(p.validated));
+  absl::StatusOr<SinkAck> durable = mode == SubmitMode::kWait
+                                        ? sink_.Submit(std::move(p.validated))
+                                        : sink_.TrySubmit(std::move(p.validated));
   if (!durable.ok()) return durable.status();
-  if (*durable < p.seq) {
+  if (durable->durable_seq < p.seq) {
     return absl::InternalError(
         fmt::format("the sink made batch {} of stream \"{}\" durable but reports durable seq {}",
-                    p.seq, stream, *durable));
+                    p.seq, stream, durable->durable_seq));
   }
-  for (const auto& [id, fingerprint] : p.ids) registry_.Record(stream, id, fingerprint);
+  const std::vector<uint32_t> refused = RefusedIndices(durable->refusals);
+  for (const AcceptedId& a : p.ids) {
+    if (!Contains(refused, a.index)) registry_.Record(stream, a.id, a.fingerprint);
+  }
   state.taken = p.next;
   {
     absl::MutexLock lock(&state.durable_mu);
@@ -464,29 +493,32 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
   {
     absl::MutexLock durable_lock(&state.durable_mu);
     ++state.in_flight;
-    for (const auto& [id, fingerprint] : p->ids) state.pending_ids.emplace(id, fingerprint);
-    state.pending_batches.push_back(std::move(p->ids));
+    for (const AcceptedId& a : p->ids) state.pending_ids.emplace(a.id, a.fingerprint);
+    state.pending_batches.push_back(PendingBatch{.seq = p->seq, .ids = std::move(p->ids)});
   }
   StreamState* sp = &state;
-  auto on_durable = [this, sp, p, done](absl::StatusOr<uint64_t> durable) {
+  auto on_durable = [this, sp, p, done](absl::StatusOr<SinkAck> durable) {
     const std::string& stream = p->ack.stream();
     {
       absl::MutexLock durable_lock(&sp->durable_mu);
       --sp->in_flight;
       // The sink reports a stream's batches in order: this one is the oldest in flight.
-      std::vector<std::pair<std::string, uint64_t>> ids;
+      std::vector<AcceptedId> ids;
       if (!sp->pending_batches.empty()) {
-        ids = std::move(sp->pending_batches.front());
+        ids = std::move(sp->pending_batches.front().ids);
         sp->pending_batches.pop_front();
       }
-      for (const auto& entry : ids) sp->pending_ids.erase(entry.first);
-      if (durable.ok() && *durable < p->seq) {
+      for (const AcceptedId& a : ids) sp->pending_ids.erase(a.id);
+      if (durable.ok() && durable->durable_seq < p->seq) {
         durable = absl::InternalError(fmt::format(
             "the sink made batch {} of stream \"{}\" durable but reports durable seq {}", p->seq,
-            stream, *durable));
+            stream, durable->durable_seq));
       }
       if (durable.ok() && !sp->failed) {
-        for (const auto& [id, fingerprint] : ids) registry_.Record(stream, id, fingerprint);
+        const std::vector<uint32_t> refused = RefusedIndices(durable->refusals);
+        for (const AcceptedId& a : ids) {
+          if (!Contains(refused, a.index)) registry_.Record(stream, a.id, a.fingerprint);
+        }
         if (p->next.seq > sp->durable.seq) sp->durable = p->next;
       } else if (durable.ok()) {
         // After a failure the rollback stays put: a later success would leave a hole.
@@ -502,14 +534,29 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
     done(p->ack);
   };
   ValidatedBatch validated = std::move(p->validated);
-  if (absl::Status s = sink_.SubmitAsync(std::move(validated), on_durable); !s.ok()) {
+  absl::StatusOr<std::vector<v1::Refusal>> refusals =
+      sink_.SubmitAsync(std::move(validated), on_durable);
+  if (!refusals.ok()) {
     {
       absl::MutexLock durable_lock(&state.durable_mu);
       --state.in_flight;
-      for (const auto& entry : state.pending_batches.back()) state.pending_ids.erase(entry.first);
+      for (const AcceptedId& a : state.pending_batches.back().ids) state.pending_ids.erase(a.id);
       state.pending_batches.pop_back();
     }
-    return done(s);
+    return done(refusals.status());
+  }
+  if (!refusals->empty()) {
+    // The refused transactions' ids must not make the stream's next batches look like
+    // duplicates. If the batch is no longer pending, its callback has run and dropped them.
+    absl::MutexLock durable_lock(&state.durable_mu);
+    if (!state.pending_batches.empty() && state.pending_batches.back().seq == p->seq) {
+      const std::vector<uint32_t> refused = RefusedIndices(*refusals);
+      std::vector<AcceptedId>& ids = state.pending_batches.back().ids;
+      for (const AcceptedId& a : ids) {
+        if (Contains(refused, a.index)) state.pending_ids.erase(a.id);
+      }
+      std::erase_if(ids, [&refused](const AcceptedId& a) { return Contains(refused, a.index); });
+    }
   }
   state.taken = p->next;
 }

@@ -74,10 +74,12 @@ inline constexpr char kRetryAfterMetadataKey[] = "retry-after-ms";
 // BatchSink::SubmitAsync without waiting for their sync (at most max_pipelined_batches ahead),
 // and a second thread per RPC writes the acks, in the order of the batches, as they become
 // durable. A batch's transaction ids count for the validation of the stream's next batches at
-// once, but reach the IdRegistry only once the batch is durable. When the sink reports a failure,
-// the RPC ends (CANCELLED when the handler was waiting for the next batch) after the acks of the
-// batches durable before it, and the stream goes back to its durable seq once its other batches
-// in the pipeline are settled: the collector reconnects and sends the rest again.
+// once, but reach the IdRegistry only once the batch is durable. The transactions the sink
+// refuses (BatchSink, "Refusals") join the batch's refusals in its ack, and their ids count for
+// nothing: they are dropped before the stream's next batch is validated. When the sink reports a
+// failure, the RPC ends (CANCELLED when the handler was waiting for the next batch) after the acks
+// of the batches durable before it, and the stream goes back to its durable seq once its other
+// batches in the pipeline are settled: the collector reconnects and sends the rest again.
 //
 // Thread-safe. Does not own `sink` or `registry`, which must outlive it.
 class IngestService final : public v1::Ingest::Service {
@@ -116,6 +118,18 @@ class IngestService final : public v1::Ingest::Service {
     bool closed = false;
   };
 
+  // An accepted transaction's index in its batch, id and fingerprint.
+  struct AcceptedId {
+    uint32_t index = 0;
+    std::string id;
+    uint64_t fingerprint = 0;
+  };
+  // The accepted ids of a batch waiting for its sync.
+  struct PendingBatch {
+    uint64_t seq = 0;
+    std::vector<AcceptedId> ids;
+  };
+
   // What the service knows of one stream: loaded from the sink when first met, then kept up to
   // date by the batches it hands over (`taken`) and the sink's reports (`durable`).
   struct StreamState {
@@ -130,8 +144,7 @@ class IngestService final : public v1::Ingest::Service {
     int in_flight ABSL_GUARDED_BY(durable_mu) = 0;    // taken by SubmitAsync, not yet reported
     bool failed ABSL_GUARDED_BY(durable_mu) = false;  // a failure was reported since the rollback
     // The accepted ids of the batches in flight, oldest batch first, and all of them by id.
-    std::deque<std::vector<std::pair<std::string, uint64_t>>> pending_batches
-        ABSL_GUARDED_BY(durable_mu);
+    std::deque<PendingBatch> pending_batches ABSL_GUARDED_BY(durable_mu);
     absl::flat_hash_map<std::string, uint64_t> pending_ids ABSL_GUARDED_BY(durable_mu);
   };
   class PendingIdView;
@@ -170,8 +183,8 @@ class IngestService final : public v1::Ingest::Service {
   // batch is durable (or at once), or with an error.
   void ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire,
                   std::function<void(absl::StatusOr<v1::IngestAck>)> done);
-  // Counts a batch made durable and completes its ack.
-  void Finish(Prepared& prepared, uint64_t durable_seq);
+  // Counts a batch made durable and completes its ack, with the sink's refusals.
+  void Finish(Prepared& prepared, const SinkAck& sink_ack);
   void CountRefusals(const v1::IngestAck& ack);
   // The drain gate, for a batch whose handling outlives the RPC handler's loop iteration.
   bool EnterGate();

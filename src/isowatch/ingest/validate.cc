@@ -165,6 +165,10 @@ std::string_view RefusalReasonName(v1::RefusalReason reason) {
       return "stream_mismatch";
     case v1::MALFORMED_SNAPSHOT:
       return "malformed_snapshot";
+    case v1::KEY_KIND_CONFLICT:
+      return "key_kind_conflict";
+    case v1::SESSION_SEQ_CONFLICT:
+      return "session_seq_conflict";
     default:
       break;
   }
@@ -197,9 +201,10 @@ std::optional<Problem> CheckTransaction(const v1::Transaction& txn, std::string_
                 fmt::format("unknown status {} (expected COMMITTED, ABORTED or UNKNOWN)",
                             static_cast<int>(txn.status())));
   }
-  if (txn.has_seq() && txn.seq() < 0) {
+  if (txn.has_seq() && (txn.seq() < 0 || txn.seq() > kMaxSessionSeq)) {
     return Fail(v1::MALFORMED_TRANSACTION,
-                fmt::format("negative session position {} (expected 0 or more)", txn.seq()));
+                fmt::format("session position {} out of range (expected 0 to {})", txn.seq(),
+                            kMaxSessionSeq));
   }
   const bool committed = txn.status() == v1::Transaction::COMMITTED ||
                          txn.status() == v1::Transaction::STATUS_UNSPECIFIED;

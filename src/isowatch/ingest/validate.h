@@ -30,6 +30,9 @@ inline constexpr size_t kMaxStreamNameBytes = 200;
 inline constexpr size_t kMaxTxnIdBytes = 1024;
 // Refusal.detail is cut to this many bytes.
 inline constexpr size_t kMaxRefusalDetailBytes = 256;
+// The highest session position (Transaction.seq) accepted: the live history numbers a session's
+// transactions in 32 bits and keeps one value for itself.
+inline constexpr int64_t kMaxSessionSeq = int64_t{UINT32_MAX} - 1;
 
 // Number of values of v1::RefusalReason (including REFUSAL_REASON_UNSPECIFIED = 0): an array of
 // this size indexed by the reason holds one counter per reason.
@@ -49,8 +52,9 @@ struct Problem {
 // The first problem of `txn` as a member of a batch of `stream`, or nullopt if it is well formed.
 // The rules follow the native history format's (docs/history-format.md, docs/ingest-protocol.md):
 // an id is required; a committed transaction (status COMMITTED or unset) needs a commit
-// timestamp, an aborted or unknown one does not; start <= commit when both are given; every
-// operation has a kind, a key, and the value or list its kind calls for.
+// timestamp, an aborted or unknown one does not; start <= commit when both are given; a session
+// position is 0 to kMaxSessionSeq; every operation has a kind, a key, and the value or list its
+// kind calls for.
 std::optional<Problem> CheckTransaction(const v1::Transaction& txn, std::string_view stream,
                                         const ValidationLimits& limits);
 

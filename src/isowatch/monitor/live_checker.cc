@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "isowatch/ingest/conflict_registry.h"
 #include "isowatch/report/check_report.h"
 
 namespace isowatch::monitor {
 
-using history::DataModel;
 using history::History;
 using history::Timestamp;
 using history::Transaction;
@@ -29,16 +29,6 @@ void Fnv(uint64_t& h, std::string_view bytes) {
   // A separator no field can hold, so that ("ab", "c") and ("a", "bc") differ.
   h ^= 0xff;
   h *= kFnvPrime;
-}
-
-std::optional<DataModel> ModelFromHeader(const v1::IngestBatch& batch) {
-  if (!batch.has_header()) return std::nullopt;
-  auto it = batch.header().metadata().find("data_model");
-  if (it == batch.header().metadata().end()) return std::nullopt;
-  if (it->second == "kv") return DataModel::kKeyValue;
-  if (it->second == "list") return DataModel::kList;
-  if (it->second == "mixed") return DataModel::kMixed;
-  return std::nullopt;
 }
 
 }  // namespace
@@ -66,7 +56,9 @@ LiveChecker::~LiveChecker() = default;
 void LiveChecker::StartIfNeeded(const v1::IngestBatch& batch) {
   if (started_) return;
   started_ = true;
-  builder_.StartLive(ModelFromHeader(batch).value_or(options_.default_model));
+  // The same rule as ConflictRegistry's, which decides at ingest what this history will refuse.
+  builder_.StartLive((batch.has_header() ? ingest::DataModelOf(batch.header()) : std::nullopt)
+                         .value_or(options_.default_model));
   engine_ = std::make_unique<engine::Engine>(
       builder_.live_history(),
       engine::EngineOptions{.level = options_.level,

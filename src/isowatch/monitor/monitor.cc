@@ -34,7 +34,8 @@ std::vector<uint32_t> AllIndices(const v1::IngestBatch& b) {
 std::string View(absl::string_view s) { return std::string(s.data(), s.size()); }
 
 // The refusal reason label of transactions the live history refuses after their batch was
-// acknowledged (a key used both as a register and as a list).
+// acknowledged: a transaction id it already holds. Key kinds and session numbering are decided
+// before the ack (ConflictRegistry); the live history's own check of them stays as a safety net.
 constexpr std::string_view kHistoryConflict = "history_conflict";
 
 }  // namespace
@@ -45,7 +46,8 @@ Monitor::Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOpt
       options_(std::move(options)),
       start_unix_ms_(NowUnixMs()),
       registry_(options_.remembered_ids),
-      live_(options_.live) {}
+      live_(options_.live),
+      conflicts_(options_.live.default_model) {}
 
 absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(store::Store* store,
                                                        server::DaemonMetrics* metrics,
@@ -101,6 +103,12 @@ absl::Status Monitor::Recover() {
     }
     for (const v1::Transaction& t : q.batch->txns()) {
       registry_.Record(q.batch->stream(), ingest::TxnIdString(t), ingest::TxnFingerprint(t));
+    }
+    {
+      // Decided again in the same order, the logged transactions are all kept (a log written
+      // before these checks may hold some that are not: the live history refuses them too).
+      absl::MutexLock order(&append_mu_);
+      conflicts_.Decide(*q.batch, AllIndices(*q.batch));
     }
     q.received_ms = now;
     ApplyOne(q, now);
@@ -173,38 +181,41 @@ ingest::StreamPosition Monitor::Position(std::string_view stream) {
       .durable_seq = r->durable_seq, .watermark = r->watermark, .closed = r->closed};
 }
 
-absl::StatusOr<uint64_t> Monitor::Submit(ingest::ValidatedBatch batch) {
+absl::StatusOr<ingest::SinkAck> Monitor::Submit(ingest::ValidatedBatch batch) {
   return SubmitAndWait(std::move(batch), /*wait=*/true);
 }
 
-absl::StatusOr<uint64_t> Monitor::TrySubmit(ingest::ValidatedBatch batch) {
+absl::StatusOr<ingest::SinkAck> Monitor::TrySubmit(ingest::ValidatedBatch batch) {
   return SubmitAndWait(std::move(batch), /*wait=*/false);
 }
 
-absl::Status Monitor::SubmitAsync(ingest::ValidatedBatch batch, DurableCallback on_durable) {
+absl::StatusOr<std::vector<v1::Refusal>> Monitor::SubmitAsync(ingest::ValidatedBatch batch,
+                                                              DurableCallback on_durable) {
   return SubmitImpl(std::move(batch), /*wait=*/true, std::move(on_durable));
 }
 
-absl::StatusOr<uint64_t> Monitor::SubmitAndWait(ingest::ValidatedBatch batch, bool wait) {
+absl::StatusOr<ingest::SinkAck> Monitor::SubmitAndWait(ingest::ValidatedBatch batch, bool wait) {
   struct Result {
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
-    absl::StatusOr<uint64_t> durable;
+    absl::StatusOr<ingest::SinkAck> durable;
   };
   auto result = std::make_shared<Result>();
-  RETURN_IF_ERROR(SubmitImpl(std::move(batch), wait, [result](absl::StatusOr<uint64_t> durable) {
-    std::lock_guard<std::mutex> l(result->mu);
-    result->durable = std::move(durable);
-    result->done = true;
-    result->cv.notify_all();
-  }));
+  RETURN_IF_ERROR(
+      SubmitImpl(std::move(batch), wait, [result](absl::StatusOr<ingest::SinkAck> durable) {
+        std::lock_guard<std::mutex> l(result->mu);
+        result->durable = std::move(durable);
+        result->done = true;
+        result->cv.notify_all();
+      }).status());
   std::unique_lock<std::mutex> l(result->mu);
   result->cv.wait(l, [&] { return result->done; });
   return result->durable;
 }
 
-absl::Status Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait, DurableCallback on_durable) {
+absl::StatusOr<std::vector<v1::Refusal>> Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait,
+                                                             DurableCallback on_durable) {
   const auto started = std::chrono::steady_clock::now();
   const size_t capacity = std::max<size_t>(options_.queue_batches, 1);
   {
@@ -221,13 +232,18 @@ absl::Status Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait, DurableCa
     }
     ++reserved_;
   }
-  // What the log keeps: the accepted transactions with the batch's header, watermark and end.
-  // When every transaction is accepted that is the batch itself, and the bytes the collector sent
+  // From here to the append, the order of the log is fixed: batches decide their history
+  // conflicts in the order in which they are appended, which is the order the live history
+  // applies them in.
+  absl::MutexLock order(&append_mu_);
+  const v1::IngestBatch& in = *vb.batch;
+  ingest::ConflictRegistry::Decision decision = conflicts_.Decide(in, vb.accepted);
+  // What the log keeps: the transactions kept with the batch's header, watermark and end.
+  // When every transaction is kept that is the batch itself, and the bytes the collector sent
   // are kept as they are (when the service has them); else the batch is encoded again.
   std::shared_ptr<const v1::IngestBatch> logged;
   std::string bytes;
-  const v1::IngestBatch& in = *vb.batch;
-  if (!vb.whole_batch_refused && vb.accepted.size() == static_cast<size_t>(in.txns_size())) {
+  if (!vb.whole_batch_refused && decision.kept.size() == static_cast<size_t>(in.txns_size())) {
     bytes = vb.wire.empty() ? in.SerializeAsString() : std::move(vb.wire);
     logged = std::move(vb.batch);
   } else {
@@ -238,7 +254,7 @@ absl::Status Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait, DurableCa
     if (in.has_watermark()) *filtered->mutable_watermark() = in.watermark();
     filtered->set_end_of_stream(in.end_of_stream());
     if (!vb.whole_batch_refused) {
-      for (uint32_t index : vb.accepted) {
+      for (uint32_t index : decision.kept) {
         if (index < static_cast<uint32_t>(in.txns_size())) {
           *filtered->add_txns() = in.txns(static_cast<int>(index));
         }
@@ -255,6 +271,7 @@ absl::Status Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait, DurableCa
   absl::StatusOr<uint64_t> position = store_->AppendBatch(
       logged->stream(), logged->seq(), watermark, logged->end_of_stream(), bytes, /*sync=*/false);
   if (!position.ok()) {
+    conflicts_.Undo();
     {
       std::lock_guard<std::mutex> l(mu_);
       --reserved_;
@@ -269,11 +286,12 @@ absl::Status Monitor::SubmitImpl(ingest::ValidatedBatch vb, bool wait, DurableCa
     unsynced_.push_back(Unsynced{.position = *position,
                                  .queued = Queued{.batch = std::move(logged), .received_ms = 0},
                                  .seq = seq,
+                                 .refusals = decision.refusals,
                                  .on_durable = std::move(on_durable),
                                  .started = started});
   }
   sync_cv_.notify_one();
-  return absl::OkStatus();
+  return std::move(decision.refusals);
 }
 
 void Monitor::RunSyncer() {
@@ -288,6 +306,8 @@ void Monitor::RunSyncer() {
     // Covers every batch of `work`: each was appended before it was handed over.
     const absl::Status synced = store_->SyncLog();
     if (!synced.ok()) {
+      // The conflict registry keeps what it decided for these batches: the store now refuses
+      // every append, and the restart that follows rebuilds the registry from the log as it is.
       spdlog::error("syncing the ingest log failed: {}", View(synced.message()));
     }
     const int64_t now = NowUnixMs();
@@ -308,7 +328,7 @@ void Monitor::RunSyncer() {
       if (synced.ok()) {
         metrics_->ingest_batch_latency().Observe(
             std::chrono::duration<double>(done - u.started).count());
-        u.on_durable(u.seq);
+        u.on_durable(ingest::SinkAck{.durable_seq = u.seq, .refusals = std::move(u.refusals)});
       } else {
         u.on_durable(synced);
       }

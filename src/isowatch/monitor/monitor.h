@@ -13,12 +13,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/ingest/batch_sink.h"
+#include "isowatch/ingest/conflict_registry.h"
 #include "isowatch/ingest/memory_id_registry.h"
 #include "isowatch/ingest/service.h"
 #include "isowatch/monitor/live_checker.h"
@@ -55,14 +58,16 @@ struct MonitorOptions {
 // service, the source of the HTTP API's violations and status, and the engine thread.
 //
 // A batch is appended to the store's log unsynced (Submit/SubmitAsync, on the caller's thread, in
-// the stream's order), then handed to the syncer thread, which makes everything appended so far
-// durable with one Store::SyncLog (group commit: while a sync runs, later batches wait for the
-// next one), queues the synced batches for the engine and reports them durable. Only durable
+// the stream's order; one append at a time, under the lock that fixes the order of the log,
+// where the history conflicts of its transactions are decided: ConflictRegistry, refused in the
+// ack and left out of the log), then handed to the syncer thread, which makes everything appended
+// so far durable with one Store::SyncLog (group commit: while a sync runs, later batches wait for
+// the next one), queues the synced batches for the engine and reports them durable. Only durable
 // batches reach the engine (recovery replays only what is durable). The engine thread applies
 // batches in log order to a LiveChecker, stores each final violation under its stable id and
-// updates the metrics. At Open, the log is replayed into a fresh LiveChecker first, so after a
-// crash the daemon carries on where it was, and a violation already stored is not stored or
-// counted again.
+// updates the metrics. At Open, the log is replayed into a fresh LiveChecker first (and into the
+// ConflictRegistry, which then decides as it did before), so after a crash the daemon carries on
+// where it was, and a violation already stored is not stored or counted again.
 //
 // Thread-safe: Submit/TrySubmit/SubmitAsync/Position from ingest threads, Query/GetStatus from
 // HTTP threads. SubmitAsync's callbacks run on the syncer thread (started by Open, stopped by the
@@ -95,15 +100,16 @@ class Monitor final : public ingest::BatchSink,
 
   // Ready: recovered and running, not draining.
   absl::Status Ready() const;
-  // Transactions the live history refused after their batch was acknowledged (a key used both as
-  // a register and as a list), and headers ignored because they came after transactions.
+  // Transactions the live history refused after their batch was acknowledged (an id it already
+  // holds; a history conflict the ConflictRegistry let through, which should not happen).
   uint64_t late_refusals() const;
 
   // ingest::BatchSink
   ingest::StreamPosition Position(std::string_view stream) override;
-  absl::StatusOr<uint64_t> Submit(ingest::ValidatedBatch batch) override;
-  absl::StatusOr<uint64_t> TrySubmit(ingest::ValidatedBatch batch) override;
-  absl::Status SubmitAsync(ingest::ValidatedBatch batch, DurableCallback on_durable) override;
+  absl::StatusOr<ingest::SinkAck> Submit(ingest::ValidatedBatch batch) override;
+  absl::StatusOr<ingest::SinkAck> TrySubmit(ingest::ValidatedBatch batch) override;
+  absl::StatusOr<std::vector<v1::Refusal>> SubmitAsync(ingest::ValidatedBatch batch,
+                                                       DurableCallback on_durable) override;
 
   // server::ViolationSource
   absl::StatusOr<store::ViolationPage> Query(const store::ViolationFilter& filter, size_t limit,
@@ -121,9 +127,11 @@ class Monitor final : public ingest::BatchSink,
 
   Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOptions options);
   absl::Status Recover();
-  // Appends the batch unsynced and hands it to the syncer; see BatchSink::SubmitAsync.
-  absl::Status SubmitImpl(ingest::ValidatedBatch batch, bool wait, DurableCallback on_durable);
-  absl::StatusOr<uint64_t> SubmitAndWait(ingest::ValidatedBatch batch, bool wait);
+  // Decides the batch's history conflicts, appends the rest unsynced and hands it to the syncer;
+  // see BatchSink::SubmitAsync.
+  absl::StatusOr<std::vector<v1::Refusal>> SubmitImpl(ingest::ValidatedBatch batch, bool wait,
+                                                      DurableCallback on_durable);
+  absl::StatusOr<ingest::SinkAck> SubmitAndWait(ingest::ValidatedBatch batch, bool wait);
   void Run();
   // Syncer thread: syncs what was appended, queues it for the engine, calls the callbacks.
   void RunSyncer();
@@ -152,6 +160,11 @@ class Monitor final : public ingest::BatchSink,
   ingest::MemoryIdRegistry registry_;
   LiveChecker live_;  // engine thread only (and Open, before it starts)
 
+  // Held across a batch's conflict decision and its append: the log's order is the order in
+  // which batches take it, and the registry sees the batches in that order.
+  absl::Mutex append_mu_;
+  ingest::ConflictRegistry conflicts_ ABSL_GUARDED_BY(append_mu_);
+
   mutable std::mutex mu_;
   std::condition_variable cv_;        // the engine thread waits for work
   std::condition_variable room_cv_;   // Submit waits for room
@@ -162,6 +175,7 @@ class Monitor final : public ingest::BatchSink,
     uint64_t position = 0;
     Queued queued;
     uint64_t seq = 0;
+    std::vector<v1::Refusal> refusals;  // the history conflicts, for the ack
     DurableCallback on_durable;
     std::chrono::steady_clock::time_point started;
   };

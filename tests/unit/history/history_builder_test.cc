@@ -65,6 +65,34 @@ TEST(HistoryBuilderTest, RejectsKeyUsedAsRegisterAndList) {
   EXPECT_FALSE(std::move(b).Finish().ok());
 }
 
+// Live mode refuses the same, whether the two uses are in two transactions or in one, and a
+// refused transaction marks no key.
+TEST(HistoryBuilderTest, LiveRefusesKeyUsedAsRegisterAndList) {
+  HistoryBuilder b;
+  b.StartLive(DataModel::kMixed);
+  const KeyId k = b.IntKey(7);
+  const KeyId other = b.IntKey(8);
+  ASSERT_TRUE(b.BeginTxn({.id = "1", .session = "s"}).ok());
+  b.Write(other, Value::Int(1));
+  b.Write(k, Value::Int(1));
+  b.Append(k, Value::Int(3));
+  absl::StatusOr<TxnId> id = b.EndLiveTxn();
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(std::string(id.status().message()),
+              ::testing::HasSubstr("both as a register and as a list"));
+  // An absent read after an append reads the list, in the same transaction too.
+  ASSERT_TRUE(b.BeginTxn({.id = "2", .session = "s"}).ok());
+  b.Append(other, Value::Int(3));
+  b.Append(k, Value::Int(3));
+  b.Read(k, Value::Absent());
+  ASSERT_TRUE(b.EndLiveTxn().ok());
+  EXPECT_EQ(b.live_history().ops(TxnId(0))[2].kind(), OpKind::kListRead);
+  ASSERT_TRUE(b.BeginTxn({.id = "3", .session = "s"}).ok());
+  b.Write(k, Value::Int(1));
+  EXPECT_FALSE(b.EndLiveTxn().ok());
+  EXPECT_EQ(b.txn_count(), 1u);
+}
+
 TEST(HistoryBuilderTest, BytesInterningIsExact) {
   HistoryBuilder b;
   Value v1 = b.BytesValue("abc");

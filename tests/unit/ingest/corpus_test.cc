@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "isowatch/ingest/conflict_registry.h"
 #include "isowatch/ingest/memory_id_registry.h"
 #include "isowatch/ingest/validate.h"
 
@@ -120,6 +121,16 @@ std::vector<std::pair<std::string, v1::IngestBatch>> Seeds() {
   pg.mutable_txns(2)->mutable_snapshot()->add_xip(5000);
   pg.mutable_watermark()->set_physical(3);
   seeds.emplace_back("postgres_snapshots.bin", pg);
+
+  // What the live history could not take (ConflictRegistry): key 1 written, then appended to;
+  // key 3 written and appended to by one transaction; session 1 without seqs, then with one.
+  v1::IngestBatch conflicts = WriteBatch("s", 1, 1, 4);
+  conflicts.mutable_txns(1)->mutable_ops(0)->set_kind(v1::Operation::APPEND);
+  conflicts.mutable_txns(1)->mutable_ops(0)->mutable_key()->set_int_(1);
+  *conflicts.mutable_txns(2)->add_ops() = conflicts.txns(1).ops(0);
+  conflicts.mutable_txns(2)->mutable_ops(1)->mutable_key()->set_int_(3);
+  conflicts.mutable_txns(3)->set_seq(0);
+  seeds.emplace_back("history_conflicts.bin", conflicts);
   return seeds;
 }
 
@@ -146,7 +157,8 @@ TEST(IngestCorpus, SeedsMatchTheCheckedInFiles) {
   }
 }
 
-// The seeds reach what they are meant to: the fuzzer starts from every outcome.
+// The seeds reach what they are meant to: the fuzzer starts from every outcome of the validation
+// and of the conflict registry after it.
 TEST(IngestCorpus, SeedsCoverEveryTransactionRefusal) {
   ValidationLimits limits;  // as in ingest_batch_fuzz.cc
   limits.max_batch_txns = 256;
@@ -157,6 +169,10 @@ TEST(IngestCorpus, SeedsCoverEveryTransactionRefusal) {
     MemoryIdRegistry registry;
     BatchValidation v = ValidateBatch(batch, limits, registry);
     for (const v1::Refusal& r : v.refusals) seen[r.reason()] = true;
+    ConflictRegistry conflicts;
+    for (const v1::Refusal& r : conflicts.Decide(batch, v.accepted).refusals) {
+      seen[r.reason()] = true;
+    }
     if (name == "valid_with_header.bin") {
       EXPECT_EQ(v.accepted.size(), 3u);
     }

@@ -30,7 +30,7 @@ class FakeBatchSink final : public BatchSink {
     return it == positions_.end() ? StreamPosition{} : it->second;
   }
 
-  absl::StatusOr<uint64_t> Submit(ValidatedBatch batch) override {
+  absl::StatusOr<SinkAck> Submit(ValidatedBatch batch) override {
     absl::MutexLock lock(&mu_);
     ++waiting_;
     auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !full_; };
@@ -39,7 +39,7 @@ class FakeBatchSink final : public BatchSink {
     return ApplyLocked(std::move(batch));
   }
 
-  absl::StatusOr<uint64_t> TrySubmit(ValidatedBatch batch) override {
+  absl::StatusOr<SinkAck> TrySubmit(ValidatedBatch batch) override {
     absl::MutexLock lock(&mu_);
     if (full_) {
       ++rejected_;
@@ -100,7 +100,7 @@ class FakeBatchSink final : public BatchSink {
   }
 
  private:
-  uint64_t ApplyLocked(ValidatedBatch batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  SinkAck ApplyLocked(ValidatedBatch batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     StreamPosition& p = positions_[batch.batch->stream()];
     p.durable_seq = batch.batch->seq();
     if (batch.batch->has_watermark()) {
@@ -109,7 +109,7 @@ class FakeBatchSink final : public BatchSink {
     }
     if (batch.batch->end_of_stream()) p.closed = true;
     batches_.push_back(std::move(batch));
-    return p.durable_seq;
+    return SinkAck{.durable_seq = p.durable_seq};
   }
 
   mutable absl::Mutex mu_;

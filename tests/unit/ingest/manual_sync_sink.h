@@ -17,13 +17,16 @@
 #include "absl/time/time.h"
 
 #include "isowatch/ingest/batch_sink.h"
+#include "isowatch/ingest/txn_fingerprint.h"
+#include "isowatch/ingest/validate.h"
 
 namespace isowatch::ingest {
 
 // A BatchSink whose SubmitAsync only takes batches: they become durable when the test calls
 // Sync (all taken so far, in order, then their callbacks run) or fail when it calls Fail. It
 // records which batches were synced, so a test can check that no ack came before its sync.
-// Submit and TrySubmit make a batch durable at once. Thread-safe.
+// Submit and TrySubmit make a batch durable at once. It refuses, as the daemon refuses history
+// conflicts, the accepted transactions whose ids RefuseIds named. Thread-safe.
 class ManualSyncSink final : public BatchSink {
  public:
   StreamPosition Position(std::string_view stream) override {
@@ -32,20 +35,30 @@ class ManualSyncSink final : public BatchSink {
     return it == durable_.end() ? StreamPosition{} : StreamPosition{.durable_seq = it->second};
   }
 
-  absl::StatusOr<uint64_t> Submit(ValidatedBatch batch) override {
+  absl::StatusOr<SinkAck> Submit(ValidatedBatch batch) override {
     absl::MutexLock lock(&mu_);
-    return MakeDurableLocked(batch);
+    std::vector<v1::Refusal> refusals = RefuseLocked(batch);
+    return SinkAck{.durable_seq = MakeDurableLocked(batch), .refusals = std::move(refusals)};
   }
 
-  absl::StatusOr<uint64_t> TrySubmit(ValidatedBatch batch) override {
+  absl::StatusOr<SinkAck> TrySubmit(ValidatedBatch batch) override {
     return Submit(std::move(batch));
   }
 
-  absl::Status SubmitAsync(ValidatedBatch batch, DurableCallback on_durable) override {
+  absl::StatusOr<std::vector<v1::Refusal>> SubmitAsync(ValidatedBatch batch,
+                                                       DurableCallback on_durable) override {
     absl::MutexLock lock(&mu_);
-    taken_.emplace_back(std::move(batch), std::move(on_durable));
+    std::vector<v1::Refusal> refusals = RefuseLocked(batch);
+    taken_.push_back(Taken{
+        .batch = std::move(batch), .refusals = refusals, .on_durable = std::move(on_durable)});
     ++taken_total_;
-    return absl::OkStatus();
+    return refusals;
+  }
+
+  // From now on, refuses the accepted transactions with these ids (TxnIdString).
+  void RefuseIds(std::set<std::string> ids) {
+    absl::MutexLock lock(&mu_);
+    refused_ids_ = std::move(ids);
   }
 
   // Waits until `n` batches in all were taken by SubmitAsync, or `timeout` passes.
@@ -58,15 +71,17 @@ class ManualSyncSink final : public BatchSink {
   // Makes every batch taken so far durable, in order, then calls their callbacks. Returns how
   // many there were.
   size_t Sync() {
-    std::vector<std::pair<DurableCallback, uint64_t>> calls;
+    std::vector<std::pair<DurableCallback, SinkAck>> calls;
     {
       absl::MutexLock lock(&mu_);
-      for (auto& [batch, callback] : taken_) {
-        calls.emplace_back(std::move(callback), MakeDurableLocked(batch));
+      for (Taken& t : taken_) {
+        calls.emplace_back(
+            std::move(t.on_durable),
+            SinkAck{.durable_seq = MakeDurableLocked(t.batch), .refusals = std::move(t.refusals)});
       }
       taken_.clear();
     }
-    for (auto& [callback, durable] : calls) callback(durable);
+    for (auto& [callback, ack] : calls) callback(std::move(ack));
     return calls.size();
   }
 
@@ -75,7 +90,7 @@ class ManualSyncSink final : public BatchSink {
     std::vector<DurableCallback> calls;
     {
       absl::MutexLock lock(&mu_);
-      for (auto& entry : taken_) calls.push_back(std::move(entry.second));
+      for (Taken& t : taken_) calls.push_back(std::move(t.on_durable));
       taken_.clear();
     }
     for (DurableCallback& callback : calls) callback(status);
@@ -94,6 +109,33 @@ class ManualSyncSink final : public BatchSink {
   }
 
  private:
+  struct Taken {
+    ValidatedBatch batch;
+    std::vector<v1::Refusal> refusals;
+    DurableCallback on_durable;
+  };
+
+  // Refuses the accepted transactions named by RefuseIds, and leaves them out of `batch`.
+  std::vector<v1::Refusal> RefuseLocked(ValidatedBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<v1::Refusal> refusals;
+    std::vector<uint32_t> kept;
+    std::vector<uint64_t> fingerprints;
+    for (size_t i = 0; i < batch.accepted.size(); ++i) {
+      const uint32_t index = batch.accepted[i];
+      const std::string id = TxnIdString(batch.batch->txns(static_cast<int>(index)));
+      if (refused_ids_.contains(id)) {
+        refusals.push_back(MakeRefusal(batch.batch->seq(), index, id, v1::KEY_KIND_CONFLICT,
+                                       "refused by the sink"));
+        continue;
+      }
+      kept.push_back(index);
+      fingerprints.push_back(batch.fingerprints[i]);
+    }
+    batch.accepted = std::move(kept);
+    batch.fingerprints = std::move(fingerprints);
+    return refusals;
+  }
+
   uint64_t MakeDurableLocked(const ValidatedBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     uint64_t& seq = durable_[batch.batch->stream()];
     seq = batch.batch->seq();
@@ -103,7 +145,8 @@ class ManualSyncSink final : public BatchSink {
   }
 
   mutable absl::Mutex mu_;
-  std::vector<std::pair<ValidatedBatch, DurableCallback>> taken_ ABSL_GUARDED_BY(mu_);
+  std::vector<Taken> taken_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> refused_ids_ ABSL_GUARDED_BY(mu_);
   size_t taken_total_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, uint64_t> durable_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<std::string, uint64_t>> synced_ ABSL_GUARDED_BY(mu_);

@@ -18,6 +18,7 @@
 
 #include "isowatch/ingest/memory_id_registry.h"
 #include "isowatch/ingest/service.h"
+#include "isowatch/ingest/txn_fingerprint.h"
 
 #include "tests/unit/ingest/manual_sync_sink.h"
 #include "tests/unit/ingest/txn_builder.h"
@@ -154,6 +155,60 @@ TEST_F(PipelineTest, IdsOfBatchesInFlightCountForTheNextBatches) {
   EXPECT_EQ(batches[0].accepted.size(), 3u);
   EXPECT_TRUE(batches[1].accepted.empty());  // duplicates, though batch 1 was not durable yet
   EXPECT_EQ(server_->counters().transactions_duplicate.load(), 3u);
+}
+
+// The sink refuses transaction 2 (as the daemon refuses a history conflict): the refusal is in
+// the ack among the validation's, in batch order, and counted; the id counts for nothing, so the
+// next batch, read while the first still waits for its sync, may bring transaction 2 again.
+TEST_F(PipelineTest, SinkRefusalsAreInTheAckAndTheirIdsCountForNothing) {
+  sink_.RefuseIds({"2"});
+  v1::IngestBatch first = WriteBatch("a", 1, 1, 2);  // transactions 1 and 2
+  v1::Transaction no_commit = testing::WriteTxn(9, 1, 2);
+  no_commit.clear_commit();
+  *first.add_txns() = no_commit;
+  *first.add_txns() = testing::WriteTxn(3, 2, 3);
+  Rpc rpc(*stub_, sink_);
+  ASSERT_TRUE(rpc.Write(first));
+  ASSERT_TRUE(sink_.AwaitTaken(1, kWait));
+  sink_.RefuseIds({});
+  // Transaction 2 again, unchanged: new, not a duplicate of the refused one.
+  ASSERT_TRUE(rpc.Write(WriteBatch("a", 2, 2, 1)));
+  ASSERT_TRUE(sink_.AwaitTaken(2, kWait));
+  sink_.Sync();
+  const std::vector<SeenAck> acks = rpc.AwaitAcks(2);
+  ASSERT_TRUE(rpc.Finish().ok());
+  ASSERT_EQ(acks.size(), 2u);
+  const v1::IngestAck& ack = acks[0].ack;
+  ASSERT_EQ(ack.refusals_size(), 2) << ack.ShortDebugString();
+  EXPECT_EQ(ack.refusals(0).index(), 1u);
+  EXPECT_EQ(ack.refusals(0).txn_id(), "2");
+  EXPECT_EQ(ack.refusals(0).reason(), v1::KEY_KIND_CONFLICT);
+  EXPECT_EQ(ack.refusals(1).index(), 2u);
+  EXPECT_EQ(ack.refusals(1).reason(), v1::MISSING_COMMIT_TIMESTAMP);
+  EXPECT_EQ(acks[1].ack.refusals_size(), 0) << acks[1].ack.ShortDebugString();
+  const std::vector<ValidatedBatch> batches = sink_.durable_batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0].accepted, (std::vector<uint32_t>{0, 3}));
+  EXPECT_EQ(batches[1].accepted, (std::vector<uint32_t>{0}));
+  EXPECT_EQ(registry_.Check("a", "2", TxnFingerprint(batches[1].batch->txns(0))),
+            IdRegistry::Outcome::kDuplicate);
+  const IngestCounters& c = server_->counters();
+  EXPECT_EQ(c.refusals[v1::KEY_KIND_CONFLICT].load(), 1u);
+  EXPECT_EQ(c.transactions_accepted.load(), 3u);
+  EXPECT_EQ(c.transactions_duplicate.load(), 0u);
+
+  // The same through Push, which waits for the sink: transaction 4 refused, not remembered.
+  sink_.RefuseIds({"4"});
+  grpc::ClientContext context;
+  v1::IngestAck pushed;
+  ASSERT_TRUE(stub_->Push(&context, WriteBatch("a", 3, 4, 2), &pushed).ok());
+  ASSERT_EQ(pushed.refusals_size(), 1) << pushed.ShortDebugString();
+  EXPECT_EQ(pushed.refusals(0).index(), 0u);
+  EXPECT_EQ(pushed.refusals(0).reason(), v1::KEY_KIND_CONFLICT);
+  EXPECT_EQ(pushed.durable_seq(), 3u);
+  EXPECT_EQ(registry_.Check("a", "4", 0), IdRegistry::Outcome::kNew);
+  EXPECT_EQ(registry_.size(), 4u);  // 1, 3, 2 and 5
+  EXPECT_EQ(c.refusals[v1::KEY_KIND_CONFLICT].load(), 2u);
 }
 
 TEST_F(PipelineTest, FailedSyncFailsItsBatchesAndTheyAreSentAgain) {

@@ -138,11 +138,19 @@ TEST(ValidateTest, UnknownStatus) {
   EXPECT_EQ(ReasonOf(t), v1::UNKNOWN_STATUS);
 }
 
-TEST(ValidateTest, NegativeSessionPositionIsMalformed) {
+TEST(ValidateTest, SessionPositionOutOfRangeIsMalformed) {
   v1::Transaction t = WriteTxn(1, 1, 2);
   t.set_seq(0);
   EXPECT_EQ(ReasonOf(t), v1::REFUSAL_REASON_UNSPECIFIED);
   t.set_seq(-1);
+  EXPECT_EQ(ReasonOf(t), v1::MALFORMED_TRANSACTION);
+  // The live history numbers a session in 32 bits.
+  t.set_seq(4294967294);
+  EXPECT_EQ(kMaxSessionSeq, 4294967294);
+  EXPECT_EQ(ReasonOf(t), v1::REFUSAL_REASON_UNSPECIFIED);
+  t.set_seq(4294967295);
+  EXPECT_EQ(ReasonOf(t), v1::MALFORMED_TRANSACTION);
+  t.set_seq(INT64_MAX);
   EXPECT_EQ(ReasonOf(t), v1::MALFORMED_TRANSACTION);
 }
 

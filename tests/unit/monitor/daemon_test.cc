@@ -91,22 +91,26 @@ v1::Transaction Txn(int64_t id) {
   return t;
 }
 
-v1::Transaction Writer(int64_t id, int64_t key, int64_t value) {
+// Transaction `id` with one operation of `kind` on `key` with `value`.
+v1::Transaction OneOp(int64_t id, v1::Operation::Kind kind, int64_t key, int64_t value) {
   v1::Transaction t = Txn(id);
   v1::Operation* op = t.add_ops();
-  op->set_kind(v1::Operation::WRITE);
+  op->set_kind(kind);
   op->mutable_key()->set_int_(key);
   op->mutable_value()->set_int_(value);
   return t;
 }
 
+v1::Transaction Writer(int64_t id, int64_t key, int64_t value) {
+  return OneOp(id, v1::Operation::WRITE, key, value);
+}
+
+v1::Transaction Appender(int64_t id, int64_t key, int64_t value) {
+  return OneOp(id, v1::Operation::APPEND, key, value);
+}
+
 v1::Transaction Reader(int64_t id, int64_t key, int64_t value) {
-  v1::Transaction t = Txn(id);
-  v1::Operation* op = t.add_ops();
-  op->set_kind(v1::Operation::READ);
-  op->mutable_key()->set_int_(key);
-  op->mutable_value()->set_int_(value);
-  return t;
+  return OneOp(id, v1::Operation::READ, key, value);
 }
 
 // A value no transaction of these tests writes.
@@ -426,16 +430,13 @@ TEST_F(DaemonTest, RefusesMalformedTransactionsAndKeepsTheRest) {
     want.insert(ExtNever(9, 2));
     good += 2;
   }
-  {  // 8: key 1 is a register; an append to it passes validation and is refused by the live
-     // history after the batch is acknowledged.
-    v1::Transaction append = Txn(10);
-    v1::Operation* op = append.add_ops();
-    op->set_kind(v1::Operation::APPEND);
-    op->mutable_key()->set_int_(1);
-    op->mutable_value()->set_int_(5);
-    steps.push_back({Batch(s, 8, {std::move(append), Reader(11, 1, Unwritten(11))}), {}, 8});
+  {  // 8: key 1 is a register; an append to it is well formed, and refused in the ack: the
+     // daemon knows, before it logs the batch, that the live history could not take it.
+    steps.push_back({Batch(s, 8, {Appender(10, 1, 5), Reader(11, 1, Unwritten(11))}),
+                     {{0, v1::KEY_KIND_CONFLICT}},
+                     8});
     want.insert(ExtNever(11, 1));
-    good += 1;  // the append is delivered to nothing
+    good += 1;
   }
   // 10 before 9: a gap, refused whole without taking the seq.
   steps.push_back(
@@ -470,11 +471,12 @@ TEST_F(DaemonTest, RefusesMalformedTransactionsAndKeepsTheRest) {
 
   ASSERT_TRUE(WaitChecked(s)) << "the stream was not checked completely";
 
-  // Every reason counted once: eight at ingest, one by the live history.
-  const std::vector<std::string> reasons = {
-      "missing_id",      "missing_commit_timestamp", "start_after_commit", "unknown_operation_kind",
-      "missing_value",   "batch_too_large",          "id_reused",          "sequence_gap",
-      "history_conflict"};
+  // Every reason counted once, all at ingest: none is left for the live history to refuse.
+  const std::vector<std::string> reasons = {"missing_id",         "missing_commit_timestamp",
+                                            "start_after_commit", "unknown_operation_kind",
+                                            "missing_value",      "batch_too_large",
+                                            "id_reused",          "sequence_gap",
+                                            "key_kind_conflict"};
   std::string metrics;
   const bool counted = WaitFor([&] {
     metrics = Metrics();
@@ -500,7 +502,7 @@ TEST_F(DaemonTest, RefusesMalformedTransactionsAndKeepsTheRest) {
       Sample(metrics, fmt::format("isowatch_ingested_transactions_total{{stream=\"{}\"}}", s)),
       static_cast<double>(good));
 
-  // The status agrees, and counts the late refusal with the others.
+  // The status agrees.
   auto stream = StreamStatus(s);
   ASSERT_TRUE(stream.has_value());
   EXPECT_EQ((*stream)["ingested_transactions"], std::to_string(good));
@@ -534,6 +536,132 @@ TEST_F(DaemonTest, RefusesMalformedTransactionsAndKeepsTheRest) {
   seen = Violations();
   ASSERT_TRUE(seen.has_value());
   EXPECT_EQ(Summary(*seen), want);
+}
+
+// The refusals of `ack`, as (index, reason) and in order, are `want`; each names the batch.
+void ExpectRefusals(const absl::StatusOr<v1::IngestAck>& ack, uint64_t seq,
+                    const std::vector<ExpectedRefusal>& want) {
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_FALSE(ack->duplicate());
+  EXPECT_EQ(ack->durable_seq(), seq);
+  ASSERT_EQ(ack->refusals_size(), static_cast<int>(want.size())) << ack->ShortDebugString();
+  for (size_t i = 0; i < want.size(); ++i) {
+    const v1::Refusal& got = ack->refusals(static_cast<int>(i));
+    EXPECT_EQ(got.seq(), seq);
+    EXPECT_EQ(got.index(), want[i].index);
+    EXPECT_EQ(got.reason(), want[i].reason)
+        << ingest::RefusalReasonName(got.reason()) << ": " << got.detail();
+    EXPECT_FALSE(got.detail().empty());
+  }
+}
+
+// A transaction of session `session` with session position `seq` (none if negative) that writes
+// `value` to `key`.
+v1::Transaction SessionWriter(int64_t id, int64_t key, const std::string& session, int64_t seq) {
+  v1::Transaction t = Writer(id, key, 10 * id);
+  t.set_session_str(session);
+  if (seq >= 0) t.set_seq(seq);
+  return t;
+}
+
+// Keys and sessions are shared by all streams: a transaction the live history could not take (a
+// key used both as a register and as a list, a session that numbers only some of its
+// transactions) is refused in its batch's ack, whichever stream used the key or the session
+// first, and the rest of the batch is kept. The decisions survive a restart (they are rebuilt
+// from the log), and a batch sent again is a duplicate, applied and counted once.
+TEST_F(DaemonTest, RefusesHistoryConflictsInTheAck) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  const config::DaemonConfig config = TestConfig(dir.Path());
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+
+  // Key 1 becomes a register, key 2 a list; session "s" numbers its transactions.
+  ExpectRefusals(
+      Push(Batch("a", 1, {Writer(1, 1, 100), Appender(2, 2, 200), SessionWriter(7, 7, "s", 0)})), 1,
+      {});
+  // The same stream, a later batch: the append to register 1 is refused, the reader after it
+  // kept.
+  const v1::IngestBatch a2 = Batch("a", 2, {Appender(3, 1, 300), Reader(4, 1, 100)});
+  ExpectRefusals(Push(a2), 2, {{0, v1::KEY_KIND_CONFLICT}});
+  // Another stream meets the same keys.
+  ExpectRefusals(
+      Push(Batch("b", 1, {Writer(5, 2, 500), Reader(6, 1, Unwritten(6)), Appender(8, 1, 800)})), 1,
+      {{0, v1::KEY_KIND_CONFLICT}, {2, v1::KEY_KIND_CONFLICT}});
+  // Within one batch: key 3 is made a list, then written; transaction 10 uses key 4 both ways
+  // itself, and being refused it leaves key 4 free for transaction 12.
+  v1::Transaction both = Writer(10, 4, 1000);
+  *both.add_ops() = Appender(10, 4, 1001).ops(0);
+  ExpectRefusals(
+      Push(Batch("b", 2, {Appender(9, 3, 900), Writer(11, 3, 1100), both, Writer(12, 4, 1200)})), 2,
+      {{1, v1::KEY_KIND_CONFLICT}, {2, v1::KEY_KIND_CONFLICT}});
+  // Session "s", numbered on stream a, gets a transaction without a seq on stream b; a session
+  // position out of range is malformed.
+  ExpectRefusals(Push(Batch("b", 3,
+                            {SessionWriter(13, 5, "s", -1), SessionWriter(14, 5, "s", 1),
+                             SessionWriter(15, 6, "t", 4294967295)})),
+                 3, {{0, v1::SESSION_SEQ_CONFLICT}, {2, v1::MALFORMED_TRANSACTION}});
+  // Batch a2 again: acknowledged as a duplicate, as any batch sent again is.
+  absl::StatusOr<v1::IngestAck> again = Push(a2);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->duplicate());
+  EXPECT_EQ(again->durable_seq(), 2u);
+  EXPECT_EQ(again->refusals_size(), 0);
+
+  auto counted = [&](double key_kind, double session_seq) {
+    std::string metrics;
+    const bool ok = WaitFor([&] {
+      metrics = Metrics();
+      return Sample(metrics,
+                    R"(isowatch_refused_transactions_total{reason="key_kind_conflict"})") ==
+                 key_kind &&
+             Sample(metrics,
+                    R"(isowatch_refused_transactions_total{reason="session_seq_conflict"})") ==
+                 session_seq &&
+             Sample(metrics, "isowatch_duplicate_batches_total") >= 1.0;
+    });
+    EXPECT_TRUE(ok) << metrics;
+    // The live history, which checks the same again, finds nothing to refuse.
+    EXPECT_EQ(Sample(metrics, R"(isowatch_refused_transactions_total{reason="history_conflict"})")
+                  .value_or(0),
+              0.0)
+        << metrics;
+  };
+  counted(5, 1);
+  Stop();
+
+  // After a restart the registry, rebuilt from the log, decides the same.
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  v1::IngestBatch c1 =
+      Batch("c", 1,
+            {Appender(16, 1, 1600), Writer(17, 2, 1700), SessionWriter(18, 8, "s", -1),
+             Appender(19, 3, 1900), Writer(20, 4, 2000)});
+  c1.set_end_of_stream(true);
+  ExpectRefusals(
+      Push(c1), 1,
+      {{0, v1::KEY_KIND_CONFLICT}, {1, v1::KEY_KIND_CONFLICT}, {2, v1::SESSION_SEQ_CONFLICT}});
+  again = Push(a2);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->duplicate());
+  EXPECT_EQ(again->durable_seq(), 2u);
+  v1::IngestBatch a3 = Batch("a", 3, {});
+  a3.set_end_of_stream(true);
+  ExpectRefusals(Push(a3), 3, {});
+  v1::IngestBatch b4 = Batch("b", 4, {});
+  b4.set_end_of_stream(true);
+  ExpectRefusals(Push(b4), 4, {});
+  for (const char* stream : {"a", "b", "c"}) ASSERT_TRUE(WaitChecked(stream)) << stream;
+  counted(2, 1);
+
+  // Exactly the kept transactions were checked: 1, 2, 7 and 4; 6, 9, 12 and 14; 19 and 20.
+  for (const auto& [stream, delivered] :
+       std::vector<std::pair<std::string, std::string>>{{"a", "4"}, {"b", "4"}, {"c", "2"}}) {
+    auto st = StreamStatus(stream);
+    ASSERT_TRUE(st.has_value()) << stream;
+    EXPECT_EQ((*st)["ingested_transactions"], delivered) << stream;
+  }
+  auto seen = Violations();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(Summary(*seen), (std::multiset<Brief>{ExtNever(6, 1)}));
 }
 
 TEST_F(DaemonTest, RestartKeepsViolationsAndRecognisesResentBatches) {
@@ -750,8 +878,9 @@ TEST_F(DaemonTest, RestartKeepsTheIdsOfAnOpenStream) {
 // With ingest.remembered_ids = 2 a stream remembers its newest 2 to 4 ids, in two generations.
 // The registry rebuilt from the log at a restart holds the same generations: here {1, 2} and
 // {3, 4} before and after; one more id then drops {1, 2}. Id 1 is then new again at ingest (the
-// live history, which still holds transaction 1, refuses it after the ack), id 3 with other
-// content is still refused and id 4 resent is still a duplicate.
+// live history, which still holds transaction 1, refuses it after the ack: the one refusal left
+// after the ack, history_conflict), id 3 with other content is still refused and id 4 resent is
+// still a duplicate.
 TEST_F(DaemonTest, RestartRebuildsTheBoundedIdsTheSame) {
   TempDir dir;
   ASSERT_FALSE(dir.Path().empty());
