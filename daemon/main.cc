@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
-#include <pthread.h>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "isowatch/common/mutex_mode.h"
+#include "isowatch/common/stop_signals.h"
 #include "isowatch/config/config.h"
 #include "isowatch/monitor/daemon.h"
 
@@ -88,14 +88,8 @@ int main(int argc, char** argv) {
   }
   if (auto s = isowatch::monitor::ConfigureLogging(config.log); !s.ok()) return Fail(s);
 
-  // SIGTERM and SIGINT are taken by sigwait below, not by a handler: block them before any
-  // thread starts, so every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  // Before any thread starts (BlockStopSignals): SIGTERM and SIGINT are waited for below.
+  const sigset_t signals = isowatch::BlockStopSignals();
 
   auto daemon = isowatch::monitor::Daemon::Start(config, kVersion);
   if (!daemon.ok()) {
@@ -108,8 +102,7 @@ int main(int argc, char** argv) {
       return Fail(s);
     }
   }
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const int sig = isowatch::WaitForStopSignal(signals);
   spdlog::info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   (*daemon)->Shutdown();
   return 0;

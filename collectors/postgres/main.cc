@@ -6,7 +6,6 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
-#include <pthread.h>
 #include <string>
 #include <thread>
 
@@ -14,6 +13,8 @@
 #include "absl/time/time.h"
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include "isowatch/common/stop_signals.h"
 
 #include "collectors/postgres/collector.h"
 #include "collectors/postgres/replication_feed.h"
@@ -158,16 +159,10 @@ int Run(Flags& f, bool canary) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // SIGTERM and SIGINT end the run cleanly: taken by a thread with sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  // SIGTERM and SIGINT end the run cleanly: taken by a thread that waits for them.
+  const sigset_t signals = isowatch::BlockStopSignals();
   std::thread([signals] {
-    int sig = 0;
-    sigwait(&signals, &sig);
+    isowatch::WaitForStopSignal(signals);
     g_stop.store(true);
   }).detach();
 
