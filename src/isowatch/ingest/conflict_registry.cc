@@ -7,7 +7,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <xxhash.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/string_view.h"
@@ -19,6 +18,10 @@ namespace isowatch::ingest {
 namespace {
 
 using history::DataModel;
+
+// A name as the tables look it up, without a copy (their hash and equality take
+// absl::string_view).
+absl::string_view Lookup(std::string_view name) { return {name.data(), name.size()}; }
 
 // Key marks.
 constexpr uint8_t kRegister = 1;
@@ -83,14 +86,9 @@ std::optional<DataModel> DataModelOf(const v1::Header& header) {
 ConflictRegistry::ConflictRegistry(DataModel default_model)
     : default_model_(default_model), model_(default_model), model_before_(default_model) {}
 
-ConflictRegistry::Hash128 ConflictRegistry::HashOf(std::string_view bytes) {
-  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
-  return Hash128{.low = h.low64, .high = h.high64};
-}
-
 ConflictRegistry::KeyRef ConflictRegistry::MakeKeyRef(const v1::Datum& key) {
   if (key.kind_case() == v1::Datum::kInt) return KeyRef{.is_int = true, .number = key.int_()};
-  return KeyRef{.hash = HashOf(key.bytes())};
+  return KeyRef{.bytes = key.bytes()};
 }
 
 uint8_t ConflictRegistry::KeyBits(const KeyRef& key) const {
@@ -98,32 +96,35 @@ uint8_t ConflictRegistry::KeyBits(const KeyRef& key) const {
     auto it = int_keys_.find(key.number);
     return it == int_keys_.end() ? 0 : it->second;
   }
-  auto it = bytes_keys_.find(key.hash);
+  auto it = bytes_keys_.find(Lookup(key.bytes));
   return it == bytes_keys_.end() ? 0 : it->second;
 }
 
 void ConflictRegistry::SetKeyBits(const KeyRef& key, uint8_t before, uint8_t after) {
-  key_undo_.push_back(KeyUndo{.key = key, .bits = before});
+  key_undo_.push_back(KeyUndo{.is_int = key.is_int,
+                              .number = key.number,
+                              .bytes = key.is_int ? std::string() : std::string(key.bytes),
+                              .bits = before});
   if (key.is_int) {
     int_keys_[key.number] = after;
   } else {
-    bytes_keys_[key.hash] = after;
+    bytes_keys_[std::string(key.bytes)] = after;
   }
 }
 
 void ConflictRegistry::RestoreKeys(size_t mark) {
   while (key_undo_.size() > mark) {
     const KeyUndo& u = key_undo_.back();
-    if (u.key.is_int) {
+    if (u.is_int) {
       if (u.bits == 0) {
-        int_keys_.erase(u.key.number);
+        int_keys_.erase(u.number);
       } else {
-        int_keys_[u.key.number] = u.bits;
+        int_keys_[u.number] = u.bits;
       }
     } else if (u.bits == 0) {
-      bytes_keys_.erase(u.key.hash);
+      bytes_keys_.erase(u.bytes);
     } else {
-      bytes_keys_[u.key.hash] = u.bits;
+      bytes_keys_[u.bytes] = u.bits;
     }
     key_undo_.pop_back();
   }
@@ -183,8 +184,7 @@ std::optional<Problem> ConflictRegistry::Admit(const v1::Transaction& txn) {
   } else if (txn.session_case() == v1::Transaction::kSessionStr) {
     name = txn.session_str();
   }
-  const Hash128 session = HashOf(name);
-  auto it = sessions_.find(session);
+  auto it = sessions_.find(Lookup(name));
   const uint8_t numbering = it == sessions_.end() ? 0 : it->second;
   const uint8_t wanted = txn.has_seq() ? kNumbered : kUnnumbered;
   if (txn.seq() < 0 || txn.seq() > kMaxSessionSeq) {
@@ -207,8 +207,8 @@ std::optional<Problem> ConflictRegistry::Admit(const v1::Transaction& txn) {
                   Quote(name))};
   }
   if (numbering == 0) {
-    session_undo_.push_back(session);
-    sessions_.emplace(session, wanted);
+    session_undo_.emplace_back(name);
+    sessions_.emplace(std::string(name), wanted);
   }
   return std::nullopt;
 }
@@ -248,7 +248,7 @@ void ConflictRegistry::Undo() {
   if (!undoable_) return;
   undoable_ = false;
   RestoreKeys(0);
-  for (const Hash128& session : session_undo_) sessions_.erase(session);
+  for (const std::string& session : session_undo_) sessions_.erase(session);
   session_undo_.clear();
   started_ = started_before_;
   kept_any_ = kept_any_before_;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -45,11 +46,13 @@ std::optional<history::DataModel> DataModelOf(const v1::Header& header);
 // keys even when they print alike. A session is its name, session_int as its decimal text (so
 // session_int 7 and session_str "7" are one session).
 //
+// Keys and sessions are compared by their bytes, never by a hash alone (as the history interns
+// them), so no two are ever taken for one.
+//
 // Memory: one hash-table entry per key and per session ever kept, never dropped: an int key is
-// held as its value (a 17-byte slot), a bytes key and a session as the 128-bit XXH3 hash of their
-// bytes (a 25-byte slot) rather than a second copy of the name, whatever its length; the tables
-// are 44% to 88% full. Two keys (or sessions) are taken for one only if their 128-bit hashes
-// collide: for a billion of them, odds below 1e-20.
+// held as its value (a 17-byte slot), a bytes key and a session as a copy of their bytes (a
+// 33-byte slot, plus the bytes on the heap when they are longer than 15); the tables are 44% to
+// 88% full.
 //
 // Thread-compatible: the daemon calls it under the lock that orders its log appends, and at
 // recovery while it replays the log.
@@ -83,26 +86,17 @@ class ConflictRegistry {
   history::DataModel model() const { return model_; }
 
  private:
-  // The 128-bit XXH3 hash of a name (8-byte aligned, unlike absl::uint128: smaller slots).
-  struct Hash128 {
-    uint64_t low = 0;
-    uint64_t high = 0;
-    bool operator==(const Hash128&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Hash128& v) {
-      return H::combine(std::move(h), v.low);  // already uniform: one half is enough
-    }
-  };
-  static Hash128 HashOf(std::string_view bytes);
-  // A key as looked up: the int, or the hash of the bytes.
+  // A key as looked up: the int, or the bytes (in the batch being decided).
   struct KeyRef {
     bool is_int = false;
     int64_t number = 0;
-    Hash128 hash;
+    std::string_view bytes;
   };
   // An entry as it was before a change; `bits` 0: there was none.
   struct KeyUndo {
-    KeyRef key;
+    bool is_int = false;
+    int64_t number = 0;
+    std::string bytes;
     uint8_t bits = 0;
   };
 
@@ -120,8 +114,8 @@ class ConflictRegistry {
   bool started_ = false;   // rule 1 has fixed model_
   bool kept_any_ = false;  // some transaction was kept: rule 2 no longer applies
   absl::flat_hash_map<int64_t, uint8_t> int_keys_;
-  absl::flat_hash_map<Hash128, uint8_t> bytes_keys_;
-  absl::flat_hash_map<Hash128, uint8_t> sessions_;
+  absl::flat_hash_map<std::string, uint8_t> bytes_keys_;
+  absl::flat_hash_map<std::string, uint8_t> sessions_;
 
   // What the last Decide changed, for Undo.
   bool undoable_ = false;
@@ -129,7 +123,7 @@ class ConflictRegistry {
   bool kept_any_before_ = false;
   history::DataModel model_before_;
   std::vector<KeyUndo> key_undo_;
-  std::vector<Hash128> session_undo_;  // sessions the last Decide added
+  std::vector<std::string> session_undo_;  // sessions the last Decide added
 };
 
 }  // namespace isowatch::ingest
