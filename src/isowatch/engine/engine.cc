@@ -943,6 +943,7 @@ class EngineImpl {
     if (streams_.empty()) f = Timestamp::Min();
     if (f <= final_point_) return;
     final_point_ = f;
+    ++advances_;
     // A key's entry is current while it sits at the key's finality_at; older ones are stale.
     due_keys_.clear();
     finality_.TakeUpTo(final_point_, [this](uint32_t key) { due_keys_.push_back(KeyId(key)); });
@@ -951,6 +952,7 @@ class EngineImpl {
       if (i + 1 < due_keys_.size()) keys_[due_keys_[i + 1].value()].readers.PrefetchEnds();
       FinalizeKey(due_keys_[i]);
     }
+    ReleaseIdleReaders();
     if (pending_snapshots_ > 0) [[unlikely]] {
       due_snapshots_.clear();
       snapshot_due_.TakeUpTo(final_point_, [this](uint32_t t) { due_snapshots_.push_back(t); });
@@ -982,11 +984,24 @@ class EngineImpl {
     ks.readers.erase_prefix(it);
     if (ks.readers.empty()) {
       ks.finality_at = Timestamp::Max();
+      idle_readers_.emplace_back(advances_, key.value());
     } else {
       ks.finality_at = ks.readers.front_key().ts;
       finality_.Push(ks.finality_at, key.value());
     }
   }
+
+  // Frees the pending-read leaf of the keys whose reads all became final kIdleAdvances advances
+  // of the final point ago and that have had none since: cold keys give back their leaf, while
+  // a key read again soon (a hot one) keeps it rather than allocating one at each read.
+  void ReleaseIdleReaders() {
+    while (!idle_readers_.empty() && idle_readers_.front().first + kIdleAdvances <= advances_) {
+      KeyState& ks = keys_[idle_readers_.front().second];
+      if (ks.readers.empty()) ks.readers.clear();
+      idle_readers_.pop_front();
+    }
+  }
+  static constexpr uint64_t kIdleAdvances = 64;
 
   // Drops what no read at or after the collection point can need: for registers every version
   // older than the newest one at or below it; for lists those versions, folded into base_list.
@@ -1138,7 +1153,8 @@ class EngineImpl {
            stats_.provisional_reads * 2 * kReadEntry + base_list_values_ * sizeof(Value) +
            session_entries_ * sizeof(SessionState::Entry) * 2 + pending_snapshots_ * 24 +
            sessions_.capacity() * sizeof(SessionState) + delivered_.capacity() / 8 +
-           pending_count_.window() * sizeof(uint32_t);
+           pending_count_.window() * sizeof(uint32_t) +
+           idle_readers_.size() * sizeof(std::pair<uint64_t, uint32_t>);
   }
 
   void Emit(Violation v) {
@@ -1177,7 +1193,10 @@ class EngineImpl {
   int64_t max_duration_ = 0;  // longest transaction seen, in physical timestamp units
   TimeQueue finality_;        // keys with pending reads, by their earliest (KeyState::finality_at)
   std::vector<KeyId> due_keys_;  // keys taken from finality_, to finalise
-  TimeQueue gc_;                 // keys with versions to collect (ScheduleTrim), at most one each
+  uint64_t advances_ = 0;        // times the final point moved up
+  // Keys whose pending reads all became final, with advances_ then (ReleaseIdleReaders).
+  std::deque<std::pair<uint64_t, uint32_t>> idle_readers_;
+  TimeQueue gc_;  // keys with versions to collect (ScheduleTrim), at most one each
   // Transactions with a snapshot, under their commit, until the final point passes it.
   TimeQueue snapshot_due_;
   uint64_t pending_snapshots_ = 0;
