@@ -84,17 +84,22 @@ const Fixture& GetFixture(uint64_t txns, IsolationLevel level, double sigma_ms, 
   return *slot;
 }
 
-// `spill`: collected versions go to a RocksDB spill in a temporary directory (opened, and so
-// cleared, before each iteration, untimed); `budget`: EngineOptions::memory_budget in bytes.
-// `cdc`: only committed transactions are delivered (GetFixture). `spill_retention`:
-// EngineOptions::spill_retention (0: the spill is never pruned).
-void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false,
-               uint64_t budget = 0, bool spill_collected = false, bool cdc = false,
-               int64_t spill_retention = 0) {
+// How RunEngine runs the engine.
+struct RunConfig {
+  // Collected versions go to a RocksDB spill in a temporary directory (opened, and so cleared,
+  // before each iteration, untimed).
+  bool spill = false;
+  uint64_t budget = 0;           // EngineOptions::memory_budget in bytes
+  bool spill_collected = false;  // EngineOptions::spill_collected
+  bool cdc = false;              // only committed transactions are delivered (GetFixture)
+  int64_t spill_retention = 0;   // EngineOptions::spill_retention (0: never pruned)
+};
+
+void RunEngine(benchmark::State& state, IsolationLevel level, const RunConfig& run = {}) {
   const auto txns = static_cast<uint64_t>(state.range(0));
   const auto sigma_ms = static_cast<double>(state.range(1));
   const auto rate_tps = static_cast<double>(state.range(2));
-  const Fixture& f = GetFixture(txns, level, sigma_ms, rate_tps, cdc);
+  const Fixture& f = GetFixture(txns, level, sigma_ms, rate_tps, run.cdc);
   const std::string spill_dir =
       fmt::format("{}/isowatch-engine-bench-spill-{}",
                   std::filesystem::temp_directory_path().string(), getpid());
@@ -104,7 +109,7 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
   std::vector<double> reloads;  // each check that read the spill, seconds (last iteration)
   for (auto _ : state) {
     std::unique_ptr<engine::RocksVersionSpill> rocks;
-    if (spill) {
+    if (run.spill) {
       state.PauseTiming();
       auto opened = engine::RocksVersionSpill::Open(spill_dir);
       if (!opened.ok()) std::abort();
@@ -115,9 +120,9 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
     reloads.clear();
     last = engine::RunOnline(f.sim.history, level, f.schedule,
                              {.spill = rocks.get(),
-                              .spill_collected = spill_collected,
-                              .memory_budget = budget,
-                              .spill_retention = spill_retention,
+                              .spill_collected = run.spill_collected,
+                              .memory_budget = run.budget,
+                              .spill_retention = run.spill_retention,
                               .on_spill_pause = [&pauses](double s) { pauses.push_back(s); },
                               .on_reload = [&reloads](double s) { reloads.push_back(s); }});
     benchmark::DoNotOptimize(last.violations.data());
@@ -129,7 +134,7 @@ void RunEngine(benchmark::State& state, IsolationLevel level, bool spill = false
       state.ResumeTiming();
     }
   }
-  if (spill) std::filesystem::remove_all(spill_dir);
+  if (run.spill) std::filesystem::remove_all(spill_dir);
   state.counters["spilled"] = static_cast<double>(last.stats.spilled_versions);
   state.counters["reloads"] = static_cast<double>(last.stats.reloads);
   state.counters["pruned"] = static_cast<double>(last.stats.spill_pruned);
@@ -181,7 +186,7 @@ BENCHMARK(BM_EngineSi)
 // moves a transaction by about 1,000 committed places, twice the committed disorder of
 // BM_EngineSi at the same rate.
 void BM_EngineSiCdc(benchmark::State& state) {
-  RunEngine(state, IsolationLevel::kSnapshotIsolation, false, 0, false, true);
+  RunEngine(state, IsolationLevel::kSnapshotIsolation, {.cdc = true});
 }
 BENCHMARK(BM_EngineSiCdc)
     ->ArgNames({"txns", "sigma_ms", "rate_tps"})
@@ -191,7 +196,7 @@ BENCHMARK(BM_EngineSiCdc)
     ->Unit(benchmark::kMillisecond);
 
 void BM_EngineSerCdc(benchmark::State& state) {
-  RunEngine(state, IsolationLevel::kSerializable, false, 0, false, true);
+  RunEngine(state, IsolationLevel::kSerializable, {.cdc = true});
 }
 BENCHMARK(BM_EngineSerCdc)
     ->ArgNames({"txns", "sigma_ms", "rate_tps"})
@@ -220,9 +225,11 @@ BENCHMARK(BM_EngineSiLong)
 // what they read from RocksDB. 256 MiB is never reached here: the cost of having a spill at all.
 // `spill_mib` is what the spill holds at the end, after a compaction that applies the pruning.
 void BM_EngineSiSpill(benchmark::State& state) {
-  RunEngine(state, IsolationLevel::kSnapshotIsolation, true,
-            static_cast<uint64_t>(state.range(3)) << 10, state.range(4) != 0, false,
-            state.range(5));
+  RunEngine(state, IsolationLevel::kSnapshotIsolation,
+            {.spill = true,
+             .budget = static_cast<uint64_t>(state.range(3)) << 10,
+             .spill_collected = state.range(4) != 0,
+             .spill_retention = state.range(5)});
 }
 BENCHMARK(BM_EngineSiSpill)
     ->ArgNames({"txns", "sigma_ms", "rate_tps", "budget_kib", "collected", "spill_retention"})

@@ -1008,14 +1008,8 @@ class EngineImpl {
   void Collect() {
     // A transaction still to come commits after the final point and starts, if it is no longer
     // than the longest seen so far (or the configured retention), after g.
-    Timestamp normal = final_point_;
-    if (normal != Timestamp::Max()) {
-      int64_t keep = std::max(options_.retention, max_duration_);
-      normal = normal.physical < std::numeric_limits<int64_t>::min() + keep
-                   ? Timestamp::Min()
-                   : Timestamp{normal.physical - keep, std::numeric_limits<int64_t>::min()};
-    }
-    if (spill_ != nullptr && options_.spill_retention > 0) Prune();
+    const Timestamp normal = BelowFinal(std::max(options_.retention, max_duration_));
+    if (spill_ != nullptr && options_.spill_retention > 0) Prune(normal);
     Timestamp g = normal;
     if (spill_ != nullptr && !spill_broken_ && options_.memory_budget > 0 &&
         MemoryBytes() > options_.memory_budget) {
@@ -1049,14 +1043,19 @@ class EngineImpl {
     }
   }
 
-  // Lets the spill drop what only checks of snapshots more than spill_retention (and more than
-  // the normal collection keeps) below the final point could need.
-  void Prune() {
-    if (final_point_ == Timestamp::Max()) return;
-    const int64_t keep = std::max({options_.spill_retention, options_.retention, max_duration_});
-    if (final_point_.physical < std::numeric_limits<int64_t>::min() + keep) return;
-    const Timestamp p{final_point_.physical - keep, std::numeric_limits<int64_t>::min()};
-    if (p <= pruned_point_) return;
+  // The final point lowered by `keep` physical units: Max while the final point is Max (every
+  // stream closed), Min where it would fall below the first timestamp.
+  Timestamp BelowFinal(int64_t keep) const {
+    if (final_point_ == Timestamp::Max()) return Timestamp::Max();
+    if (final_point_.physical < std::numeric_limits<int64_t>::min() + keep) return Timestamp::Min();
+    return Timestamp{final_point_.physical - keep, std::numeric_limits<int64_t>::min()};
+  }
+
+  // Lets the spill drop what only checks of snapshots more than spill_retention below the final
+  // point could need, and never what the normal collection point `normal` keeps.
+  void Prune(const Timestamp& normal) {
+    const Timestamp p = std::min(normal, BelowFinal(options_.spill_retention));
+    if (p == Timestamp::Max() || p <= pruned_point_) return;
     pruned_point_ = p;
     spill_->PruneUpTo(p);
   }

@@ -462,10 +462,7 @@ absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state,
         fmt::format("the sink made batch {} of stream \"{}\" durable but reports durable seq {}",
                     p.seq, stream, durable->durable_seq));
   }
-  const std::vector<uint32_t> refused = RefusedIndices(durable->refusals);
-  for (const AcceptedId& a : p.ids) {
-    if (!Contains(refused, a.index)) registry_.Record(stream, a.id, a.fingerprint);
-  }
+  RecordKept(stream, p.ids, durable->refusals);
   state.taken = p.next;
   {
     absl::MutexLock lock(&state.durable_mu);
@@ -515,10 +512,7 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
             stream, durable->durable_seq));
       }
       if (durable.ok() && !sp->failed) {
-        const std::vector<uint32_t> refused = RefusedIndices(durable->refusals);
-        for (const AcceptedId& a : ids) {
-          if (!Contains(refused, a.index)) registry_.Record(stream, a.id, a.fingerprint);
-        }
+        RecordKept(stream, ids, durable->refusals);
         if (p->next.seq > sp->durable.seq) sp->durable = p->next;
       } else if (durable.ok()) {
         // After a failure the rollback stays put: a later success would leave a hole.
@@ -559,6 +553,14 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
     }
   }
   state.taken = p->next;
+}
+
+void IngestService::RecordKept(const std::string& stream, const std::vector<AcceptedId>& ids,
+                               const std::vector<v1::Refusal>& refusals) {
+  const std::vector<uint32_t> refused = RefusedIndices(refusals);
+  for (const AcceptedId& a : ids) {
+    if (!Contains(refused, a.index)) registry_.Record(stream, a.id, a.fingerprint);
+  }
 }
 
 void IngestService::CountRefusals(const v1::IngestAck& ack) {

@@ -186,6 +186,10 @@ class IngestService final : public v1::Ingest::Service {
   // Counts a batch made durable and completes its ack, with the sink's refusals.
   void Finish(Prepared& prepared, const SinkAck& sink_ack);
   void CountRefusals(const v1::IngestAck& ack);
+  // Records in the IdRegistry the ids of a durable batch, but those of the transactions the sink
+  // refused.
+  void RecordKept(const std::string& stream, const std::vector<AcceptedId>& ids,
+                  const std::vector<v1::Refusal>& refusals);
   // The drain gate, for a batch whose handling outlives the RPC handler's loop iteration.
   bool EnterGate();
   void LeaveGate();

@@ -113,6 +113,13 @@ v1::Transaction Reader(int64_t id, int64_t key, int64_t value) {
   return OneOp(id, v1::Operation::READ, key, value);
 }
 
+// `t` moved to the interval [start, commit].
+v1::Transaction At(v1::Transaction t, int64_t start, int64_t commit) {
+  t.mutable_start()->set_physical(start);
+  t.mutable_commit()->set_physical(commit);
+  return t;
+}
+
 // A value no transaction of these tests writes.
 int64_t Unwritten(int64_t id) { return 1'000'000 + id; }
 
@@ -736,18 +743,13 @@ TEST_F(DaemonTest, MemoryBudgetSpillsAndReloadsVersions) {
   config.engine.memory_budget = 1;  // always over: everything at or below F leaves memory
   config.engine.retention = 20;     // transactions may start 20 below the final point
   const std::string s = "budget";
-  auto at = [](v1::Transaction t, int64_t start, int64_t commit) {
-    t.mutable_start()->set_physical(start);
-    t.mutable_commit()->set_physical(commit);
-    return t;
-  };
   v1::IngestBatch first = Batch(s, 1,
-                                {at(Writer(1, 1, 100), 10, 15), at(Writer(2, 1, 200), 20, 25),
-                                 at(Writer(3, 1, 300), 30, 35)});
+                                {At(Writer(1, 1, 100), 10, 15), At(Writer(2, 1, 200), 20, 25),
+                                 At(Writer(3, 1, 300), 30, 35)});
   first.mutable_watermark()->set_physical(35);
   // Both start at 22, when 100 (committed at 15) was the newest value; 200 came at 25.
   v1::IngestBatch second =
-      Batch(s, 2, {at(Reader(4, 1, 200), 22, 45), at(Reader(5, 1, 100), 22, 46)});
+      Batch(s, 2, {At(Reader(4, 1, 200), 22, 45), At(Reader(5, 1, 100), 22, 46)});
   second.mutable_watermark()->set_physical(46);
   second.set_end_of_stream(true);
 
@@ -797,11 +799,6 @@ TEST_F(DaemonTest, MemoryBudgetSpillsAndReloadsVersions) {
 // point, whose snapshot the spill could have answered, is a horizon miss once the spill may
 // have pruned it, and is reloaded (and found right) when the spill keeps everything.
 TEST_F(DaemonTest, SpillRetentionPrunesOldSnapshots) {
-  auto at = [](v1::Transaction t, int64_t start, int64_t commit) {
-    t.mutable_start()->set_physical(start);
-    t.mutable_commit()->set_physical(commit);
-    return t;
-  };
   for (int64_t spill_retention : {0, 5}) {
     SCOPED_TRACE(spill_retention);
     TempDir dir;
@@ -812,11 +809,11 @@ TEST_F(DaemonTest, SpillRetentionPrunesOldSnapshots) {
     config.engine.spill_retention = spill_retention;
     const std::string s = "pruned";
     v1::IngestBatch first = Batch(s, 1,
-                                  {at(Writer(1, 1, 100), 10, 15), at(Writer(2, 1, 200), 20, 25),
-                                   at(Writer(3, 1, 300), 30, 35), at(Writer(4, 1, 400), 40, 45)});
+                                  {At(Writer(1, 1, 100), 10, 15), At(Writer(2, 1, 200), 20, 25),
+                                   At(Writer(3, 1, 300), 30, 35), At(Writer(4, 1, 400), 40, 45)});
     first.mutable_watermark()->set_physical(45);
     // Starts at 16, when 100 was the newest value: right, if anything can tell.
-    v1::IngestBatch second = Batch(s, 2, {at(Reader(5, 1, 100), 16, 50)});
+    v1::IngestBatch second = Batch(s, 2, {At(Reader(5, 1, 100), 16, 50)});
     second.mutable_watermark()->set_physical(50);
     second.set_end_of_stream(true);
     ASSERT_NO_FATAL_FAILURE(Start(config));
