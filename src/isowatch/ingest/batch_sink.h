@@ -118,6 +118,17 @@ class BatchSink {
     on_durable(*std::move(durable));
     return refusals;
   }
+
+  // The refusals of durable batch `seq` of `stream`, all of them (the service's and the sink's,
+  // in batch order), for the ack of the batch when it is sent again: its first ack may never
+  // have reached the collector. Empty when the batch had none or the sink does not keep them
+  // (the default). An error ends the RPC; the collector sends the batch again.
+  virtual absl::StatusOr<std::vector<v1::Refusal>> RefusalsOf(std::string_view stream,
+                                                              uint64_t seq) {
+    (void)stream;
+    (void)seq;
+    return std::vector<v1::Refusal>{};
+  }
 };
 
 }  // namespace isowatch::ingest

@@ -353,8 +353,11 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
   ack.set_stream(batch.stream());
   ack.set_durable_seq(durable_seq);
   if (seq <= durable_seq) {
+    // Its refusals again (not counted again): the collector may not have had the first ack.
+    ASSIGN_OR_RETURN(std::vector<v1::Refusal> refusals, sink_.RefusalsOf(batch.stream(), seq));
     Bump(counters_.batches_duplicate);
     ack.set_duplicate(true);
+    for (v1::Refusal& r : refusals) *ack.add_refusals() = std::move(r);
     return ack;
   }
   if (seq <= state.taken.seq) {
@@ -428,11 +431,8 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
 void IngestService::Finish(Prepared& p, const SinkAck& sink_ack) {
   if (!sink_ack.refusals.empty()) {
     // The ack lists its refusals in batch order, the sink's among the validation's.
-    std::vector<v1::Refusal> all(p.ack.refusals().begin(), p.ack.refusals().end());
-    all.insert(all.end(), sink_ack.refusals.begin(), sink_ack.refusals.end());
-    std::stable_sort(all.begin(), all.end(), [](const v1::Refusal& a, const v1::Refusal& b) {
-      return a.index() < b.index();
-    });
+    const std::vector<v1::Refusal> validated(p.ack.refusals().begin(), p.ack.refusals().end());
+    std::vector<v1::Refusal> all = MergeRefusals(validated, sink_ack.refusals);
     p.ack.clear_refusals();
     for (v1::Refusal& r : all) *p.ack.add_refusals() = std::move(r);
     p.accepted -= std::min<uint64_t>(p.accepted, sink_ack.refusals.size());

@@ -307,6 +307,16 @@ v1::Refusal MakeBatchRefusal(uint64_t seq, v1::RefusalReason reason, std::string
   return r;
 }
 
+std::vector<v1::Refusal> MergeRefusals(std::span<const v1::Refusal> first,
+                                       std::span<const v1::Refusal> second) {
+  std::vector<v1::Refusal> all(first.begin(), first.end());
+  all.insert(all.end(), second.begin(), second.end());
+  std::stable_sort(all.begin(), all.end(), [](const v1::Refusal& a, const v1::Refusal& b) {
+    return a.index() < b.index();
+  });
+  return all;
+}
+
 BatchValidation ValidateBatch(const v1::IngestBatch& batch, const ValidationLimits& limits,
                               IdRegistry& registry, std::optional<uint64_t> serialized_bytes) {
   BatchValidation out;

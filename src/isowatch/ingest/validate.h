@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,5 +98,10 @@ v1::Refusal MakeRefusal(uint64_t seq, uint32_t index, std::string_view txn_id,
                         v1::RefusalReason reason, std::string_view detail);
 // A refusal of the whole batch with sequence number `seq`.
 v1::Refusal MakeBatchRefusal(uint64_t seq, v1::RefusalReason reason, std::string_view detail);
+
+// The refusals of one batch found at two stages (validation, then the sink), each in batch
+// order, as its ack lists them: together, in batch order (stable: a batch refusal first).
+std::vector<v1::Refusal> MergeRefusals(std::span<const v1::Refusal> first,
+                                       std::span<const v1::Refusal> second);
 
 }  // namespace isowatch::ingest

@@ -181,6 +181,17 @@ ingest::StreamPosition Monitor::Position(std::string_view stream) {
       .durable_seq = r->durable_seq, .watermark = r->watermark, .closed = r->closed};
 }
 
+absl::StatusOr<std::vector<v1::Refusal>> Monitor::RefusalsOf(std::string_view stream,
+                                                             uint64_t seq) {
+  ASSIGN_OR_RETURN(const std::string bytes, store_->BatchRefusals(stream, seq));
+  v1::IngestAck kept;
+  if (!kept.ParseFromString(bytes)) {
+    return absl::DataLossError(
+        fmt::format("the refusals kept with batch {} of stream \"{}\" do not decode", seq, stream));
+  }
+  return std::vector<v1::Refusal>(kept.refusals().begin(), kept.refusals().end());
+}
+
 absl::StatusOr<ingest::SinkAck> Monitor::Submit(ingest::ValidatedBatch batch) {
   return SubmitAndWait(std::move(batch), /*wait=*/true);
 }
@@ -267,9 +278,19 @@ absl::StatusOr<std::vector<v1::Refusal>> Monitor::SubmitImpl(ingest::ValidatedBa
   if (logged->has_watermark()) {
     watermark = history::Timestamp{logged->watermark().physical(), logged->watermark().logical()};
   }
+  // The ack's refusals, kept with the batch so that the ack of a re-sent batch repeats them.
+  std::string refusals;
+  if (!vb.refusals.empty() || !decision.refusals.empty()) {
+    v1::IngestAck kept;
+    for (v1::Refusal& r : ingest::MergeRefusals(vb.refusals, decision.refusals)) {
+      *kept.add_refusals() = std::move(r);
+    }
+    refusals = kept.SerializeAsString();
+  }
   // Unsynced: the syncer makes it durable together with whatever else was appended meanwhile.
-  absl::StatusOr<uint64_t> position = store_->AppendBatch(
-      logged->stream(), logged->seq(), watermark, logged->end_of_stream(), bytes, /*sync=*/false);
+  absl::StatusOr<uint64_t> position =
+      store_->AppendBatch(logged->stream(), logged->seq(), watermark, logged->end_of_stream(),
+                          bytes, /*sync=*/false, refusals);
   if (!position.ok()) {
     conflicts_.Undo();
     {

@@ -106,6 +106,8 @@ class Monitor final : public ingest::BatchSink,
 
   // ingest::BatchSink
   ingest::StreamPosition Position(std::string_view stream) override;
+  absl::StatusOr<std::vector<v1::Refusal>> RefusalsOf(std::string_view stream,
+                                                      uint64_t seq) override;
   absl::StatusOr<ingest::SinkAck> Submit(ingest::ValidatedBatch batch) override;
   absl::StatusOr<ingest::SinkAck> TrySubmit(ingest::ValidatedBatch batch) override;
   absl::StatusOr<std::vector<v1::Refusal>> SubmitAsync(ingest::ValidatedBatch batch,

@@ -31,8 +31,9 @@ constexpr std::string_view kLogCf = "log";
 constexpr std::string_view kStreamsCf = "streams";
 constexpr std::string_view kViolationsCf = "violations";
 constexpr std::string_view kViolationIdsCf = "violation_ids";
-constexpr std::array<std::string_view, 5> kOwnCfs = {kMetaCf, kLogCf, kStreamsCf, kViolationsCf,
-                                                     kViolationIdsCf};
+constexpr std::string_view kRefusalsCf = "refusals";
+constexpr std::array<std::string_view, 6> kOwnCfs = {kMetaCf,       kLogCf,          kStreamsCf,
+                                                     kViolationsCf, kViolationIdsCf, kRefusalsCf};
 
 constexpr std::string_view kFormatVersionKey = "format_version";
 constexpr std::string_view kLogStartKey = "log_start";
@@ -105,6 +106,7 @@ struct Store::Handles {
   rocksdb::ColumnFamilyHandle* streams = nullptr;
   rocksdb::ColumnFamilyHandle* violations = nullptr;
   rocksdb::ColumnFamilyHandle* violation_ids = nullptr;
+  rocksdb::ColumnFamilyHandle* refusals = nullptr;
 
   ~Handles() {
     if (db == nullptr) return;
@@ -219,6 +221,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Store
   handles->streams = handles->Find(kStreamsCf);
   handles->violations = handles->Find(kViolationsCf);
   handles->violation_ids = handles->Find(kViolationIdsCf);
+  handles->refusals = handles->Find(kRefusalsCf);
 
   if (!version.has_value()) {
     rocksdb::WriteOptions write_options;
@@ -363,7 +366,8 @@ Store::StreamState* Store::FindStream(std::string_view name, bool create) {
 
 absl::StatusOr<uint64_t> Store::AppendBatch(std::string_view stream, uint64_t seq,
                                             std::optional<history::Timestamp> watermark,
-                                            bool end_of_stream, std::string_view bytes, bool sync) {
+                                            bool end_of_stream, std::string_view bytes, bool sync,
+                                            std::string_view refusals) {
   if (stream.empty()) return absl::InvalidArgumentError("a stream needs a non-empty name");
   RETURN_IF_ERROR(CheckWritable());
   StreamState* state = FindStream(stream, /*create=*/seq == 1);
@@ -418,6 +422,18 @@ absl::StatusOr<uint64_t> Store::AppendBatch(std::string_view stream, uint64_t se
                                                              .closed = next.closed,
                                                              .header = next.header})),
                       "encoding a stream record"));
+  if (!refusals.empty()) {
+    // Those of batches older than the kept ones go in the same write (a no-op when none are).
+    if (seq > kKeptRefusalBatches) {
+      RETURN_IF_ERROR(FromRocksStatus(
+          batch.DeleteRange(handles_->refusals, internal::EncodeRefusalsKey(next.id, 0),
+                            internal::EncodeRefusalsKey(next.id, seq - kKeptRefusalBatches + 1)),
+          "forgetting old refusals"));
+    }
+    RETURN_IF_ERROR(FromRocksStatus(
+        batch.Put(handles_->refusals, internal::EncodeRefusalsKey(next.id, seq), ToSlice(refusals)),
+        "encoding a batch's refusals"));
+  }
   RETURN_IF_ERROR(Write(batch, sync && options_.sync_writes,
                         fmt::format("appending batch {} of {}", seq, StreamLabel(stream))));
   {
@@ -540,6 +556,25 @@ absl::StatusOr<StreamRecord> Store::GetStream(std::string_view name) const {
   }
   absl::MutexLock lock(&state->mu);
   return state->record;
+}
+
+absl::StatusOr<std::string> Store::BatchRefusals(std::string_view stream, uint64_t seq) const {
+  uint32_t id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = streams_.find(ToAbsl(stream));
+    if (it == streams_.end()) return std::string();
+    absl::MutexLock state_lock(&it->second->mu);
+    if (seq > it->second->record.durable_seq) return std::string();
+    id = it->second->record.id;
+  }
+  std::string value;
+  const rocksdb::Status s = handles_->db->Get(rocksdb::ReadOptions(), handles_->refusals,
+                                              internal::EncodeRefusalsKey(id, seq), &value);
+  if (s.IsNotFound()) return std::string();
+  RETURN_IF_ERROR(FromRocksStatus(
+      s, fmt::format("reading the refusals of batch {} of {}", seq, StreamLabel(stream))));
+  return value;
 }
 
 std::vector<StreamRecord> Store::ListStreams() const {

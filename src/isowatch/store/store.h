@@ -89,7 +89,9 @@ struct LogEntry {
 class Store {
  public:
   // Version of the on-disk format this code reads and writes.
-  static constexpr uint32_t kFormatVersion = 1;
+  static constexpr uint32_t kFormatVersion = 2;
+  // How many of a stream's latest batches keep their refusals at least (BatchRefusals).
+  static constexpr uint64_t kKeptRefusalBatches = 4096;
 
   // Opens (or creates, per `options`, with any missing parent directories) the store in
   // directory `dir`.
@@ -115,10 +117,20 @@ class Store {
   // With `sync` false the write is not synced: the batch survives a crash of the process but
   // becomes durable against a power failure only at the next SyncLog (or synced write) that
   // starts after AppendBatch returns. The stream's record (GetStream) counts the batch at once.
+  //
+  // `refusals`, when not empty, is kept with the batch in the same write (opaque to the store:
+  // the daemon keeps the refusals of the batch's ack there), for BatchRefusals to return when
+  // the batch is sent again. Writing them forgets those of the stream's batches at or below
+  // seq - kKeptRefusalBatches.
   absl::StatusOr<uint64_t> AppendBatch(std::string_view stream, uint64_t seq,
                                        std::optional<history::Timestamp> watermark,
-                                       bool end_of_stream, std::string_view bytes,
-                                       bool sync = true);
+                                       bool end_of_stream, std::string_view bytes, bool sync = true,
+                                       std::string_view refusals = {});
+
+  // The `refusals` AppendBatch kept with batch `seq` of `stream`: empty when it had none, when
+  // the batch is not durable, or when a batch of the stream at or above seq + kKeptRefusalBatches
+  // kept refusals since. Errors: the read's error.
+  absl::StatusOr<std::string> BatchRefusals(std::string_view stream, uint64_t seq) const;
 
   // Makes durable every write that returned before the call (RocksDB's SyncWAL); one call covers
   // any number of unsynced appends, of any streams (group commit: the caller batches). A no-op

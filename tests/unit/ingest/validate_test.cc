@@ -454,5 +454,23 @@ TEST(TxnFingerprintTest, StableAndContentSensitive) {
   EXPECT_TRUE(seen.insert(TxnFingerprint(c)).second);
 }
 
+TEST(MergeRefusalsTest, InterleavesTwoStagesInBatchOrder) {
+  const std::vector<v1::Refusal> validation = {
+      MakeRefusal(3, 0, "a", v1::MALFORMED_TRANSACTION, "x"),
+      MakeRefusal(3, 4, "e", v1::ID_REUSED, "x")};
+  const std::vector<v1::Refusal> sink = {MakeRefusal(3, 2, "c", v1::KEY_KIND_CONFLICT, "x"),
+                                         MakeRefusal(3, 5, "f", v1::SESSION_SEQ_CONFLICT, "x")};
+  std::vector<uint32_t> order;
+  for (const v1::Refusal& r : MergeRefusals(validation, sink)) order.push_back(r.index());
+  EXPECT_EQ(order, (std::vector<uint32_t>{0, 2, 4, 5}));
+  // A whole-batch refusal (index 0) stays before a transaction's refusal of index 0.
+  const std::vector<v1::Refusal> whole = {MakeBatchRefusal(3, v1::BATCH_TOO_LARGE, "x")};
+  const std::vector<v1::Refusal> merged = MergeRefusals(whole, validation);
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_TRUE(merged[0].whole_batch());
+  EXPECT_FALSE(merged[1].whole_batch());
+  EXPECT_TRUE(MergeRefusals({}, {}).empty());
+}
+
 }  // namespace
 }  // namespace isowatch::ingest

@@ -258,6 +258,48 @@ TEST_F(StoreTest, RefusesASequenceNumberThatDoesNotFollowTheDurableOne) {
   EXPECT_TRUE(store->AppendBatch("s", 2, std::nullopt, false, "two").ok());
 }
 
+TEST_F(StoreTest, KeepsTheRefusalsOfRecentBatches) {
+  auto store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  auto refusals = [&](std::string_view stream, uint64_t seq) {
+    absl::StatusOr<std::string> r = store->BatchRefusals(stream, seq);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : std::string("error");
+  };
+  ASSERT_TRUE(store->AppendBatch("s", 1, std::nullopt, false, "one", true, "r1").ok());
+  ASSERT_TRUE(store->AppendBatch("s", 2, std::nullopt, false, "two").ok());
+  ASSERT_TRUE(store->AppendBatch("t", 1, std::nullopt, false, "one", false, "t1").ok());
+  EXPECT_EQ(refusals("s", 1), "r1");
+  EXPECT_EQ(refusals("s", 2), "");  // had none
+  EXPECT_EQ(refusals("s", 3), "");  // not durable
+  EXPECT_EQ(refusals("t", 1), "t1");
+  EXPECT_EQ(refusals("u", 1), "");  // no such stream
+  // A failed append keeps nothing.
+  EXPECT_FALSE(store->AppendBatch("s", 4, std::nullopt, false, "x", true, "r4").ok());
+  ASSERT_TRUE(store->AppendBatch("s", 3, std::nullopt, false, "three", true, "r3").ok());
+  EXPECT_EQ(refusals("s", 4), "");
+
+  // They survive reopening.
+  store.reset();
+  store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(refusals("s", 1), "r1");
+  EXPECT_EQ(refusals("t", 1), "t1");
+
+  // Refusals kept with batch n forget those of the stream's batches at or below
+  // n - kKeptRefusalBatches, and only that stream's.
+  const uint64_t keep = Store::kKeptRefusalBatches;
+  for (uint64_t seq = 4; seq <= keep + 1; ++seq) {
+    ASSERT_TRUE(store->AppendBatch("s", seq, std::nullopt, false, "b", false).ok());
+  }
+  EXPECT_EQ(refusals("s", 1), "r1");  // nothing kept since: nothing forgotten
+  ASSERT_TRUE(store->AppendBatch("s", keep + 2, std::nullopt, false, "b", false, "r-late").ok());
+  EXPECT_EQ(refusals("s", 1), "");
+  EXPECT_EQ(refusals("s", 3), "r3");
+  EXPECT_EQ(refusals("s", keep + 2), "r-late");
+  EXPECT_EQ(refusals("t", 1), "t1");
+}
+
 TEST_F(StoreTest, AClosedStreamTakesNoMoreBatches) {
   auto store = OpenOrDie(dir_);
   ASSERT_NE(store, nullptr);
@@ -669,14 +711,14 @@ TEST_F(StoreTest, RefusesAnUnknownFormatVersion) {
     RawDb raw(dir_);
     std::string value;
     ASSERT_TRUE(raw.Db().Get({}, raw.Cf("meta"), "format_version", &value).ok());
-    EXPECT_EQ(value, std::string("\0\0\0\1", 4));  // as docs/store-format.md says
+    EXPECT_EQ(value, std::string("\0\0\0\2", 4));  // as docs/store-format.md says
     ASSERT_TRUE(
         raw.Db().Put({}, raw.Cf("meta"), "format_version", std::string("\0\0\0\7", 4)).ok());
   }
   auto store = Store::Open(dir_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("format version 7"));
-  EXPECT_THAT(store.status().message(), HasSubstr("reads version 1"));
+  EXPECT_THAT(store.status().message(), HasSubstr("reads version 2"));
 }
 
 TEST_F(StoreTest, RefusesARocksDbDatabaseThatIsNotAStore) {

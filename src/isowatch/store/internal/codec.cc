@@ -121,6 +121,13 @@ std::string EncodeNumberKey(uint64_t number) {
   return out;
 }
 
+std::string EncodeRefusalsKey(uint32_t stream_id, uint64_t seq) {
+  std::string out;
+  PutBigEndian(&out, stream_id);
+  PutBigEndian(&out, seq);
+  return out;
+}
+
 absl::StatusOr<uint64_t> DecodeNumberKey(std::string_view key) {
   Reader r("number key", key);
   ASSIGN_OR_RETURN(const uint64_t number, r.BigEndian<uint64_t>());

@@ -21,6 +21,10 @@ namespace isowatch::store::internal {
 std::string EncodeNumberKey(uint64_t number);
 absl::StatusOr<uint64_t> DecodeNumberKey(std::string_view key);
 
+// The 12-byte key of a batch's refusals: the stream's id (u32), then the batch's seq (u64), both
+// big-endian, so a stream's entries are contiguous and in seq order.
+std::string EncodeRefusalsKey(uint32_t stream_id, uint64_t seq);
+
 // Value of the "format_version" meta key.
 std::string EncodeFormatVersion(uint32_t version);
 absl::StatusOr<uint32_t> DecodeFormatVersion(std::string_view value);
