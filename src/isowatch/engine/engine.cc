@@ -360,6 +360,7 @@ class EngineImpl {
     if (t.has_start) max_duration_ = std::max(max_duration_, t.commit.physical - t.start.physical);
     const bool by_snapshot = BySnapshot(t);
     if (by_snapshot) [[unlikely]] {
+      saw_snapshot_ = true;  // keys' versions stay in memory: snapshot walks read the chains
       // INT now; the external reads once every version the snapshot may see has arrived.
       walker_.Walk(
           id, options_.level, [](uint32_t, const Op&, std::span<const Value>) {},
@@ -545,8 +546,10 @@ class EngineImpl {
 
   // Whether versions visible at `point` may have been collected: for a register, the point lies
   // before the oldest version kept; for a list, at or below the collection point.
+  // Always at or below the final point: a read above it whose visible version memory does not
+  // hold (a spilled base) stays pending, since a version still to come may be the one it sees.
   bool Collected(KeyId key, const KeyState& ks, const OrderKey& point) const {
-    if (!ks.trimmed) return false;
+    if (!ks.trimmed || point.ts > final_point_) return false;
     if (h_.key(key).is_list) return point.ts <= ks.trim_point;
     return ks.versions.empty() || point < ks.versions.front_key();
   }
@@ -556,7 +559,16 @@ class EngineImpl {
     OrderKey key;
     const VersionInfo* info;
   };
+  // Nullopt also when the version visible at `point` is a key's spilled base (memory holds
+  // nothing newer before the point).
   static std::optional<Visible> VisibleVersion(const KeyState& ks, const OrderKey& point) {
+    std::optional<Visible> v = NewestInMemory(ks, point);
+    if (ks.base_in_spill) [[unlikely]] {
+      if (ks.spilled_base < point && (!v || v->key < ks.spilled_base)) return std::nullopt;
+    }
+    return v;
+  }
+  static std::optional<Visible> NewestInMemory(const KeyState& ks, const OrderKey& point) {
     if (ks.versions.empty()) return std::nullopt;
     if (ks.versions.back_key() < point) {
       auto last = ks.versions.last();  // usually: the read arrives after what it sees
@@ -795,9 +807,13 @@ class EngineImpl {
       }
       ks.max_duration = std::max(ks.max_duration, duration);
     }
+    if (ks.versions.empty() && ks.base_in_spill) --leafless_keys_;
     auto pos = ks.versions.insert(vkey, VersionInfo{value});
     ++stats_.retained_versions;
     ScheduleTrim(key, ks);
+    if (evicting_ && ks.versions.size() == 1 && ks.readers.empty()) {
+      idle_keys_.emplace_back(advances_, key.value());  // a candidate for Evict
+    }
     // The reads whose snapshot now ends at (registers: points in (vkey, next version]) or
     // includes (lists: every point after vkey) the new version.
     if (ks.readers.empty() || !(vkey < ks.readers.back_key())) return;
@@ -810,6 +826,11 @@ class EngineImpl {
       if (next != ks.versions.end()) {
         bounded = true;
         limit = next.key();
+      }
+      if (ks.base_in_spill && vkey < ks.spilled_base && (!bounded || ks.spilled_base < limit)) {
+        // A late version older than the spilled base: reads after the base do not see it.
+        bounded = true;
+        limit = ks.spilled_base;
       }
     }
     const auto end = ks.readers.end();
@@ -944,6 +965,7 @@ class EngineImpl {
     if (f <= final_point_) return;
     final_point_ = f;
     ++advances_;
+    const uint64_t spill_writes_before = SpillWrites();
     // A key's entry is current while it sits at the key's finality_at; older ones are stale.
     due_keys_.clear();
     finality_.TakeUpTo(final_point_, [this](uint32_t key) { due_keys_.push_back(KeyId(key)); });
@@ -952,7 +974,7 @@ class EngineImpl {
       if (i + 1 < due_keys_.size()) keys_[due_keys_[i + 1].value()].readers.PrefetchEnds();
       FinalizeKey(due_keys_[i]);
     }
-    ReleaseIdleReaders();
+    ReleaseIdleKeys();
     if (pending_snapshots_ > 0) [[unlikely]] {
       due_snapshots_.clear();
       snapshot_due_.TakeUpTo(final_point_, [this](uint32_t t) { due_snapshots_.push_back(t); });
@@ -964,6 +986,7 @@ class EngineImpl {
       pending_snapshots_ -= due_snapshots_.size();
     }
     Collect();
+    FlushSpill(spill_writes_before);
   }
 
   // Makes final every pending read of `key` at or below the final point, and queues the key
@@ -984,7 +1007,7 @@ class EngineImpl {
     ks.readers.erase_prefix(it);
     if (ks.readers.empty()) {
       ks.finality_at = Timestamp::Max();
-      idle_readers_.emplace_back(advances_, key.value());
+      idle_keys_.emplace_back(advances_, key.value());
     } else {
       ks.finality_at = ks.readers.front_key().ts;
       finality_.Push(ks.finality_at, key.value());
@@ -993,15 +1016,71 @@ class EngineImpl {
 
   // Frees the pending-read leaf of the keys whose reads all became final kIdleAdvances advances
   // of the final point ago and that have had none since: cold keys give back their leaf, while
-  // a key read again soon (a hot one) keeps it rather than allocating one at each read.
-  void ReleaseIdleReaders() {
-    while (!idle_readers_.empty() && idle_readers_.front().first + kIdleAdvances <= advances_) {
-      KeyState& ks = keys_[idle_readers_.front().second];
-      if (ks.readers.empty()) ks.readers.clear();
-      idle_readers_.pop_front();
+  // a key read again soon (a hot one) keeps it rather than allocating one at each read. Over
+  // the memory budget, such a key left with a single final version of a register moves it to
+  // the spill (Evict). Keys enter the queue when their last pending read becomes final, and
+  // when they are left with one version (a register written once, or trimmed to one).
+  void ReleaseIdleKeys() {
+    while (!idle_keys_.empty() && idle_keys_.front().first + kIdleAdvances <= advances_) {
+      const KeyId key(idle_keys_.front().second);
+      idle_keys_.pop_front();
+      KeyState& ks = keys_[key.value()];
+      if (!ks.readers.empty()) continue;
+      ks.readers.clear();
+      if (EvictionAllowed()) Evict(key, ks);
     }
   }
   static constexpr uint64_t kIdleAdvances = 64;
+
+  bool EvictionAllowed() const {
+    return evicting_ && !spill_broken_ && !saw_snapshot_ && MemoryBytes() > options_.memory_budget;
+  }
+
+  // Moves the single version of register `key`, final and with no read pending, to the spill
+  // and frees the key's chain: its writer is then no longer needed in memory either (Needs).
+  // Reads see it from the spill (VisibleRegister) until a newer version replaces it.
+  void Evict(KeyId key, KeyState& ks) {
+    if (ks.versions.size() != 1 || ks.in_gc || h_.key(key).is_list) return;
+    const OrderKey at = ks.versions.front_key();
+    if (at.ts > final_point_) return;
+    if (ks.base_in_spill) {
+      if (!(ks.spilled_base < at) || !ReplaceSpilledBase(key, ks, at.ts)) return;
+    }
+    const TxnId writer(at.txn);
+    const Transaction& w = h_.txn(writer);
+    SpilledVersion v;
+    v.at = at;
+    v.expires = Timestamp::Max();  // until a newer version replaces it (ReplaceSpilledBase)
+    v.writer_start = w.has_start ? w.start : Timestamp::Min();
+    v.writer_name = h_.txn_name(writer);
+    v.value = ks.versions.begin().value().value;
+    spill_->Put(key, v);
+    ++stats_.spilled_versions;
+    ++stats_.evicted_keys;
+    stats_.retained_versions -= ks.versions.size();
+    ks.versions.clear();
+    ks.spilled_base = at;
+    ks.base_in_spill = true;
+    ks.trimmed = true;
+    ks.trim_point = std::max(ks.trim_point, at.ts);
+    ++leafless_keys_;
+  }
+
+  // The spilled base of `key` is no longer the newest version at or below the final point: a
+  // version committed at `next` follows it. Writes it again with that expiry (so that pruning
+  // can drop it) and clears base_in_spill. False, with base_in_spill left set, if the spill
+  // failed.
+  bool ReplaceSpilledBase(KeyId key, KeyState& ks, const Timestamp& next) {
+    auto r = spill_->NewestBefore(key, After(ks.spilled_base));
+    if (!r.ok()) return SpillFailed(r.status());
+    if (r->has_value() && (*r)->at == ks.spilled_base) {
+      (*r)->expires = next;
+      spill_->Put(key, **r);
+      ++spill_rewrites_;
+    }
+    ks.base_in_spill = false;
+    return true;
+  }
 
   // Drops what no read at or after the collection point can need: for registers every version
   // older than the newest one at or below it; for lists those versions, folded into base_list.
@@ -1020,7 +1099,6 @@ class EngineImpl {
       ++stats_.budget_collections;
     }
     if (g == Timestamp::Min()) return;
-    const uint64_t spilled_before = stats_.spilled_versions;
     collect_keys_.clear();
     gc_.TakeUpTo(g, [this](uint32_t key) {
       keys_[key].in_gc = false;
@@ -1030,18 +1108,26 @@ class EngineImpl {
       if (i + 2 < collect_keys_.size()) keys_[collect_keys_[i + 2].value()].PrefetchState();
       if (i + 1 < collect_keys_.size()) keys_[collect_keys_[i + 1].value()].versions.PrefetchEnds();
       const KeyId key = collect_keys_[i];
+      KeyState& ks = keys_[key.value()];
       Trim(key, g, normal);
-      ScheduleTrim(key, keys_[key.value()]);
-    }
-    if (spill_ != nullptr && !spill_broken_ && stats_.spilled_versions != spilled_before) {
-      const auto start = std::chrono::steady_clock::now();
-      if (absl::Status s = spill_->Flush(); !s.ok()) SpillFailed(s);
-      if (options_.on_spill_pause) {
-        options_.on_spill_pause(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      ScheduleTrim(key, ks);
+      if (evicting_ && ks.versions.size() == 1 && ks.readers.empty()) {
+        idle_keys_.emplace_back(advances_, key.value());
       }
     }
   }
+
+  // Makes what was put in the spill since `writes_before` (SpillWrites) visible to reads.
+  void FlushSpill(uint64_t writes_before) {
+    if (spill_ == nullptr || spill_broken_ || SpillWrites() == writes_before) return;
+    const auto start = std::chrono::steady_clock::now();
+    if (absl::Status s = spill_->Flush(); !s.ok()) SpillFailed(s);
+    if (options_.on_spill_pause) {
+      options_.on_spill_pause(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
+  uint64_t SpillWrites() const { return stats_.spilled_versions + spill_rewrites_; }
 
   // The final point lowered by `keep` physical units: Max while the final point is Max (every
   // stream closed), Min where it would fall below the first timestamp.
@@ -1138,6 +1224,12 @@ class EngineImpl {
     stats_.retained_versions -= ks.versions.erase_prefix(keep);
     ks.trimmed = true;
     ks.trim_point = std::max(ks.trim_point, g);
+    // A version newer than the spilled base is now the newest at or below g: reads after it
+    // never see the base again, and those before it are late ones, checked from the spill.
+    if (ks.base_in_spill && ks.spilled_base < ks.versions.front_key() && spill_ != nullptr &&
+        !spill_broken_) {
+      ReplaceSpilledBase(key, ks, ks.versions.front_key().ts);
+    }
   }
 
   // The engine's own accounting of the memory it holds (docs/engine.md, "Memory"). Chain leaves
@@ -1147,13 +1239,14 @@ class EngineImpl {
     constexpr uint64_t kVersionEntry = sizeof(OrderKey) + sizeof(VersionInfo);
     constexpr uint64_t kReadEntry = sizeof(OrderKey) + sizeof(ReadInfo);
     constexpr uint64_t kSmallLeaf = 32 + 4 * kVersionEntry;
-    return keys_.capacity() * (sizeof(KeyState) + sizeof(uint32_t)) + keys_.size() * kSmallLeaf +
+    return keys_.capacity() * (sizeof(KeyState) + sizeof(uint32_t)) +
+           (keys_.size() - leafless_keys_) * kSmallLeaf +
            stats_.retained_versions * 2 * kVersionEntry +
            stats_.provisional_reads * 2 * kReadEntry + base_list_values_ * sizeof(Value) +
            session_entries_ * sizeof(SessionState::Entry) * 2 + pending_snapshots_ * 24 +
            sessions_.capacity() * sizeof(SessionState) + delivered_.capacity() / 8 +
            pending_count_.window() * sizeof(uint32_t) +
-           idle_readers_.size() * sizeof(std::pair<uint64_t, uint32_t>);
+           idle_keys_.size() * sizeof(std::pair<uint64_t, uint32_t>);
   }
 
   void Emit(Violation v) {
@@ -1194,8 +1287,13 @@ class EngineImpl {
   std::vector<KeyId> due_keys_;  // keys taken from finality_, to finalise
   uint64_t advances_ = 0;        // times the final point moved up
   // Keys whose pending reads all became final, with advances_ then (ReleaseIdleReaders).
-  std::deque<std::pair<uint64_t, uint32_t>> idle_readers_;
-  TimeQueue gc_;  // keys with versions to collect (ScheduleTrim), at most one each
+  std::deque<std::pair<uint64_t, uint32_t>> idle_keys_;
+  // A spill and a memory budget: cold keys may move their last version to the spill.
+  const bool evicting_ = spill_ != nullptr && options_.memory_budget > 0;
+  uint64_t leafless_keys_ = 0;   // keys with base_in_spill and no version in memory
+  uint64_t spill_rewrites_ = 0;  // spilled bases written again (ReplaceSpilledBase)
+  bool saw_snapshot_ = false;    // a transaction checked by its snapshot was delivered
+  TimeQueue gc_;                 // keys with versions to collect (ScheduleTrim), at most one each
   // Transactions with a snapshot, under their commit, until the final point passes it.
   TimeQueue snapshot_due_;
   uint64_t pending_snapshots_ = 0;

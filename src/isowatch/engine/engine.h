@@ -83,6 +83,8 @@ struct EngineStats {
   uint64_t budget_collections = 0;  // collections cut at the final point by the memory budget
   uint64_t spill_bytes = 0;         // gauge: bytes the spill holds (estimate)
   uint64_t spill_pruned = 0;        // versions the spill dropped (EngineOptions::spill_retention)
+  // Cold register keys whose last version the memory budget moved to the spill.
+  uint64_t evicted_keys = 0;
   // Gauge: bytes of engine state in memory, by the engine's own accounting (docs/engine.md,
   // "Memory"): key states, chain entries, pending reads, list bases, session windows and the
   // per-transaction arrays. Excludes the History the engine reads.

@@ -35,6 +35,8 @@ struct ReadInfo {
 //  3. max_duration >= commit.physical - start.physical of every version ever inserted (SI).
 //  4. finality_at is the timestamp of readers' first entry (Max if there is none), and the
 //     engine's finality queue holds the key under finality_at.
+//  5. If base_in_spill: trimmed, spilled_base.ts <= trim_point, the spill holds spilled_base,
+//     and every in-memory version newer than it was inserted after it was spilled.
 //
 // Laid out for the cache: the two chains' headers fill the first 64-byte line, what every
 // arrival reads next fills the second; base_list (lists only) comes last.
@@ -47,6 +49,12 @@ struct alignas(64) KeyState {
   // With a spill: the newest collected version that was dropped rather than spilled
   // (kBeforeAll-like minimum if none); a reload that could need it is a horizon miss.
   OrderKey dropped_upto{history::Timestamp::Min(), 0, 0};
+  // With base_in_spill (registers, under a memory budget): the key's newest version at or below
+  // trim_point, `spilled_base`, was moved to the spill when the key went cold, and memory holds
+  // only versions that arrived since. It is what a read after it sees unless memory has a newer
+  // version before the read; in-memory versions older than it (late arrivals) are hidden by it.
+  OrderKey spilled_base{history::Timestamp::Min(), 0, 0};
+  bool base_in_spill = false;
   bool trimmed = false;
   bool in_gc = false;  // the key has an entry in the engine's collection queue
   std::vector<history::Value> base_list;
