@@ -245,10 +245,10 @@ int CheckCommand::Run() {
                                                      .spill_retention = spill_retention_});
     if (spill != nullptr) {
       std::cerr << fmt::format(
-          "isowatch check: spill: {} versions written, {} pruned, {} reloads, engine memory at "
-          "most {} bytes\n",
+          "isowatch check: spill: {} versions written, {} pruned, {} reloads, {} keys evicted, "
+          "engine memory at most {} bytes\n",
           result.stats.spilled_versions, result.stats.spill_pruned, result.stats.reloads,
-          result.max_memory_bytes);
+          result.stats.evicted_keys, result.max_memory_bytes);
       spill.reset();
       if (!temp_dir.empty()) {
         std::error_code ec;

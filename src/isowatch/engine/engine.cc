@@ -627,6 +627,15 @@ class EngineImpl {
       // At or below the prune point the spill may have dropped the version the point sees.
       if (spill_broken_ || point.ts <= pruned_point_) return false;
       const ReloadTimer timer(this);
+      if (ks.base_in_spill && ks.spilled_base < point) {
+        // Memory holds nothing newer before the point (VisibleVersion), and the spill nothing
+        // newer than the base: the point sees the base.
+        auto base = spill_->Find(key, ks.spilled_base);
+        if (!base.ok()) return SpillFailed(base.status());
+        if (!base->has_value()) return false;  // cannot happen: the base expires only later
+        *out = RegisterView{(*base)->value, TxnId((*base)->at.txn)};
+        return true;
+      }
       auto r = spill_->NewestBefore(key, point);
       if (!r.ok()) return SpillFailed(r.status());
       // Exact unless a dropped version may be newer than what the spill has before the point.
@@ -1071,11 +1080,11 @@ class EngineImpl {
   // can drop it) and clears base_in_spill. False, with base_in_spill left set, if the spill
   // failed.
   bool ReplaceSpilledBase(KeyId key, KeyState& ks, const Timestamp& next) {
-    auto r = spill_->NewestBefore(key, After(ks.spilled_base));
+    auto r = spill_->Find(key, ks.spilled_base);
     if (!r.ok()) return SpillFailed(r.status());
     if (r->has_value() && (*r)->at == ks.spilled_base) {
       (*r)->expires = next;
-      spill_->Put(key, **r);
+      spill_->Replace(key, **r);
       ++spill_rewrites_;
     }
     ks.base_in_spill = false;
@@ -1286,7 +1295,8 @@ class EngineImpl {
   TimeQueue finality_;        // keys with pending reads, by their earliest (KeyState::finality_at)
   std::vector<KeyId> due_keys_;  // keys taken from finality_, to finalise
   uint64_t advances_ = 0;        // times the final point moved up
-  // Keys whose pending reads all became final, with advances_ then (ReleaseIdleReaders).
+  // Keys whose pending reads all became final or that were left with one version, with
+  // advances_ then (ReleaseIdleKeys).
   std::deque<std::pair<uint64_t, uint32_t>> idle_keys_;
   // A spill and a memory budget: cold keys may move their last version to the spill.
   const bool evicting_ = spill_ != nullptr && options_.memory_budget > 0;

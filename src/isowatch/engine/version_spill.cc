@@ -133,17 +133,33 @@ bool DecodeValue(std::string_view bytes, SpilledVersion* version) {
 // --- MemoryVersionSpill ------------------------------------------------------------------------
 
 void MemoryVersionSpill::Put(KeyId key, const SpilledVersion& version) {
-  pending_.emplace_back(key, version);
+  pending_.push_back(Pending{.key = key, .version = version});
+}
+
+void MemoryVersionSpill::Replace(KeyId key, const SpilledVersion& version) {
+  pending_.push_back(Pending{.key = key, .version = version, .replace = true});
 }
 
 absl::Status MemoryVersionSpill::Flush() {
-  for (auto& [key, version] : pending_) {
-    bytes_ += spill_format::EncodedBytes(version);
-    ++versions_;
-    map_[{key.value(), version.at}] = std::move(version);
+  for (Pending& p : pending_) {
+    auto [it, inserted] = map_.try_emplace({p.key.value(), p.version.at});
+    if (inserted) {
+      ++versions_;
+    } else {
+      bytes_ -= spill_format::EncodedBytes(it->second);
+    }
+    bytes_ += spill_format::EncodedBytes(p.version);
+    it->second = std::move(p.version);
   }
   pending_.clear();
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<SpilledVersion>> MemoryVersionSpill::Find(
+    KeyId key, const internal::OrderKey& at) {
+  auto it = map_.find({key.value(), at});
+  if (it == map_.end()) return std::nullopt;
+  return it->second;
 }
 
 absl::StatusOr<std::optional<SpilledVersion>> MemoryVersionSpill::NewestBefore(
@@ -279,7 +295,9 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const
   // three of them while one is flushed (within the cap of kMemtableBytes), no compression (the
   // values are small integers), compaction in the background.
   db->memory.ApplyTo(static_cast<rocksdb::DBOptions&>(options));
-  db->memory.ApplyTo(static_cast<rocksdb::ColumnFamilyOptions&>(options), 16 << 20, 3);
+  // A Bloom filter serves the point lookups of evicted keys' versions (Find).
+  db->memory.ApplyTo(static_cast<rocksdb::ColumnFamilyOptions&>(options), 16 << 20, 3,
+                     /*bloom_bits_per_key=*/10);
   options.compression = rocksdb::kNoCompression;
   options.level0_file_num_compaction_trigger = 8;
   // Within one key id (the first 4 bytes) versions arrive in increasing order: a memtable
@@ -307,6 +325,25 @@ void RocksVersionSpill::Put(KeyId key, const SpilledVersion& version) {
   bytes_ += k.size() + v.size();
   ++versions_;
   db_->batch.Put(k, v);
+}
+
+void RocksVersionSpill::Replace(KeyId key, const SpilledVersion& version) {
+  db_->batch.Put(spill_format::EncodeKey(key, version.at), spill_format::EncodeValue(version));
+}
+
+absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::Find(
+    KeyId key, const internal::OrderKey& at) {
+  std::string value;
+  const rocksdb::Status s =
+      db_->db->Get(db_->read_options, spill_format::EncodeKey(key, at), &value);
+  if (s.IsNotFound()) return std::nullopt;
+  RETURN_IF_ERROR(store::FromRocksStatus(s, "reading the spill"));
+  SpilledVersion v;
+  v.at = at;
+  if (!spill_format::DecodeValue(value, &v)) {
+    return absl::DataLossError("the spill holds an entry it cannot decode");
+  }
+  return v;
 }
 
 void RocksVersionSpill::PruneUpTo(history::Timestamp point) {

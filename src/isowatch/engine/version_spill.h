@@ -53,12 +53,20 @@ class VersionSpill {
 
   // Adds a version of `key` (not visible to reads until Flush).
   virtual void Put(KeyId key, const SpilledVersion& version) = 0;
+  // Writes again a version put before, with another expiry (not counted again; visible after
+  // Flush).
+  virtual void Replace(KeyId key, const SpilledVersion& version) = 0;
   // Makes every version put so far durable for this process and visible to reads.
   virtual absl::Status Flush() = 0;
 
   // The newest version of `key` ordered before `point`, or nullopt if there is none.
   virtual absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
       KeyId key, const internal::OrderKey& point) = 0;
+
+  // The version of `key` at exactly `at`, or nullopt if the spill does not hold it (a point
+  // lookup: cheaper than NewestBefore).
+  virtual absl::StatusOr<std::optional<SpilledVersion>> Find(KeyId key,
+                                                             const internal::OrderKey& at) = 0;
 
   // Calls `fn` with the versions of `key` ordered after `after`, oldest first, until it returns
   // false or they run out.
@@ -83,9 +91,12 @@ class VersionSpill {
 class MemoryVersionSpill final : public VersionSpill {
  public:
   void Put(KeyId key, const SpilledVersion& version) override;
+  void Replace(KeyId key, const SpilledVersion& version) override;
   absl::Status Flush() override;
   absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
       KeyId key, const internal::OrderKey& point) override;
+  absl::StatusOr<std::optional<SpilledVersion>> Find(KeyId key,
+                                                     const internal::OrderKey& at) override;
   absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
                          absl::FunctionRef<bool(const SpilledVersion&)> fn) override;
   // Drops at once (a scan of every version): this spill is for tests.
@@ -104,7 +115,12 @@ class MemoryVersionSpill final : public VersionSpill {
     }
   };
   std::map<std::pair<uint32_t, internal::OrderKey>, SpilledVersion, Less> map_;
-  std::vector<std::pair<KeyId, SpilledVersion>> pending_;
+  struct Pending {
+    KeyId key;
+    SpilledVersion version;
+    bool replace = false;
+  };
+  std::vector<Pending> pending_;
   history::Timestamp prune_point_ = history::Timestamp::Min();
   uint64_t versions_ = 0;
   uint64_t bytes_ = 0;
@@ -120,9 +136,12 @@ class RocksVersionSpill final : public VersionSpill {
   ~RocksVersionSpill() override;
 
   void Put(KeyId key, const SpilledVersion& version) override;
+  void Replace(KeyId key, const SpilledVersion& version) override;
   absl::Status Flush() override;
   absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
       KeyId key, const internal::OrderKey& point) override;
+  absl::StatusOr<std::optional<SpilledVersion>> Find(KeyId key,
+                                                     const internal::OrderKey& at) override;
   absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
                          absl::FunctionRef<bool(const SpilledVersion&)> fn) override;
   // Versions that expire at or before the point are dropped by a compaction filter, as flushes

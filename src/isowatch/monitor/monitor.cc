@@ -589,6 +589,7 @@ void Monitor::Refresh(int64_t now_ms) {
   add(metrics_->spill_reloads(), st.reloads, last_stats_.reloads);
   add(metrics_->spill_errors(), st.spill_errors, last_stats_.spill_errors);
   add(metrics_->spill_pruned(), st.spill_pruned, last_stats_.spill_pruned);
+  add(metrics_->evicted_keys(), st.evicted_keys, last_stats_.evicted_keys);
   add(metrics_->budget_collections(), st.budget_collections, last_stats_.budget_collections);
   last_stats_ = st;
   metrics_->spill_bytes().Set(static_cast<double>(st.spill_bytes));

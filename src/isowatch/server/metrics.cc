@@ -181,6 +181,13 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                        .Help("Versions dropped from the spill below engine.spill_retention.")
                        .Register(r)
                        .Add({});
+  evicted_keys_ = &BuildCounter()
+                       .Name("isowatch_engine_evicted_keys_total")
+                       .Help(
+                           "Cold register keys whose last version the memory budget moved to "
+                           "the spill.")
+                       .Register(r)
+                       .Add({});
   budget_collections_ = &BuildCounter()
                              .Name("isowatch_engine_budget_collections_total")
                              .Help("Collections cut at the final point by the memory budget.")

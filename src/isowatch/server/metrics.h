@@ -94,6 +94,7 @@ class DaemonMetrics {
   prometheus::Counter& spill_reloads() { return *spill_reloads_; }
   prometheus::Counter& spill_errors() { return *spill_errors_; }
   prometheus::Counter& spill_pruned() { return *spill_pruned_; }
+  prometheus::Counter& evicted_keys() { return *evicted_keys_; }
   prometheus::Counter& budget_collections() { return *budget_collections_; }
   // Seconds each write to the spill held up the engine.
   prometheus::Histogram& spill_pause() { return *spill_pause_; }
@@ -167,6 +168,7 @@ class DaemonMetrics {
   prometheus::Counter* spill_reloads_;
   prometheus::Counter* spill_errors_;
   prometheus::Counter* spill_pruned_;
+  prometheus::Counter* evicted_keys_;
   prometheus::Counter* budget_collections_;
   prometheus::Histogram* spill_pause_;
   prometheus::Histogram* spill_reload_;

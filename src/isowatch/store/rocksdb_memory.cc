@@ -5,6 +5,7 @@
 
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_buffer_manager.h"
@@ -23,7 +24,7 @@ void RocksDbMemoryBudget::ApplyTo(rocksdb::DBOptions& options) const {
 }
 
 void RocksDbMemoryBudget::ApplyTo(rocksdb::ColumnFamilyOptions& options, size_t write_buffer_size,
-                                  int max_memtables) const {
+                                  int max_memtables, int bloom_bits_per_key) const {
   options.write_buffer_size = write_buffer_size;
   options.max_write_buffer_number = max_memtables;
   rocksdb::BlockBasedTableOptions table;
@@ -32,6 +33,13 @@ void RocksDbMemoryBudget::ApplyTo(rocksdb::ColumnFamilyOptions& options, size_t 
   table.cache_index_and_filter_blocks_with_high_priority = true;
   // The newest files' index blocks are read at every lookup: keep them in the cache.
   table.pin_l0_filter_and_index_blocks_in_cache = true;
+  if (bloom_bits_per_key > 0) {
+    table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(bloom_bits_per_key));
+    // Filters are read at every lookup: held by the table readers (about bloom_bits_per_key / 8
+    // bytes per entry, counted in table_readers) rather than evicted from the cache and read
+    // again.
+    table.cache_index_and_filter_blocks = false;
+  }
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 }
 

@@ -49,9 +49,11 @@ class RocksDbMemoryBudget {
   // Sets the write buffer manager.
   void ApplyTo(rocksdb::DBOptions& options) const;
   // Sets the column family's memtables (`write_buffer_size` each, at most `max_memtables`,
-  // within the database's cap) and its block-based tables' cache.
-  void ApplyTo(rocksdb::ColumnFamilyOptions& options, size_t write_buffer_size,
-               int max_memtables) const;
+  // within the database's cap) and its block-based tables' cache; with `bloom_bits_per_key` > 0,
+  // a Bloom filter of whole keys in each table for point lookups, held with the index by the
+  // table readers rather than in the cache.
+  void ApplyTo(rocksdb::ColumnFamilyOptions& options, size_t write_buffer_size, int max_memtables,
+               int bloom_bits_per_key = 0) const;
 
   // What `db`, opened with these options, holds now.
   RocksDbMemory Measure(rocksdb::DB& db) const;

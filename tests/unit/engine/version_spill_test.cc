@@ -105,6 +105,7 @@ TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
     SpilledVersion v;
   };
   std::vector<Entry> model;
+  int found_hits = 0;
   for (int round = 0; round < 5; ++round) {
     for (int i = 0; i < 200; ++i) {
       Entry e{KeyId(static_cast<uint32_t>(rng() % 4)), {}};
@@ -118,6 +119,12 @@ TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
       if (rng() % 2 == 0) e.v.appends = {Value::Int(i), Value::Int(round)};
       spill_->Put(e.key, e.v);
       model.push_back(e);
+    }
+    // Some versions written again with another expiry: replaced, not counted again.
+    for (int i = 0; i < 20 && !model.empty(); ++i) {
+      Entry& m = model[rng() % model.size()];
+      m.v.expires = Timestamp{static_cast<int64_t>(rng() % 50), 1};
+      spill_->Replace(m.key, m.v);
     }
     // Not visible before Flush.
     if (round == 0) {
@@ -145,6 +152,18 @@ TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
       if (want != nullptr) {
         EXPECT_EQ(**got, *want);
       }
+      // Find: exactly the version at the point, if any (points often hit one: small ranges).
+      const SpilledVersion* at = nullptr;
+      for (const Entry& m : model) {
+        if (m.key == key && m.v.at == point) at = &m.v;
+      }
+      auto found = spill_->Find(key, point);
+      ASSERT_TRUE(found.ok()) << found.status();
+      ASSERT_EQ(found->has_value(), at != nullptr);
+      if (at != nullptr) {
+        EXPECT_EQ(**found, *at);
+        ++found_hits;
+      }
       // ScanAfter, stopping after a few.
       std::vector<SpilledVersion> expected;
       for (const Entry& m : model) {
@@ -166,6 +185,7 @@ TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
       EXPECT_EQ(scanned, expected);
     }
   }
+  EXPECT_GT(found_hits, 0);  // Find was asked about versions that exist
 }
 
 // PruneUpTo lets the spill drop exactly the versions that expire at or before the point (the

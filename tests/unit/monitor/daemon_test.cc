@@ -810,6 +810,60 @@ TEST_F(DaemonTest, MemoryBudgetSpillsAndReloadsVersions) {
   EXPECT_EQ(Summary(*after), Summary(*before));
 }
 
+// Under a memory budget, keys that stay idle give their last version to the spill: reads of
+// them are checked against it (right and wrong ones alike), the count shows in the metrics, and
+// a restart (which rebuilds engine and spill from the log) finds the same violations.
+TEST_F(DaemonTest, MemoryBudgetEvictsColdKeys) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = TestConfig(dir.Path());
+  config.engine.memory_budget = 1;  // always over
+  const std::string s = "evict";
+  // Key k is written at 10k + 5; each batch passes a watermark, and the keys then stay idle for
+  // the many advances of the final point that follow.
+  constexpr int kKeys = 80;
+  std::vector<v1::IngestBatch> batches;
+  for (int k = 1; k <= kKeys; ++k) {
+    v1::IngestBatch b =
+        Batch(s, static_cast<uint64_t>(k), {At(Writer(k, k, 100 * k), 10 * k, 10 * k + 5)});
+    b.mutable_watermark()->set_physical(10 * k + 5);
+    batches.push_back(std::move(b));
+  }
+  // Reads of the first keys long after: key 1 as written, key 2 with a value nobody wrote.
+  v1::IngestBatch last = Batch(s, kKeys + 1,
+                               {At(Reader(1001, 1, 100), 10 * kKeys + 10, 10 * kKeys + 11),
+                                At(Reader(1002, 2, 999), 10 * kKeys + 10, 10 * kKeys + 12)});
+  last.set_end_of_stream(true);
+  batches.push_back(last);
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  for (const v1::IngestBatch& b : batches) {
+    absl::StatusOr<v1::IngestAck> ack = Push(b);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    EXPECT_EQ(ack->refusals_size(), 0);
+  }
+  ASSERT_TRUE(WaitChecked(s));
+  auto before = Violations();
+  ASSERT_TRUE(before.has_value());
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ((*before)[0].anomaly, "EXT");
+  EXPECT_EQ((*before)[0].txns, "[1002]");  // 999 was never written
+  std::string metrics;
+  EXPECT_TRUE(WaitFor([&] {
+    metrics = Metrics();
+    return Sample(metrics, "isowatch_engine_evicted_keys_total") >= 1.0 &&
+           Sample(metrics, "isowatch_engine_spill_reloads_total") >= 2.0;
+  })) << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_horizon_misses_total"), 0.0) << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_engine_spill_errors_total"), 0.0) << metrics;
+  Stop();
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  auto after = Violations();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(Summary(*after), Summary(*before));
+}
+
 // engine.spill_retention reaches the engine: a transaction that starts far below the final
 // point, whose snapshot the spill could have answered, is a horizon miss once the spill may
 // have pruned it, and is reloaded (and found right) when the spill keeps everything.

@@ -39,13 +39,17 @@ struct ReadInfo {
 //     and every in-memory version newer than it was inserted after it was spilled.
 //
 // Laid out for the cache: the two chains' headers fill the first 64-byte line, what every
-// arrival reads next fills the second; base_list (lists only) comes last.
+// arrival reads next (finality and collection points, flags) the second; what only the spill
+// and lists use comes last.
 struct alignas(64) KeyState {
   ChainMap<VersionInfo> versions;
   ChainMap<ReadInfo> readers;
   history::Timestamp finality_at = history::Timestamp::Max();
   history::Timestamp trim_point = history::Timestamp::Min();
   int64_t max_duration = 0;
+  bool trimmed = false;
+  bool in_gc = false;          // the key has an entry in the engine's collection queue
+  bool base_in_spill = false;  // see spilled_base
   // With a spill: the newest collected version that was dropped rather than spilled
   // (kBeforeAll-like minimum if none); a reload that could need it is a horizon miss.
   OrderKey dropped_upto{history::Timestamp::Min(), 0, 0};
@@ -54,9 +58,6 @@ struct alignas(64) KeyState {
   // only versions that arrived since. It is what a read after it sees unless memory has a newer
   // version before the read; in-memory versions older than it (late arrivals) are hidden by it.
   OrderKey spilled_base{history::Timestamp::Min(), 0, 0};
-  bool base_in_spill = false;
-  bool trimmed = false;
-  bool in_gc = false;  // the key has an entry in the engine's collection queue
   std::vector<history::Value> base_list;
 
   // Asks for the lines an arrival touching the key will read: this state and the chains' ends.
@@ -69,5 +70,6 @@ struct alignas(64) KeyState {
     readers.PrefetchEnds();
   }
 };
+static_assert(sizeof(KeyState) == 192, "three cache lines (see the layout above)");
 
 }  // namespace isowatch::engine::internal
