@@ -271,6 +271,7 @@ class EngineImpl {
     stats_.memory_bytes = MemoryBytes();
     stats_.spill_bytes = spill_ != nullptr ? spill_->bytes() : 0;
     stats_.spill_pruned = spill_ != nullptr ? spill_->pruned() : 0;
+    stats_.eviction_idle_advances = evicting_ ? idle_advances_ : 0;
     return stats_;
   }
 
@@ -509,6 +510,7 @@ class EngineImpl {
   void AddRead(const Op& op, const OrderKey& point, ReadInfo read) {
     const KeyId key = op.key();
     KeyState& ks = keys_[key.value()];
+    if (evicting_) ks.last_active = static_cast<uint32_t>(advances_);
     if (Collected(key, ks, point)) {
       CheckCollectedRead(key, ks, op, point, read.op_index);
       return;
@@ -630,6 +632,7 @@ class EngineImpl {
       if (ks.base_in_spill && ks.spilled_base < point) {
         // Memory holds nothing newer before the point (VisibleVersion), and the spill nothing
         // newer than the base: the point sees the base.
+        ++evicted_returns_;
         auto base = spill_->Find(key, ks.spilled_base);
         if (!base.ok()) return SpillFailed(base.status());
         if (!base->has_value()) return false;  // cannot happen: the base expires only later
@@ -816,12 +819,16 @@ class EngineImpl {
       }
       ks.max_duration = std::max(ks.max_duration, duration);
     }
-    if (ks.versions.empty() && ks.base_in_spill) --leafless_keys_;
+    if (ks.versions.empty() && ks.base_in_spill) {
+      --leafless_keys_;
+      ++evicted_returns_;  // an evicted key written again
+    }
     auto pos = ks.versions.insert(vkey, VersionInfo{value});
     ++stats_.retained_versions;
     ScheduleTrim(key, ks);
-    if (evicting_ && ks.versions.size() == 1 && ks.readers.empty()) {
-      idle_keys_.emplace_back(advances_, key.value());  // a candidate for Evict
+    if (evicting_) {
+      ks.last_active = static_cast<uint32_t>(advances_);
+      if (ks.versions.size() == 1 && ks.readers.empty()) QueueIdle(key, ks);  // for Evict
     }
     // The reads whose snapshot now ends at (registers: points in (vkey, next version]) or
     // includes (lists: every point after vkey) the new version.
@@ -1016,7 +1023,7 @@ class EngineImpl {
     ks.readers.erase_prefix(it);
     if (ks.readers.empty()) {
       ks.finality_at = Timestamp::Max();
-      idle_keys_.emplace_back(advances_, key.value());
+      QueueIdle(key, ks);
     } else {
       ks.finality_at = ks.readers.front_key().ts;
       finality_.Push(ks.finality_at, key.value());
@@ -1029,17 +1036,57 @@ class EngineImpl {
   // the memory budget, such a key left with a single final version of a register moves it to
   // the spill (Evict). Keys enter the queue when their last pending read becomes final, and
   // when they are left with one version (a register written once, or trimmed to one).
+  //
+  // Under a budget a key is queued once at a time, and one touched since it was queued waits
+  // again; how long a key must stay idle adapts (AdaptIdleAdvances).
   void ReleaseIdleKeys() {
-    while (!idle_keys_.empty() && idle_keys_.front().first + kIdleAdvances <= advances_) {
+    const uint64_t wait = evicting_ ? idle_advances_ : kIdleAdvances;
+    while (!idle_keys_.empty() && idle_keys_.front().first + wait <= advances_) {
       const KeyId key(idle_keys_.front().second);
       idle_keys_.pop_front();
       KeyState& ks = keys_[key.value()];
-      if (!ks.readers.empty()) continue;
+      if (evicting_) {
+        ks.idle_queued = false;
+        if (static_cast<uint32_t>(advances_) - ks.last_active < wait) {
+          QueueIdle(key, ks);
+          continue;
+        }
+      }
+      if (!ks.readers.empty()) continue;  // queued again when its reads are final
       ks.readers.clear();
       if (EvictionAllowed()) Evict(key, ks);
     }
+    if (evicting_) AdaptIdleAdvances();
   }
   static constexpr uint64_t kIdleAdvances = 64;
+  static constexpr uint64_t kMaxIdleAdvances = uint64_t{1} << 16;
+
+  void QueueIdle(KeyId key, KeyState& ks) {
+    if (evicting_) {
+      if (ks.idle_queued) return;
+      ks.idle_queued = true;
+    }
+    idle_keys_.emplace_back(advances_, key.value());
+  }
+
+  // Every kIdleAdvances advances: when evicted keys came back meanwhile (a read of a spilled
+  // base, or a write) more often than keys were evicted, the budget evicts keys that are not
+  // cold (each return costs a lookup in the spill, and a key that comes back soon frees little):
+  // keys must then stay idle twice as long. When they came back less than once for every 4
+  // evictions, half as long (not below kIdleAdvances).
+  void AdaptIdleAdvances() {
+    if (advances_ % kIdleAdvances != 0) return;
+    const uint64_t evicted = stats_.evicted_keys - evicted_mark_;
+    const uint64_t returned = evicted_returns_ - returns_mark_;
+    evicted_mark_ = stats_.evicted_keys;
+    returns_mark_ = evicted_returns_;
+    if (evicted == 0 && returned == 0) return;
+    if (returned > evicted) {
+      idle_advances_ = std::min(idle_advances_ * 2, kMaxIdleAdvances);
+    } else if (returned * 4 < evicted) {
+      idle_advances_ = std::max(idle_advances_ / 2, kIdleAdvances);
+    }
+  }
 
   bool EvictionAllowed() const {
     return evicting_ && !spill_broken_ && !saw_snapshot_ && MemoryBytes() > options_.memory_budget;
@@ -1120,9 +1167,7 @@ class EngineImpl {
       KeyState& ks = keys_[key.value()];
       Trim(key, g, normal);
       ScheduleTrim(key, ks);
-      if (evicting_ && ks.versions.size() == 1 && ks.readers.empty()) {
-        idle_keys_.emplace_back(advances_, key.value());
-      }
+      if (evicting_ && ks.versions.size() == 1 && ks.readers.empty()) QueueIdle(key, ks);
     }
   }
 
@@ -1300,7 +1345,12 @@ class EngineImpl {
   std::deque<std::pair<uint64_t, uint32_t>> idle_keys_;
   // A spill and a memory budget: cold keys may move their last version to the spill.
   const bool evicting_ = spill_ != nullptr && options_.memory_budget > 0;
-  uint64_t leafless_keys_ = 0;   // keys with base_in_spill and no version in memory
+  uint64_t leafless_keys_ = 0;  // keys with base_in_spill and no version in memory
+  // Eviction's idle time, in advances (AdaptIdleAdvances), and what it counts.
+  uint64_t idle_advances_ = kIdleAdvances;
+  uint64_t evicted_returns_ = 0;  // reads of spilled bases and writes to evicted keys
+  uint64_t evicted_mark_ = 0;
+  uint64_t returns_mark_ = 0;
   uint64_t spill_rewrites_ = 0;  // spilled bases written again (ReplaceSpilledBase)
   bool saw_snapshot_ = false;    // a transaction checked by its snapshot was delivered
   TimeQueue gc_;                 // keys with versions to collect (ScheduleTrim), at most one each

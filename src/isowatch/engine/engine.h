@@ -85,6 +85,9 @@ struct EngineStats {
   uint64_t spill_pruned = 0;        // versions the spill dropped (EngineOptions::spill_retention)
   // Cold register keys whose last version the memory budget moved to the spill.
   uint64_t evicted_keys = 0;
+  // Gauge: how many advances of the final point a key must stay idle before it is evicted
+  // (adapts between 64 and 65,536 to how often evicted keys come back).
+  uint64_t eviction_idle_advances = 0;
   // Gauge: bytes of engine state in memory, by the engine's own accounting (docs/engine.md,
   // "Memory"): key states, chain entries, pending reads, list bases, session windows and the
   // per-transaction arrays. Excludes the History the engine reads.

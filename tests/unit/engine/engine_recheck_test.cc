@@ -549,6 +549,35 @@ TEST(EngineRecheckTest, EvictedKeyIsCheckedFromTheSpill) {
   EXPECT_GT(e.stats().reloads, 0u);
 }
 
+// Eviction backs off when evicted keys come back: a key read again and again after it was
+// evicted costs a lookup in the spill each time, so keys must stay idle longer before they are
+// evicted (up to 65,536 advances). Keys written once and never read again keep it at 64.
+TEST(EngineRecheckTest, EvictionWaitsLongerWhenEvictedKeysComeBack) {
+  constexpr int kCold = 300;
+  TestHistory t;
+  for (int k = 0; k < kCold; ++k) t.Txn(fmt::format("W{}", k), "w", 10 + 2 * k, 11 + 2 * k).W(k, k);
+  constexpr int kReads = 400;
+  for (int i = 0; i < kReads; ++i) {
+    t.Txn(fmt::format("R{}", i), "r", 10000 + 10 * i, 10001 + 10 * i).R(i % 4, i % 4);
+  }
+  MemoryVersionSpill spill;
+  Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
+            /*memory_budget=*/1);
+  // Keys written once and left alone: evicted once idle, and the wait stays at its minimum.
+  for (int k = 0; k < kCold; ++k) {
+    e.Deliver({fmt::format("W{}", k)}, 11 + 2 * k);
+  }
+  for (int64_t w = 1000; w < 1200; ++w) e.Deliver({}, w);
+  EXPECT_GT(e.stats().evicted_keys, 200u);
+  EXPECT_EQ(e.stats().eviction_idle_advances, 64u);
+  // Keys 0 to 3 read at every advance from now on: each read is a lookup in the spill.
+  for (int i = 0; i < kReads; ++i) e.Deliver({fmt::format("R{}", i)}, 10001 + 10 * i);
+  EXPECT_GT(e.stats().eviction_idle_advances, 64u);
+  e.engine().Finish();
+  EXPECT_THAT(e.Take(), IsEmpty());  // every read saw its key's spilled version
+  EXPECT_EQ(e.stats().horizon_misses, 0u);
+}
+
 // Whatever the order, the final violations are Chronos's, with the same values and wording of
 // expected/observed.
 TEST(EngineRecheckTest, AllOrdersOfASmallHistoryAgreeWithChronos) {

@@ -50,6 +50,10 @@ struct alignas(64) KeyState {
   bool trimmed = false;
   bool in_gc = false;          // the key has an entry in the engine's collection queue
   bool base_in_spill = false;  // see spilled_base
+  // Under a memory budget (eviction): the key has an entry in the engine's idle queue, and the
+  // advance of the final point (its low 32 bits) at which it was last read or written.
+  bool idle_queued = false;
+  uint32_t last_active = 0;
   // With a spill: the newest collected version that was dropped rather than spilled
   // (kBeforeAll-like minimum if none); a reload that could need it is a horizon miss.
   OrderKey dropped_upto{history::Timestamp::Min(), 0, 0};
