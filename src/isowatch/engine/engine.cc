@@ -710,7 +710,11 @@ class EngineImpl {
                                                         h_.AbsentReadsInitial(key));
       }
     }
-    return Judge(key, ks, point, op, op_index, nullptr).value_or(false);
+    // Nullopt: the spill could not answer (an evicted key's base after a spill error). The read
+    // goes unjudged, counted, unless a version arriving later gives it something to compare.
+    const std::optional<bool> wrong = Judge(key, ks, point, op, op_index, nullptr);
+    if (!wrong) ++stats_.horizon_misses;
+    return wrong.value_or(false);
   }
 
   // Whether the read `op` (operation op_index of the reader point.txn) at `point` is wrong, and

@@ -578,6 +578,59 @@ TEST(EngineRecheckTest, EvictionWaitsLongerWhenEvictedKeysComeBack) {
   EXPECT_EQ(e.stats().horizon_misses, 0u);
 }
 
+// A spill whose reads fail once told to (the writes still go through).
+class FailingReadsSpill final : public VersionSpill {
+ public:
+  void Put(KeyId key, const SpilledVersion& v) override { inner_.Put(key, v); }
+  void Replace(KeyId key, const SpilledVersion& v) override { inner_.Replace(key, v); }
+  absl::Status Flush() override { return inner_.Flush(); }
+  absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
+      KeyId key, const internal::OrderKey& point) override {
+    if (fail_) return absl::UnavailableError("the disk is gone");
+    return inner_.NewestBefore(key, point);
+  }
+  absl::StatusOr<std::optional<SpilledVersion>> Find(KeyId key,
+                                                     const internal::OrderKey& at) override {
+    if (fail_) return absl::UnavailableError("the disk is gone");
+    return inner_.Find(key, at);
+  }
+  absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
+                         absl::FunctionRef<bool(const SpilledVersion&)> fn) override {
+    if (fail_) return absl::UnavailableError("the disk is gone");
+    return inner_.ScanAfter(key, after, fn);
+  }
+  void PruneUpTo(Timestamp point) override { inner_.PruneUpTo(point); }
+  absl::Status Compact() override { return inner_.Compact(); }
+  uint64_t versions() const override { return inner_.versions(); }
+  uint64_t bytes() const override { return inner_.bytes(); }
+  uint64_t pruned() const override { return inner_.pruned(); }
+  void Fail() { fail_ = true; }
+
+ private:
+  MemoryVersionSpill inner_;
+  bool fail_ = false;
+};
+
+// A read of an evicted key that the spill cannot answer goes unjudged and counted, never a
+// verdict made up without its base.
+TEST(EngineRecheckTest, EvictedKeyWhoseSpillFailsIsAHorizonMiss) {
+  TestHistory t;
+  t.Txn("W1", "a", 10, 20).W(kX, 1);
+  t.Txn("R1", "b", 200, 201).R(kX, 5);  // wrong, but its base cannot be read
+  FailingReadsSpill spill;
+  Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
+            /*memory_budget=*/1);
+  e.Deliver({"W1"}, 21);
+  for (int64_t w = 22; w < 100; ++w) e.Deliver({}, w);
+  ASSERT_EQ(e.stats().evicted_keys, 1u);
+  spill.Fail();
+  e.Deliver({"R1"}, 150);  // pending: above the final point
+  e.engine().Finish();
+  EXPECT_THAT(e.Take(), IsEmpty());
+  EXPECT_EQ(e.stats().horizon_misses, 1u);
+  EXPECT_GE(e.stats().spill_errors, 1u);
+}
+
 // Whatever the order, the final violations are Chronos's, with the same values and wording of
 // expected/observed.
 TEST(EngineRecheckTest, AllOrdersOfASmallHistoryAgreeWithChronos) {
