@@ -1106,16 +1106,8 @@ class EngineImpl {
     if (ks.base_in_spill) {
       if (!(ks.spilled_base < at) || !ReplaceSpilledBase(key, ks, at.ts)) return;
     }
-    const TxnId writer(at.txn);
-    const Transaction& w = h_.txn(writer);
-    SpilledVersion v;
-    v.at = at;
-    v.expires = Timestamp::Max();  // until a newer version replaces it (ReplaceSpilledBase)
-    v.writer_start = w.has_start ? w.start : Timestamp::Min();
-    v.writer_name = h_.txn_name(writer);
-    v.value = ks.versions.begin().value().value;
-    spill_->Put(key, v);
-    ++stats_.spilled_versions;
+    // It expires once a newer version replaces it (ReplaceSpilledBase).
+    PutInSpill(key, /*is_list=*/false, at, ks.versions.begin().value(), Timestamp::Max());
     ++stats_.evicted_keys;
     stats_.retained_versions -= ks.versions.size();
     ks.versions.clear();
@@ -1126,6 +1118,26 @@ class EngineImpl {
     ++leafless_keys_;
   }
 
+  // Writes the in-memory version `at` of `key` to the spill, with what a check needs without its
+  // writer's record (SpilledVersion).
+  void PutInSpill(KeyId key, bool is_list, const OrderKey& at, const VersionInfo& info,
+                  const Timestamp& expires) {
+    const TxnId writer(at.txn);
+    const Transaction& w = h_.txn(writer);
+    SpilledVersion v;
+    v.at = at;
+    v.expires = expires;
+    v.writer_start = w.has_start ? w.start : Timestamp::Min();
+    v.writer_name = h_.txn_name(writer);
+    if (is_list) {
+      AppendsOf(writer, key, &v.appends);
+    } else {
+      v.value = info.value;
+    }
+    spill_->Put(key, v);
+    ++stats_.spilled_versions;
+  }
+
   // The spilled base of `key` is no longer the newest version at or below the final point: a
   // version committed at `next` follows it. Writes it again with that expiry (so that pruning
   // can drop it) and clears base_in_spill. False, with base_in_spill left set, if the spill
@@ -1133,7 +1145,7 @@ class EngineImpl {
   bool ReplaceSpilledBase(KeyId key, KeyState& ks, const Timestamp& next) {
     auto r = spill_->Find(key, ks.spilled_base);
     if (!r.ok()) return SpillFailed(r.status());
-    if (r->has_value() && (*r)->at == ks.spilled_base) {
+    if (r->has_value()) {
       (*r)->expires = next;
       spill_->Replace(key, **r);
       ++spill_rewrites_;
@@ -1246,25 +1258,13 @@ class EngineImpl {
             continue;
           }
         }
-        const Transaction& w = h_.txn(TxnId(it.key().txn));
-        SpilledVersion v;
-        v.at = it.key();
-        if (is_list) {
-          v.expires = it.key().ts;
-        } else {
+        Timestamp expires = it.key().ts;
+        if (!is_list) {
           auto next = it;
           ++next;  // exists: `keep` comes after `it`
-          v.expires = next.key().ts;
+          expires = next.key().ts;
         }
-        v.writer_start = w.has_start ? w.start : Timestamp::Min();
-        v.writer_name = h_.txn_name(TxnId(it.key().txn));
-        if (is_list) {
-          AppendsOf(TxnId(it.key().txn), key, &v.appends);
-        } else {
-          v.value = it.value().value;
-        }
-        spill_->Put(key, v);
-        ++stats_.spilled_versions;
+        PutInSpill(key, is_list, it.key(), it.value(), expires);
       }
     }
     if (is_list) {
@@ -1284,8 +1284,7 @@ class EngineImpl {
     ks.trim_point = std::max(ks.trim_point, g);
     // A version newer than the spilled base is now the newest at or below g: reads after it
     // never see the base again, and those before it are late ones, checked from the spill.
-    if (ks.base_in_spill && ks.spilled_base < ks.versions.front_key() && spill_ != nullptr &&
-        !spill_broken_) {
+    if (ks.base_in_spill && ks.spilled_base < ks.versions.front_key() && !spill_broken_) {
       ReplaceSpilledBase(key, ks, ks.versions.front_key().ts);
     }
   }

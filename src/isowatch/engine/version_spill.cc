@@ -133,23 +133,22 @@ bool DecodeValue(std::string_view bytes, SpilledVersion* version) {
 // --- MemoryVersionSpill ------------------------------------------------------------------------
 
 void MemoryVersionSpill::Put(KeyId key, const SpilledVersion& version) {
-  pending_.push_back(Pending{.key = key, .version = version});
+  pending_.emplace_back(key, version);
 }
 
-void MemoryVersionSpill::Replace(KeyId key, const SpilledVersion& version) {
-  pending_.push_back(Pending{.key = key, .version = version, .replace = true});
-}
+// A version put again only takes the place of the first (Flush counts it once).
+void MemoryVersionSpill::Replace(KeyId key, const SpilledVersion& version) { Put(key, version); }
 
 absl::Status MemoryVersionSpill::Flush() {
-  for (Pending& p : pending_) {
-    auto [it, inserted] = map_.try_emplace({p.key.value(), p.version.at});
+  for (auto& [key, version] : pending_) {
+    auto [it, inserted] = map_.try_emplace({key.value(), version.at});
     if (inserted) {
       ++versions_;
     } else {
       bytes_ -= spill_format::EncodedBytes(it->second);
     }
-    bytes_ += spill_format::EncodedBytes(p.version);
-    it->second = std::move(p.version);
+    bytes_ += spill_format::EncodedBytes(version);
+    it->second = std::move(version);
   }
   pending_.clear();
   return absl::OkStatus();

@@ -115,12 +115,7 @@ class MemoryVersionSpill final : public VersionSpill {
     }
   };
   std::map<std::pair<uint32_t, internal::OrderKey>, SpilledVersion, Less> map_;
-  struct Pending {
-    KeyId key;
-    SpilledVersion version;
-    bool replace = false;
-  };
-  std::vector<Pending> pending_;
+  std::vector<std::pair<KeyId, SpilledVersion>> pending_;  // put or replaced, not yet flushed
   history::Timestamp prune_point_ = history::Timestamp::Min();
   uint64_t versions_ = 0;
   uint64_t bytes_ = 0;
