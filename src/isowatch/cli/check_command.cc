@@ -246,9 +246,9 @@ int CheckCommand::Run() {
     if (spill != nullptr) {
       std::cerr << fmt::format(
           "isowatch check: spill: {} versions written, {} pruned, {} reloads, {} keys evicted, "
-          "engine memory at most {} bytes\n",
+          "{} restored, engine memory at most {} bytes\n",
           result.stats.spilled_versions, result.stats.spill_pruned, result.stats.reloads,
-          result.stats.evicted_keys, result.max_memory_bytes);
+          result.stats.evicted_keys, result.stats.restored_keys, result.max_memory_bytes);
       spill.reset();
       if (!temp_dir.empty()) {
         std::error_code ec;

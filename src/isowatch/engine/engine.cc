@@ -18,6 +18,7 @@
 #include "isowatch/checkers/chronos/internal/snapshot_rules.h"
 #include "isowatch/checkers/chronos/internal/write_index.h"
 #include "isowatch/engine/internal/key_state.h"
+#include "isowatch/engine/internal/key_table.h"
 #include "isowatch/engine/internal/time_queue.h"
 
 namespace isowatch::engine {
@@ -29,6 +30,7 @@ using history::Timestamp;
 using history::Transaction;
 using history::Value;
 using internal::KeyState;
+using internal::KeyTable;
 using internal::OrderKey;
 using internal::ReadInfo;
 using internal::TimeQueue;
@@ -195,10 +197,11 @@ class EngineImpl {
         spill_(options.spill),
         write_index_(h),
         walker_(h),
-        keys_(h.key_count()),
         delivered_(h.size(), false),
         key_stamp_(h.key_count(), 0),
-        sessions_(h.session_count()) {}
+        sessions_(h.session_count()) {
+    keys_.Grow(h.key_count());
+  }
 
   StreamId AddStream(std::string name) {
     streams_.push_back(StreamState{.name = std::move(name)});
@@ -272,6 +275,7 @@ class EngineImpl {
     stats_.spill_bytes = spill_ != nullptr ? spill_->bytes() : 0;
     stats_.spill_pruned = spill_ != nullptr ? spill_->pruned() : 0;
     stats_.eviction_idle_advances = evicting_ ? idle_advances_ : 0;
+    stats_.resident_keys = keys_.resident();
     return stats_;
   }
 
@@ -287,7 +291,7 @@ class EngineImpl {
       delivered_base_ = released;
     }
     delivered_.resize(h_.size() - delivered_base_, false);
-    keys_.resize(h_.key_count());
+    keys_.Grow(h_.key_count());
     key_stamp_.resize(h_.key_count(), 0);
     sessions_.resize(h_.session_count());
     walker_.Grow();
@@ -308,10 +312,10 @@ class EngineImpl {
     const OrderKey vkey = VersionKey(id, t);
     for (const Op& op : h_.ops(t)) {
       if (!op.is_write() || op.key().value() >= keys_.size()) continue;
-      const KeyState& ks = keys_[op.key().value()];
-      if (ks.versions.empty() || ks.versions.back_key() < vkey) continue;
-      auto it = ks.versions.lower_bound(vkey);
-      if (it != ks.versions.end() && it.key() == vkey) return true;
+      const KeyState* ks = keys_.Find(op.key().value());  // an evicted key holds no version
+      if (ks == nullptr || ks->versions.empty() || ks->versions.back_key() < vkey) continue;
+      auto it = ks->versions.lower_bound(vkey);
+      if (it != ks->versions.end() && it.key() == vkey) return true;
     }
     return false;
   }
@@ -416,12 +420,12 @@ class EngineImpl {
     }
     if (const Transaction* t = PrefetchTarget(batch, i + kPrefetchState)) {
       for (const Op& op : h_.ops(*t)) {
-        if (op.key().value() < keys_.size()) keys_[op.key().value()].PrefetchState();
+        if (const KeyState* ks = FindState(op.key())) ks->PrefetchState();
       }
     }
     if (const Transaction* t = PrefetchTarget(batch, i + kPrefetchChains)) {
       for (const Op& op : h_.ops(*t)) {
-        if (op.key().value() < keys_.size()) keys_[op.key().value()].PrefetchChains();
+        if (const KeyState* ks = FindState(op.key())) ks->PrefetchChains();
       }
     }
   }
@@ -430,6 +434,62 @@ class EngineImpl {
   static constexpr size_t kPrefetchOps = 6;
   static constexpr size_t kPrefetchState = 4;
   static constexpr size_t kPrefetchChains = 2;
+
+  // The key's state if memory holds one (prefetching and scans of queues must not restore an
+  // evicted key's).
+  const KeyState* FindState(KeyId key) const {
+    return key.value() < keys_.size() ? keys_.Find(key.value()) : nullptr;
+  }
+  KeyState* FindState(KeyId key) {
+    return key.value() < keys_.size() ? keys_.Find(key.value()) : nullptr;
+  }
+
+  // The state of `key`, made when it has none, restored from the spill when it was evicted.
+  KeyState& State(KeyId key) {
+    if (KeyState* ks = keys_.Find(key.value())) [[likely]] {
+      return *ks;
+    }
+    const bool evicted = keys_.slot(key.value()) == KeyTable::Slot::kEvicted;
+    KeyState& ks = keys_.Create(key.value());
+    if (evicted) [[unlikely]] {
+      Restore(key, ks);
+    }
+    return ks;
+  }
+
+  // Brings back the state of evicted `key` from its record in the spill (Evict): no version in
+  // memory, the base in the spill. If the spill cannot answer, a state under which every check
+  // that needs what the key held up to the final point is a horizon miss. Queues the key as idle,
+  // so that it leaves memory again if it stays so.
+  [[gnu::noinline, gnu::cold]] void Restore(KeyId key, KeyState& ks) {
+    ++stats_.restored_keys;
+    ks.trimmed = true;
+    std::optional<SpilledKey> record;
+    if (!spill_broken_) {
+      auto r = spill_->FindKey(key);
+      if (r.ok()) {
+        record = *r;
+      } else {
+        SpillFailed(r.status());
+      }
+    }
+    if (record) {
+      ks.spilled_base = record->base;
+      ks.base_in_spill = true;
+      ks.trim_point = record->trim_point;
+      ks.dropped_upto = record->dropped_upto;
+      ks.max_duration = record->max_duration;
+      ++leafless_keys_;
+    } else {
+      // The base lay at or below the final point: treat everything up to it as dropped.
+      ks.trim_point = final_point_;
+      ks.dropped_upto = OrderKey{final_point_, std::numeric_limits<uint32_t>::max(),
+                                 std::numeric_limits<uint32_t>::max()};
+      ks.max_duration = max_duration_;
+    }
+    ks.last_active = static_cast<uint32_t>(advances_);
+    QueueIdle(key, ks);
+  }
 
   // batch[j], if it exists and takes part in the checks.
   const Transaction* PrefetchTarget(std::span<const TxnId> batch, size_t j) const {
@@ -509,7 +569,7 @@ class EngineImpl {
 
   void AddRead(const Op& op, const OrderKey& point, ReadInfo read) {
     const KeyId key = op.key();
-    KeyState& ks = keys_[key.value()];
+    KeyState& ks = State(key);
     if (evicting_) ks.last_active = static_cast<uint32_t>(advances_);
     if (Collected(key, ks, point)) {
       CheckCollectedRead(key, ks, op, point, read.op_index);
@@ -764,13 +824,14 @@ class EngineImpl {
   // Some writers overlapping `t` may have been collected: they are in the spill, or, without
   // one, the check is a horizon miss.
   [[gnu::noinline, gnu::cold]] void CollectedOverlaps(TxnId id, const Transaction& t, KeyId key,
-                                                      const OrderKey& vkey, int64_t horizon) {
-    if (spill_ == nullptr || !SpilledOverlaps(id, t, key, vkey, horizon)) {
+                                                      const KeyState& ks, const OrderKey& vkey,
+                                                      int64_t horizon) {
+    if (spill_ == nullptr || !SpilledOverlaps(id, t, key, ks, vkey, horizon)) {
       ++stats_.horizon_misses;
     }
   }
-  bool SpilledOverlaps(TxnId id, const Transaction& t, KeyId key, const OrderKey& vkey,
-                       int64_t horizon) {
+  bool SpilledOverlaps(TxnId id, const Transaction& t, KeyId key, const KeyState& ks,
+                       const OrderKey& vkey, int64_t horizon) {
     if (spill_broken_) return false;
     const ReloadTimer timer(this);
     absl::Status s = spill_->ScanAfter(key, LastAt(t.start), [&](const SpilledVersion& u) {
@@ -791,11 +852,11 @@ class EngineImpl {
     // Complete unless a writer committed after t's start was dropped rather than spilled, or
     // pruned from the spill (every version committed after a start above the prune point is
     // kept: it expires later still).
-    return keys_[key.value()].dropped_upto.ts <= t.start && pruned_point_ <= t.start;
+    return ks.dropped_upto.ts <= t.start && pruned_point_ <= t.start;
   }
 
   void InsertVersion(TxnId id, const Transaction& t, KeyId key, Value value) {
-    KeyState& ks = keys_[key.value()];
+    KeyState& ks = State(key);
     const OrderKey vkey = VersionKey(id, t);
     if (options_.level == IsolationLevel::kSnapshotIsolation && !t.has_start) [[unlikely]] {
       SnapshotWriterOverlaps(id, t, key, ks, vkey);
@@ -806,7 +867,7 @@ class EngineImpl {
       // committed after t judges the pair by its snapshot (JudgeSnapshot).
       int64_t duration = t.commit.physical - t.start.physical;
       int64_t horizon = t.commit.physical + std::max(ks.max_duration, duration);
-      if (ks.trimmed && t.start < ks.trim_point) CollectedOverlaps(id, t, key, vkey, horizon);
+      if (ks.trimmed && t.start < ks.trim_point) CollectedOverlaps(id, t, key, ks, vkey, horizon);
       // Usually every version of the key committed before t started: nothing to scan.
       auto it = ks.versions.end();
       if (!ks.versions.empty() && ks.versions.back_key().ts > t.start) {
@@ -910,7 +971,7 @@ class EngineImpl {
       const uint32_t k = op.key().value();
       if (key_stamp_[k] == stamp_) continue;
       key_stamp_[k] = stamp_;
-      const KeyState& ks = keys_[k];
+      const KeyState& ks = State(op.key());
       ChainCursor c(ks.versions, vkey);
       const auto stop = checkers::internal::ConcurrentWriters(
           h_, t, c,
@@ -924,7 +985,7 @@ class EngineImpl {
                          std::span<const Value> own) {
     using checkers::internal::SnapshotStop;
     const KeyId key = op.key();
-    const KeyState& ks = keys_[key.value()];
+    const KeyState& ks = State(key);
     ChainCursor c(ks.versions, vkey);
     TxnId w;
     if (op.kind() != OpKind::kListRead) {
@@ -990,8 +1051,12 @@ class EngineImpl {
     due_keys_.clear();
     finality_.TakeUpTo(final_point_, [this](uint32_t key) { due_keys_.push_back(KeyId(key)); });
     for (size_t i = 0; i < due_keys_.size(); ++i) {
-      if (i + 2 < due_keys_.size()) keys_[due_keys_[i + 2].value()].PrefetchState();
-      if (i + 1 < due_keys_.size()) keys_[due_keys_[i + 1].value()].readers.PrefetchEnds();
+      if (i + 2 < due_keys_.size()) {
+        if (const KeyState* ks = FindState(due_keys_[i + 2])) ks->PrefetchState();
+      }
+      if (i + 1 < due_keys_.size()) {
+        if (const KeyState* ks = FindState(due_keys_[i + 1])) ks->readers.PrefetchEnds();
+      }
       FinalizeKey(due_keys_[i]);
     }
     ReleaseIdleKeys();
@@ -1012,8 +1077,10 @@ class EngineImpl {
   // Makes final every pending read of `key` at or below the final point, and queues the key
   // again at its earliest read left.
   void FinalizeKey(KeyId key) {
-    KeyState& ks = keys_[key.value()];
-    if (ks.finality_at > final_point_) return;  // a stale entry: already done
+    KeyState* state = FindState(key);
+    // A stale entry (already done), perhaps of a key released or evicted since.
+    if (state == nullptr || state->finality_at > final_point_) return;
+    KeyState& ks = *state;
     auto it = ks.readers.begin();
     const auto end = ks.readers.end();
     for (; it != end && it.key().ts <= final_point_; ++it) {
@@ -1048,7 +1115,9 @@ class EngineImpl {
     while (!idle_keys_.empty() && idle_keys_.front().first + wait <= advances_) {
       const KeyId key(idle_keys_.front().second);
       idle_keys_.pop_front();
-      KeyState& ks = keys_[key.value()];
+      KeyState* state = FindState(key);
+      if (state == nullptr) continue;  // released since it was queued (no budget)
+      KeyState& ks = *state;
       if (evicting_) {
         ks.idle_queued = false;
         if (static_cast<uint32_t>(advances_) - ks.last_active < wait) {
@@ -1057,6 +1126,11 @@ class EngineImpl {
         }
       }
       if (!ks.readers.empty()) continue;  // queued again when its reads are final
+      if (Fresh(ks)) {
+        // Only read, never written: nothing a fresh state would not hold.
+        keys_.Release(key.value(), /*evicted=*/false);
+        continue;
+      }
       ks.readers.clear();
       if (EvictionAllowed()) Evict(key, ks);
     }
@@ -1092,15 +1166,32 @@ class EngineImpl {
     }
   }
 
+  // Whether `ks` holds nothing a state made afresh would not: no version, pending read, trim or
+  // queue entry (but the idle one). Such a state can leave memory without a trace.
+  static bool Fresh(const KeyState& ks) {
+    return ks.versions.empty() && ks.readers.empty() && !ks.trimmed && !ks.in_gc &&
+           ks.max_duration == 0 && ks.base_list.empty();
+  }
+
   bool EvictionAllowed() const {
     return evicting_ && !spill_broken_ && !saw_snapshot_ && MemoryBytes() > options_.memory_budget;
   }
 
-  // Moves the single version of register `key`, final and with no read pending, to the spill
-  // and frees the key's chain: its writer is then no longer needed in memory either (Needs).
-  // Reads see it from the spill (VisibleRegister) until a newer version replaces it.
+  // Moves the single version of register `key`, final and with no read pending, to the spill,
+  // then the key's state itself (SpilledKey): its writer is then no longer needed in memory
+  // either (Needs). Reads see the version from the spill (VisibleRegister) until a newer one
+  // replaces it; the state comes back at the key's next read or write (State). A key restored
+  // and not written since leaves again as it is: its record in the spill still holds.
+  // `ks` is not to be used afterwards if the key was evicted.
   void Evict(KeyId key, KeyState& ks) {
-    if (ks.versions.size() != 1 || ks.in_gc || h_.key(key).is_list) return;
+    if (ks.in_gc || h_.key(key).is_list) return;
+    if (ks.versions.empty() && ks.base_in_spill) {
+      --leafless_keys_;
+      ++stats_.evicted_keys;
+      keys_.Release(key.value(), /*evicted=*/true);
+      return;
+    }
+    if (ks.versions.size() != 1) return;
     const OrderKey at = ks.versions.front_key();
     if (at.ts > final_point_) return;
     if (ks.base_in_spill) {
@@ -1108,14 +1199,13 @@ class EngineImpl {
     }
     // It expires once a newer version replaces it (ReplaceSpilledBase).
     PutInSpill(key, /*is_list=*/false, at, ks.versions.begin().value(), Timestamp::Max());
+    spill_->PutKey(key, SpilledKey{.base = at,
+                                   .trim_point = std::max(ks.trim_point, at.ts),
+                                   .dropped_upto = ks.dropped_upto,
+                                   .max_duration = ks.max_duration});
     ++stats_.evicted_keys;
     stats_.retained_versions -= ks.versions.size();
-    ks.versions.clear();
-    ks.spilled_base = at;
-    ks.base_in_spill = true;
-    ks.trimmed = true;
-    ks.trim_point = std::max(ks.trim_point, at.ts);
-    ++leafless_keys_;
+    keys_.Release(key.value(), /*evicted=*/true);
   }
 
   // Writes the in-memory version `at` of `key` to the spill, with what a check needs without its
@@ -1172,16 +1262,19 @@ class EngineImpl {
     }
     if (g == Timestamp::Min()) return;
     collect_keys_.clear();
+    // A key in gc_ keeps its state (neither Evict nor Fresh lets it go).
     gc_.TakeUpTo(g, [this](uint32_t key) {
-      keys_[key].in_gc = false;
+      keys_.Find(key)->in_gc = false;
       collect_keys_.push_back(KeyId(key));
     });
     for (size_t i = 0; i < collect_keys_.size(); ++i) {
-      if (i + 2 < collect_keys_.size()) keys_[collect_keys_[i + 2].value()].PrefetchState();
-      if (i + 1 < collect_keys_.size()) keys_[collect_keys_[i + 1].value()].versions.PrefetchEnds();
+      if (i + 2 < collect_keys_.size()) keys_.Find(collect_keys_[i + 2].value())->PrefetchState();
+      if (i + 1 < collect_keys_.size()) {
+        keys_.Find(collect_keys_[i + 1].value())->versions.PrefetchEnds();
+      }
       const KeyId key = collect_keys_[i];
-      KeyState& ks = keys_[key.value()];
-      Trim(key, g, normal);
+      KeyState& ks = *keys_.Find(key.value());
+      Trim(key, ks, g, normal);
       ScheduleTrim(key, ks);
       if (evicting_ && ks.versions.size() == 1 && ks.readers.empty()) QueueIdle(key, ks);
     }
@@ -1234,8 +1327,7 @@ class EngineImpl {
   // them). With a spill, the ones the normal collection point `normal` would have kept (for a
   // register also the newest at or below it) are written to it, and the others too if
   // spill_collected; the rest are dropped and recorded in dropped_upto.
-  void Trim(KeyId key, const Timestamp& g, const Timestamp& normal) {
-    KeyState& ks = keys_[key.value()];
+  void Trim(KeyId key, KeyState& ks, const Timestamp& g, const Timestamp& normal) {
     // The first version above g: usually among the first few.
     auto last = ks.versions.begin();
     const auto end = ks.versions.end();
@@ -1296,8 +1388,8 @@ class EngineImpl {
     constexpr uint64_t kVersionEntry = sizeof(OrderKey) + sizeof(VersionInfo);
     constexpr uint64_t kReadEntry = sizeof(OrderKey) + sizeof(ReadInfo);
     constexpr uint64_t kSmallLeaf = 32 + 4 * kVersionEntry;
-    return keys_.capacity() * (sizeof(KeyState) + sizeof(uint32_t)) +
-           (keys_.size() - leafless_keys_) * kSmallLeaf +
+    return keys_.MemoryBytes() + key_stamp_.capacity() * sizeof(uint32_t) +
+           (keys_.resident() - leafless_keys_) * kSmallLeaf +
            stats_.retained_versions * 2 * kVersionEntry +
            stats_.provisional_reads * 2 * kReadEntry + base_list_values_ * sizeof(Value) +
            session_entries_ * sizeof(SessionState::Entry) * 2 + pending_snapshots_ * 24 +
@@ -1323,7 +1415,7 @@ class EngineImpl {
   checkers::internal::WriteIndex write_index_;
   checkers::internal::ReadWalker walker_;
 
-  std::vector<KeyState> keys_;
+  KeyTable keys_;
   // Per transaction from delivered_base_ on: delivered (duplicates). Transactions below
   // delivered_base_ were released by the history, so delivered.
   std::vector<bool> delivered_;
@@ -1348,7 +1440,7 @@ class EngineImpl {
   std::deque<std::pair<uint64_t, uint32_t>> idle_keys_;
   // A spill and a memory budget: cold keys may move their last version to the spill.
   const bool evicting_ = spill_ != nullptr && options_.memory_budget > 0;
-  uint64_t leafless_keys_ = 0;  // keys with base_in_spill and no version in memory
+  uint64_t leafless_keys_ = 0;  // keys in memory with base_in_spill and no version there
   // Eviction's idle time, in advances (AdaptIdleAdvances), and what it counts.
   uint64_t idle_advances_ = kIdleAdvances;
   uint64_t evicted_returns_ = 0;  // reads of spilled bases and writes to evicted keys

@@ -83,8 +83,13 @@ struct EngineStats {
   uint64_t budget_collections = 0;  // collections cut at the final point by the memory budget
   uint64_t spill_bytes = 0;         // gauge: bytes the spill holds (estimate)
   uint64_t spill_pruned = 0;        // versions the spill dropped (EngineOptions::spill_retention)
-  // Cold register keys whose last version the memory budget moved to the spill.
+  // Cold register keys whose last version and state the memory budget moved to the spill, and
+  // evicted keys whose state a read or write brought back.
   uint64_t evicted_keys = 0;
+  uint64_t restored_keys = 0;
+  // Gauge: keys whose state memory holds (a key only ever read, once its reads are final, holds
+  // none; nor does an evicted one).
+  uint64_t resident_keys = 0;
   // Gauge: how many advances of the final point a key must stay idle before it is evicted
   // (adapts between 64 and 65,536 to how often evicted keys come back).
   uint64_t eviction_idle_advances = 0;

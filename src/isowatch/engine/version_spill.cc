@@ -128,6 +128,52 @@ bool DecodeValue(std::string_view bytes, SpilledVersion* version) {
   return true;
 }
 
+namespace {
+
+void PutOrderKey(std::string& out, const OrderKey& k) {
+  PutOrdered64(out, k.ts.physical);
+  PutOrdered64(out, k.ts.logical);
+  PutBig32(out, k.phase);
+  PutBig32(out, k.txn);
+}
+OrderKey GetOrderKey(std::string_view in, size_t pos) {
+  return OrderKey(Timestamp{GetOrdered64(in, pos), GetOrdered64(in, pos + 8)},
+                  static_cast<uint32_t>(GetBig(in, pos + 16, 4)),
+                  static_cast<uint32_t>(GetBig(in, pos + 20, 4)));
+}
+
+constexpr size_t kKeyRecordBytes = 24 + 16 + 24 + 8;
+
+}  // namespace
+
+std::string EncodeKeyId(KeyId key) {
+  std::string out;
+  PutBig32(out, key.value());
+  return out;
+}
+
+// Record: the base's place (24 bytes, as in a version's key after the key id), the trim point
+// (16), the newest dropped version's place (24), the longest writer (8).
+std::string EncodeKeyRecord(const SpilledKey& record) {
+  std::string out;
+  out.reserve(kKeyRecordBytes);
+  PutOrderKey(out, record.base);
+  PutOrdered64(out, record.trim_point.physical);
+  PutOrdered64(out, record.trim_point.logical);
+  PutOrderKey(out, record.dropped_upto);
+  PutOrdered64(out, record.max_duration);
+  return out;
+}
+
+bool DecodeKeyRecord(std::string_view bytes, SpilledKey* record) {
+  if (bytes.size() != kKeyRecordBytes) return false;
+  record->base = GetOrderKey(bytes, 0);
+  record->trim_point = Timestamp{GetOrdered64(bytes, 24), GetOrdered64(bytes, 32)};
+  record->dropped_upto = GetOrderKey(bytes, 40);
+  record->max_duration = GetOrdered64(bytes, 64);
+  return true;
+}
+
 }  // namespace spill_format
 
 // --- MemoryVersionSpill ------------------------------------------------------------------------
@@ -139,7 +185,22 @@ void MemoryVersionSpill::Put(KeyId key, const SpilledVersion& version) {
 // A version put again only takes the place of the first (Flush counts it once).
 void MemoryVersionSpill::Replace(KeyId key, const SpilledVersion& version) { Put(key, version); }
 
+void MemoryVersionSpill::PutKey(KeyId key, const SpilledKey& record) {
+  pending_keys_.emplace_back(key, record);
+}
+
+absl::StatusOr<std::optional<SpilledKey>> MemoryVersionSpill::FindKey(KeyId key) {
+  auto it = key_records_.find(key.value());
+  if (it == key_records_.end()) return std::nullopt;
+  return it->second;
+}
+
 absl::Status MemoryVersionSpill::Flush() {
+  for (const auto& [key, record] : pending_keys_) {
+    key_records_.insert_or_assign(key.value(), record);
+    bytes_ += 4 + spill_format::EncodeKeyRecord(record).size();  // as written, like RocksDB's
+  }
+  pending_keys_.clear();
   for (auto& [key, version] : pending_) {
     auto [it, inserted] = map_.try_emplace({key.value(), version.at});
     if (inserted) {
@@ -200,6 +261,7 @@ void MemoryVersionSpill::PruneUpTo(history::Timestamp point) {
 // until their flush; blocks are read back by reloads.
 constexpr size_t kMemtableBytes = 48 << 20;
 constexpr size_t kBlockCacheBytes = 16 << 20;
+constexpr char kKeysFamily[] = "keys";
 
 namespace {
 
@@ -261,9 +323,15 @@ class PruneFilterFactory final : public rocksdb::CompactionFilterFactory {
 }  // namespace
 
 struct RocksVersionSpill::Db {
+  ~Db() {
+    for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
+  }
+
   store::RocksDbMemoryBudget memory{kMemtableBytes, kBlockCacheBytes};
   PruneState prune;
   std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;  // default (versions), keys
+  rocksdb::ColumnFamilyHandle* keys = nullptr;        // evicted keys' records
   rocksdb::WriteBatch batch;
   rocksdb::WriteOptions write_options;
   rocksdb::ReadOptions read_options;
@@ -307,13 +375,22 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const
   // write reaches any more leave the disk too.
   options.compaction_filter_factory = std::make_shared<PruneFilterFactory>(&db->prune);
   options.periodic_compaction_seconds = 3600;
+  // Evicted keys' records: small, read by point lookups, never pruned.
+  rocksdb::ColumnFamilyOptions key_options;
+  db->memory.ApplyTo(key_options, 4 << 20, 2, /*bloom_bits_per_key=*/10);
+  key_options.compression = rocksdb::kNoCompression;
+  options.create_missing_column_families = true;
+  const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+      {rocksdb::kDefaultColumnFamilyName, options}, {kKeysFamily, key_options}};
   rocksdb::DB* raw = nullptr;
-  if (absl::Status s = store::FromRocksStatus(rocksdb::DB::Open(options, dir, &raw),
-                                              fmt::format("opening the spill in {}", dir));
+  if (absl::Status s =
+          store::FromRocksStatus(rocksdb::DB::Open(options, dir, families, &db->handles, &raw),
+                                 fmt::format("opening the spill in {}", dir));
       !s.ok()) {
     return s;
   }
   db->db.reset(raw);
+  db->keys = db->handles[1];
   db->write_options.disableWAL = true;
   return std::unique_ptr<RocksVersionSpill>(new RocksVersionSpill(std::move(db)));
 }
@@ -328,6 +405,26 @@ void RocksVersionSpill::Put(KeyId key, const SpilledVersion& version) {
 
 void RocksVersionSpill::Replace(KeyId key, const SpilledVersion& version) {
   db_->batch.Put(spill_format::EncodeKey(key, version.at), spill_format::EncodeValue(version));
+}
+
+void RocksVersionSpill::PutKey(KeyId key, const SpilledKey& record) {
+  const std::string k = spill_format::EncodeKeyId(key);
+  const std::string v = spill_format::EncodeKeyRecord(record);
+  bytes_ += k.size() + v.size();
+  db_->batch.Put(db_->keys, k, v);
+}
+
+absl::StatusOr<std::optional<SpilledKey>> RocksVersionSpill::FindKey(KeyId key) {
+  std::string value;
+  const rocksdb::Status s =
+      db_->db->Get(db_->read_options, db_->keys, spill_format::EncodeKeyId(key), &value);
+  if (s.IsNotFound()) return std::nullopt;
+  RETURN_IF_ERROR(store::FromRocksStatus(s, "reading the spill"));
+  SpilledKey record;
+  if (!spill_format::DecodeKeyRecord(value, &record)) {
+    return absl::DataLossError("the spill holds a key record it cannot decode");
+  }
+  return record;
 }
 
 absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::Find(

@@ -38,6 +38,17 @@ struct SpilledVersion {
   friend bool operator==(const SpilledVersion&, const SpilledVersion&) = default;
 };
 
+// What the engine keeps about a register key whose last version it evicted (KeyState fields of
+// the same names), so that the key's state can leave memory too (docs/engine.md, "Spill").
+struct SpilledKey {
+  internal::OrderKey base;  // KeyState::spilled_base: the evicted version, in the spill
+  history::Timestamp trim_point;
+  internal::OrderKey dropped_upto;
+  int64_t max_duration = 0;
+
+  friend bool operator==(const SpilledKey&, const SpilledKey&) = default;
+};
+
 // Where the engine puts the versions it collects, so that a check which needs a snapshot older
 // than what memory holds (a transaction longer than any before it, a late arrival, or a memory
 // budget that keeps less in memory) reloads it instead of going unjudged.
@@ -80,7 +91,14 @@ class VersionSpill {
   // compactions rewrite the data, and when it flushes memtables).
   virtual absl::Status Compact() = 0;
 
-  // Versions put so far less those dropped, and an estimate of the bytes they take.
+  // Keeps `record` as the state of evicted key `key`, in place of any record before it (visible
+  // to FindKey after Flush). Records are never pruned.
+  virtual void PutKey(KeyId key, const SpilledKey& record) = 0;
+  // The last record flushed for `key`, or nullopt if there is none.
+  virtual absl::StatusOr<std::optional<SpilledKey>> FindKey(KeyId key) = 0;
+
+  // Versions put so far less those dropped, and an estimate of the bytes they take (with every
+  // key record written, including those replaced since).
   virtual uint64_t versions() const = 0;
   virtual uint64_t bytes() const = 0;
   // Versions dropped by pruning so far.
@@ -102,6 +120,8 @@ class MemoryVersionSpill final : public VersionSpill {
   // Drops at once (a scan of every version): this spill is for tests.
   void PruneUpTo(history::Timestamp point) override;
   absl::Status Compact() override { return absl::OkStatus(); }
+  void PutKey(KeyId key, const SpilledKey& record) override;
+  absl::StatusOr<std::optional<SpilledKey>> FindKey(KeyId key) override;
   uint64_t versions() const override { return versions_; }
   uint64_t bytes() const override { return bytes_; }
   uint64_t pruned() const override { return pruned_; }
@@ -116,6 +136,8 @@ class MemoryVersionSpill final : public VersionSpill {
   };
   std::map<std::pair<uint32_t, internal::OrderKey>, SpilledVersion, Less> map_;
   std::vector<std::pair<KeyId, SpilledVersion>> pending_;  // put or replaced, not yet flushed
+  std::map<uint32_t, SpilledKey> key_records_;
+  std::vector<std::pair<KeyId, SpilledKey>> pending_keys_;  // not yet flushed
   history::Timestamp prune_point_ = history::Timestamp::Min();
   uint64_t versions_ = 0;
   uint64_t bytes_ = 0;
@@ -144,6 +166,8 @@ class RocksVersionSpill final : public VersionSpill {
   void PruneUpTo(history::Timestamp point) override;
   // Compacts the whole spill.
   absl::Status Compact() override;
+  void PutKey(KeyId key, const SpilledKey& record) override;
+  absl::StatusOr<std::optional<SpilledKey>> FindKey(KeyId key) override;
   uint64_t versions() const override;
   uint64_t bytes() const override;
   uint64_t pruned() const override;
@@ -158,7 +182,7 @@ class RocksVersionSpill final : public VersionSpill {
 
   std::unique_ptr<Db> db_;
   uint64_t versions_ = 0;  // written
-  uint64_t bytes_ = 0;     // written
+  uint64_t bytes_ = 0;     // written (key records included)
 };
 
 // The spill's encodings (docs/spill-format.md), exposed for tests and tools.
@@ -171,6 +195,10 @@ std::string EncodeValue(const SpilledVersion& version);
 bool DecodeValue(std::string_view bytes, SpilledVersion* version);
 // The expiry alone, from the first 16 bytes of a value.
 bool DecodeExpiry(std::string_view bytes, history::Timestamp* expires);
+// An evicted key's record, in the `keys` column family: its key is EncodeKeyId.
+std::string EncodeKeyId(KeyId key);
+std::string EncodeKeyRecord(const SpilledKey& record);
+bool DecodeKeyRecord(std::string_view bytes, SpilledKey* record);
 }  // namespace spill_format
 
 }  // namespace isowatch::engine

@@ -590,11 +590,13 @@ void Monitor::Refresh(int64_t now_ms) {
   add(metrics_->spill_errors(), st.spill_errors, last_stats_.spill_errors);
   add(metrics_->spill_pruned(), st.spill_pruned, last_stats_.spill_pruned);
   add(metrics_->evicted_keys(), st.evicted_keys, last_stats_.evicted_keys);
+  add(metrics_->restored_keys(), st.restored_keys, last_stats_.restored_keys);
   add(metrics_->budget_collections(), st.budget_collections, last_stats_.budget_collections);
   last_stats_ = st;
   metrics_->spill_bytes().Set(static_cast<double>(st.spill_bytes));
   metrics_->provisional_verdicts().Set(static_cast<double>(st.provisional_reads));
   metrics_->retained_versions().Set(static_cast<double>(st.retained_versions));
+  metrics_->resident_keys().Set(static_cast<double>(st.resident_keys));
   metrics_->retained_transactions().Set(static_cast<double>(st.retained_txns));
   metrics_->retained_provisional_reads().Set(static_cast<double>(st.provisional_reads));
   const auto history_bytes = static_cast<uint64_t>(live_.history_bytes());

@@ -184,10 +184,21 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
   evicted_keys_ = &BuildCounter()
                        .Name("isowatch_engine_evicted_keys_total")
                        .Help(
-                           "Cold register keys whose last version the memory budget moved to "
-                           "the spill.")
+                           "Cold register keys whose last version and state the memory budget "
+                           "moved to the spill.")
                        .Register(r)
                        .Add({});
+  restored_keys_ =
+      &BuildCounter()
+           .Name("isowatch_engine_restored_keys_total")
+           .Help("Evicted keys whose state a read or write brought back from the spill.")
+           .Register(r)
+           .Add({});
+  resident_keys_ = &BuildGauge()
+                        .Name("isowatch_engine_resident_keys")
+                        .Help("Keys whose state the engine holds in memory.")
+                        .Register(r)
+                        .Add({});
   budget_collections_ = &BuildCounter()
                              .Name("isowatch_engine_budget_collections_total")
                              .Help("Collections cut at the final point by the memory budget.")

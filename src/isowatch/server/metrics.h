@@ -95,6 +95,8 @@ class DaemonMetrics {
   prometheus::Counter& spill_errors() { return *spill_errors_; }
   prometheus::Counter& spill_pruned() { return *spill_pruned_; }
   prometheus::Counter& evicted_keys() { return *evicted_keys_; }
+  prometheus::Counter& restored_keys() { return *restored_keys_; }
+  prometheus::Gauge& resident_keys() { return *resident_keys_; }
   prometheus::Counter& budget_collections() { return *budget_collections_; }
   // Seconds each write to the spill held up the engine.
   prometheus::Histogram& spill_pause() { return *spill_pause_; }
@@ -169,6 +171,8 @@ class DaemonMetrics {
   prometheus::Counter* spill_errors_;
   prometheus::Counter* spill_pruned_;
   prometheus::Counter* evicted_keys_;
+  prometheus::Counter* restored_keys_;
+  prometheus::Gauge* resident_keys_;
   prometheus::Counter* budget_collections_;
   prometheus::Histogram* spill_pause_;
   prometheus::Histogram* spill_reload_;

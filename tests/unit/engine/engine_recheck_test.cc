@@ -33,6 +33,7 @@ using report::IsolationLevel;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
 
 constexpr int64_t kX = 0;
@@ -535,6 +536,7 @@ TEST(EngineRecheckTest, EvictedKeyIsCheckedFromTheSpill) {
   for (int64_t w = 22; w < 100; ++w) e.Deliver({}, w);  // x stays idle: evicted
   ASSERT_EQ(e.stats().evicted_keys, 2u);
   EXPECT_EQ(e.stats().retained_versions, 0u);
+  EXPECT_EQ(e.stats().resident_keys, 0u);  // the keys' states left memory too
   e.Deliver({"W0"}, 100);
   e.Deliver({"R1", "R2"}, 250);
   e.Deliver({"R3"}, 260);
@@ -547,6 +549,83 @@ TEST(EngineRecheckTest, EvictedKeyIsCheckedFromTheSpill) {
   EXPECT_EQ(e.stats().horizon_misses, 0u);
   EXPECT_EQ(e.stats().spill_errors, 0u);
   EXPECT_GT(e.stats().reloads, 0u);
+}
+
+// An evicted key's state leaves memory with its version and comes back, from its record in the
+// spill, at its next read or write. A key that comes back only to be read leaves again as it is,
+// without writing anything; one written again is evicted with its new version.
+TEST(EngineRecheckTest, EvictedKeysStateLeavesMemoryAndComesBack) {
+  constexpr int kKeys = 100;
+  TestHistory t;
+  for (int k = 0; k < kKeys; ++k) t.Txn(fmt::format("W{}", k), "w", 10 + 2 * k, 11 + 2 * k).W(k, k);
+  // Reads of ten evicted keys, one of them wrong (key 3 holds 3).
+  for (int k = 0; k < 10; ++k) {
+    t.Txn(fmt::format("R{}", k), "r", 5000 + 2 * k, 5001 + 2 * k).R(k, k == 3 ? 4 : k);
+  }
+  t.Txn("W0b", "w", 9000, 9001).W(0, 50).W(3, 53);  // writes two of them again
+  t.Txn("R0b", "r", 9100, 9101).R(0, 50).R(3, 3);   // EXT on key 3: it holds 53 now
+  const History h = t.Build();
+  std::vector<std::string> expected = SummarizeAll(
+      h, checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation}).violations);
+  ASSERT_THAT(expected, UnorderedElementsAre("EXT/never R3 k=3", "EXT/before R0b,W3 k=3"));
+
+  MemoryVersionSpill spill;
+  Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
+            /*memory_budget=*/1);
+  for (int k = 0; k < kKeys; ++k) e.Deliver({fmt::format("W{}", k)}, 11 + 2 * k);
+  for (int64_t w = 1000; w < 1100; ++w) e.Deliver({}, w);
+  ASSERT_EQ(e.stats().evicted_keys, static_cast<uint64_t>(kKeys));
+  EXPECT_EQ(e.stats().resident_keys, 0u);
+  EXPECT_EQ(e.stats().restored_keys, 0u);
+  const uint64_t spilled = e.stats().spilled_versions;
+
+  // Read at or below the final point: final at once, judged against the spilled bases.
+  for (int k = 0; k < 10; ++k) e.Deliver({fmt::format("R{}", k)}, 5001 + 2 * k);
+  EXPECT_EQ(e.stats().restored_keys, 10u);
+  EXPECT_EQ(e.stats().resident_keys, 10u);
+  EXPECT_THAT(e.Take(), ElementsAre("EXT/never R3 k=3"));
+  // Idle again: they leave as they came, with nothing written to the spill (once idle for
+  // longer than before: the keys came back, so the wait grows).
+  for (int64_t w = 5100; w < 5400; ++w) e.Deliver({}, w);
+  EXPECT_EQ(e.stats().resident_keys, 0u);
+  EXPECT_EQ(e.stats().evicted_keys, static_cast<uint64_t>(kKeys) + 10);
+  EXPECT_EQ(e.stats().spilled_versions, spilled);
+
+  // Written again, then read: the new versions are checked as any others.
+  e.Deliver({"W0b"}, 9050);
+  EXPECT_EQ(e.stats().restored_keys, 12u);
+  e.Deliver({"R0b"});
+  e.engine().Finish();
+  EXPECT_THAT(e.Take(), ElementsAre("EXT/before R0b,W3 k=3"));
+  EXPECT_EQ(e.stats().horizon_misses, 0u);
+  EXPECT_EQ(e.stats().spill_errors, 0u);
+}
+
+// A key only ever read holds nothing a fresh state would not once its reads are final: its
+// state leaves memory (with or without a budget) and is made again at its next read.
+TEST(EngineRecheckTest, KeysOnlyReadLeaveMemory) {
+  constexpr int kKeys = 50;
+  TestHistory t;
+  t.DefaultInitial(0);
+  for (int k = 0; k < kKeys; ++k) {
+    t.Txn(fmt::format("R{}", k), "r", 10 + 2 * k, 11 + 2 * k).R(k, k == 7 ? 1 : 0);
+  }
+  t.Txn("Rb", "r", 2000, 2001).R(7, 2);  // key 7 again, wrong again
+  const History h = t.Build();
+  const std::vector<std::string> expected = SummarizeAll(
+      h, checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation}).violations);
+  ASSERT_EQ(expected.size(), 2u);
+
+  Harness e(t);
+  for (int k = 0; k < kKeys; ++k) e.Deliver({fmt::format("R{}", k)});
+  EXPECT_EQ(e.stats().resident_keys, static_cast<uint64_t>(kKeys));
+  for (int64_t w = 200; w < 300; ++w) e.Deliver({}, w);
+  EXPECT_EQ(e.stats().resident_keys, 0u);
+  EXPECT_THAT(e.Take(), ElementsAre(expected[0]));
+  e.Deliver({"Rb"});
+  EXPECT_EQ(e.stats().resident_keys, 1u);
+  e.engine().Finish();
+  EXPECT_THAT(e.Take(), ElementsAre(expected[1]));
 }
 
 // Eviction backs off when evicted keys come back: a key read again and again after it was
@@ -601,6 +680,11 @@ class FailingReadsSpill final : public VersionSpill {
   }
   void PruneUpTo(Timestamp point) override { inner_.PruneUpTo(point); }
   absl::Status Compact() override { return inner_.Compact(); }
+  void PutKey(KeyId key, const SpilledKey& record) override { inner_.PutKey(key, record); }
+  absl::StatusOr<std::optional<SpilledKey>> FindKey(KeyId key) override {
+    if (fail_) return absl::UnavailableError("the disk is gone");
+    return inner_.FindKey(key);
+  }
   uint64_t versions() const override { return inner_.versions(); }
   uint64_t bytes() const override { return inner_.bytes(); }
   uint64_t pruned() const override { return inner_.pruned(); }

@@ -75,6 +75,23 @@ TEST(SpillFormatTest, ValuesRoundTripAndTruncationIsRejected) {
   EXPECT_FALSE(spill_format::DecodeValue(bytes + "x", &back)) << "longer than its name";
 }
 
+TEST(SpillFormatTest, KeyRecordsRoundTripAndTruncationIsRejected) {
+  const SpilledKey r{.base = OrderKey(Timestamp{-7, 3}, 1, 99),
+                     .trim_point = Timestamp{12, -1},
+                     .dropped_upto = OrderKey(Timestamp{5, 0}, 0, 4),
+                     .max_duration = 123456789};
+  const std::string bytes = spill_format::EncodeKeyRecord(r);
+  EXPECT_EQ(bytes.size(), 72u);
+  SpilledKey back;
+  ASSERT_TRUE(spill_format::DecodeKeyRecord(bytes, &back));
+  EXPECT_EQ(back, r);
+  for (size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_FALSE(spill_format::DecodeKeyRecord(bytes.substr(0, cut), &back)) << cut;
+  }
+  EXPECT_FALSE(spill_format::DecodeKeyRecord(bytes + "x", &back));
+  EXPECT_EQ(spill_format::EncodeKeyId(KeyId(0x01020304)), std::string("\x01\x02\x03\x04"));
+}
+
 class VersionSpillTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
@@ -236,6 +253,42 @@ TEST_P(VersionSpillTest, PruningDropsExactlyWhatExpired) {
       EXPECT_EQ((*got)->at.ts, (Timestamp{ts, 0})) << "key " << k;
     }
   }
+}
+
+// Key records: visible after a flush, the last one flushed wins, one key's never another's, and
+// pruning the versions leaves them alone.
+TEST_P(VersionSpillTest, KeepsTheLastRecordOfEachKey) {
+  auto record = [](int64_t i) {
+    return SpilledKey{.base = OrderKey(Timestamp{i, 0}, 0, static_cast<uint32_t>(i)),
+                      .trim_point = Timestamp{i + 1, 0},
+                      .dropped_upto = OrderKey(Timestamp{i - 1, 0}, 0, 1),
+                      .max_duration = i * 10};
+  };
+  spill_->PutKey(KeyId(3), record(1));
+  auto got = spill_->FindKey(KeyId(3));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->has_value()) << "not flushed yet";
+  ASSERT_TRUE(spill_->Flush().ok());
+  got = spill_->FindKey(KeyId(3));
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ(**got, record(1));
+  spill_->PutKey(KeyId(3), record(2));
+  spill_->PutKey(KeyId(4), record(3));
+  ASSERT_TRUE(spill_->Flush().ok());
+  spill_->PruneUpTo(Timestamp::Max());
+  ASSERT_TRUE(spill_->Compact().ok());
+  for (uint32_t k : {2u, 3u, 4u, 5u}) {
+    got = spill_->FindKey(KeyId(k));
+    ASSERT_TRUE(got.ok()) << got.status();
+    if (k == 3 || k == 4) {
+      ASSERT_TRUE(got->has_value()) << k;
+      EXPECT_EQ(**got, record(k == 3 ? 2 : 3));
+    } else {
+      EXPECT_FALSE(got->has_value()) << k;
+    }
+  }
+  EXPECT_EQ(spill_->versions(), 0u);
+  EXPECT_EQ(spill_->pruned(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Implementations, VersionSpillTest, ::testing::Values(false, true),

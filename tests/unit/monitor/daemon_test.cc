@@ -852,8 +852,15 @@ TEST_F(DaemonTest, MemoryBudgetEvictsColdKeys) {
   EXPECT_TRUE(WaitFor([&] {
     metrics = Metrics();
     return Sample(metrics, "isowatch_engine_evicted_keys_total") >= 1.0 &&
-           Sample(metrics, "isowatch_engine_spill_reloads_total") >= 2.0;
+           Sample(metrics, "isowatch_engine_spill_reloads_total") >= 2.0 &&
+           Sample(metrics, "isowatch_engine_restored_keys_total") >= 2.0;
   })) << metrics;
+  // Each key's state is either in memory or evicted with its version.
+  EXPECT_EQ(Sample(metrics, "isowatch_engine_resident_keys").value_or(0) +
+                Sample(metrics, "isowatch_engine_evicted_keys_total").value_or(0) -
+                Sample(metrics, "isowatch_engine_restored_keys_total").value_or(0),
+            kKeys)
+      << metrics;
   EXPECT_EQ(Sample(metrics, "isowatch_horizon_misses_total"), 0.0) << metrics;
   EXPECT_EQ(Sample(metrics, "isowatch_engine_spill_errors_total"), 0.0) << metrics;
   Stop();
