@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include <spdlog/spdlog.h>
 
@@ -476,6 +477,7 @@ class EngineImpl {
     if (record) {
       ks.spilled_base = record->base;
       ks.base_in_spill = true;
+      base_values_[key.value()] = record->base_value;
       ks.trim_point = record->trim_point;
       ks.dropped_upto = record->dropped_upto;
       ks.max_duration = record->max_duration;
@@ -691,8 +693,13 @@ class EngineImpl {
       const ReloadTimer timer(this);
       if (ks.base_in_spill && ks.spilled_base < point) {
         // Memory holds nothing newer before the point (VisibleVersion), and the spill nothing
-        // newer than the base: the point sees the base.
+        // newer than the base: the point sees the base, whose value came back with the key's
+        // state (Restore).
         ++evicted_returns_;
+        if (auto it = base_values_.find(key.value()); it != base_values_.end()) {
+          *out = RegisterView{it->second, TxnId(ks.spilled_base.txn)};
+          return true;
+        }
         auto base = spill_->Find(key, ks.spilled_base);
         if (!base.ok()) return SpillFailed(base.status());
         if (!base->has_value()) return false;  // cannot happen: the base expires only later
@@ -1188,6 +1195,7 @@ class EngineImpl {
     if (ks.versions.empty() && ks.base_in_spill) {
       --leafless_keys_;
       ++stats_.evicted_keys;
+      base_values_.erase(key.value());
       keys_.Release(key.value(), /*evicted=*/true);
       return;
     }
@@ -1200,6 +1208,7 @@ class EngineImpl {
     // It expires once a newer version replaces it (ReplaceSpilledBase).
     PutInSpill(key, /*is_list=*/false, at, ks.versions.begin().value(), Timestamp::Max());
     spill_->PutKey(key, SpilledKey{.base = at,
+                                   .base_value = ks.versions.begin().value().value,
                                    .trim_point = std::max(ks.trim_point, at.ts),
                                    .dropped_upto = ks.dropped_upto,
                                    .max_duration = ks.max_duration});
@@ -1230,17 +1239,20 @@ class EngineImpl {
 
   // The spilled base of `key` is no longer the newest version at or below the final point: a
   // version committed at `next` follows it. Writes it again with that expiry (so that pruning
-  // can drop it) and clears base_in_spill. False, with base_in_spill left set, if the spill
-  // failed.
+  // can drop it; without pruning, spill_retention 0, there is no need) and clears
+  // base_in_spill. False, with base_in_spill left set, if the spill failed.
   bool ReplaceSpilledBase(KeyId key, KeyState& ks, const Timestamp& next) {
-    auto r = spill_->Find(key, ks.spilled_base);
-    if (!r.ok()) return SpillFailed(r.status());
-    if (r->has_value()) {
-      (*r)->expires = next;
-      spill_->Replace(key, **r);
-      ++spill_rewrites_;
+    if (options_.spill_retention > 0) {
+      auto r = spill_->Find(key, ks.spilled_base);
+      if (!r.ok()) return SpillFailed(r.status());
+      if (r->has_value()) {
+        (*r)->expires = next;
+        spill_->Replace(key, **r);
+        ++spill_rewrites_;
+      }
     }
     ks.base_in_spill = false;
+    base_values_.erase(key.value());
     return true;
   }
 
@@ -1395,7 +1407,8 @@ class EngineImpl {
            session_entries_ * sizeof(SessionState::Entry) * 2 + pending_snapshots_ * 24 +
            sessions_.capacity() * sizeof(SessionState) + delivered_.capacity() / 8 +
            pending_count_.window() * sizeof(uint32_t) +
-           idle_keys_.size() * sizeof(std::pair<uint64_t, uint32_t>);
+           idle_keys_.size() * sizeof(std::pair<uint64_t, uint32_t>) +
+           base_values_.capacity() * (sizeof(std::pair<uint32_t, Value>) + 1);
   }
 
   void Emit(Violation v) {
@@ -1441,6 +1454,8 @@ class EngineImpl {
   // A spill and a memory budget: cold keys may move their last version to the spill.
   const bool evicting_ = spill_ != nullptr && options_.memory_budget > 0;
   uint64_t leafless_keys_ = 0;  // keys in memory with base_in_spill and no version there
+  // The value of each key in memory with base_in_spill: its spilled base's, from its record.
+  absl::flat_hash_map<uint32_t, Value> base_values_;
   // Eviction's idle time, in advances (AdaptIdleAdvances), and what it counts.
   uint64_t idle_advances_ = kIdleAdvances;
   uint64_t evicted_returns_ = 0;  // reads of spilled bases and writes to evicted keys

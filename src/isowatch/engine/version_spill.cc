@@ -142,7 +142,7 @@ OrderKey GetOrderKey(std::string_view in, size_t pos) {
                   static_cast<uint32_t>(GetBig(in, pos + 20, 4)));
 }
 
-constexpr size_t kKeyRecordBytes = 24 + 16 + 24 + 8;
+constexpr size_t kKeyRecordBytes = 24 + kValueBytes + 16 + 24 + 8;
 
 }  // namespace
 
@@ -152,12 +152,13 @@ std::string EncodeKeyId(KeyId key) {
   return out;
 }
 
-// Record: the base's place (24 bytes, as in a version's key after the key id), the trim point
-// (16), the newest dropped version's place (24), the longest writer (8).
+// Record: the base's place (24 bytes, as in a version's key after the key id) and value (9), the
+// trim point (16), the newest dropped version's place (24), the longest writer (8).
 std::string EncodeKeyRecord(const SpilledKey& record) {
   std::string out;
   out.reserve(kKeyRecordBytes);
   PutOrderKey(out, record.base);
+  PutValue(out, record.base_value);
   PutOrdered64(out, record.trim_point.physical);
   PutOrdered64(out, record.trim_point.logical);
   PutOrderKey(out, record.dropped_upto);
@@ -168,9 +169,10 @@ std::string EncodeKeyRecord(const SpilledKey& record) {
 bool DecodeKeyRecord(std::string_view bytes, SpilledKey* record) {
   if (bytes.size() != kKeyRecordBytes) return false;
   record->base = GetOrderKey(bytes, 0);
-  record->trim_point = Timestamp{GetOrdered64(bytes, 24), GetOrdered64(bytes, 32)};
-  record->dropped_upto = GetOrderKey(bytes, 40);
-  record->max_duration = GetOrdered64(bytes, 64);
+  if (!GetValue(bytes, 24, &record->base_value)) return false;
+  record->trim_point = Timestamp{GetOrdered64(bytes, 33), GetOrdered64(bytes, 41)};
+  record->dropped_upto = GetOrderKey(bytes, 49);
+  record->max_duration = GetOrdered64(bytes, 73);
   return true;
 }
 

@@ -41,7 +41,8 @@ struct SpilledVersion {
 // What the engine keeps about a register key whose last version it evicted (KeyState fields of
 // the same names), so that the key's state can leave memory too (docs/engine.md, "Spill").
 struct SpilledKey {
-  internal::OrderKey base;  // KeyState::spilled_base: the evicted version, in the spill
+  internal::OrderKey base;    // KeyState::spilled_base: the evicted version, in the spill
+  history::Value base_value;  // its value (a read of the key needs no lookup of the version)
   history::Timestamp trim_point;
   internal::OrderKey dropped_upto;
   int64_t max_duration = 0;

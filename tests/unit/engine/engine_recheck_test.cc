@@ -601,6 +601,37 @@ TEST(EngineRecheckTest, EvictedKeysStateLeavesMemoryAndComesBack) {
   EXPECT_EQ(e.stats().spill_errors, 0u);
 }
 
+// What an evicted key's record keeps is what late checks of it need: the versions it dropped
+// (a late read that needed one is a horizon miss, not a verdict against an older value) and its
+// longest writer (a late writer overlapping the long one is still found).
+TEST(EngineRecheckTest, EvictedKeysRecordKeepsWhatLateChecksNeed) {
+  TestHistory t;
+  t.Txn("W1", "a", 1, 10).W(kX, 1);
+  t.Txn("W2", "b", 11, 20).W(kX, 2);
+  t.Txn("W3", "c", 21, 30).W(kX, 3);
+  t.Txn("U0", "d", 100, 900).W(kY, 5);  // a long writer
+  t.Txn("R", "e", 15, 16).R(kX, 1);     // late: right, but W1 was dropped
+  t.Txn("T", "f", 200, 300).W(kY, 6);   // late: overlaps U0
+  const History h = t.Build();
+  const std::vector<std::string> expected = SummarizeAll(
+      h, checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation}).violations);
+  ASSERT_EQ(expected.size(), 1u);  // NoConflict U0, T
+
+  MemoryVersionSpill spill;
+  Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
+            /*memory_budget=*/1);
+  e.Deliver({"W1", "W2", "W3", "U0"}, 900);
+  for (int64_t w = 1000; w < 1200; ++w) e.Deliver({}, w);
+  ASSERT_EQ(e.stats().resident_keys, 0u);
+  ASSERT_EQ(e.stats().spilled_versions, 2u) << "W1 and W2 were dropped, not spilled";
+  e.Deliver({"R", "T"}, 1300);
+  e.engine().Finish();
+  EXPECT_THAT(e.Take(), UnorderedElementsAreArray(expected));
+  EXPECT_EQ(e.stats().restored_keys, 2u);
+  EXPECT_EQ(e.stats().horizon_misses, 1u);  // R
+  EXPECT_EQ(e.stats().spill_errors, 0u);
+}
+
 // A key only ever read holds nothing a fresh state would not once its reads are final: its
 // state leaves memory (with or without a budget) and is made again at its next read.
 TEST(EngineRecheckTest, KeysOnlyReadLeaveMemory) {

@@ -77,11 +77,12 @@ TEST(SpillFormatTest, ValuesRoundTripAndTruncationIsRejected) {
 
 TEST(SpillFormatTest, KeyRecordsRoundTripAndTruncationIsRejected) {
   const SpilledKey r{.base = OrderKey(Timestamp{-7, 3}, 1, 99),
+                     .base_value = Value::Int(-12),
                      .trim_point = Timestamp{12, -1},
                      .dropped_upto = OrderKey(Timestamp{5, 0}, 0, 4),
                      .max_duration = 123456789};
   const std::string bytes = spill_format::EncodeKeyRecord(r);
-  EXPECT_EQ(bytes.size(), 72u);
+  EXPECT_EQ(bytes.size(), 81u);
   SpilledKey back;
   ASSERT_TRUE(spill_format::DecodeKeyRecord(bytes, &back));
   EXPECT_EQ(back, r);
@@ -89,6 +90,9 @@ TEST(SpillFormatTest, KeyRecordsRoundTripAndTruncationIsRejected) {
     EXPECT_FALSE(spill_format::DecodeKeyRecord(bytes.substr(0, cut), &back)) << cut;
   }
   EXPECT_FALSE(spill_format::DecodeKeyRecord(bytes + "x", &back));
+  std::string bad_kind = bytes;
+  bad_kind[24] = 9;
+  EXPECT_FALSE(spill_format::DecodeKeyRecord(bad_kind, &back));
   EXPECT_EQ(spill_format::EncodeKeyId(KeyId(0x01020304)), std::string("\x01\x02\x03\x04"));
 }
 
@@ -260,6 +264,7 @@ TEST_P(VersionSpillTest, PruningDropsExactlyWhatExpired) {
 TEST_P(VersionSpillTest, KeepsTheLastRecordOfEachKey) {
   auto record = [](int64_t i) {
     return SpilledKey{.base = OrderKey(Timestamp{i, 0}, 0, static_cast<uint32_t>(i)),
+                      .base_value = Value::Int(i * 7),
                       .trim_point = Timestamp{i + 1, 0},
                       .dropped_upto = OrderKey(Timestamp{i - 1, 0}, 0, 1),
                       .max_duration = i * 10};
