@@ -433,6 +433,7 @@ class EngineImpl {
   // How many transactions ahead each level is asked for.
   static constexpr size_t kPrefetchRecord = 8;
   static constexpr size_t kPrefetchOps = 6;
+  static constexpr size_t kPrefetchSlots = 5;
   static constexpr size_t kPrefetchState = 4;
   static constexpr size_t kPrefetchChains = 2;
 
@@ -446,10 +447,13 @@ class EngineImpl {
   }
 
   // The state of `key`, made when it has none, restored from the spill when it was evicted.
-  KeyState& State(KeyId key) {
+  [[gnu::always_inline]] KeyState& State(KeyId key) {
     if (KeyState* ks = keys_.Find(key.value())) [[likely]] {
       return *ks;
     }
+    return NewState(key);
+  }
+  [[gnu::noinline]] KeyState& NewState(KeyId key) {
     const bool evicted = keys_.slot(key.value()) == KeyTable::Slot::kEvicted;
     KeyState& ks = keys_.Create(key.value());
     if (evicted) [[unlikely]] {
@@ -1133,8 +1137,9 @@ class EngineImpl {
         }
       }
       if (!ks.readers.empty()) continue;  // queued again when its reads are final
-      if (Fresh(ks)) {
-        // Only read, never written: nothing a fresh state would not hold.
+      if (evicting_ && Fresh(ks)) {
+        // Only read, never written: nothing a fresh state would not hold. (Without a budget
+        // the state stays: making it again at the next read costs more than it frees.)
         keys_.Release(key.value(), /*evicted=*/false);
         continue;
       }
@@ -1428,7 +1433,8 @@ class EngineImpl {
   checkers::internal::WriteIndex write_index_;
   checkers::internal::ReadWalker walker_;
 
-  KeyTable keys_;
+  // Sparse exactly when evicting_ (declared later): states leave memory only under a budget.
+  KeyTable keys_{/*sparse=*/options_.spill != nullptr && options_.memory_budget > 0};
   // Per transaction from delivered_base_ on: delivered (duplicates). Transactions below
   // delivered_base_ were released by the history, so delivered.
   std::vector<bool> delivered_;

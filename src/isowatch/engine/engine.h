@@ -87,8 +87,8 @@ struct EngineStats {
   // evicted keys whose state a read or write brought back.
   uint64_t evicted_keys = 0;
   uint64_t restored_keys = 0;
-  // Gauge: keys whose state memory holds (a key only ever read, once its reads are final, holds
-  // none; nor does an evicted one).
+  // Gauge: keys whose state memory holds (under a memory budget, not an evicted key, nor one
+  // only ever read once its reads are final and it has stayed idle).
   uint64_t resident_keys = 0;
   // Gauge: how many advances of the final point a key must stay idle before it is evicted
   // (adapts between 64 and 65,536 to how often evicted keys come back).

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "isowatch/engine/internal/chain_map.h"
+#include "isowatch/engine/internal/key_table.h"
 #include "isowatch/engine/internal/time_queue.h"
 #include "isowatch/history/timestamp.h"
 
@@ -258,6 +259,75 @@ TEST(TimeQueueTest, TakesExactlyTheEntriesAtOrBelowTheBound) {
     EXPECT_EQ(got.size(), model.size());
     EXPECT_TRUE(q.empty());
   }
+}
+
+// The key table against a model: each key has no state, an evicted one, or a state of its own
+// that keeps what was written to it until it is released; released states are reused.
+TEST(KeyTableTest, MatchesAModelUnderRandomOperations) {
+  std::mt19937_64 rng(5);
+  KeyTable table(/*sparse=*/true);
+  enum class Held { kNone, kEvicted, kResident };
+  std::vector<Held> model;
+  std::vector<int64_t> marks;  // the resident key's max_duration, as written
+  size_t resident = 0;
+  size_t most_resident = 0;
+  for (int step = 0; step < 20000; ++step) {
+    if (model.size() < 500 && rng() % 20 == 0) {
+      const size_t n = model.size() + rng() % 50;
+      table.Grow(n);
+      model.resize(n, Held::kNone);
+      marks.resize(n, 0);
+    }
+    if (model.empty()) continue;
+    const auto key = static_cast<uint32_t>(rng() % model.size());
+    if (model[key] == Held::kResident) {
+      ASSERT_NE(table.Find(key), nullptr);
+      ASSERT_EQ(table.Find(key)->max_duration, marks[key]);
+      if (rng() % 2 == 0) {
+        const bool evicted = rng() % 2 == 0;
+        table.Release(key, evicted);
+        model[key] = evicted ? Held::kEvicted : Held::kNone;
+        --resident;
+      }
+    } else {
+      ASSERT_EQ(table.Find(key), nullptr);
+      ASSERT_EQ(table.slot(key),
+                model[key] == Held::kEvicted ? KeyTable::Slot::kEvicted : KeyTable::Slot::kNone);
+      KeyState& ks = table.Create(key);
+      ASSERT_EQ(ks.max_duration, 0) << "a fresh state, even when reused";
+      ASSERT_TRUE(ks.versions.empty());
+      ks.max_duration = step + 1;
+      ks.versions.insert(OrderKey(Timestamp{step, 0}, 0, 1), VersionInfo{});
+      marks[key] = step + 1;
+      model[key] = Held::kResident;
+      most_resident = std::max(most_resident, ++resident);
+    }
+    ASSERT_EQ(table.resident(), resident);
+  }
+  for (uint32_t k = 0; k < model.size(); ++k) {
+    EXPECT_EQ(table.slot(k) == KeyTable::Slot::kResident, model[k] == Held::kResident) << k;
+  }
+  // States are reused: the table holds no more of them than were ever resident at once (plus
+  // the two never handed out and the vector's spare capacity).
+  EXPECT_LE(table.MemoryBytes(), model.size() * 8 + (2 * most_resident + 2) * sizeof(KeyState) +
+                                     most_resident * sizeof(uint32_t) * 2 + 4096);
+}
+
+// A dense table gives every key its own state from Grow on.
+TEST(KeyTableTest, DenseTableHoldsAStatePerKey) {
+  KeyTable table(/*sparse=*/false);
+  table.Grow(10);
+  EXPECT_EQ(table.size(), 10u);
+  EXPECT_EQ(table.resident(), 10u);
+  table.Find(3)->max_duration = 7;
+  table.Grow(1000);
+  EXPECT_EQ(table.resident(), 1000u);
+  for (uint32_t k = 0; k < 1000; ++k) {
+    ASSERT_NE(table.Find(k), nullptr);
+    EXPECT_EQ(table.slot(k), KeyTable::Slot::kResident);
+    EXPECT_EQ(table.Find(k)->max_duration, k == 3 ? 7 : 0) << k;
+  }
+  EXPECT_NE(table.Find(1), table.Find(2));
 }
 
 }  // namespace

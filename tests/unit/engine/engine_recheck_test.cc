@@ -632,9 +632,9 @@ TEST(EngineRecheckTest, EvictedKeysRecordKeepsWhatLateChecksNeed) {
   EXPECT_EQ(e.stats().spill_errors, 0u);
 }
 
-// A key only ever read holds nothing a fresh state would not once its reads are final: its
-// state leaves memory (with or without a budget) and is made again at its next read.
-TEST(EngineRecheckTest, KeysOnlyReadLeaveMemory) {
+// A key only ever read holds nothing a fresh state would not once its reads are final: under a
+// memory budget its state leaves memory and is made again at its next read. Without one it stays.
+TEST(EngineRecheckTest, KeysOnlyReadLeaveMemoryUnderABudget) {
   constexpr int kKeys = 50;
   TestHistory t;
   t.DefaultInitial(0);
@@ -647,16 +647,22 @@ TEST(EngineRecheckTest, KeysOnlyReadLeaveMemory) {
       h, checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation}).violations);
   ASSERT_EQ(expected.size(), 2u);
 
-  Harness e(t);
-  for (int k = 0; k < kKeys; ++k) e.Deliver({fmt::format("R{}", k)});
-  EXPECT_EQ(e.stats().resident_keys, static_cast<uint64_t>(kKeys));
-  for (int64_t w = 200; w < 300; ++w) e.Deliver({}, w);
-  EXPECT_EQ(e.stats().resident_keys, 0u);
-  EXPECT_THAT(e.Take(), ElementsAre(expected[0]));
-  e.Deliver({"Rb"});
-  EXPECT_EQ(e.stats().resident_keys, 1u);
-  e.engine().Finish();
-  EXPECT_THAT(e.Take(), ElementsAre(expected[1]));
+  for (uint64_t budget : {0, 1}) {
+    SCOPED_TRACE(budget);
+    MemoryVersionSpill spill;
+    Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
+              budget);
+    for (int k = 0; k < kKeys; ++k) e.Deliver({fmt::format("R{}", k)});
+    EXPECT_EQ(e.stats().resident_keys, static_cast<uint64_t>(kKeys));
+    for (int64_t w = 200; w < 300; ++w) e.Deliver({}, w);
+    EXPECT_EQ(e.stats().resident_keys, budget > 0 ? 0u : static_cast<uint64_t>(kKeys));
+    EXPECT_THAT(e.Take(), ElementsAre(expected[0]));
+    e.Deliver({"Rb"});
+    EXPECT_EQ(e.stats().resident_keys, budget > 0 ? 1u : static_cast<uint64_t>(kKeys));
+    e.engine().Finish();
+    EXPECT_THAT(e.Take(), ElementsAre(expected[1]));
+    EXPECT_EQ(e.stats().evicted_keys, 0u) << "nothing was written: nothing to evict";
+  }
 }
 
 // Eviction backs off when evicted keys come back: a key read again and again after it was

@@ -3,7 +3,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "isowatch/engine/internal/key_state.h"
@@ -15,80 +14,100 @@ namespace isowatch::engine::internal {
 // while its state was that of a fresh key), that its state was evicted to the spill, or where
 // its KeyState is.
 //
-// KeyStates live in chunks of kChunk that are never moved or freed, so references stay valid
-// while the table grows; released ones are reused first. Thread-compatible.
+// KeyStates live in one array, indexed by the slot, so that finding a resident key's state is
+// one load more than indexing an array by key: released states are reused first, and the array
+// grows (moving every state) only when none is free. A reference to a state therefore stays
+// valid until the next Create. Thread-compatible.
+//
+// A dense table (for an engine that never lets a state go) has no slots: every key has its
+// state, at its own index, from Grow on, and Find is a plain index (the slot's load costs the
+// engine a few per cent when nothing is ever released).
 class KeyTable {
  public:
   enum class Slot : uint8_t { kNone, kEvicted, kResident };
 
-  KeyTable() = default;
+  explicit KeyTable(bool sparse) : sparse_(sparse) {}
   KeyTable(const KeyTable&) = delete;
   KeyTable& operator=(const KeyTable&) = delete;
 
-  size_t size() const { return slots_.size(); }
-  // Makes room for keys [size(), n), with no state. REQUIRES: n >= size().
-  void Grow(size_t n) { slots_.resize(n, kNoneSlot); }
+  size_t size() const { return sparse_ ? slots_.size() : states_.size(); }
+  // Makes room for keys [size(), n): with no state, or in a dense table with a fresh one.
+  // REQUIRES: n >= size().
+  void Grow(size_t n) {
+    if (sparse_) {
+      slots_.resize(n, kNoneSlot);
+    } else {
+      states_.resize(n);
+      resident_ = n;
+    }
+  }
 
   Slot slot(uint32_t key) const {
+    if (!sparse_) return Slot::kResident;
     const uint32_t s = slots_[key];
     return s >= kFirstState ? Slot::kResident : static_cast<Slot>(s);
   }
   // The key's KeyState, or nullptr if it has none in memory.
   KeyState* Find(uint32_t key) {
+    if (!sparse_) return &states_[key];
     const uint32_t s = slots_[key];
-    return s >= kFirstState ? &At(s - kFirstState) : nullptr;
+    return s >= kFirstState ? &states_[s] : nullptr;
   }
   const KeyState* Find(uint32_t key) const {
+    if (!sparse_) return &states_[key];
     const uint32_t s = slots_[key];
-    return s >= kFirstState ? &At(s - kFirstState) : nullptr;
+    return s >= kFirstState ? &states_[s] : nullptr;
   }
 
-  // A fresh KeyState for `key`. REQUIRES: Find(key) == nullptr.
+  // A fresh KeyState for `key`. REQUIRES: a sparse table, Find(key) == nullptr. Invalidates
+  // references to other states when no released one is free.
   KeyState& Create(uint32_t key) {
     uint32_t i;
     if (!free_.empty()) {
       i = free_.back();
       free_.pop_back();
     } else {
-      if (used_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<KeyState[]>(kChunk));
-      i = used_++;
+      if (states_.empty()) states_.resize(kFirstState);
+      i = static_cast<uint32_t>(states_.size());
+      states_.emplace_back();
     }
-    slots_[key] = i + kFirstState;
+    slots_[key] = i;
     ++resident_;
-    return At(i);
+    return states_[i];
   }
 
   // Frees `key`'s KeyState (whatever it held) and marks the key evicted (`evicted`) or without
-  // state. REQUIRES: Find(key) != nullptr; no reference to its state is used afterwards.
+  // state. REQUIRES: a sparse table, Find(key) != nullptr; no reference to its state is used
+  // afterwards.
   void Release(uint32_t key, bool evicted) {
-    const uint32_t i = slots_[key] - kFirstState;
-    At(i) = KeyState{};
+    const uint32_t i = slots_[key];
+    states_[i] = KeyState{};
     free_.push_back(i);
     slots_[key] = evicted ? kEvictedSlot : kNoneSlot;
     --resident_;
   }
 
+  bool sparse() const { return sparse_; }
   // Keys with a KeyState in memory.
   size_t resident() const { return resident_; }
-  // Bytes held: the slots, the chunks (free states included) and the free list, not what the
-  // states point to.
+  // Bytes held: the slots, the states (free ones, spare capacity and the two never used
+  // included) and the free list, not what the states point to.
   size_t MemoryBytes() const {
-    return slots_.capacity() * sizeof(uint32_t) + chunks_.size() * kChunk * sizeof(KeyState) +
-           chunks_.capacity() * sizeof(void*) + free_.capacity() * sizeof(uint32_t);
+    return slots_.capacity() * sizeof(uint32_t) + states_.capacity() * sizeof(KeyState) +
+           free_.capacity() * sizeof(uint32_t);
   }
 
  private:
-  static constexpr size_t kChunk = 1024;  // KeyStates per chunk (192 KiB)
   static constexpr uint32_t kNoneSlot = static_cast<uint32_t>(Slot::kNone);
   static constexpr uint32_t kEvictedSlot = static_cast<uint32_t>(Slot::kEvicted);
-  static constexpr uint32_t kFirstState = 2;  // slot of state i: i + kFirstState
+  // A resident key's slot is its state's index in states_; the first two, which would read as
+  // kNone and kEvicted, are never handed out.
+  static constexpr uint32_t kFirstState = 2;
 
-  KeyState& At(uint32_t i) const { return chunks_[i / kChunk][i % kChunk]; }
-
+  const bool sparse_;
   std::vector<uint32_t> slots_;
-  std::vector<std::unique_ptr<KeyState[]>> chunks_;
+  std::vector<KeyState> states_;
   std::vector<uint32_t> free_;
-  uint32_t used_ = 0;  // states handed out from the chunks, released ones included
   size_t resident_ = 0;
 };
 
