@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Feeds arbitrary bytes to the version spill's decoders (docs/spill-format.md): the first byte
-// chooses key or value. Whatever decodes must encode back to the same bytes; nothing may crash.
+// chooses a version's key, a version's value or an evicted key's record. Whatever decodes must
+// encode back to the same bytes; nothing may crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,17 +14,23 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-  if (data[0] % 2 == 0) {
+  if (data[0] % 3 == 0) {
     isowatch::KeyId key;
     isowatch::engine::internal::OrderKey at;
     if (isowatch::engine::spill_format::DecodeKey(bytes, &key, &at) &&
         isowatch::engine::spill_format::EncodeKey(key, at) != bytes) {
       std::abort();
     }
-  } else {
+  } else if (data[0] % 3 == 1) {
     isowatch::engine::SpilledVersion v;
     if (isowatch::engine::spill_format::DecodeValue(bytes, &v) &&
         isowatch::engine::spill_format::EncodeValue(v) != bytes) {
+      std::abort();
+    }
+  } else {
+    isowatch::engine::SpilledKey record;
+    if (isowatch::engine::spill_format::DecodeKeyRecord(bytes, &record) &&
+        isowatch::engine::spill_format::EncodeKeyRecord(record) != bytes) {
       std::abort();
     }
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -101,8 +102,10 @@ absl::StatusOr<std::unique_ptr<Checker>> CreateChecker(std::string_view name,
       ASSIGN_OR_RETURN(levels, ParseLevels(*info, value));
       continue;
     }
+    // (A structured binding cannot be captured by clang before 16.)
+    const std::string_view option_name = option;
     auto known = std::find_if(info->options.begin(), info->options.end(),
-                              [&](const OptionSpec& spec) { return spec.name == option; });
+                              [&](const OptionSpec& spec) { return spec.name == option_name; });
     if (known == info->options.end()) {
       std::vector<std::string_view> names = {"levels"};
       for (const OptionSpec& spec : info->options) names.emplace_back(spec.name);

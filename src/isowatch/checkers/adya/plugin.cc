@@ -90,9 +90,9 @@ CheckerInfo AdyaPlugin() {
                    .default_value = std::to_string(default_steps),
                    .help = "edges a cycle search may examine per component and cycle class "
                            "before it settles for the shortest cycle found so far"}},
-      .create = [default_steps](std::vector<IsolationLevel> levels, const CheckerOptions& options)
-          -> absl::StatusOr<std::unique_ptr<Checker>> {
-        uint64_t steps = default_steps;
+      .create = [](std::vector<IsolationLevel> levels,
+                   const CheckerOptions& options) -> absl::StatusOr<std::unique_ptr<Checker>> {
+        uint64_t steps = adya::AdyaOptions{}.max_search_steps;
         if (auto it = options.find("max_search_steps"); it != options.end()) {
           ASSIGN_OR_RETURN(steps, ParsePositive(it->first, it->second));
         }
