@@ -433,7 +433,6 @@ class EngineImpl {
   // How many transactions ahead each level is asked for.
   static constexpr size_t kPrefetchRecord = 8;
   static constexpr size_t kPrefetchOps = 6;
-  static constexpr size_t kPrefetchSlots = 5;
   static constexpr size_t kPrefetchState = 4;
   static constexpr size_t kPrefetchChains = 2;
 
@@ -1127,7 +1126,8 @@ class EngineImpl {
       const KeyId key(idle_keys_.front().second);
       idle_keys_.pop_front();
       KeyState* state = FindState(key);
-      if (state == nullptr) continue;  // released since it was queued (no budget)
+      // Cannot happen: a key's state leaves memory only as its entry is taken here.
+      if (state == nullptr) continue;
       KeyState& ks = *state;
       if (evicting_) {
         ks.idle_queued = false;

@@ -44,8 +44,21 @@ int64_t GetOrdered64(std::string_view in, size_t pos) {
   return static_cast<int64_t>(GetBig(in, pos, 8) ^ (uint64_t{1} << 63));
 }
 
+void PutOrderKey(std::string& out, const OrderKey& k) {
+  PutOrdered64(out, k.ts.physical);
+  PutOrdered64(out, k.ts.logical);
+  PutBig32(out, k.phase);
+  PutBig32(out, k.txn);
+}
+OrderKey GetOrderKey(std::string_view in, size_t pos) {
+  return OrderKey(Timestamp{GetOrdered64(in, pos), GetOrdered64(in, pos + 8)},
+                  static_cast<uint32_t>(GetBig(in, pos + 16, 4)),
+                  static_cast<uint32_t>(GetBig(in, pos + 20, 4)));
+}
+
 constexpr size_t kKeyBytes = 4 + 8 + 8 + 4 + 4;
 constexpr size_t kValueBytes = 1 + 8;  // kind, payload
+constexpr size_t kKeyRecordBytes = 24 + kValueBytes + 16 + 24 + 8;
 
 void PutValue(std::string& out, const Value& v) {
   out.push_back(static_cast<char>(v.kind()));
@@ -69,19 +82,14 @@ std::string EncodeKey(KeyId key, const OrderKey& at) {
   std::string out;
   out.reserve(kKeyBytes);
   PutBig32(out, key.value());
-  PutOrdered64(out, at.ts.physical);
-  PutOrdered64(out, at.ts.logical);
-  PutBig32(out, at.phase);
-  PutBig32(out, at.txn);
+  PutOrderKey(out, at);
   return out;
 }
 
 bool DecodeKey(std::string_view bytes, KeyId* key, OrderKey* at) {
   if (bytes.size() != kKeyBytes) return false;
   *key = KeyId(static_cast<uint32_t>(GetBig(bytes, 0, 4)));
-  *at = OrderKey(Timestamp{GetOrdered64(bytes, 4), GetOrdered64(bytes, 12)},
-                 static_cast<uint32_t>(GetBig(bytes, 20, 4)),
-                 static_cast<uint32_t>(GetBig(bytes, 24, 4)));
+  *at = GetOrderKey(bytes, 4);
   return true;
 }
 
@@ -127,24 +135,6 @@ bool DecodeValue(std::string_view bytes, SpilledVersion* version) {
   version->writer_name.assign(bytes.substr(name_at + 4, name_size));
   return true;
 }
-
-namespace {
-
-void PutOrderKey(std::string& out, const OrderKey& k) {
-  PutOrdered64(out, k.ts.physical);
-  PutOrdered64(out, k.ts.logical);
-  PutBig32(out, k.phase);
-  PutBig32(out, k.txn);
-}
-OrderKey GetOrderKey(std::string_view in, size_t pos) {
-  return OrderKey(Timestamp{GetOrdered64(in, pos), GetOrdered64(in, pos + 8)},
-                  static_cast<uint32_t>(GetBig(in, pos + 16, 4)),
-                  static_cast<uint32_t>(GetBig(in, pos + 20, 4)));
-}
-
-constexpr size_t kKeyRecordBytes = 24 + kValueBytes + 16 + 24 + 8;
-
-}  // namespace
 
 std::string EncodeKeyId(KeyId key) {
   std::string out;

@@ -87,7 +87,6 @@ class KeyTable {
     --resident_;
   }
 
-  bool sparse() const { return sparse_; }
   // Keys with a KeyState in memory.
   size_t resident() const { return resident_; }
   // Bytes held: the slots, the states (free ones, spare capacity and the two never used
