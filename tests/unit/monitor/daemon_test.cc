@@ -848,19 +848,22 @@ TEST_F(DaemonTest, MemoryBudgetEvictsColdKeys) {
   ASSERT_EQ(before->size(), 1u);
   EXPECT_EQ((*before)[0].anomaly, "EXT");
   EXPECT_EQ((*before)[0].txns, "[1002]");  // 999 was never written
+  // Each key's state is either in memory or evicted with its version (checked on a scrape taken
+  // between two updates of the metrics, which a scrape taken during one could miss).
+  auto states = [](const std::string& text) {
+    return Sample(text, "isowatch_engine_resident_keys").value_or(0) +
+           Sample(text, "isowatch_engine_evicted_keys_total").value_or(0) -
+           Sample(text, "isowatch_engine_restored_keys_total").value_or(0);
+  };
   std::string metrics;
   EXPECT_TRUE(WaitFor([&] {
     metrics = Metrics();
     return Sample(metrics, "isowatch_engine_evicted_keys_total") >= 1.0 &&
            Sample(metrics, "isowatch_engine_spill_reloads_total") >= 2.0 &&
-           Sample(metrics, "isowatch_engine_restored_keys_total") >= 2.0;
+           Sample(metrics, "isowatch_engine_restored_keys_total") >= 2.0 &&
+           states(metrics) == kKeys;
   })) << metrics;
-  // Each key's state is either in memory or evicted with its version.
-  EXPECT_EQ(Sample(metrics, "isowatch_engine_resident_keys").value_or(0) +
-                Sample(metrics, "isowatch_engine_evicted_keys_total").value_or(0) -
-                Sample(metrics, "isowatch_engine_restored_keys_total").value_or(0),
-            kKeys)
-      << metrics;
+  EXPECT_EQ(states(metrics), kKeys) << metrics;
   EXPECT_EQ(Sample(metrics, "isowatch_horizon_misses_total"), 0.0) << metrics;
   EXPECT_EQ(Sample(metrics, "isowatch_engine_spill_errors_total"), 0.0) << metrics;
   Stop();
