@@ -470,6 +470,7 @@ class EngineImpl {
     ks.trimmed = true;
     std::optional<SpilledKey> record;
     if (!spill_broken_) {
+      const ReloadTimer timer(this);  // a read of the spill, counted and timed as a reload
       auto r = spill_->FindKey(key);
       if (r.ok()) {
         record = *r;
