@@ -698,16 +698,11 @@ class EngineImpl {
       if (ks.base_in_spill && ks.spilled_base < point) {
         // Memory holds nothing newer before the point (VisibleVersion), and the spill nothing
         // newer than the base: the point sees the base, whose value came back with the key's
-        // state (Restore).
+        // state (Restore, the only place that sets base_in_spill).
         ++evicted_returns_;
-        if (auto it = base_values_.find(key.value()); it != base_values_.end()) {
-          *out = RegisterView{it->second, TxnId(ks.spilled_base.txn)};
-          return true;
-        }
-        auto base = spill_->Find(key, ks.spilled_base);
-        if (!base.ok()) return SpillFailed(base.status());
-        if (!base->has_value()) return false;  // cannot happen: the base expires only later
-        *out = RegisterView{(*base)->value, TxnId((*base)->at.txn)};
+        const auto it = base_values_.find(key.value());
+        if (it == base_values_.end()) return false;  // cannot happen
+        *out = RegisterView{it->second, TxnId(ks.spilled_base.txn)};
         return true;
       }
       auto r = spill_->NewestBefore(key, point);
@@ -1434,8 +1429,10 @@ class EngineImpl {
   checkers::internal::WriteIndex write_index_;
   checkers::internal::ReadWalker walker_;
 
-  // Sparse exactly when evicting_ (declared later): states leave memory only under a budget.
-  KeyTable keys_{/*sparse=*/options_.spill != nullptr && options_.memory_budget > 0};
+  // A spill and a memory budget: cold keys may move their last version and their state to the
+  // spill, so the key table is sparse.
+  const bool evicting_ = spill_ != nullptr && options_.memory_budget > 0;
+  KeyTable keys_{/*sparse=*/evicting_};
   // Per transaction from delivered_base_ on: delivered (duplicates). Transactions below
   // delivered_base_ were released by the history, so delivered.
   std::vector<bool> delivered_;
@@ -1458,8 +1455,6 @@ class EngineImpl {
   // Keys whose pending reads all became final or that were left with one version, with
   // advances_ then (ReleaseIdleKeys).
   std::deque<std::pair<uint64_t, uint32_t>> idle_keys_;
-  // A spill and a memory budget: cold keys may move their last version to the spill.
-  const bool evicting_ = spill_ != nullptr && options_.memory_budget > 0;
   uint64_t leafless_keys_ = 0;  // keys in memory with base_in_spill and no version there
   // The value of each key in memory with base_in_spill: its spilled base's, from its record.
   absl::flat_hash_map<uint32_t, Value> base_values_;

@@ -96,6 +96,12 @@ class Harness {
   std::vector<double> reload_seconds_;
 };
 
+// What Chronos reports for `h` at SI, summarised: the set the engine must reach.
+std::vector<std::string> ChronosSi(const History& h) {
+  return SummarizeAll(
+      h, checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation}).violations);
+}
+
 // Seed 000, Figure 2, arrival order of Example 5: T1, T2, T3, T5, then T4. Before T4 arrives T5's
 // read of x = 4 has no explanation (a provisional EXT alarm); T4's arrival clears it and reveals
 // the conflict of T4 and T3, reported once.
@@ -471,10 +477,7 @@ TEST(EngineRecheckTest, LongTransactionIsCheckedAgainstTheSpill) {
       const std::vector<std::string> got = e.Take();
       EXPECT_THAT(got, UnorderedElementsAreArray(c.expected));
       // The offline check of the same history agrees.
-      EXPECT_THAT(
-          got, UnorderedElementsAreArray(SummarizeAll(
-                   e.h(), checkers::RunChronos(e.h(), {.level = IsolationLevel::kSnapshotIsolation})
-                              .violations)));
+      EXPECT_THAT(got, UnorderedElementsAreArray(ChronosSi(e.h())));
       EXPECT_EQ(e.stats().horizon_misses, 0u);
       EXPECT_GT(e.stats().reloads, 0u);
       EXPECT_EQ(e.reload_seconds().size(), e.stats().reloads) << "each reload is timed";
@@ -525,8 +528,7 @@ TEST(EngineRecheckTest, EvictedKeyIsCheckedFromTheSpill) {
   t.Txn("R4", "g", 400, 401).R(kY, 9);  // pending (y has nothing in memory) when W9 arrives
   t.Txn("W9", "h", 380, 390).W(kY, 9);
   const History h = t.Build();
-  std::vector<std::string> expected = SummarizeAll(
-      h, checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation}).violations);
+  std::vector<std::string> expected = ChronosSi(h);
   ASSERT_THAT(expected, ElementsAre("EXT/before R2,W0 k=0"));
 
   MemoryVersionSpill spill;
@@ -565,8 +567,7 @@ TEST(EngineRecheckTest, EvictedKeysStateLeavesMemoryAndComesBack) {
   t.Txn("W0b", "w", 9000, 9001).W(0, 50).W(3, 53);  // writes two of them again
   t.Txn("R0b", "r", 9100, 9101).R(0, 50).R(3, 3);   // EXT on key 3: it holds 53 now
   const History h = t.Build();
-  std::vector<std::string> expected = SummarizeAll(
-      h, checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation}).violations);
+  std::vector<std::string> expected = ChronosSi(h);
   ASSERT_THAT(expected, UnorderedElementsAre("EXT/never R3 k=3", "EXT/before R0b,W3 k=3"));
 
   MemoryVersionSpill spill;
@@ -613,8 +614,7 @@ TEST(EngineRecheckTest, EvictedKeysRecordKeepsWhatLateChecksNeed) {
   t.Txn("R", "e", 15, 16).R(kX, 1);     // late: right, but W1 was dropped
   t.Txn("T", "f", 200, 300).W(kY, 6);   // late: overlaps U0
   const History h = t.Build();
-  const std::vector<std::string> expected = SummarizeAll(
-      h, checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation}).violations);
+  const std::vector<std::string> expected = ChronosSi(h);
   ASSERT_EQ(expected.size(), 1u);  // NoConflict U0, T
 
   MemoryVersionSpill spill;
@@ -643,8 +643,7 @@ TEST(EngineRecheckTest, KeysOnlyReadLeaveMemoryUnderABudget) {
   }
   t.Txn("Rb", "r", 2000, 2001).R(7, 2);  // key 7 again, wrong again
   const History h = t.Build();
-  const std::vector<std::string> expected = SummarizeAll(
-      h, checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation}).violations);
+  const std::vector<std::string> expected = ChronosSi(h);
   ASSERT_EQ(expected.size(), 2u);
 
   for (uint64_t budget : {0, 1}) {
