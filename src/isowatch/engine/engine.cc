@@ -694,17 +694,18 @@ class EngineImpl {
     if (ks.trimmed && spill_ != nullptr) {
       // At or below the prune point the spill may have dropped the version the point sees.
       if (spill_broken_ || point.ts <= pruned_point_) return false;
-      const ReloadTimer timer(this);
       if (ks.base_in_spill && ks.spilled_base < point) {
         // Memory holds nothing newer before the point (VisibleVersion), and the spill nothing
         // newer than the base: the point sees the base, whose value came back with the key's
-        // state (Restore, the only place that sets base_in_spill).
+        // state (Restore, the only place that sets base_in_spill). Not a reload: the spill was
+        // read, and counted, when the state came back.
         ++evicted_returns_;
         const auto it = base_values_.find(key.value());
         if (it == base_values_.end()) return false;  // cannot happen
         *out = RegisterView{it->second, TxnId(ks.spilled_base.txn)};
         return true;
       }
+      const ReloadTimer timer(this);
       auto r = spill_->NewestBefore(key, point);
       if (!r.ok()) return SpillFailed(r.status());
       // Exact unless a dropped version may be newer than what the spill has before the point.
