@@ -287,6 +287,8 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
         auto from = h.list_elements(op);
         op = op.WithListOffset(History::kRetiredList + elements.size());
         elements.insert(elements.end(), from.begin(), from.end());
+      } else if (op.kind() == OpKind::kListRead) {
+        op = op.WithListOffset(0);  // empty: its offset must stay within the pool it names
       }
       ops.push_back(op);
     }
@@ -320,8 +322,9 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
     }
   }
   for (Op& op : h.ops_) {
-    if (op.kind() == OpKind::kListRead && op.list_size() > 0) {
-      op = op.WithListOffset(op.list_offset() - list_cut);
+    if (op.kind() == OpKind::kListRead) {
+      // An empty read's offset may lie anywhere up to the old pool's end: it starts at 0.
+      op = op.WithListOffset(op.list_size() > 0 ? op.list_offset() - list_cut : 0);
     }
   }
   h.list_pool_.erase(h.list_pool_.begin(), h.list_pool_.begin() + static_cast<ptrdiff_t>(list_cut));
