@@ -14,6 +14,10 @@
 
 #include "isowatch/history/history.h"
 
+namespace isowatch::v1 {
+class HistoryCheckpoint;
+}  // namespace isowatch::v1
+
 namespace isowatch::history {
 
 // Everything about a transaction except its operations.
@@ -99,6 +103,16 @@ class HistoryBuilder {
   // from `upto` on + retired ones): call it when about as many are released as stay held.
   // REQUIRES: live(), no transaction open.
   void ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep);
+  // Live mode: writes everything the history holds, and the builder's live state, to `out`
+  // (whose previous contents are replaced). REQUIRES: live(), no transaction open.
+  void SaveLive(v1::HistoryCheckpoint* out) const;
+  // Live mode: makes this builder (fresh: nothing added yet, StartLive called or not) the one
+  // `checkpoint` was saved from: the same transactions, ids, keys, byte pool indices, sessions
+  // and initial state, and the same ids and errors for what is added next. Errors: DataLoss
+  // naming what is inconsistent when the checkpoint is malformed (the builder is then left as
+  // it was); FailedPrecondition when the builder is not fresh or the checkpoint's version is not
+  // one this code reads.
+  absl::Status RestoreLive(const v1::HistoryCheckpoint& checkpoint);
 
   // Initial state.
   void SetDefaultInitialValue(Value v) { history_.initial_.default_value = v; }
@@ -118,6 +132,9 @@ class HistoryBuilder {
   absl::StatusOr<History> Finish() &&;
 
  private:
+  // SaveLive and RestoreLive's encoding (history_checkpoint.cc).
+  struct Checkpoint;
+
   History history_;
   bool open_ = false;
   bool finished_ = false;
