@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <system_error>
 #include <utility>
+#include <xxhash.h>
 
 #include "absl/strings/string_view.h"
 #include "fmt/format.h"
 #include "rocksdb/db.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/options.h"
+#include "rocksdb/snapshot.h"
 #include "rocksdb/write_batch.h"
 
 #include "isowatch/common/status_macros.h"
@@ -32,12 +34,14 @@ constexpr std::string_view kStreamsCf = "streams";
 constexpr std::string_view kViolationsCf = "violations";
 constexpr std::string_view kViolationIdsCf = "violation_ids";
 constexpr std::string_view kRefusalsCf = "refusals";
-constexpr std::array<std::string_view, 6> kOwnCfs = {kMetaCf,       kLogCf,          kStreamsCf,
-                                                     kViolationsCf, kViolationIdsCf, kRefusalsCf};
+constexpr std::string_view kCheckpointCf = "checkpoint";
+constexpr std::array<std::string_view, 7> kOwnCfs = {
+    kMetaCf, kLogCf, kStreamsCf, kViolationsCf, kViolationIdsCf, kRefusalsCf, kCheckpointCf};
 
 constexpr std::string_view kFormatVersionKey = "format_version";
 constexpr std::string_view kLogStartKey = "log_start";
 constexpr std::string_view kWindowsDoneKey = "windows_done";
+constexpr std::string_view kCheckpointKey = "checkpoint";
 
 rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 std::string_view ToView(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
@@ -107,6 +111,7 @@ struct Store::Handles {
   rocksdb::ColumnFamilyHandle* violations = nullptr;
   rocksdb::ColumnFamilyHandle* violation_ids = nullptr;
   rocksdb::ColumnFamilyHandle* refusals = nullptr;
+  rocksdb::ColumnFamilyHandle* checkpoint = nullptr;
 
   ~Handles() {
     if (db == nullptr) return;
@@ -205,7 +210,8 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Store
   }
   for (std::string_view name : kOwnCfs) {
     if (handles->Find(name) != nullptr) continue;
-    if (version.has_value()) {
+    // `checkpoint` came later within version 2: a store written before it lacks it.
+    if (version.has_value() && name != kCheckpointCf) {
       return absl::DataLossError(
           fmt::format("the store in {} lacks its column family \"{}\"", dir, name));
     }
@@ -222,6 +228,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Store
   handles->violations = handles->Find(kViolationsCf);
   handles->violation_ids = handles->Find(kViolationIdsCf);
   handles->refusals = handles->Find(kRefusalsCf);
+  handles->checkpoint = handles->Find(kCheckpointCf);
 
   if (!version.has_value()) {
     rocksdb::WriteOptions write_options;
@@ -255,6 +262,18 @@ absl::Status Store::Load() {
       first_position = std::max<uint64_t>(first_position, 1);
     } else if (!s.IsNotFound()) {
       return FromRocksStatus(s, "reading the log start");
+    }
+  }
+
+  uint64_t checkpoint_generation = 0;
+  {
+    std::string value;
+    const rocksdb::Status s = db.Get(read_options, handles_->meta, ToSlice(kCheckpointKey), &value);
+    if (s.ok()) {
+      ASSIGN_OR_RETURN(const internal::CheckpointMeta meta, internal::DecodeCheckpointMeta(value));
+      checkpoint_generation = meta.generation;
+    } else if (!s.IsNotFound()) {
+      return FromRocksStatus(s, "reading the checkpoint record");
     }
   }
 
@@ -318,6 +337,10 @@ absl::Status Store::Load() {
     next_violation_ = next_violation;
     violation_count_.store(next_violation - 1, std::memory_order_release);
   }
+  {
+    absl::MutexLock lock(&truncate_mu_);
+    checkpoint_generation_ = checkpoint_generation;
+  }
   absl::MutexLock lock(&mu_);
   first_position_ = first_position;
   next_position_ = next_position;
@@ -335,16 +358,19 @@ absl::Status Store::CheckWritable() const {
                   std::string_view(write_error_.message().data(), write_error_.message().size())));
 }
 
-absl::Status Store::Write(rocksdb::WriteBatch& batch, bool sync, std::string_view what) {
-  RETURN_IF_ERROR(CheckWritable());
-  rocksdb::WriteOptions write_options;
-  write_options.sync = sync;
-  absl::Status status = FromRocksStatus(handles_->db->Write(write_options, &batch), what);
+absl::Status Store::Remember(absl::Status status) {
   if (!status.ok()) {
     absl::MutexLock lock(&mu_);
     if (write_error_.ok()) write_error_ = status;
   }
   return status;
+}
+
+absl::Status Store::Write(rocksdb::WriteBatch& batch, bool sync, std::string_view what) {
+  RETURN_IF_ERROR(CheckWritable());
+  rocksdb::WriteOptions write_options;
+  write_options.sync = sync;
+  return Remember(FromRocksStatus(handles_->db->Write(write_options, &batch), what));
 }
 
 Store::StreamState* Store::FindStream(std::string_view name, bool create) {
@@ -447,12 +473,7 @@ absl::Status Store::SyncLog() {
   absl::MutexLock sync_lock(&sync_mu_);
   RETURN_IF_ERROR(CheckWritable());
   if (!options_.sync_writes) return absl::OkStatus();
-  absl::Status status = FromRocksStatus(handles_->db->SyncWAL(), "syncing the log");
-  if (!status.ok()) {
-    absl::MutexLock lock(&mu_);
-    if (write_error_.ok()) write_error_ = status;
-  }
-  return status;
+  return Remember(FromRocksStatus(handles_->db->SyncWAL(), "syncing the log"));
 }
 
 absl::Status Store::ReadLog(uint64_t from_position,
@@ -501,6 +522,11 @@ absl::Status Store::TruncateLogBefore(uint64_t position) {
   }
   if (position <= first) return absl::OkStatus();
   rocksdb::WriteBatch batch;
+  return WriteTruncation(batch, position, fmt::format("truncating the log before {}", position));
+}
+
+absl::Status Store::WriteTruncation(rocksdb::WriteBatch& batch, uint64_t position,
+                                    std::string_view what) {
   RETURN_IF_ERROR(FromRocksStatus(
       batch.DeleteRange(handles_->log, EncodeNumberKey(0), EncodeNumberKey(position)),
       "encoding a log truncation"));
@@ -509,12 +535,92 @@ absl::Status Store::TruncateLogBefore(uint64_t position) {
                       "encoding a log truncation"));
   // What the truncated entries led to (violations, a checkpoint) must be durable before they go.
   RETURN_IF_ERROR(CheckWritable());
-  RETURN_IF_ERROR(FromRocksStatus(handles_->db->SyncWAL(), "syncing before a log truncation"));
   RETURN_IF_ERROR(
-      Write(batch, /*sync=*/true, fmt::format("truncating the log before {}", position)));
+      Remember(FromRocksStatus(handles_->db->SyncWAL(), "syncing before a log truncation")));
+  RETURN_IF_ERROR(Write(batch, /*sync=*/true, what));
   absl::MutexLock lock(&mu_);
-  first_position_ = position;
+  first_position_ = std::max(first_position_, position);
   return absl::OkStatus();
+}
+
+absl::Status Store::PutCheckpoint(uint64_t log_position, std::string_view blob) {
+  absl::MutexLock truncate_lock(&truncate_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (log_position < first_position_ || log_position > next_position_) {
+      return absl::InvalidArgumentError(
+          fmt::format("a checkpoint at log position {} is outside the log's positions [{}, {}]",
+                      log_position, first_position_, next_position_));
+    }
+  }
+  const internal::CheckpointMeta meta{
+      .generation = checkpoint_generation_ + 1,
+      .log_position = log_position,
+      .size = blob.size(),
+      .chunks =
+          static_cast<uint32_t>((blob.size() + kCheckpointChunkBytes - 1) / kCheckpointChunkBytes),
+      .checksum = XXH3_64bits(blob.data(), blob.size())};
+  rocksdb::WriteBatch batch;
+  // Every earlier generation's chunks go (there is at most one).
+  RETURN_IF_ERROR(FromRocksStatus(
+      batch.DeleteRange(handles_->checkpoint, internal::EncodeCheckpointChunkKey(0, 0),
+                        internal::EncodeCheckpointChunkKey(meta.generation, 0)),
+      "encoding a checkpoint"));
+  for (uint32_t i = 0; i < meta.chunks; ++i) {
+    const std::string_view chunk = blob.substr(i * kCheckpointChunkBytes, kCheckpointChunkBytes);
+    RETURN_IF_ERROR(FromRocksStatus(
+        batch.Put(handles_->checkpoint, internal::EncodeCheckpointChunkKey(meta.generation, i),
+                  ToSlice(chunk)),
+        "encoding a checkpoint"));
+  }
+  RETURN_IF_ERROR(FromRocksStatus(
+      batch.Put(handles_->meta, ToSlice(kCheckpointKey), internal::EncodeCheckpointMeta(meta)),
+      "encoding a checkpoint"));
+  RETURN_IF_ERROR(WriteTruncation(
+      batch, log_position,
+      fmt::format("storing checkpoint {} at log position {}", meta.generation, log_position)));
+  checkpoint_generation_ = meta.generation;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<CheckpointRecord>> Store::GetCheckpoint() const {
+  // One consistent view: a checkpoint stored meanwhile deletes this one's chunks.
+  rocksdb::ManagedSnapshot snapshot(handles_->db.get());
+  rocksdb::ReadOptions read_options;
+  read_options.snapshot = snapshot.snapshot();
+  std::string value;
+  const rocksdb::Status s =
+      handles_->db->Get(read_options, handles_->meta, ToSlice(kCheckpointKey), &value);
+  if (s.IsNotFound()) return std::nullopt;
+  RETURN_IF_ERROR(FromRocksStatus(s, "reading the checkpoint record"));
+  ASSIGN_OR_RETURN(const internal::CheckpointMeta meta, internal::DecodeCheckpointMeta(value));
+  const std::string label = fmt::format("checkpoint {}", meta.generation);
+  if (meta.chunks != (meta.size + kCheckpointChunkBytes - 1) / kCheckpointChunkBytes) {
+    return absl::DataLossError(
+        fmt::format("{}: {} chunks cannot hold {} bytes", label, meta.chunks, meta.size));
+  }
+  CheckpointRecord record{.generation = meta.generation, .log_position = meta.log_position};
+  record.blob.reserve(meta.size);
+  std::unique_ptr<rocksdb::Iterator> it(
+      handles_->db->NewIterator(read_options, handles_->checkpoint));
+  it->Seek(internal::EncodeCheckpointChunkKey(meta.generation, 0));
+  for (uint32_t i = 0; i < meta.chunks; ++i, it->Next()) {
+    const uint64_t expected =
+        std::min<uint64_t>(kCheckpointChunkBytes, meta.size - record.blob.size());
+    if (!it->Valid() ||
+        ToView(it->key()) != internal::EncodeCheckpointChunkKey(meta.generation, i) ||
+        it->value().size() != expected) {
+      RETURN_IF_ERROR(FromRocksStatus(it->status(), fmt::format("reading {}", label)));
+      return absl::DataLossError(fmt::format("{}: chunk {} of {} is missing or not {} bytes", label,
+                                             i, meta.chunks, expected));
+    }
+    record.blob.append(ToView(it->value()));
+  }
+  if (XXH3_64bits(record.blob.data(), record.blob.size()) != meta.checksum) {
+    return absl::DataLossError(
+        fmt::format("{}: the checksum does not match its {} bytes", label, meta.size));
+  }
+  return record;
 }
 
 uint64_t Store::next_log_position() const {

@@ -64,15 +64,27 @@ struct LogEntry {
   std::string_view bytes;  // the batch as the ingest layer encoded it
 };
 
+// A checkpoint as the store keeps it (PutCheckpoint).
+struct CheckpointRecord {
+  uint64_t generation = 0;    // 1 for the first checkpoint stored, then + 1 for each next
+  uint64_t log_position = 0;  // the checkpoint covers every log entry below it
+  std::string blob;           // opaque to the store
+
+  bool operator==(const CheckpointRecord&) const = default;
+};
+
 // The daemon's durable state in one RocksDB database (format in docs/store-format.md):
 //   - the ingest log: every accepted batch in global arrival order, with its stream's sequence
 //     number, watermark and end-of-stream mark; a batch is acknowledged once it is durable:
 //     AppendBatch has returned, synced, or an unsynced append was followed by SyncLog;
 //   - per stream: its numeric id, highest durable sequence number, highest watermark, closed flag
 //     and an opaque header (the stream's initial state, say);
-//   - the final violations, each once under its stable id, in insertion order.
-// After a crash the daemon reopens the store and re-feeds ReadLog's batches, in order, to a fresh
-// engine; PutViolation drops the violations it finds again, so none is reported twice.
+//   - the final violations, each once under its stable id, in insertion order;
+//   - the last checkpoint: an opaque blob that covers the log entries below its log position,
+//     which are deleted when it is stored.
+// After a crash the daemon reopens the store, restores the checkpoint if there is one, and
+// re-feeds ReadLog's batches from there, in order, to the engine; PutViolation drops the
+// violations it finds again, so none is reported twice.
 //
 // Invariants:
 //   1. A stream's log entries carry the sequence numbers 1, 2, ... durable_seq, in increasing
@@ -92,6 +104,8 @@ class Store {
   static constexpr uint32_t kFormatVersion = 2;
   // How many of a stream's latest batches keep their refusals at least (BatchRefusals).
   static constexpr uint64_t kKeptRefusalBatches = 4096;
+  // Size of a checkpoint's chunks (the last one may be smaller).
+  static constexpr size_t kCheckpointChunkBytes = size_t{4} << 20;
 
   // Opens (or creates, per `options`, with any missing parent directories) the store in
   // directory `dir`.
@@ -152,6 +166,20 @@ class Store {
   // that got a position below `position` has returned. Errors: InvalidArgument when `position` >
   // next_log_position().
   absl::Status TruncateLogBefore(uint64_t position);
+
+  // Stores `blob` as the checkpoint of everything applied before log position `log_position`,
+  // replacing any earlier one, and in the same synced write deletes the log entries below
+  // `log_position` and records log_start = log_position (as TruncateLogBefore does); every
+  // earlier write is synced first. The blob is stored in chunks of at most kCheckpointChunkBytes
+  // with an XXH3-64 checksum (docs/store-format.md, "checkpoint"). REQUIRES: every append that
+  // got a position below `log_position` has returned. Errors: InvalidArgument when
+  // `log_position` is outside [first_log_position(), next_log_position()]; the write's error
+  // (then, as after any failed write, the store refuses further writes).
+  absl::Status PutCheckpoint(uint64_t log_position, std::string_view blob);
+  // The last checkpoint stored, or nullopt when none was. Errors: DataLoss when its metadata
+  // does not decode, a chunk is missing or of the wrong size, or the blob's checksum does not
+  // match; the read's error.
+  absl::StatusOr<std::optional<CheckpointRecord>> GetCheckpoint() const;
 
   // Position the next appended batch gets.
   uint64_t next_log_position() const;
@@ -221,6 +249,12 @@ class Store {
   StreamState* FindStream(std::string_view name, bool create) ABSL_LOCKS_EXCLUDED(mu_);
   // Writes `batch`, synced if `sync`, and makes a failure sticky.
   absl::Status Write(rocksdb::WriteBatch& batch, bool sync, std::string_view what);
+  // Returns `status`, making it the store's sticky write error if it is the first failure.
+  absl::Status Remember(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
+  // Adds to `batch` the deletion of the log entries below `position` and log_start = position;
+  // syncs every earlier write; writes `batch`, synced; moves the first log position up.
+  absl::Status WriteTruncation(rocksdb::WriteBatch& batch, uint64_t position, std::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(truncate_mu_);
   absl::Status CheckWritable() const;
 
   const std::unique_ptr<Handles> handles_;
@@ -243,8 +277,10 @@ class Store {
   // Serialises SyncLog.
   absl::Mutex sync_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 
-  // Serialises truncations.
+  // Serialises truncations and checkpoints.
   absl::Mutex truncate_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Generation of the last checkpoint stored; 0 before the first.
+  uint64_t checkpoint_generation_ ABSL_GUARDED_BY(truncate_mu_) = 0;
 };
 
 }  // namespace isowatch::store

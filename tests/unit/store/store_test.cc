@@ -703,6 +703,231 @@ TEST_F(StoreTest, TruncationDropsTheOldEntriesAndKeepsThePositions) {
   EXPECT_EQ(*pos, 11u);
 }
 
+// ---- Checkpoints ----
+
+// The keys of the `checkpoint` column family of the closed store in `dir`.
+std::vector<std::string> CheckpointKeys(const std::string& dir) {
+  RawDb raw(dir);
+  std::vector<std::string> keys;
+  std::unique_ptr<rocksdb::Iterator> it(raw.Db().NewIterator({}, raw.Cf("checkpoint")));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) keys.push_back(it->key().ToString());
+  EXPECT_TRUE(it->status().ok());
+  return keys;
+}
+
+// `size` bytes that differ from chunk to chunk.
+std::string Blob(size_t size, uint64_t seed) {
+  std::string blob(size, '\0');
+  uint64_t x = seed;
+  for (char& c : blob) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    c = static_cast<char>(x >> 56);
+  }
+  return blob;
+}
+
+std::optional<CheckpointRecord> CheckpointOrDie(const Store& store) {
+  absl::StatusOr<std::optional<CheckpointRecord>> record = store.GetCheckpoint();
+  EXPECT_TRUE(record.ok()) << record.status();
+  return record.ok() ? *std::move(record) : std::nullopt;
+}
+
+TEST_F(StoreTest, ACheckpointReplacesTheLastOneAndTruncatesTheLog) {
+  {
+    auto store = OpenOrDie(dir_);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(CheckpointOrDie(*store), std::nullopt);
+    for (uint64_t seq = 1; seq <= 10; ++seq) {
+      ASSERT_TRUE(store->AppendBatch("s", seq, std::nullopt, false, "b").ok());
+    }
+    EXPECT_EQ(store->PutCheckpoint(12, "x").code(), absl::StatusCode::kInvalidArgument);
+    ASSERT_TRUE(store->PutCheckpoint(4, "first").ok());
+    EXPECT_EQ(CheckpointOrDie(*store), (CheckpointRecord{1, 4, "first"}));
+    EXPECT_EQ(store->first_log_position(), 4u);
+    std::vector<Entry> log = ReadAll(*store);
+    ASSERT_EQ(log.size(), 7u);
+    EXPECT_EQ(log.front().position, 4u);
+    // Below the log start the entries are gone: refused.
+    EXPECT_EQ(store->PutCheckpoint(3, "x").code(), absl::StatusCode::kInvalidArgument);
+    ASSERT_TRUE(store->PutCheckpoint(4, "").ok());
+    EXPECT_EQ(CheckpointOrDie(*store), (CheckpointRecord{2, 4, ""}));
+    EXPECT_EQ(ReadAll(*store).size(), 7u);
+    // Everything.
+    ASSERT_TRUE(store->PutCheckpoint(store->next_log_position(), "second").ok());
+    EXPECT_EQ(CheckpointOrDie(*store), (CheckpointRecord{3, 11, "second"}));
+    EXPECT_TRUE(ReadAll(*store).empty());
+    EXPECT_EQ(store->first_log_position(), 11u);
+  }
+  // The replaced generations' chunks are gone.
+  EXPECT_THAT(CheckpointKeys(dir_), ElementsAre(internal::EncodeCheckpointChunkKey(3, 0)));
+  {
+    RawDb raw(dir_);
+    std::string value;
+    ASSERT_TRUE(raw.Db().Get({}, raw.Cf("meta"), "log_start", &value).ok());
+    EXPECT_EQ(value, internal::EncodeNumberKey(11));
+  }
+  auto store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(CheckpointOrDie(*store), (CheckpointRecord{3, 11, "second"}));
+  EXPECT_EQ(store->first_log_position(), 11u);
+  EXPECT_EQ(store->next_log_position(), 11u);
+  ASSERT_EQ(*store->AppendBatch("s", 11, std::nullopt, false, "b"), 11u);
+  ASSERT_TRUE(store->PutCheckpoint(11, "third").ok());  // after the reopening: the next one
+  EXPECT_EQ(CheckpointOrDie(*store), (CheckpointRecord{4, 11, "third"}));
+  EXPECT_EQ(ReadAll(*store).size(), 1u);
+}
+
+TEST_F(StoreTest, ALargeCheckpointIsStoredInChunks) {
+  const std::string large = Blob(2 * Store::kCheckpointChunkBytes + 17, 1);
+  {
+    auto store = OpenOrDie(dir_);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->PutCheckpoint(1, large).ok());
+    const std::optional<CheckpointRecord> back = CheckpointOrDie(*store);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_TRUE(back->blob == large);
+  }
+  {
+    RawDb raw(dir_);
+    std::vector<size_t> sizes;
+    std::unique_ptr<rocksdb::Iterator> it(raw.Db().NewIterator({}, raw.Cf("checkpoint")));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      EXPECT_EQ(it->key().ToString(), internal::EncodeCheckpointChunkKey(1, sizes.size()));
+      sizes.push_back(it->value().size());
+    }
+    EXPECT_THAT(sizes, ElementsAre(Store::kCheckpointChunkBytes, Store::kCheckpointChunkBytes, 17));
+    std::string meta;
+    ASSERT_TRUE(raw.Db().Get({}, raw.Cf("meta"), "checkpoint", &meta).ok());
+    absl::StatusOr<internal::CheckpointMeta> decoded = internal::DecodeCheckpointMeta(meta);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(meta.size(), 36u);  // as docs/store-format.md says
+    EXPECT_EQ(decoded->generation, 1u);
+    EXPECT_EQ(decoded->log_position, 1u);
+    EXPECT_EQ(decoded->size, large.size());
+    EXPECT_EQ(decoded->chunks, 3u);
+  }
+  auto store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  const std::optional<CheckpointRecord> back = CheckpointOrDie(*store);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->blob == large);
+  ASSERT_TRUE(store->PutCheckpoint(1, "small").ok());
+  store.reset();
+  EXPECT_THAT(CheckpointKeys(dir_), ElementsAre(internal::EncodeCheckpointChunkKey(2, 0)));
+}
+
+TEST_F(StoreTest, ADamagedCheckpointIsDataLoss) {
+  const std::string blob = Blob(Store::kCheckpointChunkBytes + 100, 2);
+  using Damage = std::function<void(RawDb&)>;
+  const std::vector<std::pair<std::string, Damage>> damages = {
+      {"a byte changed",
+       [](RawDb& raw) {
+         std::string chunk;
+         const std::string key = internal::EncodeCheckpointChunkKey(1, 1);
+         ASSERT_TRUE(raw.Db().Get({}, raw.Cf("checkpoint"), key, &chunk).ok());
+         chunk[50] = static_cast<char>(chunk[50] ^ 1);
+         ASSERT_TRUE(raw.Db().Put({}, raw.Cf("checkpoint"), key, chunk).ok());
+       }},
+      {"a chunk missing",
+       [](RawDb& raw) {
+         ASSERT_TRUE(raw.Db()
+                         .Delete({}, raw.Cf("checkpoint"), internal::EncodeCheckpointChunkKey(1, 1))
+                         .ok());
+       }},
+      {"a chunk cut short",
+       [](RawDb& raw) {
+         ASSERT_TRUE(
+             raw.Db()
+                 .Put({}, raw.Cf("checkpoint"), internal::EncodeCheckpointChunkKey(1, 0), "short")
+                 .ok());
+       }},
+      {"a chunk count that does not fit the size",
+       [](RawDb& raw) {
+         std::string meta;
+         ASSERT_TRUE(raw.Db().Get({}, raw.Cf("meta"), "checkpoint", &meta).ok());
+         absl::StatusOr<internal::CheckpointMeta> decoded = internal::DecodeCheckpointMeta(meta);
+         ASSERT_TRUE(decoded.ok());
+         decoded->chunks = 1;
+         ASSERT_TRUE(
+             raw.Db()
+                 .Put({}, raw.Cf("meta"), "checkpoint", internal::EncodeCheckpointMeta(*decoded))
+                 .ok());
+       }},
+  };
+  for (const auto& [name, damage] : damages) {
+    std::filesystem::remove_all(dir_);
+    {
+      auto store = OpenOrDie(dir_);
+      ASSERT_NE(store, nullptr);
+      ASSERT_TRUE(store->PutCheckpoint(1, blob).ok());
+    }
+    {
+      RawDb raw(dir_);
+      damage(raw);
+    }
+    auto store = OpenOrDie(dir_);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->GetCheckpoint().status().code(), absl::StatusCode::kDataLoss) << name;
+    // A new checkpoint replaces the damaged one.
+    ASSERT_TRUE(store->PutCheckpoint(1, "again").ok()) << name;
+    EXPECT_EQ(CheckpointOrDie(*store), (CheckpointRecord{2, 1, "again"})) << name;
+  }
+  // A record that does not decode: the store does not open.
+  {
+    RawDb raw(dir_);
+    ASSERT_TRUE(raw.Db().Put({}, raw.Cf("meta"), "checkpoint", "\x01\x02").ok());
+  }
+  EXPECT_EQ(Store::Open(dir_).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(StoreTest, AStoreWithoutTheCheckpointColumnFamilyOpens) {
+  {
+    auto store = OpenOrDie(dir_);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->AppendBatch("s", 1, std::nullopt, false, "b").ok());
+  }
+  {
+    // As a store written before the column family existed.
+    RawDb raw(dir_);
+    ASSERT_TRUE(raw.Db().DropColumnFamily(raw.Cf("checkpoint")).ok());
+  }
+  {
+    auto store = OpenOrDie(dir_);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(CheckpointOrDie(*store), std::nullopt);
+    EXPECT_EQ(ReadAll(*store).size(), 1u);
+    ASSERT_TRUE(store->PutCheckpoint(2, "c").ok());
+  }
+  auto store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(CheckpointOrDie(*store), (CheckpointRecord{1, 2, "c"}));
+}
+
+TEST(StoreCodecTest, CheckpointRecords) {
+  const internal::CheckpointMeta meta{
+      .generation = 7, .log_position = 1u << 20, .size = 5, .chunks = 1, .checksum = ~0ull};
+  const std::string bytes = internal::EncodeCheckpointMeta(meta);
+  ASSERT_EQ(bytes.size(), 36u);
+  absl::StatusOr<internal::CheckpointMeta> back = internal::DecodeCheckpointMeta(bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->generation, 7u);
+  EXPECT_EQ(back->log_position, 1u << 20);
+  EXPECT_EQ(back->size, 5u);
+  EXPECT_EQ(back->chunks, 1u);
+  EXPECT_EQ(back->checksum, ~0ull);
+  for (size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_EQ(internal::DecodeCheckpointMeta(bytes.substr(0, cut)).status().code(),
+              absl::StatusCode::kDataLoss);
+  }
+  EXPECT_EQ(internal::DecodeCheckpointMeta(bytes + "x").status().code(),
+            absl::StatusCode::kDataLoss);
+  // Chunk keys sort by generation, then index.
+  EXPECT_EQ(internal::EncodeCheckpointChunkKey(0x0102, 3),
+            std::string("\0\0\0\0\0\0\x01\x02\0\0\0\x03", 12));
+  EXPECT_LT(internal::EncodeCheckpointChunkKey(1, 0xffffffff),
+            internal::EncodeCheckpointChunkKey(2, 0));
+}
+
 // ---- Format ----
 
 TEST_F(StoreTest, RefusesAnUnknownFormatVersion) {

@@ -128,6 +128,36 @@ std::string EncodeRefusalsKey(uint32_t stream_id, uint64_t seq) {
   return out;
 }
 
+std::string EncodeCheckpointChunkKey(uint64_t generation, uint32_t chunk) {
+  std::string out;
+  PutBigEndian(&out, generation);
+  PutBigEndian(&out, chunk);
+  return out;
+}
+
+std::string EncodeCheckpointMeta(const CheckpointMeta& meta) {
+  std::string out;
+  out.reserve(8 + 8 + 8 + 4 + 8);
+  PutBigEndian(&out, meta.generation);
+  PutBigEndian(&out, meta.log_position);
+  PutBigEndian(&out, meta.size);
+  PutBigEndian(&out, meta.chunks);
+  PutBigEndian(&out, meta.checksum);
+  return out;
+}
+
+absl::StatusOr<CheckpointMeta> DecodeCheckpointMeta(std::string_view bytes) {
+  Reader r("checkpoint record", bytes);
+  CheckpointMeta meta;
+  ASSIGN_OR_RETURN(meta.generation, r.BigEndian<uint64_t>());
+  ASSIGN_OR_RETURN(meta.log_position, r.BigEndian<uint64_t>());
+  ASSIGN_OR_RETURN(meta.size, r.BigEndian<uint64_t>());
+  ASSIGN_OR_RETURN(meta.chunks, r.BigEndian<uint32_t>());
+  ASSIGN_OR_RETURN(meta.checksum, r.BigEndian<uint64_t>());
+  RETURN_IF_ERROR(r.ExpectEnd());
+  return meta;
+}
+
 absl::StatusOr<uint64_t> DecodeNumberKey(std::string_view key) {
   Reader r("number key", key);
   ASSIGN_OR_RETURN(const uint64_t number, r.BigEndian<uint64_t>());

@@ -25,6 +25,21 @@ absl::StatusOr<uint64_t> DecodeNumberKey(std::string_view key);
 // big-endian, so a stream's entries are contiguous and in seq order.
 std::string EncodeRefusalsKey(uint32_t stream_id, uint64_t seq);
 
+// The 12-byte key of a checkpoint's chunk: the checkpoint's generation (u64), then the chunk's
+// index (u32), both big-endian, so a checkpoint's chunks are contiguous and in order.
+std::string EncodeCheckpointChunkKey(uint64_t generation, uint32_t chunk);
+
+// Value of the "checkpoint" meta key: where the last checkpoint is and how to check it.
+struct CheckpointMeta {
+  uint64_t generation = 0;
+  uint64_t log_position = 0;
+  uint64_t size = 0;  // bytes of the blob
+  uint32_t chunks = 0;
+  uint64_t checksum = 0;  // XXH3-64 (seed 0) of the blob
+};
+std::string EncodeCheckpointMeta(const CheckpointMeta& meta);
+absl::StatusOr<CheckpointMeta> DecodeCheckpointMeta(std::string_view bytes);
+
 // Value of the "format_version" meta key.
 std::string EncodeFormatVersion(uint32_t version);
 absl::StatusOr<uint32_t> DecodeFormatVersion(std::string_view value);
