@@ -13,6 +13,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
 #include <rocksdb/slice_transform.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
 #include "isowatch/common/status_macros.h"
@@ -332,10 +333,12 @@ struct RocksVersionSpill::Db {
 RocksVersionSpill::RocksVersionSpill(std::unique_ptr<Db> db) : db_(std::move(db)) {}
 RocksVersionSpill::~RocksVersionSpill() = default;
 
-absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const std::string& dir) {
+namespace {
+
+// Deletes whatever `dir` holds and creates it empty.
+absl::Status ClearDir(const std::string& dir) {
   if (dir.empty()) return absl::InvalidArgumentError("spill directory: empty path");
   std::error_code ec;
-  // Derived state: what a previous process left is rebuilt, never read.
   std::filesystem::remove_all(dir, ec);
   if (ec) {
     return absl::UnavailableError(
@@ -346,6 +349,68 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const
     return absl::UnavailableError(
         fmt::format("cannot create the spill directory {}: {}", dir, ec.message()));
   }
+  return absl::OkStatus();
+}
+
+// Copies the files of the snapshot in `from` to the empty directory `to`: table files, which
+// RocksDB never changes once written, as hard links where the file system allows; the others
+// (the manifest, which the copy's database goes on writing) as copies.
+absl::Status CopySnapshot(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(from, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::filesystem::path& source = it->path();
+    if (!it->is_regular_file(ec) || ec) continue;
+    const std::filesystem::path target = std::filesystem::path(to) / source.filename();
+    if (source.extension() == ".sst") {
+      std::filesystem::create_hard_link(source, target, ec);
+      if (!ec) continue;
+    }
+    if (!std::filesystem::copy_file(source, target, ec)) break;
+  }
+  if (ec) {
+    return absl::UnavailableError(
+        fmt::format("cannot copy the spill snapshot {} to {}: {}", from, to, ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const std::string& dir) {
+  // Derived state: what a previous process left is rebuilt, never read.
+  RETURN_IF_ERROR(ClearDir(dir));
+  return OpenDir(dir);
+}
+
+absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::OpenFromSnapshot(
+    const std::string& dir, const std::string& snapshot_dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(snapshot_dir) / "CURRENT", ec)) {
+    return absl::NotFoundError(fmt::format("no spill snapshot in {}", snapshot_dir));
+  }
+  RETURN_IF_ERROR(ClearDir(dir));
+  RETURN_IF_ERROR(CopySnapshot(snapshot_dir, dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<RocksVersionSpill> spill, OpenDir(dir));
+  // The counts of the process that wrote the snapshot are not in it: RocksDB's estimates stand
+  // in (everything is in table files: Snapshot flushed the memtables).
+  rocksdb::DB& db = *spill->db_->db;
+  uint64_t keys = 0;
+  uint64_t versions_bytes = 0;
+  uint64_t records_bytes = 0;
+  if (!db.GetIntProperty(rocksdb::DB::Properties::kEstimateNumKeys, &keys) ||
+      !db.GetIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &versions_bytes) ||
+      !db.GetIntProperty(spill->db_->keys, rocksdb::DB::Properties::kTotalSstFilesSize,
+                         &records_bytes)) {
+    return absl::InternalError(fmt::format("the spill in {} reports no sizes", dir));
+  }
+  spill->versions_ = keys;
+  spill->bytes_ = versions_bytes + records_bytes;
+  return spill;
+}
+
+absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::OpenDir(
+    const std::string& dir) {
   auto db = std::make_unique<Db>();
   rocksdb::Options options;
   options.create_if_missing = true;
@@ -454,6 +519,29 @@ uint64_t RocksVersionSpill::pruned() const {
 uint64_t RocksVersionSpill::versions() const { return versions_ - std::min(versions_, pruned()); }
 uint64_t RocksVersionSpill::bytes() const {
   return bytes_ - std::min(bytes_, db_->prune.dropped_bytes.load(std::memory_order_relaxed));
+}
+
+absl::Status RocksVersionSpill::Snapshot(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path path = std::filesystem::absolute(dir, ec);
+  if (ec || dir.empty() || std::filesystem::exists(path, ec)) {
+    return absl::InvalidArgumentError(
+        fmt::format("spill snapshot directory {}: empty, unusable or already there", dir));
+  }
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) {
+    return absl::UnavailableError(
+        fmt::format("cannot create the parent of the spill snapshot {}: {}", dir, ec.message()));
+  }
+  rocksdb::Checkpoint* raw = nullptr;
+  RETURN_IF_ERROR(store::FromRocksStatus(rocksdb::Checkpoint::Create(db_->db.get(), &raw),
+                                         "snapshotting the spill"));
+  const std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  // log_size_for_flush 0: the memtables are always flushed first. The writes skip the
+  // write-ahead log, so without the flush the snapshot would miss what they hold.
+  return store::FromRocksStatus(
+      checkpoint->CreateCheckpoint(path.string(), /*log_size_for_flush=*/0),
+      fmt::format("snapshotting the spill to {}", dir));
 }
 
 store::RocksDbMemory RocksVersionSpill::rocksdb_memory() const {

@@ -147,10 +147,21 @@ class MemoryVersionSpill final : public VersionSpill {
 
 // A VersionSpill in a RocksDB database of its own (format in docs/spill-format.md). Its contents
 // are derived state: Open clears whatever a previous process left, and writes skip the
-// write-ahead log (the daemon rebuilds engine state from its durable log after a restart).
+// write-ahead log (the daemon rebuilds engine state from its durable log after a restart, or
+// from a checkpoint: Snapshot and OpenFromSnapshot).
 class RocksVersionSpill final : public VersionSpill {
  public:
+  // Opens an empty spill in `dir`, deleting whatever it holds.
   static absl::StatusOr<std::unique_ptr<RocksVersionSpill>> Open(const std::string& dir);
+  // Opens the spill in `dir` (deleting whatever it holds) starting from a copy of the snapshot
+  // in `snapshot_dir`, which is left untouched so that it can be used again. The copy
+  // hard-links the snapshot's table files where it can and copies the rest. versions() and
+  // bytes() start from RocksDB's estimates of the copy; pruned() from 0; the prune point from
+  // Min (PruneUpTo is per process, docs/spill-format.md, "Snapshots"). Errors: NotFound when
+  // `snapshot_dir` holds no snapshot; Unavailable when a directory cannot be cleared, created
+  // or copied; RocksDB's error when the copy does not open.
+  static absl::StatusOr<std::unique_ptr<RocksVersionSpill>> OpenFromSnapshot(
+      const std::string& dir, const std::string& snapshot_dir);
   ~RocksVersionSpill() override;
 
   void Put(KeyId key, const SpilledVersion& version) override;
@@ -173,6 +184,13 @@ class RocksVersionSpill final : public VersionSpill {
   uint64_t bytes() const override;
   uint64_t pruned() const override;
 
+  // Writes a consistent copy of the spill as it is now to `dir`, which must not exist: every
+  // version and key record Flush'ed so far, memtables included (they are flushed first, as the
+  // writes skip the write-ahead log); what was Put but not Flush'ed is not in it. Table files are
+  // hard-linked where the file system allows (RocksDB's Checkpoint). Errors: InvalidArgument
+  // when `dir` exists; RocksDB's error otherwise (a partial copy may then be left in `dir`).
+  absl::Status Snapshot(const std::string& dir);
+
   // The memory RocksDB holds for the spill now (bounded as docs/spill-format.md, "Memory",
   // says). Unlike the rest of the class, thread-safe.
   store::RocksDbMemory rocksdb_memory() const;
@@ -180,6 +198,9 @@ class RocksVersionSpill final : public VersionSpill {
  private:
   struct Db;
   explicit RocksVersionSpill(std::unique_ptr<Db> db);
+  // Opens the database in `dir` as it is (creating it if it holds none), with the spill's
+  // options.
+  static absl::StatusOr<std::unique_ptr<RocksVersionSpill>> OpenDir(const std::string& dir);
 
   std::unique_ptr<Db> db_;
   uint64_t versions_ = 0;  // written

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unistd.h>
 #include <vector>
 
@@ -346,6 +348,162 @@ TEST(RocksVersionSpillTest, ReportsRocksDbMemoryWithinItsBounds) {
   EXPECT_LE(m.table_readers, uint64_t{1} << 20);
   spill->reset();
   std::filesystem::remove_all(dir);
+}
+
+// A spill's answers about keys [0, keys): each key's versions (ScanAfter from the start, then
+// Find and NewestBefore of each), its newest one, and its record.
+std::vector<std::string> Contents(VersionSpill& spill, uint32_t keys) {
+  auto render = [](const SpilledVersion& v) {
+    std::string out = fmt::format(
+        "{}/{}/{}/{} expires {} start {} value {}:{} by {}", v.at.ts.ToString(), v.at.phase,
+        v.at.txn, v.expires.ToString(), v.expires.ToString(), v.writer_start.ToString(),
+        static_cast<int>(v.value.kind()), v.value.payload(), v.writer_name);
+    for (const Value a : v.appends) {
+      out += fmt::format(" +{}:{}", static_cast<int>(a.kind()), a.payload());
+    }
+    return out;
+  };
+  std::vector<std::string> out;
+  const OrderKey first(Timestamp::Min(), 0, 0);
+  const OrderKey last(Timestamp::Max(), 0, 0);
+  for (uint32_t k = 0; k < keys; ++k) {
+    const KeyId key(k);
+    std::vector<SpilledVersion> versions;
+    EXPECT_TRUE(spill
+                    .ScanAfter(key, first,
+                               [&](const SpilledVersion& v) {
+                                 versions.push_back(v);
+                                 return true;
+                               })
+                    .ok());
+    for (const SpilledVersion& v : versions) {
+      out.push_back(fmt::format("key {} scan {}", k, render(v)));
+      absl::StatusOr<std::optional<SpilledVersion>> found = spill.Find(key, v.at);
+      EXPECT_TRUE(found.ok() && found->has_value() && **found == v) << k;
+      absl::StatusOr<std::optional<SpilledVersion>> before = spill.NewestBefore(key, v.at);
+      EXPECT_TRUE(before.ok());
+      out.push_back(fmt::format("key {} before it {}", k,
+                                before.ok() && before->has_value() ? render(**before) : "none"));
+    }
+    absl::StatusOr<std::optional<SpilledVersion>> newest = spill.NewestBefore(key, last);
+    EXPECT_TRUE(newest.ok());
+    out.push_back(fmt::format("key {} newest {}", k,
+                              newest.ok() && newest->has_value() ? render(**newest) : "none"));
+    absl::StatusOr<std::optional<SpilledKey>> record = spill.FindKey(key);
+    EXPECT_TRUE(record.ok());
+    if (record.ok() && record->has_value()) {
+      const SpilledKey& r = **record;
+      out.push_back(fmt::format("key {} record {}/{} value {} trim {} dropped {} longest {}", k,
+                                r.base.ts.ToString(), r.base.txn, r.base_value.payload(),
+                                r.trim_point.ToString(), r.dropped_upto.ts.ToString(),
+                                r.max_duration));
+    }
+  }
+  return out;
+}
+
+// Versions of key `key` at commits from..to (one each), and a record of every third key.
+void Fill(VersionSpill& spill, uint32_t keys, int64_t from, int64_t to) {
+  for (uint32_t k = 0; k < keys; ++k) {
+    for (int64_t ts = from; ts <= to; ++ts) {
+      SpilledVersion v;
+      v.at = OrderKey(Timestamp{ts, 0}, 0, static_cast<uint32_t>(ts * 100 + k));
+      v.expires = Timestamp{ts + 1, 0};
+      v.writer_start = Timestamp{ts - 1, 0};
+      v.value = k % 2 == 0 ? Value::Int(ts * 10 + k) : Value::Absent();
+      if (k % 2 == 1) v.appends = {Value::Int(ts), Value::BytesRef(k)};
+      v.writer_name = fmt::format("w{}-{}", k, ts);
+      spill.Put(KeyId(k), v);
+    }
+    if (k % 3 == 0) {
+      spill.PutKey(KeyId(k), SpilledKey{.base = OrderKey(Timestamp{to, 0}, 0, k),
+                                        .base_value = Value::Int(to + k),
+                                        .trim_point = Timestamp{from, 0},
+                                        .max_duration = to - from});
+    }
+  }
+}
+
+class RocksVersionSpillSnapshotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::path(::testing::TempDir()) /
+            fmt::format("version_spill_snapshot_{}", getpid());
+    std::filesystem::remove_all(root_);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  std::string Dir(std::string_view name) const { return (root_ / name).string(); }
+
+  std::filesystem::path root_;
+};
+
+TEST_F(RocksVersionSpillSnapshotTest, ACopyHoldsExactlyWhatWasFlushedBeforeIt) {
+  auto opened = RocksVersionSpill::Open(Dir("spill"));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<RocksVersionSpill> spill = *std::move(opened);
+  Fill(*spill, 12, 1, 4);
+  ASSERT_TRUE(spill->Flush().ok());
+  const std::vector<std::string> before = Contents(*spill, 16);
+  const uint64_t versions_before = spill->versions();
+  ASSERT_EQ(versions_before, 48u);
+  Fill(*spill, 16, 5, 6);  // put, not flushed: not in the snapshot
+  ASSERT_TRUE(spill->Snapshot(Dir("snapshot")).ok());
+  EXPECT_EQ(spill->Snapshot(Dir("snapshot")).code(), absl::StatusCode::kInvalidArgument);
+
+  // The spill goes on.
+  ASSERT_TRUE(spill->Flush().ok());
+  const std::vector<std::string> after = Contents(*spill, 16);
+  EXPECT_NE(after, before);
+  EXPECT_GT(after.size(), before.size());
+
+  // A copy of the snapshot answers as the spill did before it.
+  {
+    auto restored = RocksVersionSpill::OpenFromSnapshot(Dir("first"), Dir("snapshot"));
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    EXPECT_EQ(Contents(**restored, 16), before);
+    EXPECT_EQ((*restored)->versions(), versions_before);
+    EXPECT_GT((*restored)->bytes(), 0u);
+    EXPECT_EQ((*restored)->pruned(), 0u);
+    // Its table files are the snapshot's, linked.
+    bool linked = false;
+    for (const auto& entry : std::filesystem::directory_iterator(Dir("snapshot"))) {
+      if (entry.path().extension() != ".sst") continue;
+      linked = std::filesystem::equivalent(
+          entry.path(), std::filesystem::path(Dir("first")) / entry.path().filename());
+      if (!linked) break;
+    }
+    EXPECT_TRUE(linked);
+    // It takes writes, prunes and compacts as its own.
+    Fill(**restored, 20, 7, 8);
+    ASSERT_TRUE((*restored)->Flush().ok());
+    (*restored)->PruneUpTo(Timestamp{3, 0});
+    ASSERT_TRUE((*restored)->Compact().ok());
+    EXPECT_GT((*restored)->pruned(), 0u);
+    EXPECT_NE(Contents(**restored, 20), before);
+  }
+  // The snapshot is untouched: a second copy answers as the first did.
+  auto again = RocksVersionSpill::OpenFromSnapshot(Dir("second"), Dir("snapshot"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(Contents(**again, 16), before);
+  // And the same directory again, cleared first.
+  again->reset();
+  again = RocksVersionSpill::OpenFromSnapshot(Dir("first"), Dir("snapshot"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(Contents(**again, 16), before);
+
+  // The original spill kept working throughout.
+  EXPECT_EQ(Contents(*spill, 16), after);
+  Fill(*spill, 2, 9, 9);
+  ASSERT_TRUE(spill->Flush().ok());
+  ASSERT_TRUE(spill->Snapshot(Dir("later")).ok());
+  auto later = RocksVersionSpill::OpenFromSnapshot(Dir("third"), Dir("later"));
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_EQ(Contents(**later, 16), Contents(*spill, 16));
+
+  EXPECT_EQ(
+      RocksVersionSpill::OpenFromSnapshot(Dir("fourth"), Dir("no-such-snapshot")).status().code(),
+      absl::StatusCode::kNotFound);
 }
 
 }  // namespace
