@@ -24,21 +24,12 @@ budget=${2:-256MiB}
 sigma=${3:-100}
 keys=${KEYS:-100000}
 batch=${BATCH:-1000}
-cache=${ISOWATCH_BENCH_CACHE:-/tmp/isowatch-bench-cache}
 dir=$(mktemp -d /tmp/isowatch-budget-XXXXXX)
 # shellcheck source-path=SCRIPTDIR source=daemon_lib.sh
 source "$(dirname "$0")/daemon_lib.sh"
 iw_init
 
-# The history, generated once per (TXNS, KEYS): written under a temporary name, then renamed.
-mkdir -p "$cache"
-hist=$cache/kv-$txns-keys$keys-seed42.native
-if [ ! -f "$hist" ]; then
-  echo "generating $hist ..."
-  "$bin/isowatch" gen --out "$hist.tmp" --truth "$hist.truth.json" --format native --data kv \
-    --txns "$txns" --keys "$keys" --seed 42 > /dev/null
-  mv "$hist.tmp" "$hist"
-fi
+iw_cached_history "$txns" "$keys"
 counts=$(python3 -c "import json; t = json.load(open('$hist.truth.json')); print(t['committed'], t['aborted'])")
 read -r committed aborted <<< "$counts"
 echo "history: $hist, $(du -h "$hist" | cut -f1): $committed committed, $aborted aborted; $keys keys"

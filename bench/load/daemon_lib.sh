@@ -103,3 +103,18 @@ iw_stop_daemon() {
   wait "$daemon_pid" || true
   daemon_pid=""
 }
+
+# Sets `hist` to a key-value simulator history of $1 transactions over $2 keys (seed 42) in the
+# native format, generated once into ${ISOWATCH_BENCH_CACHE:-/tmp/isowatch-bench-cache} (under a
+# temporary name, then renamed), with its ground truth beside it ($hist.truth.json).
+iw_cached_history() {
+  local cache=${ISOWATCH_BENCH_CACHE:-/tmp/isowatch-bench-cache}
+  mkdir -p "$cache"
+  hist=$cache/kv-$1-keys$2-seed42.native
+  if [ ! -f "$hist" ]; then
+    echo "generating $hist ..."
+    "$bin/isowatch" gen --out "$hist.tmp" --truth "$hist.truth.json" --format native --data kv \
+      --txns "$1" --keys "$2" --seed 42 > /dev/null
+    mv "$hist.tmp" "$hist"
+  fi
+}

@@ -9,18 +9,21 @@
 #    ports and store: the replay reconnects and finishes, the violations are the same, each once,
 #    and SIGTERM then ends the daemon with status 0;
 #  - budget: the crash case with a one-byte memory budget and every collected version spilled to
-#    <data_dir>/spill, so that checks reload from the spill before and after the restart.
+#    <data_dir>/spill, so that checks reload from the spill before and after the restart;
+#  - checkpoint, budget_checkpoint: the crash and budget cases with a checkpoint every 100 ms, so
+#    that the restarted daemon starts from a checkpoint (and its spill snapshot) and replays only
+#    the log after it.
 # Each case runs in a process of its own (this script with the case's name), so that one failing
 # case does not hide the others' results.
 # Usage: daemon_test.sh PATH/TO/isowatch PATH/TO/isowatchd [CASE...]
-#   CASE: kv, list, nowm, ser, crash, budget (default: all).
+#   CASE: kv, list, nowm, ser, crash, budget, checkpoint, budget_checkpoint (default: all).
 # With ISOWATCH_KEEP_TMP=1 the temporary directory (histories, reports, logs) is kept on failure.
 set -euo pipefail
 
 cli=$1
 daemond=$2
 shift 2
-all_cases=(kv list nowm ser crash budget)
+all_cases=(kv list nowm ser crash budget checkpoint budget_checkpoint)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 if [ $# -ne 1 ]; then
@@ -231,7 +234,12 @@ crash_run() {
   helper compare "$dir/$name.offline.json" "$dir/$name.online.json"
   # Every transaction applied once: the restarted daemon counts those of its log and the new ones.
   helper ingested "$fixed_http" "$name-stream" "$total"
-  if [ $# -gt 0 ]; then
+  if [[ " $* " == *checkpoint_interval* ]] &&
+    ! grep -q "restored the checkpoint" "$dir/$name.daemon.log"; then
+    echo "the restarted daemon did not start from a checkpoint"
+    return 1
+  fi
+  if [[ " $* " == *--memory-budget* ]]; then
     # The spill was used by the restarted daemon (the counters start at its start).
     python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
       "http://127.0.0.1:$fixed_http/metrics" >"$dir/$name.metrics.txt"
@@ -253,8 +261,15 @@ case_budget() {
   crash_run budget --memory-budget 1 --set engine.spill_collected=true
 }
 
+case_checkpoint() { crash_run checkpoint --set store.checkpoint_interval=100ms; }
+
+case_budget_checkpoint() {
+  crash_run budget_checkpoint --memory-budget 1 --set engine.spill_collected=true \
+    --set store.checkpoint_interval=100ms
+}
+
 case "$case_name" in
-  kv | list | nowm | ser | crash | budget) "case_$case_name" ;;
+  kv | list | nowm | ser | crash | budget | checkpoint | budget_checkpoint) "case_$case_name" ;;
   *)
     echo "unknown case $case_name (${all_cases[*]})"
     exit 2

@@ -134,15 +134,19 @@ Option SizeOption(const std::string& key, const std::string& help, Access access
           .get = [access](const DaemonConfig& c) { return FormatByteSize(access(c)); }};
 }
 
+// `zero`: whether 0 is allowed (it then means "never").
 template <typename Access>
-Option DurationOption(const std::string& key, const std::string& help, Access access) {
+Option DurationOption(const std::string& key, const std::string& help, Access access,
+                      bool zero = false) {
   return {.key = key,
           .type = "duration",
           .expected = R"(a duration such as "5s" or "250ms")",
           .help = help,
-          .set = [access](DaemonConfig& c, std::string_view v) -> absl::Status {
+          .set = [access, zero](DaemonConfig& c, std::string_view v) -> absl::Status {
             ASSIGN_OR_RETURN(const std::chrono::nanoseconds d, ParseDuration(v));
-            if (d.count() == 0) return Expected(R"(a positive duration such as "5s")", v);
+            if (d.count() == 0 && !zero) {
+              return Expected(R"(a positive duration such as "5s")", v);
+            }
             if (d % std::chrono::milliseconds(1) != std::chrono::nanoseconds(0)) {
               return Expected("a whole number of milliseconds", v);
             }
@@ -472,6 +476,12 @@ const std::vector<Option>& Table() {
             "Sync every write to disk before acknowledging it (survives power loss); false "
             "survives only a crash of the process.",
             [](auto& c) -> auto& { return c.store.sync_writes; }),
+        DurationOption(
+            "store.checkpoint_interval",
+            "How often the daemon saves a checkpoint of its checking state and drops the log "
+            "before it, so that the log and the time a restart takes stay bounded; 0s: never "
+            "(the log keeps every batch).",
+            [](auto& c) -> auto& { return c.store.checkpoint_interval; }, /*zero=*/true),
         CheckerListOption(),
         EnumOption<WindowCut>(
             "windows.by", "Cut windows by number of transactions or by span of commit time.",

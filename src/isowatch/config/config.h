@@ -97,6 +97,8 @@ struct WindowsConfig {
 
 struct StoreConfig {
   bool sync_writes = true;
+  // 0: no checkpoints.
+  std::chrono::milliseconds checkpoint_interval{300'000};
 
   bool operator==(const StoreConfig&) const = default;
 };

@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "isowatch/checkers/chronos/internal/explain.h"
@@ -21,6 +22,7 @@
 #include "isowatch/engine/internal/key_state.h"
 #include "isowatch/engine/internal/key_table.h"
 #include "isowatch/engine/internal/time_queue.h"
+#include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::engine {
 
@@ -186,6 +188,39 @@ OrderKey Before(const OrderKey& k) {
                   std::numeric_limits<uint32_t>::max()};
 }
 
+// Conversions to and from the checkpoint's messages (proto/isowatch/v1/checkpoint.proto).
+void ToProto(const Timestamp& t, v1::Timestamp* out) {
+  out->set_physical(t.physical);
+  out->set_logical(t.logical);
+}
+Timestamp FromProto(const v1::Timestamp& t) { return Timestamp{t.physical(), t.logical()}; }
+void ToProto(const OrderKey& k, v1::EngineOrderKey* out) {
+  ToProto(k.ts, out->mutable_ts());
+  out->set_phase(k.phase);
+  out->set_txn(k.txn);
+}
+OrderKey FromProto(const v1::EngineOrderKey& k) {
+  return OrderKey{FromProto(k.ts()), k.phase(), k.txn()};
+}
+void ToProto(const Value& v, v1::EngineValue* out) {
+  out->set_kind(static_cast<uint32_t>(v.kind()));
+  out->set_payload(v.payload());
+}
+// Nullopt for a value `h` cannot hold (a bad kind, bytes outside its pool).
+std::optional<Value> FromProto(const v1::EngineValue& v, const History& h) {
+  if (v.kind() > static_cast<uint32_t>(history::ValueKind::kBytes)) return std::nullopt;
+  const auto kind = static_cast<history::ValueKind>(v.kind());
+  if (kind == history::ValueKind::kBytes &&
+      (v.payload() < 0 || static_cast<uint64_t>(v.payload()) >= h.byte_count())) {
+    return std::nullopt;
+  }
+  return Value::FromRaw(kind, v.payload());
+}
+
+absl::Status BadCheckpoint(std::string_view what) {
+  return absl::InvalidArgumentError(fmt::format("engine checkpoint: {}", what));
+}
+
 }  // namespace
 
 // Engine-thread only. See engine.h and docs/engine.md.
@@ -267,6 +302,194 @@ class EngineImpl {
     if (Needs(id)) return true;
     write_index_.Forget(id);
     return false;
+  }
+
+  absl::Status SaveCheckpoint(v1::EngineCheckpoint* out) {
+    if (spill_broken_) {
+      return absl::FailedPreconditionError(
+          "engine checkpoint: the spill has failed, its contents are incomplete");
+    }
+    if (spill_ != nullptr) {
+      if (absl::Status s = spill_->Flush(); !s.ok()) {
+        SpillFailed(s);
+        return s;
+      }
+    }
+    out->Clear();
+    out->set_level(static_cast<uint32_t>(options_.level));
+    out->set_txn_count(h_.size());
+    out->set_key_count(keys_.size());
+    out->set_max_duration(max_duration_);
+    ToProto(pruned_point_, out->mutable_pruned_point());
+    out->set_saw_snapshot(saw_snapshot_);
+    for (const StreamState& s : streams_) {
+      v1::EngineStream* p = out->add_streams();
+      p->set_name(s.name);
+      p->set_closed(s.closed);
+      p->set_explicit_watermark(s.has_watermark);
+      ToProto(s.watermark, p->mutable_watermark());
+    }
+    for (const SessionState& ss : sessions_) out->add_session_bases(ss.base);
+    for (size_t i = 0; i < delivered_.size(); ++i) {
+      if (!delivered_[i]) out->add_undelivered(static_cast<uint32_t>(delivered_base_ + i));
+    }
+    for (uint64_t i = DeliveredEnd(); i < h_.size(); ++i) {
+      out->add_undelivered(static_cast<uint32_t>(i));
+    }
+    for (uint32_t k = 0; k < keys_.size(); ++k) {
+      if (keys_.slot(k) == KeyTable::Slot::kEvicted) {
+        out->add_evicted_keys(k);
+        continue;
+      }
+      const KeyState* ks = keys_.Find(k);
+      // What the held transactions bring back is left out; a key with nothing else is fresh.
+      if (ks == nullptr || (ks->versions.empty() && !ks->trimmed && ks->max_duration == 0 &&
+                            ks->base_list.empty())) {
+        continue;
+      }
+      v1::EngineKey* p = out->add_keys();
+      p->set_key(k);
+      p->set_trimmed(ks->trimmed);
+      ToProto(ks->trim_point, p->mutable_trim_point());
+      p->set_max_duration(ks->max_duration);
+      ToProto(ks->dropped_upto, p->mutable_dropped_upto());
+      if (ks->base_in_spill) {
+        p->set_base_in_spill(true);
+        ToProto(ks->spilled_base, p->mutable_spilled_base());
+        ToProto(base_values_.at(k), p->mutable_base_value());
+      }
+      for (const Value& v : ks->base_list) ToProto(v, p->add_base_list());
+      if (!ks->versions.empty()) ToProto(ks->versions.front_key(), p->mutable_front());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RestoreCheckpoint(const v1::EngineCheckpoint& c, std::span<const HeldTxn> held) {
+    if (!streams_.empty() || stats_.delivered > 0) return BadCheckpoint("the engine is not fresh");
+    if (c.level() != static_cast<uint32_t>(options_.level)) {
+      return BadCheckpoint("saved by an engine checking another level");
+    }
+    if (c.txn_count() != h_.size() || c.key_count() != h_.key_count() ||
+        static_cast<size_t>(c.session_bases_size()) != h_.session_count()) {
+      return BadCheckpoint(fmt::format(
+          "saved over {} transactions, {} keys and {} sessions, the history has {}, {} and {}",
+          c.txn_count(), c.key_count(), c.session_bases_size(), h_.size(), h_.key_count(),
+          h_.session_count()));
+    }
+    for (const HeldTxn& t : held) {
+      if (!t.id.valid() || t.id.value() >= h_.size() || !h_.has_txn(t.id) ||
+          t.stream >= static_cast<uint32_t>(c.streams_size())) {
+        return BadCheckpoint(
+            fmt::format("held transaction {} is not in the history, or its "
+                        "stream {} is not in the checkpoint",
+                        t.id.value(), t.stream));
+      }
+    }
+    // Durations are differences of physical timestamps the engine adds to others: within
+    // [0, 2^62) as any it could have measured.
+    constexpr int64_t kMaxDuration = int64_t{1} << 62;
+    if (c.max_duration() < 0 || c.max_duration() >= kMaxDuration) {
+      return BadCheckpoint(fmt::format("longest transaction {} out of range", c.max_duration()));
+    }
+    // Validate every key before touching the engine.
+    uint32_t last = 0;
+    for (int i = 0; i < c.keys_size(); ++i) {
+      const v1::EngineKey& k = c.keys(i);
+      if (k.key() >= h_.key_count() || (i > 0 && k.key() <= last)) {
+        return BadCheckpoint(fmt::format("key {} out of range or out of order", k.key()));
+      }
+      last = k.key();
+      if (k.max_duration() < 0 || k.max_duration() >= kMaxDuration) {
+        return BadCheckpoint(fmt::format("key {}: duration out of range", k.key()));
+      }
+      if ((k.base_in_spill() &&
+           (FromProto(k.spilled_base()).txn >= h_.size() || !FromProto(k.base_value(), h_))) ||
+          (k.has_front() && FromProto(k.front()).txn >= h_.size())) {
+        return BadCheckpoint(
+            fmt::format("key {}: a version of a transaction out of range", k.key()));
+      }
+      for (const v1::EngineValue& v : k.base_list()) {
+        if (!FromProto(v, h_)) return BadCheckpoint(fmt::format("key {}: bad value kind", k.key()));
+      }
+    }
+    for (uint32_t k : c.evicted_keys()) {
+      if (k >= h_.key_count()) return BadCheckpoint(fmt::format("evicted key {} out of range", k));
+    }
+    for (uint32_t t : c.undelivered()) {
+      if (t >= h_.size()) return BadCheckpoint(fmt::format("transaction {} out of range", t));
+    }
+    if (c.evicted_keys_size() > 0 && spill_ == nullptr) {
+      return absl::FailedPreconditionError(
+          "engine checkpoint: keys were evicted to the spill, and this engine has none "
+          "(engine.memory_budget)");
+    }
+
+    Grow();
+    max_duration_ = c.max_duration();
+    pruned_point_ = FromProto(c.pruned_point());
+    if (spill_ != nullptr && pruned_point_ > Timestamp::Min()) spill_->PruneUpTo(pruned_point_);
+    saw_snapshot_ = c.saw_snapshot();
+    for (size_t i = 0; i < sessions_.size(); ++i) sessions_[i].base = c.session_bases(i);
+    // Every transaction is delivered but the held ones, taken again below, and those still to
+    // come.
+    delivered_base_ = 0;
+    delivered_.assign(h_.size(), true);
+    for (const HeldTxn& t : held) delivered_[t.id.value()] = false;
+    for (uint32_t t : c.undelivered()) delivered_[t] = false;
+
+    restore_front_.clear();
+    for (const v1::EngineKey& k : c.keys()) {
+      const KeyId key(k.key());
+      KeyState& ks = State(key);
+      ks.trimmed = k.trimmed();
+      ks.trim_point = FromProto(k.trim_point());
+      ks.max_duration = k.max_duration();
+      ks.dropped_upto = FromProto(k.dropped_upto());
+      if (k.base_in_spill()) {
+        ks.base_in_spill = true;
+        ks.spilled_base = FromProto(k.spilled_base());
+        base_values_[key.value()] = *FromProto(k.base_value(), h_);
+        ++leafless_keys_;
+      }
+      for (const v1::EngineValue& v : k.base_list()) ks.base_list.push_back(*FromProto(v, h_));
+      base_list_values_ += ks.base_list.size();
+      if (k.has_front()) restore_front_[key.value()] = FromProto(k.front());
+      QueueIdle(key, ks);
+    }
+    uint64_t evicted = 0;
+    for (uint32_t k : c.evicted_keys()) {
+      if (evicting_) {
+        if (keys_.slot(k) != KeyTable::Slot::kNone) continue;  // listed twice, or with a state
+        keys_.MarkEvicted(k);
+        ++evicted;
+      } else if (KeyState& ks = *keys_.Find(k); Fresh(ks) && !ks.base_in_spill) {
+        Restore(KeyId(k), ks);  // without a budget every state stays in memory
+      }
+    }
+    for (const v1::EngineStream& s : c.streams()) {
+      streams_.push_back(StreamState{.name = s.name(),
+                                     .closed = s.closed(),
+                                     .has_watermark = s.explicit_watermark(),
+                                     .watermark = FromProto(s.watermark())});
+    }
+    AdvanceFinality();
+
+    // The chains first, as they were: of the versions the held transactions wrote, those from
+    // each key's oldest one in memory on (older ones had been collected). Then the transactions
+    // themselves, as arrivals whose verdicts were all reported: what they leave behind (pending
+    // reads, sessions' windows, snapshots to judge) is what the engine had.
+    for (const HeldTxn& t : held) ReinsertVersions(t.id);
+    restore_front_.clear();
+    restoring_ = true;
+    for (const HeldTxn& t : held) DeliverOne(streams_[t.stream], t.id);
+    restoring_ = false;
+    final_.clear();
+    // Event counters count from here (the gauges stay: they describe what is held).
+    stats_.delivered = stats_.checked = stats_.duplicates = stats_.late_arrivals = 0;
+    stats_.horizon_misses = stats_.flip_flops = stats_.final_violations = 0;
+    stats_.snapshot_unjudged = 0;
+    stats_.evicted_keys = evicted;
+    return absl::OkStatus();
   }
 
   const EngineStats& stats() {
@@ -364,6 +587,10 @@ class EngineImpl {
     if (!Participates(t)) return;
     ++stats_.checked;
     if (t.has_start) max_duration_ = std::max(max_duration_, t.commit.physical - t.start.physical);
+    if (restoring_) [[unlikely]] {
+      // Its versions are back (ReinsertVersions); a final one left nothing pending.
+      if (t.commit <= final_point_) return;
+    }
     const bool by_snapshot = BySnapshot(t);
     if (by_snapshot) [[unlikely]] {
       saw_snapshot_ = true;  // keys' versions stay in memory: snapshot walks read the chains
@@ -380,16 +607,18 @@ class EngineImpl {
           },
           [&](Violation v) { Emit(std::move(v)); });
     }
-    NextStamp();
-    auto ops = h_.ops(id);
-    // Each key once, with the transaction's final value for registers.
-    for (size_t i = ops.size(); i-- > 0;) {
-      const Op& op = ops[i];
-      if (!op.is_write()) continue;
-      uint32_t k = op.key().value();
-      if (key_stamp_[k] == stamp_) continue;
-      key_stamp_[k] = stamp_;
-      InsertVersion(id, t, op.key(), op.value());
+    if (!restoring_) [[likely]] {
+      NextStamp();
+      auto ops = h_.ops(id);
+      // Each key once, with the transaction's final value for registers.
+      for (size_t i = ops.size(); i-- > 0;) {
+        const Op& op = ops[i];
+        if (!op.is_write()) continue;
+        uint32_t k = op.key().value();
+        if (key_stamp_[k] == stamp_) continue;
+        key_stamp_[k] = stamp_;
+        InsertVersion(id, t, op.key(), op.value());
+      }
     }
     if (by_snapshot) [[unlikely]] {
       if (t.commit <= final_point_) {
@@ -398,6 +627,30 @@ class EngineImpl {
         snapshot_due_.Push(t.commit, id.value());
         ++pending_snapshots_;
       }
+    }
+  }
+
+  // RestoreCheckpoint: puts back in the chains the versions `id` wrote that were there at the
+  // checkpoint (restore_front_), without any check.
+  void ReinsertVersions(TxnId id) {
+    const Transaction& t = h_.txn(id);
+    if (!Participates(t)) return;
+    const OrderKey vkey = VersionKey(id, t);
+    NextStamp();
+    auto ops = h_.ops(id);
+    for (size_t i = ops.size(); i-- > 0;) {
+      const Op& op = ops[i];
+      if (!op.is_write()) continue;
+      const uint32_t k = op.key().value();
+      if (key_stamp_[k] == stamp_) continue;
+      key_stamp_[k] = stamp_;
+      const auto front = restore_front_.find(k);
+      if (front == restore_front_.end() || vkey < front->second) continue;
+      KeyState& ks = *keys_.Find(k);  // every key with a front has its state
+      if (ks.versions.empty() && ks.base_in_spill) --leafless_keys_;
+      ks.versions.insert(vkey, VersionInfo{op.value()});
+      ++stats_.retained_versions;
+      ScheduleTrim(op.key(), ks);
     }
   }
 
@@ -1414,6 +1667,7 @@ class EngineImpl {
   }
 
   void Emit(Violation v) {
+    if (restoring_) return;  // reported before the checkpoint
     v.checker = "online";
     v.level = options_.level;
     ++stats_.final_violations;
@@ -1477,6 +1731,10 @@ class EngineImpl {
   std::vector<Value> own_scratch_;
   std::vector<Violation> final_;
   EngineStats stats_;
+  // RestoreCheckpoint: each key's oldest version in memory at the checkpoint, and whether the
+  // held transactions are being taken again.
+  absl::flat_hash_map<uint32_t, OrderKey> restore_front_;
+  bool restoring_ = false;
 };
 
 Engine::Engine(const History& history, EngineOptions options)
@@ -1495,5 +1753,12 @@ const EngineStats& Engine::stats() const { return impl_->stats(); }
 Timestamp Engine::final_point() const { return impl_->final_point(); }
 bool Engine::IsFinal(TxnId id) const { return impl_->IsFinal(id); }
 bool Engine::Release(TxnId id) { return impl_->Release(id); }
+absl::Status Engine::SaveCheckpoint(v1::EngineCheckpoint* out) {
+  return impl_->SaveCheckpoint(out);
+}
+absl::Status Engine::RestoreCheckpoint(const v1::EngineCheckpoint& checkpoint,
+                                       std::span<const HeldTxn> held) {
+  return impl_->RestoreCheckpoint(checkpoint, held);
+}
 
 }  // namespace isowatch::engine

@@ -9,11 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 #include "isowatch/common/strong_id.h"
 #include "isowatch/engine/clock.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/history/history.h"
 #include "isowatch/report/violation.h"
+
+namespace isowatch::v1 {
+class EngineCheckpoint;
+}  // namespace isowatch::v1
 
 namespace isowatch::engine {
 
@@ -99,6 +105,12 @@ struct EngineStats {
   uint64_t memory_bytes = 0;
 };
 
+// A transaction a restored engine takes again (Engine::RestoreCheckpoint), and its stream.
+struct HeldTxn {
+  StreamId stream = 0;
+  TxnId id;
+};
+
 class EngineImpl;
 
 // The online checker (docs/engine.md): accepts the transactions of a history in any order, a
@@ -155,6 +167,22 @@ class Engine {
   // release: the answer turns false once its versions are collected.
   // REQUIRES: IsFinal(id).
   bool Release(TxnId id);
+
+  // Checkpoints (docs/engine.md, "Checkpoints"). Writes to `out` what a restarted engine needs
+  // besides the history it reads (as it is now) and the spill (as it is now, flushed here):
+  // streams and finality, the state each key keeps beyond the versions and pending reads of the
+  // transactions the history still holds, the evicted keys, the sessions' windows. Call between
+  // deliveries, after taking the final violations. FailedPrecondition if the spill has failed
+  // (its contents are then incomplete).
+  absl::Status SaveCheckpoint(v1::EngineCheckpoint* out);
+  // Makes this engine, fresh (no stream, nothing delivered) and reading a history restored as it
+  // was at the checkpoint, with a spill restored as it was then, the engine that saved
+  // `checkpoint`: takes its state, then takes `held` again, every transaction the history holds
+  // (in any order, with the stream that delivered it), without reporting again what was
+  // reported before the checkpoint. Event counters start from zero. InvalidArgument if the
+  // checkpoint does not fit this engine (level, sizes; evicted keys without a spill).
+  absl::Status RestoreCheckpoint(const v1::EngineCheckpoint& checkpoint,
+                                 std::span<const HeldTxn> held);
 
  private:
   std::unique_ptr<EngineImpl> impl_;

@@ -57,6 +57,17 @@ const Transaction& History::RetiredTxn(TxnId id) const {
   return it == retired_.end() ? kReleased : it->second.txn;
 }
 
+std::vector<TxnId> History::HeldTxns() const {
+  std::vector<TxnId> out;
+  out.reserve(retired_.size() + txns_.size());
+  for (const auto& [id, retired] : retired_) out.push_back(TxnId(id));
+  std::sort(out.begin(), out.end());
+  for (size_t i = 0; i < txns_.size(); ++i) {
+    out.push_back(TxnId(first_txn_ + static_cast<uint32_t>(i)));
+  }
+  return out;
+}
+
 Visibility History::Visible(TxnId writer, TxnId reader) const {
   if (writer == reader) return Visibility::kInvisible;
   const Transaction& w = txn(writer);

@@ -112,6 +112,8 @@ class History {
   std::string TxnLabel(TxnId id) const;
   // Finds a transaction held by its source id; invalid if there is none.
   TxnId FindTxn(std::string_view name) const;
+  // Every transaction held (the retired ones, then those from first_txn() on), ascending.
+  std::vector<TxnId> HeldTxns() const;
 
   // Operations.
   size_t op_count() const { return ops_.size(); }
@@ -167,6 +169,8 @@ class History {
   size_t key_count() const { return keys_.size(); }
   const KeyInfo& key(KeyId id) const { return keys_[id.value()]; }
   std::string_view bytes(uint32_t pool_index) const { return bytes_.Get(pool_index); }
+  // Byte strings interned: pool indices are [0, byte_count()).
+  size_t byte_count() const { return bytes_.size(); }
   KeyId FindIntKey(int64_t k) const;
   KeyId FindBytesKey(std::string_view k) const;
   DataModel data_model() const { return data_model_; }

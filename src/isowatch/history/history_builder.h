@@ -94,6 +94,15 @@ class HistoryBuilder {
   // session that gives sequence numbers for some transactions but not others. The daemon decides
   // the same at ingest (ingest::ConflictRegistry), so these should not happen there.
   absl::StatusOr<TxnId> EndLiveTxn();
+  // Live mode: whether `key` has been used as a register (written, or read with a value).
+  bool LiveRegister(KeyId key) const {
+    return key.value() < live_register_.size() && (live_register_[key.value()] & kLiveRegister);
+  }
+  // Live mode: how `session` numbers its transactions: 0 no transaction yet, 1 with the given
+  // sequence numbers, 2 in the order they are added.
+  uint8_t LiveSessionNumbering(SessionId session) const {
+    return session.value() < live_session_mode_.size() ? live_session_mode_[session.value()] : 0;
+  }
   // Live mode: records which source (e.g. stream) delivered transaction `id`.
   void SetOrigin(TxnId id, uint16_t origin);
   // Live mode: forgets the transactions before `upto` still held, except those `keep` returns

@@ -130,6 +130,34 @@ void ConflictRegistry::RestoreKeys(size_t mark) {
   }
 }
 
+void ConflictRegistry::StartFrom(const history::HistoryBuilder& live) {
+  const history::History& h = live.live_history();
+  started_ = true;
+  model_ = h.data_model();
+  kept_any_ = h.size() > 0;
+  undoable_ = false;
+  key_undo_.clear();
+  session_undo_.clear();
+  for (uint32_t k = 0; k < h.key_count(); ++k) {
+    const KeyId key(k);
+    const history::KeyInfo& info = h.key(key);
+    const uint8_t bits =
+        (info.is_list ? kList : 0) |
+        (live.LiveRegister(key) || h.initial().registers.contains(key) ? kRegister : 0);
+    if (bits == 0) continue;
+    if (info.is_int) {
+      int_keys_[info.payload] = bits;
+    } else {
+      bytes_keys_[std::string(h.bytes(static_cast<uint32_t>(info.payload)))] = bits;
+    }
+  }
+  for (uint32_t s = 0; s < h.session_count(); ++s) {
+    const uint8_t mode = live.LiveSessionNumbering(SessionId(s));
+    if (mode == 0) continue;
+    sessions_[std::string(h.session_name(SessionId(s)))] = mode == 1 ? kNumbered : kUnnumbered;
+  }
+}
+
 void ConflictRegistry::MarkInitial(const v1::InitialState& initial) {
   auto mark = [this](const v1::Datum& key, uint8_t bits) {
     if (!HasValue(key)) return;

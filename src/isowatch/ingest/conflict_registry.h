@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 
 #include "isowatch/history/history.h"
+#include "isowatch/history/history_builder.h"
 #include "isowatch/ingest/validate.h"
 #include "isowatch/v1/history.pb.h"
 #include "isowatch/v1/ingest.pb.h"
@@ -79,6 +80,12 @@ class ConflictRegistry {
   // Takes back everything the last Decide applied: its batch did not reach the log. Does
   // nothing when called again, or before any Decide.
   void Undo();
+
+  // Starts from what live history `live` decided about its keys and sessions (after a restart
+  // from a checkpoint, which saved the history but not this registry): its data model, each
+  // key's kind and each session's numbering, as if its transactions had been decided here.
+  // REQUIRES: nothing decided yet.
+  void StartFrom(const history::HistoryBuilder& live);
 
   // Keys and sessions with an entry.
   size_t keys() const { return int_keys_.size() + bytes_keys_.size(); }

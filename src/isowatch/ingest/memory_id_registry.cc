@@ -77,6 +77,61 @@ void MemoryIdRegistry::Record(std::string_view stream, std::string_view txn_id,
   if (inserted) ++size_;
 }
 
+namespace {
+
+template <typename Ids>
+void SaveIds(const Ids& ids, v1::IdGeneration* out) {
+  for (const auto& [id, fingerprint] : ids.ints) {
+    out->add_ints(id);
+    out->add_int_fingerprints(fingerprint);
+  }
+  for (const auto& [id, fingerprint] : ids.strings) {
+    out->add_strings(id);
+    out->add_string_fingerprints(fingerprint);
+  }
+}
+
+}  // namespace
+
+void MemoryIdRegistry::Save(v1::IdRegistryCheckpoint* out) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, g] : streams_) {
+    v1::IdStream* s = out->add_streams();
+    s->set_name(name);
+    SaveIds(g.current, s->mutable_current());
+    SaveIds(g.previous, s->mutable_previous());
+  }
+}
+
+absl::Status MemoryIdRegistry::Restore(const v1::IdRegistryCheckpoint& checkpoint) {
+  absl::flat_hash_map<std::string, Generations> streams;
+  size_t size = 0;
+  auto load = [&size](const v1::IdGeneration& in, Ids& ids) {
+    if (in.ints_size() != in.int_fingerprints_size() ||
+        in.strings_size() != in.string_fingerprints_size()) {
+      return false;
+    }
+    for (int i = 0; i < in.ints_size(); ++i) {
+      size += ids.ints.try_emplace(in.ints(i), in.int_fingerprints(i)).second ? 1 : 0;
+    }
+    for (int i = 0; i < in.strings_size(); ++i) {
+      size += ids.strings.try_emplace(in.strings(i), in.string_fingerprints(i)).second ? 1 : 0;
+    }
+    return true;
+  };
+  for (const v1::IdStream& s : checkpoint.streams()) {
+    Generations& g = streams[s.name()];
+    if (!load(s.current(), g.current) || !load(s.previous(), g.previous)) {
+      return absl::InvalidArgumentError(
+          "id registry checkpoint: ids and fingerprints do not match in number");
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  streams_ = std::move(streams);
+  size_ = size;
+  return absl::OkStatus();
+}
+
 size_t MemoryIdRegistry::size() const {
   absl::MutexLock lock(&mu_);
   return size_;

@@ -8,9 +8,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 
 #include "isowatch/ingest/id_registry.h"
+#include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::ingest {
 
@@ -39,6 +41,13 @@ class MemoryIdRegistry final : public IdRegistry {
 
   // Ids remembered, over all streams.
   size_t size() const;
+
+  // Writes every id remembered, with its stream, generation and fingerprint, to `out`
+  // (checkpoints: docs/operations.md).
+  void Save(v1::IdRegistryCheckpoint* out) const;
+  // Replaces what is remembered with what `checkpoint` holds. InvalidArgument (and nothing
+  // changed) if its arrays do not match.
+  absl::Status Restore(const v1::IdRegistryCheckpoint& checkpoint);
   // The bound per stream; 0: none.
   size_t per_stream() const { return per_stream_; }
 

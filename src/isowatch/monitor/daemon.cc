@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <utility>
 
@@ -15,6 +18,7 @@
 #include "isowatch/checkers/registry.h"
 #include "isowatch/common/atomic_file.h"
 #include "isowatch/common/status_macros.h"
+#include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::monitor {
 namespace {
@@ -88,11 +92,32 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   options.live.level = config.engine.level;
   options.live.finality_timeout_ms = config.engine.finality_timeout.count();
   options.live.retention = config.engine.retention;
-  if (config.engine.memory_budget > 0 || config.engine.spill_collected) {
-    // Derived state: RocksVersionSpill::Open clears it; recovery replays the log through the
-    // engine, which spills again what it collects.
-    ASSIGN_OR_RETURN(d->spill_, engine::RocksVersionSpill::Open(
-                                    (std::filesystem::path(config.data_dir) / "spill").string()));
+  // The last checkpoint (docs/operations.md, "Checkpoints"): the monitor restores it, then
+  // replays the log written after it.
+  ASSIGN_OR_RETURN(const std::optional<store::CheckpointRecord> saved, d->store_->GetCheckpoint());
+  if (saved) {
+    auto checkpoint = std::make_shared<v1::DaemonCheckpoint>();
+    if (!checkpoint->ParseFromString(saved->blob)) {
+      return absl::DataLossError(
+          fmt::format("the store's checkpoint (generation {}) does not parse", saved->generation));
+    }
+    options.checkpoint = std::move(checkpoint);
+  }
+  const std::string spill_dir = (std::filesystem::path(config.data_dir) / "spill").string();
+  const std::string snapshot =
+      options.checkpoint != nullptr ? options.checkpoint->spill_snapshot() : std::string();
+  if (!snapshot.empty() || config.engine.memory_budget > 0 || config.engine.spill_collected) {
+    if (!snapshot.empty()) {
+      // The spill as it was at the checkpoint: the engine's saved state refers to what it held
+      // (even if the budget has been turned off since).
+      ASSIGN_OR_RETURN(
+          d->spill_, engine::RocksVersionSpill::OpenFromSnapshot(
+                         spill_dir, (std::filesystem::path(config.data_dir) / snapshot).string()));
+    } else {
+      // Derived state: RocksVersionSpill::Open clears it; recovery replays the log through the
+      // engine, which spills again what it collects.
+      ASSIGN_OR_RETURN(d->spill_, engine::RocksVersionSpill::Open(spill_dir));
+    }
     options.live.spill = d->spill_.get();
     options.rocks_spill = d->spill_.get();
     options.live.spill_collected = config.engine.spill_collected;
@@ -106,6 +131,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
       metrics->spill_reload().Observe(seconds);
     };
   }
+  options.checkpoint_interval_ms = config.store.checkpoint_interval.count();
+  options.data_dir = config.data_dir;
   options.queue_batches = config.ingest.queue_batches;
   options.remembered_ids = static_cast<size_t>(config::RememberedIds(config));
   options.version = version;

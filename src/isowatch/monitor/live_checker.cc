@@ -7,8 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "isowatch/common/status_macros.h"
 #include "isowatch/ingest/conflict_registry.h"
 #include "isowatch/report/check_report.h"
+#include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::monitor {
 
@@ -59,7 +61,11 @@ void LiveChecker::StartIfNeeded(const v1::IngestBatch& batch) {
   // The same rule as ConflictRegistry's, which decides at ingest what this history will refuse.
   builder_.StartLive((batch.has_header() ? ingest::DataModelOf(batch.header()) : std::nullopt)
                          .value_or(options_.default_model));
-  engine_ = std::make_unique<engine::Engine>(
+  engine_ = MakeEngine();
+}
+
+std::unique_ptr<engine::Engine> LiveChecker::MakeEngine() const {
+  return std::make_unique<engine::Engine>(
       builder_.live_history(),
       engine::EngineOptions{.level = options_.level,
                             .finality_timeout_ms = options_.finality_timeout_ms,
@@ -71,6 +77,91 @@ void LiveChecker::StartIfNeeded(const v1::IngestBatch& batch) {
                             .spill_retention = options_.spill_retention,
                             .on_spill_pause = options_.on_spill_pause,
                             .on_reload = options_.on_reload});
+}
+
+absl::Status LiveChecker::SaveCheckpoint(v1::LiveCheckpoint* out) {
+  if (cutter_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "no checkpoint while windows are cut for plug-in checkers (their state is not saved)");
+  }
+  if (!rendered_.empty()) {
+    return absl::FailedPreconditionError("violations rendered and not taken yet");
+  }
+  out->Clear();
+  out->set_started(started_);
+  out->set_ignored_headers(ignored_headers_);
+  out->set_release_end(release_end_);
+  out->set_releases(releases_);
+  if (!started_) return absl::OkStatus();
+  RETURN_IF_ERROR(engine_->SaveCheckpoint(out->mutable_engine()));
+  builder_.SaveLive(out->mutable_history());
+  for (const Stream& s : streams_) {
+    v1::LiveStream* p = out->add_streams();
+    p->set_name(s.name);
+    p->set_engine_stream(s.id);
+    p->set_closed(s.closed);
+    if (s.watermark) {
+      p->mutable_watermark()->set_physical(s.watermark->physical);
+      p->mutable_watermark()->set_logical(s.watermark->logical);
+    }
+    p->set_delivered(s.delivered);
+    p->set_committed(s.committed);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LiveChecker::RestoreCheckpoint(const v1::LiveCheckpoint& c, int64_t now_ms) {
+  if (started_) return absl::FailedPreconditionError("the live checker has applied batches");
+  if (!c.started()) return absl::OkStatus();
+  RETURN_IF_ERROR(builder_.RestoreLive(c.history()));
+  const History& h = builder_.live_history();
+  std::vector<Stream> streams;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (const v1::LiveStream& p : c.streams()) {
+    // Streams are declared to the engine in the order the checker meets them.
+    if (p.engine_stream() != streams.size() ||
+        static_cast<int>(p.engine_stream()) >= c.engine().streams_size() ||
+        !index.try_emplace(p.name(), streams.size()).second) {
+      return absl::DataLossError(
+          fmt::format("checkpoint: stream \"{}\" is out of order or named twice", p.name()));
+    }
+    Stream s;
+    s.name = p.name();
+    s.id = p.engine_stream();
+    s.closed = p.closed();
+    if (p.has_watermark())
+      s.watermark = Timestamp{p.watermark().physical(), p.watermark().logical()};
+    s.delivered = p.delivered();
+    s.committed = p.committed();
+    streams.push_back(std::move(s));
+  }
+  const std::vector<TxnId> held_ids = h.HeldTxns();
+  std::vector<engine::HeldTxn> held;
+  held.reserve(held_ids.size());
+  for (TxnId id : held_ids) {
+    const uint16_t origin = h.txn(id).origin;
+    if (origin >= streams.size()) {
+      return absl::DataLossError(
+          fmt::format("checkpoint: transaction {} comes from no stream", h.TxnLabel(id)));
+    }
+    held.push_back({.stream = streams[origin].id, .id = id});
+  }
+  auto engine = MakeEngine();
+  RETURN_IF_ERROR(engine->RestoreCheckpoint(c.engine(), held));
+  for (TxnId id : held_ids) {
+    const Transaction& t = h.txn(id);
+    if (t.committed() && t.has_commit && !engine->IsFinal(id)) {
+      streams[t.origin].unfinal.push_back({t.commit, now_ms});
+    }
+  }
+  engine_ = std::move(engine);
+  streams_ = std::move(streams);
+  stream_index_ = std::move(index);
+  started_ = true;
+  ignored_headers_ = c.ignored_headers();
+  release_end_ = c.release_end();
+  releases_ = c.releases();
+  return absl::OkStatus();
 }
 
 LiveChecker::Stream& LiveChecker::StreamFor(std::string_view name) {

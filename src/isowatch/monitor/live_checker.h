@@ -22,6 +22,10 @@
 #include "isowatch/v1/ingest.pb.h"
 #include "isowatch/windows/window_cutter.h"
 
+namespace isowatch::v1 {
+class LiveCheckpoint;
+}  // namespace isowatch::v1
+
 namespace isowatch::monitor {
 
 struct LiveOptions {
@@ -122,6 +126,19 @@ class LiveChecker {
   // Times the live history released final transactions (under a memory budget).
   uint64_t history_releases() const { return releases_; }
   const history::History& history() const { return builder_.live_history(); }
+  // The live history's builder (what it decided about keys and sessions), for ingest's
+  // ConflictRegistry after a restart from a checkpoint.
+  const history::HistoryBuilder& builder() const { return builder_; }
+
+  // Checkpoints (docs/operations.md, "Checkpoints"). Writes everything this checker holds to
+  // `out`: the live history, the engine's state (flushing its spill) and the streams. Call
+  // between batches, after TakeViolations. FailedPrecondition while windows are cut (their
+  // state is not saved), or if the engine cannot save (its spill failed).
+  absl::Status SaveCheckpoint(v1::LiveCheckpoint* out);
+  // Makes this checker, fresh (nothing applied), the one that saved `checkpoint`, over a spill
+  // (LiveOptions::spill) restored as it was then. The transactions still pending count as
+  // arrived at `now_ms`. An error if the checkpoint is malformed or does not fit the options.
+  absl::Status RestoreCheckpoint(const v1::LiveCheckpoint& checkpoint, int64_t now_ms);
 
  private:
   struct Stream {
@@ -147,6 +164,7 @@ class LiveChecker {
   void SealWindows();
   Stream& StreamFor(std::string_view name);
   void StartIfNeeded(const v1::IngestBatch& batch);
+  std::unique_ptr<engine::Engine> MakeEngine() const;
   store::ViolationRecord Render(const report::Violation& v, int64_t now_unix_ms) const;
 
   LiveOptions options_;

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -90,9 +93,43 @@ Monitor::~Monitor() {
   if (syncer_.joinable()) syncer_.join();
 }
 
+namespace {
+
+constexpr std::string_view kSpillSnapshotPrefix = "spill-checkpoint-";
+
+// Removes the spill snapshots under `data_dir` but `keep` (a name under it; empty: keep none).
+void RemoveSpillSnapshots(const std::string& data_dir, std::string_view keep) {
+  if (data_dir.empty()) return;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(data_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kSpillSnapshotPrefix) || name == keep) continue;
+    std::filesystem::remove_all(entry.path(), ec);
+    if (ec) spdlog::warn("could not remove the old spill snapshot {}: {}", name, ec.message());
+  }
+}
+
+}  // namespace
+
 absl::Status Monitor::Recover() {
   uint64_t batches = 0;
   const int64_t now = NowUnixMs();
+  if (options_.checkpoint != nullptr) {
+    const v1::DaemonCheckpoint& c = *options_.checkpoint;
+    RETURN_IF_ERROR(live_.RestoreCheckpoint(c.live(), now));
+    RETURN_IF_ERROR(registry_.Restore(c.ids()));
+    if (c.live().started()) {
+      // The registry was not saved: it starts from what the history decided, which is what it
+      // had decided for the same batches.
+      absl::MutexLock order(&append_mu_);
+      conflicts_.StartFrom(live_.builder());
+    }
+    checkpoint_position_ = store_->first_log_position();
+    RemoveSpillSnapshots(options_.data_dir, c.spill_snapshot());
+    spdlog::info("restored the checkpoint saved before log position {} ({} transactions held)",
+                 checkpoint_position_, live_.history().HeldTxns().size());
+  }
+  last_checkpoint_ms_ = now;
   RETURN_IF_ERROR(store_->ReadLog(store_->first_log_position(), [&](const store::LogEntry& e) {
     Queued q;
     q.batch = ingest::ParseArenaBatch(e.bytes);
@@ -396,6 +433,7 @@ void Monitor::Run() {
         engine_error_ = s;
       }
       Refresh(now);
+      MaybeCheckpoint(now, /*now=*/done);
     }
     if (done) break;
   }
@@ -429,6 +467,60 @@ void Monitor::ApplyOne(Queued& q, int64_t now_ms) {
       spdlog::error("storing violations failed: {}", View(s.message()));
     }
   }
+}
+
+void Monitor::MaybeCheckpoint(int64_t now_ms, bool now) {
+  if (options_.checkpoint_interval_ms <= 0 || options_.live.windows) return;
+  if (!now && now_ms - last_checkpoint_ms_ < options_.checkpoint_interval_ms) return;
+  last_checkpoint_ms_ = now_ms;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!engine_error_.ok()) return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const absl::StatusOr<bool> saved = Checkpoint(now_ms);
+  if (!saved.ok()) {
+    metrics_->checkpoint_failures().Increment();
+    spdlog::warn("checkpoint not saved (the log is kept whole): {}",
+                 View(saved.status().message()));
+    return;
+  }
+  if (!*saved) return;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics_->checkpoints().Increment();
+  metrics_->checkpoint_seconds().Observe(seconds);
+  spdlog::debug("checkpoint saved before log position {} in {:.3f} s", checkpoint_position_,
+                seconds);
+}
+
+absl::StatusOr<bool> Monitor::Checkpoint(int64_t now_ms) {
+  // Every batch below it has been applied (the engine thread takes them in position order).
+  const uint64_t position = next_position_;
+  if (position <= checkpoint_position_) return false;
+  // What became final is stored first: the restored checker does not report it again.
+  RETURN_IF_ERROR(StoreViolations(now_ms, /*count=*/true));
+  v1::DaemonCheckpoint c;
+  RETURN_IF_ERROR(live_.SaveCheckpoint(c.mutable_live()));
+  c.set_saved_unix_ms(now_ms);
+  registry_.Save(c.mutable_ids());
+  if (options_.rocks_spill != nullptr) {
+    // Taken at the same point as the engine's state, which refers to what it holds.
+    const std::string name = fmt::format("{}{}", kSpillSnapshotPrefix, position);
+    const std::filesystem::path dir = std::filesystem::path(options_.data_dir) / name;
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);  // left by a checkpoint that failed
+    RETURN_IF_ERROR(options_.rocks_spill->Snapshot(dir.string()));
+    c.set_spill_snapshot(name);
+  }
+  const std::string blob = c.SerializeAsString();
+  RETURN_IF_ERROR(store_->PutCheckpoint(position, blob));
+  checkpoint_position_ = position;
+  metrics_->checkpoint_bytes().Set(static_cast<double>(blob.size()));
+  // No window is cut while checkpoints are taken: a restart from this one cuts windows afresh.
+  RETURN_IF_ERROR(store_->SetWindowsDone(0));
+  RemoveSpillSnapshots(options_.data_dir, c.spill_snapshot());
+  return true;
 }
 
 absl::Status Monitor::StoreViolations(int64_t now_ms, bool count) {
@@ -568,6 +660,8 @@ void Monitor::ReportRocksDbMemory(std::string_view db, const store::RocksDbMemor
 }
 
 void Monitor::Refresh(int64_t now_ms) {
+  metrics_->log_batches().Set(
+      static_cast<double>(store_->next_log_position() - store_->first_log_position()));
   const engine::EngineStats& st = live_.stats();
   auto add = [](prometheus::Counter& c, uint64_t now, uint64_t before) {
     if (now > before) c.Increment(static_cast<double>(now - before));

@@ -29,6 +29,7 @@
 #include "isowatch/server/status_source.h"
 #include "isowatch/server/violation_source.h"
 #include "isowatch/store/store.h"
+#include "isowatch/v1/checkpoint.pb.h"
 #include "isowatch/windows/check_pool.h"
 
 namespace isowatch::monitor {
@@ -36,8 +37,15 @@ namespace isowatch::monitor {
 struct MonitorOptions {
   LiveOptions live;
   // The RocksDB spill behind `live.spill`, when it is one (not owned): the monitor reports its
-  // memory with the store's.
-  const engine::RocksVersionSpill* rocks_spill = nullptr;
+  // memory with the store's, and snapshots it with each checkpoint.
+  engine::RocksVersionSpill* rocks_spill = nullptr;
+  // Checkpoints (docs/operations.md, "Checkpoints"): how often to save one (0: never), the
+  // directory the spill's snapshots go under (the data directory), and the checkpoint the store
+  // held at start, parsed, which Open restores before it replays the log after it (null: none;
+  // its spill snapshot is already behind `live.spill`).
+  int64_t checkpoint_interval_ms = 0;
+  std::string data_dir;
+  std::shared_ptr<const v1::DaemonCheckpoint> checkpoint;
   // Batches taken (being appended, waiting for their sync, or durable but not yet applied by
   // the engine thread); when full, Submit and SubmitAsync wait and TrySubmit answers
   // ResourceExhausted.
@@ -140,6 +148,10 @@ class Monitor final : public ingest::BatchSink,
   // Engine thread: applies one batch and stores what became final.
   void ApplyOne(Queued& q, int64_t now_ms);
   absl::Status StoreViolations(int64_t now_ms, bool count);
+  // Saves a checkpoint at the next log position to apply and drops the log before it; returns
+  // whether there was anything new to save. Engine thread, between batches.
+  absl::StatusOr<bool> Checkpoint(int64_t now_ms);
+  void MaybeCheckpoint(int64_t now_ms, bool now);
   void Refresh(int64_t now_ms);
   // Sets database `db`'s RocksDB memory gauges and adds it to `out`.
   void ReportRocksDbMemory(std::string_view db, const store::RocksDbMemory& m,
@@ -202,6 +214,8 @@ class Monitor final : public ingest::BatchSink,
   std::vector<uint64_t> last_refusals_;
   uint64_t last_duplicates_ = 0;
   std::vector<int64_t> latencies_;
+  int64_t last_checkpoint_ms_ = 0;
+  uint64_t checkpoint_position_ = 0;  // log position of the last checkpoint saved or restored
   absl::flat_hash_map<std::string, int64_t> watermark_moved_ms_;
   absl::flat_hash_map<std::string, std::optional<history::Timestamp>> last_watermark_;
 

@@ -216,6 +216,33 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                        .Help("Time each check that read the spill (a reload) took.")
                        .Register(r)
                        .Add({}, IngestLatencyBuckets());
+  checkpoints_ =
+      &BuildCounter()
+           .Name("isowatch_checkpoints_total")
+           .Help("Checkpoints of the checking state saved (the log before each dropped).")
+           .Register(r)
+           .Add({});
+  checkpoint_failures_ = &BuildCounter()
+                              .Name("isowatch_checkpoint_failures_total")
+                              .Help("Checkpoints that could not be saved (the log was kept).")
+                              .Register(r)
+                              .Add({});
+  checkpoint_seconds_ = &BuildHistogram()
+                             .Name("isowatch_checkpoint_seconds")
+                             .Help("Time each checkpoint held up the engine thread.")
+                             .Register(r)
+                             .Add({}, CheckLatencyBuckets());
+  checkpoint_bytes_ =
+      &BuildGauge()
+           .Name("isowatch_checkpoint_bytes")
+           .Help("Size of the last checkpoint saved (without the spill's snapshot).")
+           .Register(r)
+           .Add({});
+  log_batches_ = &BuildGauge()
+                      .Name("isowatch_store_log_batches")
+                      .Help("Batches in the store's log (those since the last checkpoint).")
+                      .Register(r)
+                      .Add({});
   rocksdb_memory_family_ = &BuildGauge()
                                 .Name("isowatch_rocksdb_memory_bytes")
                                 .Help(

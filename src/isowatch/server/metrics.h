@@ -101,6 +101,13 @@ class DaemonMetrics {
   // Seconds each write to the spill held up the engine.
   prometheus::Histogram& spill_pause() { return *spill_pause_; }
   prometheus::Histogram& spill_reload() { return *spill_reload_; }
+  // Checkpoints of the checking state (docs/operations.md, "Checkpoints").
+  prometheus::Counter& checkpoints() { return *checkpoints_; }
+  prometheus::Counter& checkpoint_failures() { return *checkpoint_failures_; }
+  prometheus::Histogram& checkpoint_seconds() { return *checkpoint_seconds_; }
+  prometheus::Gauge& checkpoint_bytes() { return *checkpoint_bytes_; }
+  // Batches in the log, from its first position to its end.
+  prometheus::Gauge& log_batches() { return *log_batches_; }
   // Memory RocksDB holds for database `db` ("store", "spill"), by `kind` ("memtables",
   // "table_readers", "block_cache").
   prometheus::Gauge& RocksDbMemoryBytes(std::string_view db, std::string_view kind);
@@ -175,6 +182,11 @@ class DaemonMetrics {
   prometheus::Gauge* resident_keys_;
   prometheus::Counter* budget_collections_;
   prometheus::Histogram* spill_pause_;
+  prometheus::Counter* checkpoints_;
+  prometheus::Counter* checkpoint_failures_;
+  prometheus::Histogram* checkpoint_seconds_;
+  prometheus::Gauge* checkpoint_bytes_;
+  prometheus::Gauge* log_batches_;
   prometheus::Histogram* spill_reload_;
   prometheus::Family<prometheus::Gauge>* rocksdb_memory_family_;
   prometheus::Counter* windows_sealed_;

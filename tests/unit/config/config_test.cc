@@ -131,7 +131,7 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
          spill_retention] = engine;
   auto& [max_batch_transactions, max_batch_bytes, max_ops, queue_batches, max_streams,
          remembered_ids] = ingest;
-  auto& [sync_writes] = store;
+  auto& [sync_writes, checkpoint_interval] = store;
   auto& [window_checkers, window_by, window_size, window_overlap, window_threads, window_queued,
          window_time_limit] = windows;
 
@@ -167,6 +167,7 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
       {"ingest.max_streams", "10", [p = &max_streams] { return *p == 10u; }},
       {"ingest.remembered_ids", "0", [p = &remembered_ids] { return *p == uint64_t{0}; }},
       {"store.sync_writes", "false", [p = &sync_writes] { return !*p; }},
+      {"store.checkpoint_interval", "0s", [p = &checkpoint_interval] { return p->count() == 0; }},
       {"windows.checkers", "adya, chronos",
        [p = &window_checkers] {
          return *p == std::vector<std::string>{"adya", "chronos"};
@@ -223,6 +224,7 @@ TEST(ConfigTest, Defaults) {
   EXPECT_EQ(c.engine.retention, 0);
   EXPECT_EQ(c.ingest.max_batch_bytes, 16u << 20);
   EXPECT_TRUE(c.store.sync_writes);
+  EXPECT_EQ(c.store.checkpoint_interval, 5min);
   EXPECT_TRUE(Validate(c).ok());
 }
 

@@ -23,6 +23,8 @@
 #include "isowatch/report/violation.h"
 #include "isowatch/sim/simulator.h"
 
+#include "tests/testing/violation_entries.h"
+
 namespace isowatch::engine {
 namespace {
 
@@ -39,40 +41,10 @@ constexpr double kRateTps = 10000;   // collection rate of the delivery
 constexpr double kTimeoutRateTps = 1000;
 constexpr double kTimeoutSigmaMs = 3;
 
-// A violation as both checkers must name it: anomaly, kind, transaction ids in report order,
-// key, expected and observed values.
-using Entry = std::tuple<std::string, std::string, std::vector<std::string>, std::string,
-                         std::string, std::string>;
-
-std::vector<Entry> Entries(const History& h, const std::vector<report::Violation>& vs) {
-  std::vector<Entry> out;
-  for (const report::Violation& v : vs) {
-    std::vector<std::string> txns;
-    for (TxnId t : v.txns) txns.emplace_back(h.txn_name(t));
-    out.emplace_back(report::AnomalyName(v.anomaly), report::ExtKindName(v.ext_kind),
-                     std::move(txns), v.key.valid() ? h.KeyToString(v.key) : "-", v.expected,
-                     v.observed);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string Show(const std::vector<Entry>& entries, size_t limit = 10) {
-  std::string out;
-  for (size_t i = 0; i < entries.size() && i < limit; ++i) {
-    const auto& [anomaly, kind, txns, key, expected, observed] = entries[i];
-    out += fmt::format("  {} {} [{}] key {} expected {} observed {}\n", anomaly, kind,
-                       fmt::join(txns, ","), key, expected, observed);
-  }
-  if (entries.size() > limit) out += fmt::format("  ... {} more\n", entries.size() - limit);
-  return out;
-}
-
-std::vector<Entry> Minus(const std::vector<Entry>& a, const std::vector<Entry>& b) {
-  std::vector<Entry> out;
-  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-  return out;
-}
+using Entry = ::isowatch::testing::ViolationEntry;
+using ::isowatch::testing::Entries;
+using ::isowatch::testing::Minus;
+using ::isowatch::testing::Show;
 
 // A small workload whose shape varies with the seed.
 sim::WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataKind data) {

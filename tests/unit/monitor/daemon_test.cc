@@ -874,6 +874,87 @@ TEST_F(DaemonTest, MemoryBudgetEvictsColdKeys) {
   EXPECT_EQ(Summary(*after), Summary(*before));
 }
 
+// Checkpoints drop the log, and a daemon restarted from one goes on as if it had never stopped:
+// a read left pending at the checkpoint is judged after the restart, and a writer that arrives
+// after it is checked against one long evicted before it. The same batches, pushed to a daemon
+// without checkpoints that is never stopped, give the same violations with the same ids.
+TEST_F(DaemonTest, CheckpointsDropTheLogAndARestartGoesOn) {
+  const std::string s = "checkpointed";
+  std::vector<v1::IngestBatch> before_stop;
+  v1::IngestBatch b1 = Batch(s, 1,
+                             {At(Writer(1, 1, 100), 10, 15), At(Writer(2, 2, 200), 20, 25),
+                              At(Writer(3, 3, 300), 30, 35)});
+  b1.mutable_watermark()->set_physical(35);
+  v1::IngestBatch b2 = Batch(s, 2, {At(Reader(4, 1, 100), 40, 45)});
+  b2.mutable_watermark()->set_physical(45);
+  // No watermark: the wrong read of key 2 is still pending when the daemon stops.
+  const v1::IngestBatch b3 = Batch(s, 3, {At(Reader(5, 2, 999), 50, 55)});
+  // After the restart: a writer of key 3 that started before transaction 3 committed.
+  v1::IngestBatch b4 = Batch(s, 4, {At(Writer(6, 3, 600), 33, 65)});
+  b4.mutable_watermark()->set_physical(65);
+  b4.set_end_of_stream(true);
+
+  TempDir plain_dir;
+  ASSERT_FALSE(plain_dir.Path().empty());
+  config::DaemonConfig plain = TestConfig(plain_dir.Path());
+  plain.engine.memory_budget = 1;
+  plain.store.checkpoint_interval = std::chrono::milliseconds(0);
+  ASSERT_NO_FATAL_FAILURE(Start(plain));
+  ASSERT_NO_FATAL_FAILURE(PushAllAndWait({b1, b2, b3, b4}, s));
+  auto want = Violations();
+  ASSERT_TRUE(want.has_value());
+  std::string metrics = Metrics();
+  EXPECT_EQ(Sample(metrics, "isowatch_checkpoints_total"), 0.0) << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_store_log_batches"), 4.0) << metrics;
+  Stop();
+  const std::multiset<Brief> expected = Summary(*want);
+  ASSERT_EQ(expected.size(), 2u);  // EXT of 5, NoConflict of 3 and 6
+
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = TestConfig(dir.Path());
+  config.engine.memory_budget = 1;
+  config.store.checkpoint_interval = std::chrono::milliseconds(10);
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  for (const v1::IngestBatch& b : {b1, b2, b3}) {
+    absl::StatusOr<v1::IngestAck> ack = Push(b);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+  }
+  // Checkpoints were taken and the log before the last one dropped.
+  EXPECT_TRUE(WaitFor([&] {
+    metrics = Metrics();
+    return Sample(metrics, "isowatch_checkpoints_total") >= 1.0 &&
+           Sample(metrics, "isowatch_store_log_batches") == 0.0;
+  })) << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_checkpoint_failures_total"), 0.0) << metrics;
+  EXPECT_GT(Sample(metrics, "isowatch_checkpoint_bytes").value_or(0), 0.0) << metrics;
+  Stop();
+  // One spill snapshot is kept, the one of the last checkpoint.
+  size_t snapshots = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.Path())) {
+    if (e.path().filename().string().starts_with("spill-checkpoint-")) ++snapshots;
+  }
+  EXPECT_EQ(snapshots, 1u);
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  metrics = Metrics();
+  EXPECT_EQ(Sample(metrics, "isowatch_store_log_batches"), 0.0) << metrics;
+  ASSERT_NO_FATAL_FAILURE(PushAllAndWait({b4}, s));
+  auto got = Violations();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(Summary(*got), expected);
+  std::set<std::string> want_ids, got_ids;
+  for (const Seen& v : *want) want_ids.insert(v.id);
+  for (const Seen& v : *got) got_ids.insert(v.id);
+  EXPECT_EQ(got_ids, want_ids);
+  auto stream = StreamStatus(s);
+  ASSERT_TRUE(stream.has_value());
+  EXPECT_EQ((*stream)["ingested_transactions"], "6");
+  EXPECT_EQ((*stream)["acked_sequence"], "4");
+  metrics = Metrics();
+  EXPECT_EQ(Sample(metrics, "isowatch_horizon_misses_total"), 0.0) << metrics;
+}
+
 // engine.spill_retention reaches the engine: a transaction that starts far below the final
 // point, whose snapshot the spill could have answered, is a horizon miss once the spill may
 // have pruned it, and is reloaded (and found right) when the spill keeps everything.

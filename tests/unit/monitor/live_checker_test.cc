@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "isowatch/formats/native.h"
 #include "isowatch/report/check_report.h"
 #include "isowatch/sim/simulator.h"
+#include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::monitor {
 namespace {
@@ -79,9 +81,12 @@ std::vector<uint32_t> All(const v1::IngestBatch& b) {
 }
 
 // With `budget`: a one-byte memory budget over an in-memory spill, so that versions are spilled
-// and the live history forgets final transactions as soon as it can.
+// and the live history forgets final transactions as soon as it can. With `checkpoint_every`:
+// after every that many batches the checker is saved, dropped, and a new one restored from the
+// saved bytes goes on (the spill stays as it was, as the daemon's snapshot of it would).
 std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& batches,
-                                            IsolationLevel level, bool budget = false) {
+                                            IsolationLevel level, bool budget = false,
+                                            size_t checkpoint_every = 0) {
   engine::FakeClock clock;
   engine::MemoryVersionSpill spill;
   LiveOptions options{.level = level, .clock = &clock};
@@ -90,14 +95,34 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
     options.memory_budget = 1;
     options.min_release = 16;
   }
-  LiveChecker live(options);
+  auto live_owner = std::make_unique<LiveChecker>(options);
   std::vector<store::ViolationRecord> out;
   int64_t now = 1000;
-  for (const v1::IngestBatch& b : batches) {
-    std::vector<TxnRefusal> refused = live.Apply(b, All(b));
+  size_t restores = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const v1::IngestBatch& b = batches[i];
+    std::vector<TxnRefusal> refused = live_owner->Apply(b, All(b));
     EXPECT_TRUE(refused.empty()) << refused.front().detail;
-    for (auto& r : live.TakeViolations(++now)) out.push_back(std::move(r));
+    for (auto& r : live_owner->TakeViolations(++now)) out.push_back(std::move(r));
+    if (checkpoint_every > 0 && (i + 1) % checkpoint_every == 0 && i + 1 < batches.size()) {
+      v1::LiveCheckpoint saved;
+      const absl::Status s = live_owner->SaveCheckpoint(&saved);
+      EXPECT_TRUE(s.ok()) << s;
+      const std::string bytes = saved.SerializeAsString();
+      live_owner = std::make_unique<LiveChecker>(options);
+      v1::LiveCheckpoint parsed;
+      EXPECT_TRUE(parsed.ParseFromString(bytes));
+      const absl::Status r = live_owner->RestoreCheckpoint(parsed, now);
+      EXPECT_TRUE(r.ok()) << r;
+      ++restores;
+      // Nothing is reported again.
+      EXPECT_TRUE(live_owner->TakeViolations(now).empty());
+    }
   }
+  if (checkpoint_every > 0) {
+    EXPECT_GT(restores, 0u);
+  }
+  const LiveChecker& live = *live_owner;
   for (const LiveStreamStatus& s : live.Streams()) {
     EXPECT_TRUE(s.closed) << s.name;
     EXPECT_EQ(s.pending, 0u) << s.name;
@@ -177,6 +202,15 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
     std::set<std::string> again;
     for (const auto& r : RunLive(batches, c.level, c.budget)) again.insert(r.id);
     EXPECT_EQ(again, live_ids);
+    // And with the checker saved and restored every few batches: each once, the same ids.
+    for (size_t every : {3, 11}) {
+      std::set<std::string> restored;
+      for (const auto& r : RunLive(batches, c.level, c.budget, every)) {
+        EXPECT_TRUE(restored.insert(r.id).second)
+            << "seed " << seed << " checkpoints every " << every << ": reported twice: " << r.json;
+      }
+      EXPECT_EQ(restored, live_ids) << "seed " << seed << " checkpoints every " << every;
+    }
   }
   EXPECT_GT(total, 0u) << "the faults produced no violation: the comparison proves nothing";
 }

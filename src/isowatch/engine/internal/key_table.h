@@ -87,6 +87,10 @@ class KeyTable {
     --resident_;
   }
 
+  // Marks `key`, which has no state, evicted (a restored engine's). REQUIRES: a sparse table,
+  // Find(key) == nullptr.
+  void MarkEvicted(uint32_t key) { slots_[key] = kEvictedSlot; }
+
   // Keys with a KeyState in memory.
   size_t resident() const { return resident_; }
   // Bytes held: the slots, the states (free ones, spare capacity and the two never used

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Feeds arbitrary bytes to the daemon's checkpoint restore (docs/operations.md, "Checkpoints"):
+// what parses as a LiveCheckpoint is restored into a live checker (with a one-byte memory budget
+// over an in-memory spill, so that evicted keys are allowed); a checkpoint it takes must then
+// check a batch and render its violations like any other. A refusal is fine, a crash is not.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "isowatch/engine/clock.h"
+#include "isowatch/engine/version_spill.h"
+#include "isowatch/monitor/live_checker.h"
+#include "isowatch/v1/checkpoint.pb.h"
+#include "isowatch/v1/ingest.pb.h"
+
+namespace {
+
+isowatch::v1::IngestBatch ProbeBatch(const std::string& stream) {
+  isowatch::v1::IngestBatch b;
+  b.set_stream(stream);
+  b.set_seq(1'000'000);
+  for (int i = 0; i < 4; ++i) {
+    isowatch::v1::Transaction* t = b.add_txns();
+    t->set_id_str("probe-" + std::to_string(i));
+    t->set_session_str("probe");
+    t->set_status(isowatch::v1::Transaction::COMMITTED);
+    t->mutable_start()->set_physical(1'000'000'000 + 10 * i);
+    t->mutable_commit()->set_physical(1'000'000'000 + 10 * i + 5);
+    for (int k = 0; k < 3; ++k) {
+      isowatch::v1::Operation* op = t->add_ops();
+      op->set_kind(k == i % 3 ? isowatch::v1::Operation::WRITE : isowatch::v1::Operation::READ);
+      op->mutable_key()->set_int_(k);
+      op->mutable_value()->set_int_(i);
+    }
+  }
+  b.mutable_watermark()->set_physical(2'000'000'000);
+  b.set_end_of_stream(true);
+  return b;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  isowatch::v1::LiveCheckpoint checkpoint;
+  if (!checkpoint.ParseFromArray(data, static_cast<int>(size))) return 0;
+  isowatch::engine::FakeClock clock;
+  isowatch::engine::MemoryVersionSpill spill;
+  isowatch::monitor::LiveOptions options{.clock = &clock};
+  options.spill = &spill;
+  options.memory_budget = 1;
+  isowatch::monitor::LiveChecker live(options);
+  if (!live.RestoreCheckpoint(checkpoint, 0).ok()) return 0;
+  const std::string stream =
+      checkpoint.streams_size() > 0 ? checkpoint.streams(0).name() : std::string("probe");
+  const isowatch::v1::IngestBatch batch = ProbeBatch(stream);
+  std::vector<uint32_t> all = {0, 1, 2, 3};
+  live.Apply(batch, all, 1);
+  live.Tick();
+  live.TakeViolations(2);
+  return 0;
+}
