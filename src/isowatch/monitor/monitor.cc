@@ -124,6 +124,12 @@ absl::Status Monitor::Recover() {
       absl::MutexLock order(&append_mu_);
       conflicts_.StartFrom(live_.builder());
     }
+    // The transactions it applied count as ingested, as they would if the log were replayed.
+    for (const LiveStreamStatus& st : live_.Streams()) {
+      if (st.delivered > 0) {
+        metrics_->IngestedTransactions(st.name).Increment(static_cast<double>(st.delivered));
+      }
+    }
     checkpoint_position_ = store_->first_log_position();
     RemoveSpillSnapshots(options_.data_dir, c.spill_snapshot());
     spdlog::info("restored the checkpoint saved before log position {} ({} transactions held)",
