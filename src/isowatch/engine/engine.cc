@@ -483,7 +483,6 @@ class EngineImpl {
     restoring_ = true;
     for (const HeldTxn& t : held) DeliverOne(streams_[t.stream], t.id);
     restoring_ = false;
-    final_.clear();
     // Event counters count from here (the gauges stay: they describe what is held).
     stats_.delivered = stats_.checked = stats_.duplicates = stats_.late_arrivals = 0;
     stats_.horizon_misses = stats_.flip_flops = stats_.final_violations = 0;

@@ -22,15 +22,18 @@
 #include "isowatch/sim/simulator.h"
 #include "isowatch/v1/checkpoint.pb.h"
 
+#include "tests/testing/test_history.h"
 #include "tests/testing/violation_entries.h"
 
 namespace isowatch::engine {
 namespace {
 
 using history::History;
+using history::Timestamp;
 using ::isowatch::testing::Entries;
 using ::isowatch::testing::Minus;
 using ::isowatch::testing::Show;
+using ::isowatch::testing::TestHistory;
 using ::isowatch::testing::ViolationEntry;
 using report::IsolationLevel;
 using report::Violation;
@@ -248,6 +251,47 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{IsolationLevel::kSerializable, DataKind::kKeyValue, true},
                       Config{IsolationLevel::kSerializable, DataKind::kList, true}),
     ConfigName);
+
+// A key's state in the checkpoint keeps what collection dropped: a late transaction whose read
+// needs a version dropped before the checkpoint is, after the restore, a horizon miss (as it is
+// without one), not judged against the initial value.
+TEST(EngineCheckpointTest, RestoredKeyKeepsWhatCollectionDropped) {
+  TestHistory t;
+  t.Txn("W1", "a", 1, 10).W(0, 1);
+  t.Txn("W2", "b", 11, 20).W(0, 2);
+  t.Txn("W3", "c", 21, 30).W(0, 3);
+  t.Txn("R", "d", 15, 16).R(0, 1);  // late: right, but W1 is no longer held anywhere
+  const History h = t.Build();
+  MemoryVersionSpill spill;
+  FakeClock clock;
+  const EngineOptions options{.clock = &clock, .spill = &spill, .memory_budget = 1};
+  Engine a(h, options);
+  const StreamId s = a.AddStream("s");
+  const std::vector<TxnId> writers = {h.FindTxn("W1"), h.FindTxn("W2"), h.FindTxn("W3")};
+  a.Deliver(s, writers, Timestamp{100, 0});
+  a.Deliver(s, {}, Timestamp{101, 0});
+  EXPECT_EQ(a.stats().spilled_versions, 0u);  // W1 and W2 dropped, not spilled
+  v1::EngineCheckpoint saved;
+  ASSERT_TRUE(a.SaveCheckpoint(&saved).ok());
+  ASSERT_EQ(saved.keys_size(), 1);  // resident: its state is in the checkpoint
+  EXPECT_EQ(saved.keys(0).dropped_upto().ts().physical(), 20);
+  std::vector<HeldTxn> held;
+  for (TxnId id : writers) {
+    if (!a.IsFinal(id) || a.Release(id)) held.push_back({s, id});
+  }
+  // All three: each is its session's newest. W1's and W2's versions, collected, do not come back
+  // with them (else R would read W1 and be judged: no horizon miss).
+  ASSERT_EQ(held.size(), 3u);
+
+  Engine b(h, options);
+  ASSERT_TRUE(b.RestoreCheckpoint(saved, held).ok());
+  const TxnId r = h.FindTxn("R");
+  b.Deliver(0, std::span(&r, 1), Timestamp{200, 0});
+  b.Finish();
+  EXPECT_TRUE(b.TakeFinalViolations().empty());
+  EXPECT_EQ(b.stats().horizon_misses, 1u);
+  EXPECT_EQ(b.stats().late_arrivals, 1u);
+}
 
 // A checkpoint that does not fit the engine is refused, and the engine is left untouched.
 TEST(EngineCheckpointTest, MismatchedCheckpointIsRefused) {
