@@ -73,9 +73,12 @@ struct MonitorOptions {
 // the next one), queues the synced batches for the engine and reports them durable. Only durable
 // batches reach the engine (recovery replays only what is durable). The engine thread applies
 // batches in log order to a LiveChecker, stores each final violation under its stable id and
-// updates the metrics. At Open, the log is replayed into a fresh LiveChecker first (and into the
-// ConflictRegistry, which then decides as it did before), so after a crash the daemon carries on
-// where it was, and a violation already stored is not stored or counted again.
+// updates the metrics. At Open, the last checkpoint, if any, is restored (LiveChecker, id
+// registry, and the ConflictRegistry from the restored history), then the log after it is
+// replayed into them (the ConflictRegistry then decides as it did before), so after a crash the
+// daemon carries on where it was, and a violation already stored is not stored or counted
+// again. Every MonitorOptions::checkpoint_interval_ms, and when it drains, the engine thread saves
+// a checkpoint and drops the log before it (docs/operations.md, "Checkpoints").
 //
 // Thread-safe: Submit/TrySubmit/SubmitAsync/Position from ingest threads, Query/GetStatus from
 // HTTP threads. SubmitAsync's callbacks run on the syncer thread (started by Open, stopped by the
@@ -102,8 +105,9 @@ class Monitor final : public ingest::BatchSink,
   // The ingest service whose counters the periodic refresh exports (refusals by reason,
   // duplicate batches). May be null.
   void SetIngestCounters(const ingest::IngestCounters* counters);
-  // The registry of accepted transaction ids, rebuilt from the log at Open (the same Record calls
-  // in the same order per stream as before a restart: the same ids are remembered).
+  // The registry of accepted transaction ids, restored from the checkpoint and the log after it
+  // at Open (the same Record calls in the same order per stream as before a restart: the same
+  // ids are remembered).
   ingest::IdRegistry& id_registry() { return registry_; }
 
   // Ready: recovered and running, not draining.

@@ -11,11 +11,13 @@
 
 #include "absl/strings/string_view.h"
 #include "fmt/format.h"
+#include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/options.h"
 #include "rocksdb/snapshot.h"
 #include "rocksdb/write_batch.h"
+#include "spdlog/spdlog.h"
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/store/internal/codec.h"
@@ -538,8 +540,22 @@ absl::Status Store::WriteTruncation(rocksdb::WriteBatch& batch, uint64_t positio
   RETURN_IF_ERROR(
       Remember(FromRocksStatus(handles_->db->SyncWAL(), "syncing before a log truncation")));
   RETURN_IF_ERROR(Write(batch, /*sync=*/true, what));
-  absl::MutexLock lock(&mu_);
-  first_position_ = std::max(first_position_, position);
+  {
+    absl::MutexLock lock(&mu_);
+    first_position_ = std::max(first_position_, position);
+  }
+  // The range deletion hides the entries at once; their space comes back as compactions rewrite
+  // them. Table files that hold nothing but truncated entries go now (best effort: a failure only
+  // leaves them to compaction).
+  const std::string begin = EncodeNumberKey(0);
+  const std::string end = EncodeNumberKey(position);
+  const rocksdb::Slice begin_slice(begin), end_slice(end);
+  if (const rocksdb::Status s =
+          rocksdb::DeleteFilesInRange(handles_->db.get(), handles_->log, &begin_slice, &end_slice);
+      !s.ok()) {
+    spdlog::warn("store: the log's table files below position {} stay until compaction: {}",
+                 position, s.ToString());
+  }
   return absl::OkStatus();
 }
 
