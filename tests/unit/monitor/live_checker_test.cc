@@ -447,6 +447,12 @@ TEST(LiveChecker, RestoresAHandWrittenCheckpoint) {
   std::vector<std::string> found;
   for (const store::ViolationRecord& r : live.TakeViolations(1)) found.push_back(r.json);
   ASSERT_EQ(found.size(), 1u);
+  // A checker that cuts windows cannot start from a checkpoint (taken without windows).
+  LiveOptions with_windows{.clock = &clock};
+  with_windows.windows = windows::WindowOptions{.transactions = 10};
+  LiveChecker windowed(with_windows);
+  EXPECT_EQ(windowed.RestoreCheckpoint(c, 0).code(), absl::StatusCode::kFailedPrecondition);
+
   // Judged against the restored chain, and explained with the restored writers.
   EXPECT_NE(found[0].find(R"("anomaly":"EXT","ext_kind":"after","txns":[4,"t2"])"),
             std::string::npos)
