@@ -607,17 +607,7 @@ class EngineImpl {
           [&](Violation v) { Emit(std::move(v)); });
     }
     if (!restoring_) [[likely]] {
-      NextStamp();
-      auto ops = h_.ops(id);
-      // Each key once, with the transaction's final value for registers.
-      for (size_t i = ops.size(); i-- > 0;) {
-        const Op& op = ops[i];
-        if (!op.is_write()) continue;
-        uint32_t k = op.key().value();
-        if (key_stamp_[k] == stamp_) continue;
-        key_stamp_[k] = stamp_;
-        InsertVersion(id, t, op.key(), op.value());
-      }
+      ForEachWrite(id, [&](KeyId key, Value value) { InsertVersion(id, t, key, value); });
     }
     if (by_snapshot) [[unlikely]] {
       if (t.commit <= final_point_) {
@@ -635,6 +625,21 @@ class EngineImpl {
     const Transaction& t = h_.txn(id);
     if (!Participates(t)) return;
     const OrderKey vkey = VersionKey(id, t);
+    ForEachWrite(id, [&](KeyId key, Value value) {
+      const auto front = restore_front_.find(key.value());
+      if (front == restore_front_.end() || vkey < front->second) return;
+      KeyState& ks = *keys_.Find(key.value());  // every key with a front has its state
+      if (ks.versions.empty() && ks.base_in_spill) --leafless_keys_;
+      ks.versions.insert(vkey, VersionInfo{value});
+      ++stats_.retained_versions;
+      ScheduleTrim(key, ks);
+    });
+  }
+
+  // Calls fn(key, value) once for each key transaction `id` writes, with its final value there
+  // (registers; lists: the last append, unused).
+  template <typename Fn>
+  [[gnu::always_inline]] void ForEachWrite(TxnId id, Fn fn) {
     NextStamp();
     auto ops = h_.ops(id);
     for (size_t i = ops.size(); i-- > 0;) {
@@ -643,13 +648,7 @@ class EngineImpl {
       const uint32_t k = op.key().value();
       if (key_stamp_[k] == stamp_) continue;
       key_stamp_[k] = stamp_;
-      const auto front = restore_front_.find(k);
-      if (front == restore_front_.end() || vkey < front->second) continue;
-      KeyState& ks = *keys_.Find(k);  // every key with a front has its state
-      if (ks.versions.empty() && ks.base_in_spill) --leafless_keys_;
-      ks.versions.insert(vkey, VersionInfo{op.value()});
-      ++stats_.retained_versions;
-      ScheduleTrim(op.key(), ks);
+      fn(op.key(), op.value());
     }
   }
 

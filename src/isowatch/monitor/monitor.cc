@@ -133,7 +133,8 @@ absl::Status Monitor::Recover() {
     checkpoint_position_ = store_->first_log_position();
     RemoveSpillSnapshots(options_.data_dir, c.spill_snapshot());
     spdlog::info("restored the checkpoint saved before log position {} ({} transactions held)",
-                 checkpoint_position_, live_.history().HeldTxns().size());
+                 checkpoint_position_,
+                 live_.history().txns().size() + live_.history().retired_count());
   }
   last_checkpoint_ms_ = now;
   RETURN_IF_ERROR(store_->ReadLog(store_->first_log_position(), [&](const store::LogEntry& e) {
