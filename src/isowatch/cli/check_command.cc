@@ -60,7 +60,7 @@ void AddResult(const checkers::CheckerResult& r, double seconds, report::Checker
 class FileIds {
  public:
   explicit FileIds(const history::History& h) : h_(h) {
-    for (uint32_t i = 0; i < h.size(); ++i) txns_.emplace(h.txn_name(TxnId(i)), TxnId(i));
+    for (uint64_t i = 0; i < h.size(); ++i) txns_.emplace(h.txn_name(TxnId(i)), TxnId(i));
   }
 
   // Rewrites `v`, found in window history `w`, in the file's ids.

@@ -35,8 +35,12 @@ class StrongId {
   Rep value_ = kInvalidValue;
 };
 
-// A transaction's index in its History (input order).
-using TxnId = StrongId<struct TxnIdTag>;
+// A transaction's index in its History (input order). 64 bits: a live history numbers every
+// transaction it is ever given, and a daemon that runs for months at 100K transactions a second
+// passes 2^32 in half a day.
+using TxnId = StrongId<struct TxnIdTag, uint64_t>;
+// Every valid TxnId is below this: the online engine packs an id with two more bits.
+inline constexpr uint64_t kTxnIdLimit = uint64_t{1} << 62;
 // A session's index in its History (first-appearance order).
 using SessionId = StrongId<struct SessionIdTag>;
 // An interned key.

@@ -41,7 +41,7 @@ void CollectionOrder(const History& h, std::vector<TxnId>& order, std::vector<Ti
     previous = ts[i];
   }
   order.resize(h.size());
-  for (size_t i = 0; i < h.size(); ++i) order[i] = TxnId(static_cast<uint32_t>(i));
+  for (size_t i = 0; i < h.size(); ++i) order[i] = TxnId(i);
   std::stable_sort(order.begin(), order.end(),
                    [&](TxnId a, TxnId b) { return ts[a.value()] < ts[b.value()]; });
   key.resize(h.size());

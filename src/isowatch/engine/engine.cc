@@ -113,16 +113,14 @@ struct SessionState {
 };
 
 // The last key of any read point at timestamp `ts`.
-OrderKey LastAt(Timestamp ts) {
-  return OrderKey{ts, std::numeric_limits<uint32_t>::max(), std::numeric_limits<uint32_t>::max()};
-}
+OrderKey LastAt(Timestamp ts) { return OrderKey::Last(ts); }
 
 // How many pending reads each transaction has, over a window of transaction indexes from the
 // lowest one with any: the window spans the transactions delivered while the oldest pending
 // read waits for finality, not the history.
 class PendingCounts {
  public:
-  void Add(uint32_t txn) {
+  void Add(uint64_t txn) {
     if (counts_.empty()) {
       counts_.clear();
       base_ = txn;
@@ -135,14 +133,14 @@ class PendingCounts {
     if (counts_[i]++ == 0) ++transactions_;
   }
   // REQUIRES: txn has a pending read.
-  void Remove(uint32_t txn) {
+  void Remove(uint64_t txn) {
     if (--counts_[txn - base_] == 0) --transactions_;
     size_t zeros = 0;
     while (zeros < counts_.size() && counts_[zeros] == 0) ++zeros;
     counts_.drop_front(zeros);
-    base_ += static_cast<uint32_t>(zeros);
+    base_ += zeros;
   }
-  bool Has(uint32_t txn) const {
+  bool Has(uint64_t txn) const {
     return txn >= base_ && txn - base_ < counts_.size() && counts_[txn - base_] > 0;
   }
   size_t transactions() const { return transactions_; }
@@ -150,7 +148,7 @@ class PendingCounts {
 
  private:
   FrontWindow<uint32_t> counts_;  // counts_[i]: transaction base_ + i
-  uint32_t base_ = 0;
+  uint64_t base_ = 0;
   size_t transactions_ = 0;
 };
 
@@ -167,7 +165,7 @@ class ChainCursor {
   bool Older(TxnId* writer) {
     if (it_ == begin_) return false;
     --it_;
-    *writer = TxnId(it_.key().txn);
+    *writer = TxnId(it_.key().txn());
     return true;
   }
   const Iterator& it() const { return it_; }
@@ -178,14 +176,18 @@ class ChainCursor {
 };
 
 // The smallest key after `k`.
-OrderKey After(const OrderKey& k) { return OrderKey{k.ts, k.phase, k.txn + 1}; }
+OrderKey After(const OrderKey& k) {
+  OrderKey after = k;
+  ++after.tie;
+  return after;
+}
 
 // The greatest key before `k` (for scans that must include k itself).
 OrderKey Before(const OrderKey& k) {
-  if (k.txn > 0) return OrderKey{k.ts, k.phase, k.txn - 1};
-  if (k.phase > 0) return OrderKey{k.ts, k.phase - 1, std::numeric_limits<uint32_t>::max()};
-  return OrderKey{Timestamp{k.ts.physical, k.ts.logical - 1}, std::numeric_limits<uint32_t>::max(),
-                  std::numeric_limits<uint32_t>::max()};
+  if (k.tie == 0) return OrderKey::Last(Timestamp{k.ts.physical, k.ts.logical - 1});
+  OrderKey before = k;
+  --before.tie;  // from (phase, 0) to (phase - 1, the greatest transaction)
+  return before;
 }
 
 // Conversions to and from the checkpoint's messages (proto/isowatch/v1/checkpoint.proto).
@@ -196,11 +198,11 @@ void ToProto(const Timestamp& t, v1::Timestamp* out) {
 Timestamp FromProto(const v1::Timestamp& t) { return Timestamp{t.physical(), t.logical()}; }
 void ToProto(const OrderKey& k, v1::EngineOrderKey* out) {
   ToProto(k.ts, out->mutable_ts());
-  out->set_phase(k.phase);
-  out->set_txn(k.txn);
+  out->set_phase(k.phase());
+  out->set_txn(k.txn());
 }
 OrderKey FromProto(const v1::EngineOrderKey& k) {
-  return OrderKey{FromProto(k.ts()), k.phase(), k.txn()};
+  return OrderKey{FromProto(k.ts()), k.phase() & 3, k.txn() & OrderKey::kMaxTxn};
 }
 void ToProto(const Value& v, v1::EngineValue* out) {
   out->set_kind(static_cast<uint32_t>(v.kind()));
@@ -331,10 +333,10 @@ class EngineImpl {
     }
     for (const SessionState& ss : sessions_) out->add_session_bases(ss.base);
     for (size_t i = 0; i < delivered_.size(); ++i) {
-      if (!delivered_[i]) out->add_undelivered(static_cast<uint32_t>(delivered_base_ + i));
+      if (!delivered_[i]) out->add_undelivered(delivered_base_ + i);
     }
     for (uint64_t i = DeliveredEnd(); i < h_.size(); ++i) {
-      out->add_undelivered(static_cast<uint32_t>(i));
+      out->add_undelivered(i);
     }
     for (uint32_t k = 0; k < keys_.size(); ++k) {
       if (keys_.slot(k) == KeyTable::Slot::kEvicted) {
@@ -403,8 +405,8 @@ class EngineImpl {
         return BadCheckpoint(fmt::format("key {}: duration out of range", k.key()));
       }
       if ((k.base_in_spill() &&
-           (FromProto(k.spilled_base()).txn >= h_.size() || !FromProto(k.base_value(), h_))) ||
-          (k.has_front() && FromProto(k.front()).txn >= h_.size())) {
+           (FromProto(k.spilled_base()).txn() >= h_.size() || !FromProto(k.base_value(), h_))) ||
+          (k.has_front() && FromProto(k.front()).txn() >= h_.size())) {
         return BadCheckpoint(
             fmt::format("key {}: a version of a transaction out of range", k.key()));
       }
@@ -415,8 +417,14 @@ class EngineImpl {
     for (uint32_t k : c.evicted_keys()) {
       if (k >= h_.key_count()) return BadCheckpoint(fmt::format("evicted key {} out of range", k));
     }
-    for (uint32_t t : c.undelivered()) {
-      if (t >= h_.size()) return BadCheckpoint(fmt::format("transaction {} out of range", t));
+    // Transactions below the history's first were released, so delivered, but for the retired
+    // ones among the held.
+    uint64_t delivered_base = h_.first_txn();
+    for (const HeldTxn& t : held) delivered_base = std::min(delivered_base, t.id.value());
+    for (uint64_t t : c.undelivered()) {
+      if (t >= h_.size() || t < delivered_base) {
+        return BadCheckpoint(fmt::format("transaction {} out of range", t));
+      }
     }
     if (c.evicted_keys_size() > 0 && spill_ == nullptr) {
       return absl::FailedPreconditionError(
@@ -432,10 +440,10 @@ class EngineImpl {
     for (size_t i = 0; i < sessions_.size(); ++i) sessions_[i].base = c.session_bases(i);
     // Every transaction is delivered but the held ones, taken again below, and those still to
     // come.
-    delivered_base_ = 0;
-    delivered_.assign(h_.size(), true);
-    for (const HeldTxn& t : held) delivered_[t.id.value()] = false;
-    for (uint32_t t : c.undelivered()) delivered_[t] = false;
+    delivered_base_ = delivered_base;
+    delivered_.assign(h_.size() - delivered_base, true);
+    for (const HeldTxn& t : held) delivered_[t.id.value() - delivered_base] = false;
+    for (uint64_t t : c.undelivered()) delivered_[t - delivered_base] = false;
 
     restore_front_.clear();
     for (const v1::EngineKey& k : c.keys()) {
@@ -508,7 +516,7 @@ class EngineImpl {
   void Grow() {
     // Transactions the history released were all delivered: drop their flags once they are the
     // larger part.
-    const uint32_t released = h_.first_txn();
+    const uint64_t released = h_.first_txn();
     if (released > delivered_base_ && 2 * (released - delivered_base_) >= delivered_.size()) {
       delivered_.erase(delivered_.begin(), delivered_.begin() + (released - delivered_base_));
       delivered_base_ = released;
@@ -740,8 +748,7 @@ class EngineImpl {
     } else {
       // The base lay at or below the final point: treat everything up to it as dropped.
       ks.trim_point = final_point_;
-      ks.dropped_upto = OrderKey{final_point_, std::numeric_limits<uint32_t>::max(),
-                                 std::numeric_limits<uint32_t>::max()};
+      ks.dropped_upto = OrderKey::Last(final_point_);
       ks.max_duration = max_duration_;
     }
     ks.last_active = static_cast<uint32_t>(advances_);
@@ -845,7 +852,7 @@ class EngineImpl {
     ks.readers.insert(point, read);
     ++stats_.provisional_reads;
     if (read.wrong) ++stats_.provisional_violations;
-    pending_count_.Add(point.txn);
+    pending_count_.Add(point.txn());
   }
 
   // A read whose snapshot has been collected. With a spill it is reloaded: everything collected
@@ -925,7 +932,7 @@ class EngineImpl {
       out->assign(init.begin(), init.end());
     }
     for (auto it = ks.versions.begin(); it != ks.versions.end() && it.key() < point; ++it) {
-      AppendsOf(TxnId(it.key().txn), key, out);
+      AppendsOf(TxnId(it.key().txn()), key, out);
     }
     return true;
   }
@@ -939,7 +946,7 @@ class EngineImpl {
   };
   bool VisibleRegister(KeyId key, const KeyState& ks, const OrderKey& point, RegisterView* out) {
     if (const auto v = VisibleVersion(ks, point)) {
-      *out = RegisterView{v->info->value, TxnId(v->key.txn)};
+      *out = RegisterView{v->info->value, TxnId(v->key.txn())};
       return true;
     }
     if (ks.trimmed && spill_ != nullptr) {
@@ -953,7 +960,7 @@ class EngineImpl {
         ++evicted_returns_;
         const auto it = base_values_.find(key.value());
         if (it == base_values_.end()) return false;  // cannot happen
-        *out = RegisterView{it->second, TxnId(ks.spilled_base.txn)};
+        *out = RegisterView{it->second, TxnId(ks.spilled_base.txn())};
         return true;
       }
       const ReloadTimer timer(this);
@@ -961,7 +968,7 @@ class EngineImpl {
       if (!r.ok()) return SpillFailed(r.status());
       // Exact unless a dropped version may be newer than what the spill has before the point.
       if (r->has_value() && ks.dropped_upto < (*r)->at) {
-        *out = RegisterView{(*r)->value, TxnId((*r)->at.txn)};
+        *out = RegisterView{(*r)->value, TxnId((*r)->at.txn())};
         return true;
       }
       if (r->has_value() || ks.dropped_upto != kBeforeAll) return false;
@@ -1010,7 +1017,7 @@ class EngineImpl {
   }
 
   const Op& ReadOp(const OrderKey& point, const ReadInfo& r) const {
-    return h_.ops(TxnId(point.txn))[r.op_index];
+    return h_.ops(TxnId(point.txn()))[r.op_index];
   }
 
   bool Wrong(KeyId key, const KeyState& ks, const OrderKey& point, const ReadInfo& r) {
@@ -1040,7 +1047,7 @@ class EngineImpl {
   [[gnu::noinline]] std::optional<bool> Judge(KeyId key, const KeyState& ks, const OrderKey& point,
                                               const Op& op, uint32_t op_index,
                                               Violation* violation) {
-    const TxnId reader(point.txn);
+    const TxnId reader(point.txn());
     if (op.kind() == OpKind::kListRead) {
       if (!VisibleList(key, ks, point, &committed_scratch_)) return std::nullopt;
       own_scratch_.clear();
@@ -1094,8 +1101,8 @@ class EngineImpl {
     const ReloadTimer timer(this);
     absl::Status s = spill_->ScanAfter(key, LastAt(t.start), [&](const SpilledVersion& u) {
       if (u.at.ts.physical > horizon) return false;
-      if (u.at.txn != id.value() && u.writer_start < t.commit) {
-        const TxnId other(u.at.txn);
+      if (u.at.txn() != id.value() && u.writer_start < t.commit) {
+        const TxnId other(u.at.txn());
         const bool u_first = u.at < vkey;
         // The other writer may be one the history no longer holds: the spill has its name.
         std::pair<TxnId, std::string> released{other, u.writer_name};
@@ -1132,11 +1139,11 @@ class EngineImpl {
         it = ks.versions.upper_bound(LastAt(t.start));
       }
       for (; it != ks.versions.end() && it.key().ts.physical <= horizon; ++it) {
-        if (it.key().ts <= t.start || it.key().txn == id.value()) continue;
-        const Transaction& other = h_.txn(TxnId(it.key().txn));
+        if (it.key().ts <= t.start || it.key().txn() == id.value()) continue;
+        const Transaction& other = h_.txn(TxnId(it.key().txn()));
         const bool u_first = it.key() < vkey;
         if (other.has_start ? other.start < t.commit : u_first) {
-          TxnId u(it.key().txn);
+          TxnId u(it.key().txn());
           Emit(checkers::internal::ExplainNoConflict(h_, u_first ? u : id, u_first ? id : u, key));
         }
       }
@@ -1202,9 +1209,9 @@ class EngineImpl {
     const int64_t horizon = t.commit.physical + ks.max_duration;
     for (auto it = ks.versions.upper_bound(vkey);
          it != ks.versions.end() && it.key().ts.physical <= horizon; ++it) {
-      const Transaction& u = h_.txn(TxnId(it.key().txn));
+      const Transaction& u = h_.txn(TxnId(it.key().txn()));
       if (u.has_start && u.start < t.commit) {
-        Emit(checkers::internal::ExplainNoConflict(h_, id, TxnId(it.key().txn), key));
+        Emit(checkers::internal::ExplainNoConflict(h_, id, TxnId(it.key().txn()), key));
       }
     }
   }
@@ -1307,7 +1314,9 @@ class EngineImpl {
     const uint64_t spill_writes_before = SpillWrites();
     // A key's entry is current while it sits at the key's finality_at; older ones are stale.
     due_keys_.clear();
-    finality_.TakeUpTo(final_point_, [this](uint32_t key) { due_keys_.push_back(KeyId(key)); });
+    finality_.TakeUpTo(final_point_, [this](uint64_t key) {
+      due_keys_.push_back(KeyId(static_cast<uint32_t>(key)));
+    });
     for (size_t i = 0; i < due_keys_.size(); ++i) {
       if (i + 2 < due_keys_.size()) {
         if (const KeyState* ks = FindState(due_keys_[i + 2])) ks->PrefetchState();
@@ -1320,12 +1329,12 @@ class EngineImpl {
     ReleaseIdleKeys();
     if (pending_snapshots_ > 0) [[unlikely]] {
       due_snapshots_.clear();
-      snapshot_due_.TakeUpTo(final_point_, [this](uint32_t t) { due_snapshots_.push_back(t); });
+      snapshot_due_.TakeUpTo(final_point_, [this](uint64_t t) { due_snapshots_.push_back(t); });
       // In commit order, so that what they report comes in a stable order.
-      std::sort(due_snapshots_.begin(), due_snapshots_.end(), [this](uint32_t a, uint32_t b) {
+      std::sort(due_snapshots_.begin(), due_snapshots_.end(), [this](uint64_t a, uint64_t b) {
         return h_.txn(TxnId(a)).commit < h_.txn(TxnId(b)).commit;
       });
-      for (uint32_t t : due_snapshots_) JudgeSnapshot(TxnId(t));
+      for (uint64_t t : due_snapshots_) JudgeSnapshot(TxnId(t));
       pending_snapshots_ -= due_snapshots_.size();
     }
     Collect();
@@ -1347,7 +1356,7 @@ class EngineImpl {
         --stats_.provisional_violations;
       }
       --stats_.provisional_reads;
-      pending_count_.Remove(it.key().txn);
+      pending_count_.Remove(it.key().txn());
     }
     ks.readers.erase_prefix(it);
     if (ks.readers.empty()) {
@@ -1474,7 +1483,7 @@ class EngineImpl {
   // writer's record (SpilledVersion).
   void PutInSpill(KeyId key, bool is_list, const OrderKey& at, const VersionInfo& info,
                   const Timestamp& expires) {
-    const TxnId writer(at.txn);
+    const TxnId writer(at.txn());
     const Transaction& w = h_.txn(writer);
     SpilledVersion v;
     v.at = at;
@@ -1528,7 +1537,8 @@ class EngineImpl {
     if (g == Timestamp::Min()) return;
     collect_keys_.clear();
     // A key in gc_ keeps its state (neither Evict nor Fresh lets it go).
-    gc_.TakeUpTo(g, [this](uint32_t key) {
+    gc_.TakeUpTo(g, [this](uint64_t k) {
+      const auto key = static_cast<uint32_t>(k);
       keys_.Find(key)->in_gc = false;
       collect_keys_.push_back(KeyId(key));
     });
@@ -1631,7 +1641,7 @@ class EngineImpl {
         ks.base_list.assign(init.begin(), init.end());
       }
       for (auto it = ks.versions.begin(); it != keep; ++it) {
-        AppendsOf(TxnId(it.key().txn), key, &ks.base_list);
+        AppendsOf(TxnId(it.key().txn()), key, &ks.base_list);
       }
       base_list_values_ += ks.base_list.size() - before;
     }
@@ -1689,7 +1699,7 @@ class EngineImpl {
   // Per transaction from delivered_base_ on: delivered (duplicates). Transactions below
   // delivered_base_ were released by the history, so delivered.
   std::vector<bool> delivered_;
-  uint32_t delivered_base_ = 0;
+  uint64_t delivered_base_ = 0;
   PendingCounts pending_count_;
   std::vector<uint32_t> key_stamp_;  // per key: deduplication within one pass
   uint32_t stamp_ = 0;
@@ -1722,7 +1732,7 @@ class EngineImpl {
   // Transactions with a snapshot, under their commit, until the final point passes it.
   TimeQueue snapshot_due_;
   uint64_t pending_snapshots_ = 0;
-  std::vector<uint32_t> due_snapshots_;
+  std::vector<uint64_t> due_snapshots_;
   std::vector<TxnId> visible_scratch_;
 
   std::vector<Value> committed_scratch_;

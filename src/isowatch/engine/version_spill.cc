@@ -29,9 +29,11 @@ using history::ValueKind;
 using internal::OrderKey;
 
 // Sign-flipped big-endian: byte order equals numeric order for signed integers.
+void PutBig64(std::string& out, uint64_t v) {
+  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+}
 void PutOrdered64(std::string& out, int64_t v) {
-  uint64_t u = static_cast<uint64_t>(v) ^ (uint64_t{1} << 63);
-  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(u >> shift));
+  PutBig64(out, static_cast<uint64_t>(v) ^ (uint64_t{1} << 63));
 }
 void PutBig32(std::string& out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
@@ -48,16 +50,16 @@ int64_t GetOrdered64(std::string_view in, size_t pos) {
 void PutOrderKey(std::string& out, const OrderKey& k) {
   PutOrdered64(out, k.ts.physical);
   PutOrdered64(out, k.ts.logical);
-  PutBig32(out, k.phase);
-  PutBig32(out, k.txn);
+  PutBig64(out, k.tie);
 }
 OrderKey GetOrderKey(std::string_view in, size_t pos) {
-  return OrderKey(Timestamp{GetOrdered64(in, pos), GetOrdered64(in, pos + 8)},
-                  static_cast<uint32_t>(GetBig(in, pos + 16, 4)),
-                  static_cast<uint32_t>(GetBig(in, pos + 20, 4)));
+  OrderKey k;
+  k.ts = Timestamp{GetOrdered64(in, pos), GetOrdered64(in, pos + 8)};
+  k.tie = GetBig(in, pos + 16, 8);
+  return k;
 }
 
-constexpr size_t kKeyBytes = 4 + 8 + 8 + 4 + 4;
+constexpr size_t kKeyBytes = 4 + 8 + 8 + 8;
 constexpr size_t kValueBytes = 1 + 8;  // kind, payload
 constexpr size_t kKeyRecordBytes = 24 + kValueBytes + 16 + 24 + 8;
 

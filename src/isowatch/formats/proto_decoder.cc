@@ -170,7 +170,7 @@ absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t 
   }
   if (builder_.live()) return builder_.EndLiveTxn();
   builder_.EndTxn();
-  return TxnId(static_cast<uint32_t>(builder_.txn_count() - 1));
+  return TxnId(builder_.txn_count() - 1);
 }
 
 absl::Status ProtoDecoder::ApplyOp(const pb::Operation& op) {

@@ -63,7 +63,7 @@ std::vector<TxnId> History::HeldTxns() const {
   for (const auto& [id, retired] : retired_) out.push_back(TxnId(id));
   std::sort(out.begin(), out.end());
   for (size_t i = 0; i < txns_.size(); ++i) {
-    out.push_back(TxnId(first_txn_ + static_cast<uint32_t>(i)));
+    out.push_back(TxnId(first_txn_ + i));
   }
   return out;
 }
@@ -79,7 +79,7 @@ Visibility History::Visible(TxnId writer, TxnId reader) const {
 }
 
 std::string_view History::txn_name(TxnId id) const {
-  const uint32_t i = id.value() - first_txn_;
+  const uint64_t i = id.value() - first_txn_;
   if (i < txns_.size()) return ext_ids_.Get(txns_[i].ext_id);
   auto it = retired_.find(id.value());
   return it == retired_.end() ? std::string_view() : std::string_view(it->second.name);
@@ -93,7 +93,7 @@ std::string History::TxnLabel(TxnId id) const {
 TxnId History::FindTxn(std::string_view name) const {
   int64_t ext = ext_ids_.Find(name);
   if (ext < 0) return TxnId::Invalid();
-  auto found = [&](size_t i) { return TxnId(static_cast<uint32_t>(first_txn_ + i)); };
+  auto found = [&](size_t i) { return TxnId(first_txn_ + i); };
   // External ids are interned in transaction order, one per transaction, except in a live
   // history, where a refused transaction leaves its id interned: then search.
   if (static_cast<size_t>(ext) < txns_.size() && txns_[ext].ext_id == ext) {
@@ -165,7 +165,7 @@ std::string History::ListToString(std::span<const Value> elements) const {
 }
 
 size_t History::MemoryUsage() const {
-  size_t retired = retired_.capacity() * (sizeof(uint32_t) + sizeof(Retired) + 1) +
+  size_t retired = retired_.capacity() * (sizeof(uint64_t) + sizeof(Retired) + 1) +
                    retired_ops_.capacity() * sizeof(Op) + retired_list_.capacity() * sizeof(Value) +
                    retired_name_bytes_ +
                    (xids_.capacity() + retired_xids_.capacity()) * sizeof(XidEntry) +

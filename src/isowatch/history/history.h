@@ -94,13 +94,13 @@ class History {
   size_t size() const { return first_txn_ + txns_.size(); }
   // The transactions held in order, from first_txn() on (all of them unless released).
   std::span<const Transaction> txns() const { return txns_; }
-  uint32_t first_txn() const { return first_txn_; }
+  uint64_t first_txn() const { return first_txn_; }
   // Whether the history holds `id`: false once a live history released it.
   bool has_txn(TxnId id) const {
     return id.value() - first_txn_ < txns_.size() || retired_.contains(id.value());
   }
   const Transaction& txn(TxnId id) const {
-    const uint32_t i = id.value() - first_txn_;
+    const uint64_t i = id.value() - first_txn_;
     if (i < txns_.size()) [[likely]] {
       return txns_[i];
     }
@@ -223,12 +223,12 @@ class History {
   }
 
   // Transactions first_txn_ + i, for i < txns_.size(); their operations and list elements.
-  uint32_t first_txn_ = 0;
+  uint64_t first_txn_ = 0;
   std::vector<Transaction> txns_;
   std::vector<Op> ops_;
   std::vector<Value> list_pool_;
   std::vector<Value> initial_list_pool_;
-  absl::flat_hash_map<uint32_t, Retired> retired_;
+  absl::flat_hash_map<uint64_t, Retired> retired_;
   std::vector<Op> retired_ops_;
   std::vector<Value> retired_list_;
   size_t retired_name_bytes_ = 0;  // heap bytes of the retired names

@@ -248,28 +248,28 @@ absl::StatusOr<TxnId> HistoryBuilder::EndLiveTxn() {
   }
   given_seq_.pop_back();
   open_ = false;
-  return TxnId(static_cast<uint32_t>(h.size() - 1));
+  return TxnId(h.size() - 1);
 }
 
 void HistoryBuilder::SetOrigin(TxnId id, uint16_t origin) {
-  const uint32_t i = id.value() - history_.first_txn_;
+  const uint64_t i = id.value() - history_.first_txn_;
   if (i < history_.txns_.size()) history_.txns_[i].origin = origin;
 }
 
 void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep) {
   History& h = history_;
-  const auto end = static_cast<uint32_t>(std::min<uint64_t>(upto.value(), h.size()));
+  const uint64_t end = std::min<uint64_t>(upto.value(), h.size());
   if (end <= h.first_txn_) return;
 
   // 1. The retired set: the old one's survivors and the released transactions kept, with their
   // operations and list elements copied out.
-  absl::flat_hash_map<uint32_t, History::Retired> retired;
+  absl::flat_hash_map<uint64_t, History::Retired> retired;
   std::vector<Op> ops;
   std::vector<Value> elements;
   std::vector<XidEntry> xids;
   std::vector<uint64_t> xip;
   size_t name_bytes = 0;
-  auto retire = [&](uint32_t id, const Transaction& t, std::string_view name) {
+  auto retire = [&](uint64_t id, const Transaction& t, std::string_view name) {
     History::Retired r{.txn = t, .name = std::string(name)};
     if (t.xid_slot != 0) {
       XidEntry e = h.XidAt(t.xid_slot);
@@ -298,7 +298,7 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
   for (const auto& [id, r] : h.retired_) {
     if (keep(TxnId(id))) retire(id, r.txn, r.name);
   }
-  for (uint32_t id = h.first_txn_; id < end; ++id) {
+  for (uint64_t id = h.first_txn_; id < end; ++id) {
     const Transaction& t = h.txns_[id - h.first_txn_];
     if (keep(TxnId(id))) retire(id, t, h.ext_ids_.Get(t.ext_id));
   }

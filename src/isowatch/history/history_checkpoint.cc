@@ -564,7 +564,7 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
 
   // Held transactions: ids first_txn on, source ids interned in transaction order
   // (History::FindTxn).
-  if (uint64_t{in.first_txn()} + held.txns.size() > TxnId::kInvalidValue) {
+  if (in.first_txn() > kTxnIdLimit - held.txns.size()) {
     return Malformed("transactions {} + {} overflow the ids", in.first_txn(), held.txns.size());
   }
   for (size_t i = 0; i < held.txns.size(); ++i) {
@@ -589,7 +589,7 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
   }
   for (size_t i = 0; i < n_retired; ++i) {
     const int j = static_cast<int>(i);
-    const uint32_t id = in.retired_ids(j);
+    const uint64_t id = in.retired_ids(j);
     if (id >= h.first_txn_ || (i > 0 && id <= in.retired_ids(j - 1))) {
       return Malformed("retired transaction {}: id {} out of order or not below {}", i, id,
                        h.first_txn_);

@@ -48,6 +48,6 @@ struct Transaction {
   bool committed() const { return status == TxnStatus::kCommitted; }
 };
 
-static_assert(sizeof(Transaction) == 80);
+static_assert(sizeof(Transaction) == 88);
 
 }  // namespace isowatch::history

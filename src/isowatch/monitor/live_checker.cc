@@ -263,7 +263,7 @@ void LiveChecker::MaybeRelease() {
   if (options_.memory_budget == 0) return;
   const History& h = builder_.live_history();
   release_end_ = std::max<uint64_t>(release_end_, h.first_txn());
-  while (release_end_ < h.size() && engine_->IsFinal(TxnId(static_cast<uint32_t>(release_end_)))) {
+  while (release_end_ < h.size() && engine_->IsFinal(TxnId(release_end_))) {
     ++release_end_;
   }
   // Each release costs about what stays held: release once at least as much goes.
@@ -274,8 +274,7 @@ void LiveChecker::MaybeRelease() {
   for (const report::Violation& v : engine_->TakeFinalViolations()) {
     rendered_.push_back(Render(v, 0));
   }
-  builder_.ReleaseLive(TxnId(static_cast<uint32_t>(release_end_)),
-                       [this](TxnId id) { return engine_->Release(id); });
+  builder_.ReleaseLive(TxnId(release_end_), [this](TxnId id) { return engine_->Release(id); });
   ++releases_;
 #if defined(__GLIBC__)
   // The release frees the history's old buffers, and glibc keeps freed memory in its arenas

@@ -30,8 +30,8 @@ struct Payload {
 
 struct StdLess {
   bool operator()(const OrderKey& x, const OrderKey& y) const {
-    return std::tie(x.ts.physical, x.ts.logical, x.phase, x.txn) <
-           std::tie(y.ts.physical, y.ts.logical, y.phase, y.txn);
+    return std::tuple(x.ts.physical, x.ts.logical, x.phase(), x.txn()) <
+           std::tuple(y.ts.physical, y.ts.logical, y.phase(), y.txn());
   }
 };
 
@@ -64,8 +64,9 @@ void ExpectSame(const ChainMap<Payload>& m, const Model& model) {
 OrderKey RandomKey(std::mt19937_64& rng, int64_t range) {
   std::uniform_int_distribution<int64_t> ts(0, range);
   std::uniform_int_distribution<int64_t> small(0, 2);
-  return OrderKey{Timestamp{ts(rng), small(rng)}, static_cast<uint32_t>(small(rng)),
-                  static_cast<uint32_t>(rng() % 4)};
+  // Transactions on both sides of 2^32.
+  const uint64_t txn = rng() % 4 + (rng() % 2 == 0 ? 0 : (uint64_t{1} << 32) - 2);
+  return OrderKey{Timestamp{ts(rng), small(rng)}, static_cast<uint32_t>(small(rng)), txn};
 }
 
 // Positions probed by lower_bound / upper_bound: present keys, keys between, and beyond the ends.
@@ -110,6 +111,19 @@ TEST(OrderKeyTest, OrdersByTimestampPhaseThenTransaction) {
   EXPECT_TRUE(OrderKey(Timestamp{5, 0}, 0, 1) < a);
   EXPECT_TRUE(a == OrderKey(Timestamp{5, 0}, 0, 9));
   EXPECT_TRUE(OrderKey(Timestamp::Min(), 0, 0) < OrderKey(Timestamp{-1, 0}, 0, 0));
+  // Transactions past 32 bits, and the greatest one, keep their phase and their order.
+  const uint64_t big = (uint64_t{1} << 32) + 5;
+  const OrderKey e{Timestamp{5, 0}, 0, big};
+  EXPECT_EQ(e.phase(), 0u);
+  EXPECT_EQ(e.txn(), big);
+  EXPECT_TRUE(a < e);
+  EXPECT_TRUE(e < b);
+  const OrderKey f{Timestamp{5, 0}, 2, OrderKey::kMaxTxn};
+  EXPECT_EQ(f.phase(), 2u);
+  EXPECT_EQ(f.txn(), OrderKey::kMaxTxn);
+  EXPECT_TRUE(b < f);
+  EXPECT_TRUE(f < OrderKey::Last(Timestamp{5, 0}));
+  EXPECT_TRUE(OrderKey::Last(Timestamp{5, 0}) < c);
 }
 
 // Random keys, random prefix erasures: every shape, from one growing leaf to several levels.

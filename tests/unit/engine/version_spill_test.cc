@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <random>
@@ -24,10 +25,21 @@ using history::Value;
 using internal::OrderKey;
 
 OrderKey RandomKey(std::mt19937_64& rng) {
-  // Small ranges so that ties on each field are common; negative timestamps included.
+  // Small ranges so that ties on each field are common; negative timestamps included; writers
+  // on both sides of 2^32 and up to the greatest id.
   std::uniform_int_distribution<int64_t> ts(-3, 3);
   std::uniform_int_distribution<uint32_t> small(0, 2);
-  return OrderKey(Timestamp{ts(rng) * (int64_t{1} << 40), ts(rng)}, small(rng), small(rng) * 7);
+  constexpr uint64_t kWriters[] = {0,
+                                   7,
+                                   14,
+                                   (uint64_t{1} << 32) - 1,
+                                   uint64_t{1} << 32,
+                                   (uint64_t{1} << 32) + 7,
+                                   OrderKey::kMaxTxn};
+  const uint64_t writer = kWriters[rng() % std::size(kWriters)];
+  const OrderKey k(Timestamp{ts(rng) * (int64_t{1} << 40), ts(rng)}, small(rng), writer);
+  EXPECT_EQ(k.txn(), writer);
+  return k;
 }
 
 TEST(SpillFormatTest, KeyBytesSortLikeOrderKeys) {
@@ -78,7 +90,7 @@ TEST(SpillFormatTest, ValuesRoundTripAndTruncationIsRejected) {
 }
 
 TEST(SpillFormatTest, KeyRecordsRoundTripAndTruncationIsRejected) {
-  const SpilledKey r{.base = OrderKey(Timestamp{-7, 3}, 1, 99),
+  const SpilledKey r{.base = OrderKey(Timestamp{-7, 3}, 1, (uint64_t{1} << 40) + 99),
                      .base_value = Value::Int(-12),
                      .trim_point = Timestamp{12, -1},
                      .dropped_upto = OrderKey(Timestamp{5, 0}, 0, 4),
@@ -355,8 +367,8 @@ TEST(RocksVersionSpillTest, ReportsRocksDbMemoryWithinItsBounds) {
 std::vector<std::string> Contents(VersionSpill& spill, uint32_t keys) {
   auto render = [](const SpilledVersion& v) {
     std::string out = fmt::format(
-        "{}/{}/{}/{} expires {} start {} value {}:{} by {}", v.at.ts.ToString(), v.at.phase,
-        v.at.txn, v.expires.ToString(), v.expires.ToString(), v.writer_start.ToString(),
+        "{}/{}/{}/{} expires {} start {} value {}:{} by {}", v.at.ts.ToString(), v.at.phase(),
+        v.at.txn(), v.expires.ToString(), v.expires.ToString(), v.writer_start.ToString(),
         static_cast<int>(v.value.kind()), v.value.payload(), v.writer_name);
     for (const Value a : v.appends) {
       out += fmt::format(" +{}:{}", static_cast<int>(a.kind()), a.payload());
@@ -394,7 +406,7 @@ std::vector<std::string> Contents(VersionSpill& spill, uint32_t keys) {
     if (record.ok() && record->has_value()) {
       const SpilledKey& r = **record;
       out.push_back(fmt::format("key {} record {}/{} value {} trim {} dropped {} longest {}", k,
-                                r.base.ts.ToString(), r.base.txn, r.base_value.payload(),
+                                r.base.ts.ToString(), r.base.txn(), r.base_value.payload(),
                                 r.trim_point.ToString(), r.dropped_upto.ts.ToString(),
                                 r.max_duration));
     }

@@ -105,7 +105,7 @@ std::vector<std::string> Dump(const History& h) {
   }
   for (uint32_t i = 0; i < h.size(); ++i) {
     std::string line = fmt::format("visible to {}:", i);
-    for (uint32_t w = h.first_txn(); w < h.size(); ++w) {
+    for (uint64_t w = h.first_txn(); w < h.size(); ++w) {
       line += fmt::format(" {}", static_cast<int>(h.Visible(TxnId(w), TxnId(i))));
     }
     out.push_back(line);
@@ -378,7 +378,7 @@ TEST(HistoryCheckpointTest, MalformedCheckpointsAreDataLoss) {
       {"a retired id not below first_txn",
        [](v1::HistoryCheckpoint& c) { c.set_first_txn(c.retired_ids(c.retired_ids_size() - 1)); }},
       {"transaction ids overflowing",
-       [](v1::HistoryCheckpoint& c) { c.set_first_txn(0xFFFFFFFAu); }},
+       [](v1::HistoryCheckpoint& c) { c.set_first_txn(kTxnIdLimit - 3); }},
       {"held transactions out of source-id order",
        [](v1::HistoryCheckpoint& c) { c.mutable_held()->mutable_txns()->set_ext_ids(1, 0); }},
       {"a repeated key",

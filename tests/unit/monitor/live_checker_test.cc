@@ -86,10 +86,12 @@ std::vector<uint32_t> All(const v1::IngestBatch& b) {
 // With `budget`: a one-byte memory budget over an in-memory spill, so that versions are spilled
 // and the live history forgets final transactions as soon as it can. With `checkpoint_every`:
 // after every that many batches the checker is saved, dropped, and a new one restored from the
-// saved bytes goes on (the spill stays as it was, as the daemon's snapshot of it would).
+// saved bytes goes on (the spill stays as it was, as the daemon's snapshot of it would). With
+// `first_txn`: the checker starts as one restored from a checkpoint taken after it had numbered
+// that many transactions and released them all, so the transactions get the ids from there on.
 std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& batches,
                                             IsolationLevel level, bool budget = false,
-                                            size_t checkpoint_every = 0) {
+                                            size_t checkpoint_every = 0, uint64_t first_txn = 0) {
   engine::FakeClock clock;
   engine::MemoryVersionSpill spill;
   LiveOptions options{.level = level, .clock = &clock};
@@ -102,6 +104,22 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
   std::vector<store::ViolationRecord> out;
   int64_t now = 1000;
   size_t restores = 0;
+  if (first_txn > 0) {
+    v1::IngestBatch header_only;
+    header_only.set_stream(batches.front().stream());
+    header_only.set_seq(batches.front().seq());
+    *header_only.mutable_header() = batches.front().header();
+    EXPECT_TRUE(live_owner->Apply(header_only, {}).empty());
+    v1::LiveCheckpoint saved;
+    EXPECT_TRUE(live_owner->SaveCheckpoint(&saved).ok());
+    saved.mutable_history()->set_first_txn(first_txn);
+    saved.mutable_engine()->set_txn_count(first_txn);
+    saved.set_release_end(first_txn);
+    live_owner = std::make_unique<LiveChecker>(options);
+    const absl::Status r = live_owner->RestoreCheckpoint(saved, now);
+    EXPECT_TRUE(r.ok()) << r;
+    EXPECT_EQ(live_owner->history().size(), first_txn);
+  }
   for (size_t i = 0; i < batches.size(); ++i) {
     const v1::IngestBatch& b = batches[i];
     std::vector<TxnRefusal> refused = live_owner->Apply(b, All(b));
@@ -126,6 +144,10 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
     EXPECT_GT(restores, 0u);
   }
   const LiveChecker& live = *live_owner;
+  // Every transaction got the next id.
+  size_t sent = 0;
+  for (const v1::IngestBatch& b : batches) sent += static_cast<size_t>(b.txns_size());
+  EXPECT_EQ(live.history().size(), first_txn + sent);
   for (const LiveStreamStatus& s : live.Streams()) {
     EXPECT_TRUE(s.closed) << s.name;
     EXPECT_EQ(s.pending, 0u) << s.name;
@@ -133,10 +155,11 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
   if (budget) {
     const History& h = live.history();
     EXPECT_GT(live.history_releases(), 0u);
-    EXPECT_GT(h.first_txn(), 0u);
+    EXPECT_GT(h.first_txn(), first_txn);
     // Held: the transactions since the last release and those the engine still reads.
-    EXPECT_LT(h.txns().size() + h.retired_count(), h.size() / 2)
-        << h.txns().size() << " held and " << h.retired_count() << " retired of " << h.size();
+    EXPECT_LT(h.txns().size() + h.retired_count(), (h.size() - first_txn) / 2)
+        << h.txns().size() << " held and " << h.retired_count() << " retired of "
+        << h.size() - first_txn;
   }
   return out;
 }
@@ -213,6 +236,17 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
             << "seed " << seed << " checkpoints every " << every << ": reported twice: " << r.json;
       }
       EXPECT_EQ(restored, live_ids) << "seed " << seed << " checkpoints every " << every;
+    }
+    // And with transaction ids that pass 2^32 during the run, as a daemon's do after some
+    // billions of transactions; with and without checkpoints.
+    constexpr uint64_t kNear32 = (uint64_t{1} << 32) - 150;
+    for (size_t every : {0, 11}) {
+      std::set<std::string> shifted;
+      for (const auto& r : RunLive(batches, c.level, c.budget, every, kNear32)) {
+        EXPECT_TRUE(shifted.insert(r.id).second)
+            << "seed " << seed << " ids from 2^32 - 150: reported twice: " << r.json;
+      }
+      EXPECT_EQ(shifted, live_ids) << "seed " << seed << " ids from 2^32 - 150, every " << every;
     }
   }
   EXPECT_GT(total, 0u) << "the faults produced no violation: the comparison proves nothing";

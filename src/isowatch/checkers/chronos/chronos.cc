@@ -35,13 +35,16 @@ enum Phase : uint32_t { kCommit = 0, kPoint = 1, kStart = 2 };
 
 struct Event {
   Timestamp ts;
-  uint32_t phase;
-  uint32_t txn;
+  uint64_t tie;  // the phase in the top two bits, the transaction in the others
+
+  Event(Timestamp t, Phase phase, uint64_t txn)
+      : ts(t), tie((static_cast<uint64_t>(phase) << 62) | txn) {}
+  Phase phase() const { return static_cast<Phase>(tie >> 62); }
+  TxnId txn() const { return TxnId(tie & (kTxnIdLimit - 1)); }
 
   bool operator<(const Event& o) const {
     if (ts != o.ts) return ts < o.ts;
-    if (phase != o.phase) return phase < o.phase;
-    return txn < o.txn;
+    return tie < o.tie;
   }
 };
 
@@ -53,7 +56,7 @@ struct RegisterVersion {
 
 // One committed version of a key, kept for snapshot readers (SI with snapshots).
 struct ChainEntry {
-  uint32_t writer = 0;
+  uint64_t writer = 0;
   Value value;            // registers: the writer's final value
   uint64_t list_end = 0;  // lists: the length of the committed list with this version
 };
@@ -105,8 +108,8 @@ class Replayer {
     if (poller_.ExpiredNow()) return Incomplete();
     for (const Event& e : events) {
       if (poller_.Expired()) return Incomplete();
-      TxnId t(e.txn);
-      switch (e.phase) {
+      const TxnId t = e.txn();
+      switch (e.phase()) {
         case kStart:
           CheckReads(t);
           if (level_ == IsolationLevel::kSnapshotIsolation) OpenWrites(t);
@@ -161,9 +164,9 @@ class Replayer {
     // Session order is seq order; walking each transaction's predecessor chain with memoisation
     // of the answer keeps this linear.
     std::vector<uint8_t> done(h_.size(), 0);
-    std::vector<uint32_t> stack;
-    for (uint32_t i = 0; i < h_.size(); ++i) {
-      uint32_t cur = i;
+    std::vector<uint64_t> stack;
+    for (uint64_t i = 0; i < h_.size(); ++i) {
+      uint64_t cur = i;
       while (!done[cur]) {
         stack.push_back(cur);
         TxnId prev = h_.txn(TxnId(cur)).session_prev;
@@ -171,7 +174,7 @@ class Replayer {
         cur = prev.value();
       }
       while (!stack.empty()) {
-        uint32_t x = stack.back();
+        uint64_t x = stack.back();
         stack.pop_back();
         TxnId prev = h_.txn(TxnId(x)).session_prev;
         if (prev.valid()) {
@@ -185,7 +188,7 @@ class Replayer {
   std::vector<Event> BuildEvents() {
     std::vector<Event> events;
     events.reserve(level_ == IsolationLevel::kSerializable ? h_.size() : 2 * h_.size());
-    for (uint32_t i = 0; i < h_.size(); ++i) {
+    for (uint64_t i = 0; i < h_.size(); ++i) {
       const Transaction& t = h_.txn(TxnId(i));
       if (!Participates(t)) {
         ++result_.stats.transactions_skipped;
@@ -346,7 +349,7 @@ class Replayer {
       if (level_ != IsolationLevel::kSnapshotIsolation || slot_stamp_[k] == stamp_) continue;
       slot_stamp_[k] = stamp_;
       auto& open = ongoing_[k];
-      for (uint32_t other : open) {
+      for (uint64_t other : open) {
         if (other == id.value()) continue;
         Emit(internal::ExplainNoConflict(h_, id, TxnId(other), op.key()));
       }
@@ -384,7 +387,7 @@ class Replayer {
   internal::ReadWalker walker_;
   std::vector<RegisterVersion> registers_;
   std::vector<std::vector<Value>> lists_;
-  std::vector<std::vector<uint32_t>> ongoing_;
+  std::vector<std::vector<uint64_t>> ongoing_;
   // SI with snapshots: per key, every committed version in commit order.
   bool snapshots_;
   std::vector<std::vector<ChainEntry>> chains_;

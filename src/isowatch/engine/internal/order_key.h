@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "isowatch/common/strong_id.h"
 #include "isowatch/history/timestamp.h"
 
 namespace isowatch::engine::internal {
@@ -12,22 +13,34 @@ namespace isowatch::engine::internal {
 // index. Under SER every position is a commit (phase 0). Version v is visible to a read at point
 // p iff v.key < p.
 //
-// `txn` comes before `phase` in memory so that (phase, txn) reads as one 64-bit number.
+// Phase and transaction are one 64-bit number in the same order, `tie`: the phase in the top two
+// bits, the transaction in the other 62 (TxnId values stay below kTxnIdLimit).
 struct OrderKey {
+  static constexpr int kPhaseShift = 62;
+  static constexpr uint64_t kMaxTxn = (uint64_t{1} << kPhaseShift) - 1;
+  static_assert(kTxnIdLimit - 1 == kMaxTxn);
+
   history::Timestamp ts;
-  uint32_t txn = 0;
-  uint32_t phase = 0;
+  uint64_t tie = 0;
 
   OrderKey() = default;
-  constexpr OrderKey(history::Timestamp t, uint32_t ph, uint32_t tx) : ts(t), txn(tx), phase(ph) {}
+  constexpr OrderKey(history::Timestamp t, uint32_t ph, uint64_t tx)
+      : ts(t), tie((uint64_t{ph} << kPhaseShift) | tx) {}
+  // The last position at `t`, after every transaction of every phase.
+  static constexpr OrderKey Last(history::Timestamp t) {
+    OrderKey k;
+    k.ts = t;
+    k.tie = ~uint64_t{0};
+    return k;
+  }
 
-  // (phase, txn) as one number in the same order.
-  constexpr uint64_t tie() const { return (uint64_t{phase} << 32) | txn; }
+  constexpr uint32_t phase() const { return static_cast<uint32_t>(tie >> kPhaseShift); }
+  constexpr uint64_t txn() const { return tie & kMaxTxn; }
 
   [[gnu::always_inline]] friend constexpr bool operator<(const OrderKey& a, const OrderKey& b) {
     if (a.ts.physical != b.ts.physical) return a.ts.physical < b.ts.physical;
     if (a.ts.logical != b.ts.logical) return a.ts.logical < b.ts.logical;
-    return a.tie() < b.tie();
+    return a.tie < b.tie;
   }
   friend constexpr bool operator>(const OrderKey& a, const OrderKey& b) { return b < a; }
   [[gnu::always_inline]] friend constexpr bool operator<=(const OrderKey& a, const OrderKey& b) {
@@ -35,7 +48,7 @@ struct OrderKey {
   }
   friend constexpr bool operator>=(const OrderKey& a, const OrderKey& b) { return !(a < b); }
   friend constexpr bool operator==(const OrderKey& a, const OrderKey& b) {
-    return a.ts == b.ts && a.tie() == b.tie();
+    return a.ts == b.ts && a.tie == b.tie;
   }
 };
 static_assert(sizeof(OrderKey) == 24);

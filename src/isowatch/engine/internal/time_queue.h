@@ -12,9 +12,9 @@
 
 namespace isowatch::engine::internal {
 
-// A queue of (timestamp, key) entries from which every entry at or below a bound is taken at
-// once: the engine's schedule of keys whose pending reads (finality) or old versions (collection)
-// wait for a point to be passed.
+// A queue of (timestamp, key) entries, a key being any 64-bit number, from which every entry at or
+// below a bound is taken at once: the engine's schedule of keys whose pending reads (finality) or
+// old versions (collection) wait for a point to be passed.
 //
 // Entries above the highest bound passed so far (`last`) live in a radix heap over the 128-bit
 // timestamp: bucket b holds the entries whose highest bit differing from `last` is bit b - 1.
@@ -32,7 +32,7 @@ class TimeQueue {
  public:
   TimeQueue() = default;
 
-  [[gnu::always_inline]] void Push(const history::Timestamp& ts, uint32_t key) {
+  [[gnu::always_inline]] void Push(const history::Timestamp& ts, uint64_t key) {
     const Wide x = Widen(ts);
     if (!(last_ < x)) {
       below_.push(Low{x, key});
@@ -50,7 +50,7 @@ class TimeQueue {
   void TakeUpTo(const history::Timestamp& bound, Take&& take) {
     const Wide limit = Widen(bound);
     while (!below_.empty() && !(limit < below_.top().ts)) {
-      const uint32_t key = below_.top().key;
+      const uint64_t key = below_.top().key;
       below_.pop();
       take(key);
     }
@@ -103,11 +103,11 @@ class TimeQueue {
   };
   struct Entry {
     Wide ts;
-    uint32_t key = 0;
+    uint64_t key = 0;  // a KeyId or a TxnId: in the padding a 32-bit one would leave
   };
   struct Low {
     Wide ts;
-    uint32_t key = 0;
+    uint64_t key = 0;
     bool operator>(const Low& o) const { return o.ts < ts; }
   };
 

@@ -36,13 +36,13 @@ bool IsList(const History& h, KeyId key) { return h.key(key).is_list; }
 
 }  // namespace
 
-std::string TxnLabel(const History& h, uint32_t txn) {
+std::string TxnLabel(const History& h, uint64_t txn) {
   std::string name = h.TxnLabel(TxnId(txn));
   const bool number = !name.empty() && (name[0] == '-' || (name[0] >= '0' && name[0] <= '9'));
   return number ? fmt::format("T{}", name) : name;
 }
 
-std::string LastWritten(const History& h, uint32_t txn, KeyId key) {
+std::string LastWritten(const History& h, uint64_t txn, KeyId key) {
   std::span<const Op> ops = h.ops(TxnId(txn));
   for (size_t i = ops.size(); i-- > 0;) {
     if (ops[i].is_write() && ops[i].key() == key) return h.ValueToString(ops[i].value());

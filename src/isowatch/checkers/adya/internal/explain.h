@@ -13,7 +13,7 @@ namespace isowatch::checkers::adya::internal {
 
 // How a transaction is named in explanations: its id, with a "T" in front of one that starts like
 // a number ("T12", "T-3", "oncall-a").
-std::string TxnLabel(const history::History& h, uint32_t txn);
+std::string TxnLabel(const history::History& h, uint64_t txn);
 
 // One edge as a clause a person can check against the history, ending with its kind:
 //   "T1 read 0 from key 1 and T2 overwrote that version with 2 (rw)".
@@ -32,6 +32,6 @@ std::string LevelList(std::span<const report::IsolationLevel> levels);
 std::string DescribeRead(const history::History& h, const history::Op& read);
 
 // The value a transaction last wrote (or appended) to `key`, rendered; "?" if none.
-std::string LastWritten(const history::History& h, uint32_t txn, KeyId key);
+std::string LastWritten(const history::History& h, uint64_t txn, KeyId key);
 
 }  // namespace isowatch::checkers::adya::internal

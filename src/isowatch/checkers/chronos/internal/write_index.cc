@@ -17,7 +17,7 @@ using report::IsolationLevel;
 void WriteIndex::Build() {
   last_write_stamp_.resize(h_.key_count(), 0);
   // Transactions a live history released before the index was built are not indexed.
-  for (uint32_t i = std::max(indexed_, h_.first_txn()); i < h_.size(); ++i) {
+  for (uint64_t i = std::max(indexed_, h_.first_txn()); i < h_.size(); ++i) {
     const Transaction& t = h_.txn(TxnId(i));
     auto ops = h_.ops(t);
     const uint32_t stamp = ++stamp_;
@@ -39,7 +39,7 @@ void WriteIndex::Build() {
       if (!inserted && it->second.rank < rank) it->second = Entry{i, rank, final};
     }
   }
-  indexed_ = static_cast<uint32_t>(h_.size());
+  indexed_ = h_.size();
 }
 
 void WriteIndex::Forget(TxnId txn) {

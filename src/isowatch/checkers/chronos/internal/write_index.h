@@ -36,7 +36,7 @@ class WriteIndex {
 
  private:
   struct Entry {
-    uint32_t txn = 0;
+    uint64_t txn = 0;
     uint8_t rank = 0;  // preference when a value was written more than once; higher wins
     bool final = true;
   };
@@ -46,7 +46,7 @@ class WriteIndex {
   bool Precedes(TxnId w, TxnId reader, report::IsolationLevel level) const;
 
   const history::History& h_;
-  uint32_t indexed_ = 0;                    // transactions [0, indexed_) are in index_
+  uint64_t indexed_ = 0;                    // transactions [0, indexed_) are in index_
   std::vector<uint32_t> last_write_stamp_;  // per key, for Build
   uint32_t stamp_ = 0;
   absl::flat_hash_map<std::pair<KeyId, history::Value>, Entry> index_;
