@@ -777,8 +777,16 @@ class EngineImpl {
     SessionState& ss = sessions_[t.session.value()];
     if (t.seq < ss.base) return;  // cannot happen: positions below base were all delivered
     const size_t index = t.seq - ss.base;
-    if (index >= ss.entries.size()) ss.entries.resize(index + 1);
     const bool participates = Participates(t);
+    if (index >= ss.entries.size()) {
+      // A position too far past the session's first missing one would make the window hold
+      // every position in between: the transaction is left out of its session, counted.
+      if (index - ss.prefix >= kMaxSessionLead) {
+        if (participates) ++stats_.session_unjudged;
+        return;
+      }
+      ss.entries.resize(index + 1);
+    }
     ss.entries[index] = SessionState::Entry{id, participates};
     ++session_entries_;
     if (participates) CheckSessionBack(ss, t.seq, id);
@@ -1405,6 +1413,9 @@ class EngineImpl {
     }
     if (evicting_) AdaptIdleAdvances();
   }
+  // How far past the first position of a session not delivered yet a position may lie and still
+  // be checked against its session neighbours (docs/engine.md, "Session positions").
+  static constexpr size_t kMaxSessionLead = size_t{1} << 14;
   static constexpr uint64_t kIdleAdvances = 64;
   static constexpr uint64_t kMaxIdleAdvances = uint64_t{1} << 16;
 

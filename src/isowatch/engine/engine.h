@@ -76,6 +76,10 @@ struct EngineStats {
   // Checks of transactions with a snapshot left unjudged because a writer they would judge has
   // no xid (docs/engine.md, "Snapshots"); ChronosStats::snapshot_unjudged offline.
   uint64_t snapshot_unjudged = 0;
+  // Committed transactions left out of their session's checks: their session position lay more
+  // than 16,384 positions past the first one of their session not delivered yet
+  // (docs/engine.md, "Session positions").
+  uint64_t session_unjudged = 0;
   // Gauges: what the engine holds now.
   uint64_t provisional_reads = 0;       // external reads whose verdict is not final yet
   uint64_t provisional_violations = 0;  // of which currently wrong

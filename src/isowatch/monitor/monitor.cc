@@ -676,6 +676,7 @@ void Monitor::Refresh(int64_t now_ms) {
   add(metrics_->flip_flops(), st.flip_flops, last_stats_.flip_flops);
   add(metrics_->late_arrivals(), st.late_arrivals, last_stats_.late_arrivals);
   add(metrics_->horizon_misses(), st.horizon_misses, last_stats_.horizon_misses);
+  add(metrics_->session_unjudged(), st.session_unjudged, last_stats_.session_unjudged);
   // A read left unjudged is a check not made: say why, and what cures it, at most once a minute.
   if (st.horizon_misses > last_stats_.horizon_misses &&
       now_ms - last_horizon_warning_ms_ >= kHorizonWarningIntervalMs) {

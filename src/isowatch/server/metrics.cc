@@ -121,6 +121,13 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                              "been collected.")
                          .Register(r)
                          .Add({});
+  session_unjudged_ = &BuildCounter()
+                           .Name("isowatch_session_unjudged_total")
+                           .Help(
+                               "Committed transactions left out of their session's checks: their "
+                               "session position lay too far past a position not delivered.")
+                           .Register(r)
+                           .Add({});
   check_latency_ = &BuildHistogram()
                         .Name("isowatch_check_latency_seconds")
                         .Help("Time from a transaction's arrival to the final verdict on it.")

@@ -76,6 +76,9 @@ class DaemonMetrics {
   prometheus::Counter& late_arrivals() { return *late_arrivals_; }
   // Reads that could not be judged because the state they needed had been collected.
   prometheus::Counter& horizon_misses() { return *horizon_misses_; }
+  // Committed transactions left out of their session's checks (a session position far past the
+  // first one of the session not delivered yet).
+  prometheus::Counter& session_unjudged() { return *session_unjudged_; }
   // Seconds from a transaction's arrival to the final verdict on it.
   prometheus::Histogram& check_latency() { return *check_latency_; }
 
@@ -165,6 +168,7 @@ class DaemonMetrics {
   prometheus::Counter* flip_flops_;
   prometheus::Counter* late_arrivals_;
   prometheus::Counter* horizon_misses_;
+  prometheus::Counter* session_unjudged_;
   prometheus::Histogram* check_latency_;
   prometheus::Gauge* retained_versions_;
   prometheus::Gauge* retained_transactions_;

@@ -316,6 +316,54 @@ TEST(LiveChecker, RefusesAKeyUsedAsRegisterAndListAndKeepsTheRest) {
   EXPECT_NE(violations[0].json.find("\"txns\":[3]"), std::string::npos) << violations[0].json;
 }
 
+// A session position far past the first one of its session not delivered yet (a bad seq, or a
+// collector that skips positions) is left out of its session and counted; the engine does not
+// make room for every position in between, and the transaction's other checks are made.
+TEST(LiveChecker, AFarSessionPositionIsLeftOutOfItsSessionAndCounted) {
+  engine::FakeClock clock;
+  LiveChecker live(LiveOptions{.clock = &clock});
+  v1::IngestBatch b;
+  b.set_stream("s");
+  b.set_seq(1);
+  auto add = [&](int64_t id, const char* session, int64_t seq, int64_t start, int64_t commit) {
+    v1::Transaction* t = b.add_txns();
+    *t = Txn(id, start, commit);
+    t->set_session_str(session);
+    t->set_seq(seq);
+    return t;
+  };
+  // Session a: the second transaction starts before the first commits (SESSION).
+  AddOp(add(1, "a", 0, 1, 2), v1::Operation::WRITE, 1, 1);
+  AddOp(add(2, "a", 1, 1, 3), v1::Operation::WRITE, 2, 1);
+  // Session b: the same, but at the greatest position the protocol allows, and 16,384
+  // positions on from the first missing one: left out of the session. Its read of a value never
+  // written is still an EXT violation.
+  AddOp(add(3, "b", 0, 4, 5), v1::Operation::WRITE, 3, 1);
+  v1::Transaction* far = add(4, "b", 4294967294, 4, 6);
+  AddOp(far, v1::Operation::WRITE, 4, 1);
+  AddOp(far, v1::Operation::READ, 5, 7);
+  AddOp(add(5, "b", 16385, 4, 7), v1::Operation::WRITE, 6, 1);
+  // Just inside the bound: kept in the window (its pair waits for the positions between).
+  AddOp(add(6, "c", 0, 10, 11), v1::Operation::WRITE, 7, 1);
+  AddOp(add(7, "c", 16384, 10, 12), v1::Operation::WRITE, 8, 1);
+  b.set_end_of_stream(true);
+  ASSERT_TRUE(live.Apply(b, All(b)).empty());
+  EXPECT_EQ(live.stats().session_unjudged, 2u);
+  // Session c's window holds its 16,385 positions; nothing holds 4 billion.
+  EXPECT_LT(live.stats().memory_bytes, uint64_t{64} << 20);
+  std::multiset<std::string> anomalies;
+  for (const auto& v : live.TakeViolations(5)) {
+    anomalies.insert(v.anomaly);
+    if (v.anomaly == "SESSION") {
+      EXPECT_NE(v.json.find("\"txns\":[2,1]"), std::string::npos) << v.json;
+    }
+    if (v.anomaly == "EXT") {
+      EXPECT_NE(v.json.find("\"txns\":[4]"), std::string::npos) << v.json;
+    }
+  }
+  EXPECT_EQ(anomalies, (std::multiset<std::string>{"EXT", "SESSION"}));
+}
+
 TEST(LiveChecker, HeaderAfterTransactionsIsIgnoredAndCounted) {
   engine::FakeClock clock;
   LiveChecker live(LiveOptions{.clock = &clock});
