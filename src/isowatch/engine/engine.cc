@@ -112,9 +112,6 @@ struct SessionState {
   }
 };
 
-// The last key of any read point at timestamp `ts`.
-OrderKey LastAt(Timestamp ts) { return OrderKey::Last(ts); }
-
 // How many pending reads each transaction has, over a window of transaction indexes from the
 // lowest one with any: the window spans the transactions delivered while the oldest pending
 // read waits for finality, not the history.
@@ -1107,7 +1104,7 @@ class EngineImpl {
                        const OrderKey& vkey, int64_t horizon) {
     if (spill_broken_) return false;
     const ReloadTimer timer(this);
-    absl::Status s = spill_->ScanAfter(key, LastAt(t.start), [&](const SpilledVersion& u) {
+    absl::Status s = spill_->ScanAfter(key, OrderKey::Last(t.start), [&](const SpilledVersion& u) {
       if (u.at.ts.physical > horizon) return false;
       if (u.at.txn() != id.value() && u.writer_start < t.commit) {
         const TxnId other(u.at.txn());
@@ -1144,7 +1141,7 @@ class EngineImpl {
       // Usually every version of the key committed before t started: nothing to scan.
       auto it = ks.versions.end();
       if (!ks.versions.empty() && ks.versions.back_key().ts > t.start) {
-        it = ks.versions.upper_bound(LastAt(t.start));
+        it = ks.versions.upper_bound(OrderKey::Last(t.start));
       }
       for (; it != ks.versions.end() && it.key().ts.physical <= horizon; ++it) {
         if (it.key().ts <= t.start || it.key().txn() == id.value()) continue;
@@ -1618,7 +1615,7 @@ class EngineImpl {
     auto last = ks.versions.begin();
     const auto end = ks.versions.end();
     for (int i = 0; i < 8 && last != end && last.key().ts <= g; ++i) ++last;
-    if (last != end && last.key().ts <= g) last = ks.versions.upper_bound(LastAt(g));
+    if (last != end && last.key().ts <= g) last = ks.versions.upper_bound(OrderKey::Last(g));
     if (last == ks.versions.begin()) return;
     bool is_list = h_.key(key).is_list;
     auto keep = last;
