@@ -12,6 +12,7 @@
 #include "isowatch/checkers/chronos/internal/read_walker.h"
 #include "isowatch/checkers/chronos/internal/snapshot_rules.h"
 #include "isowatch/checkers/chronos/internal/write_index.h"
+#include "isowatch/common/strong_id.h"
 
 namespace isowatch::checkers {
 namespace {
@@ -35,12 +36,11 @@ enum Phase : uint32_t { kCommit = 0, kPoint = 1, kStart = 2 };
 
 struct Event {
   Timestamp ts;
-  uint64_t tie;  // the phase in the top two bits, the transaction in the others
+  uint64_t tie;  // PackTaggedTxn(phase, transaction)
 
-  Event(Timestamp t, Phase phase, uint64_t txn)
-      : ts(t), tie((static_cast<uint64_t>(phase) << 62) | txn) {}
-  Phase phase() const { return static_cast<Phase>(tie >> 62); }
-  TxnId txn() const { return TxnId(tie & (kTxnIdLimit - 1)); }
+  Event(Timestamp t, Phase phase, uint64_t txn) : ts(t), tie(PackTaggedTxn(phase, txn)) {}
+  Phase phase() const { return static_cast<Phase>(TagOfPacked(tie)); }
+  TxnId txn() const { return TxnId(TxnOfPacked(tie)); }
 
   bool operator<(const Event& o) const {
     if (ts != o.ts) return ts < o.ts;

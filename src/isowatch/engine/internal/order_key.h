@@ -14,18 +14,16 @@ namespace isowatch::engine::internal {
 // p iff v.key < p.
 //
 // Phase and transaction are one 64-bit number in the same order, `tie`: the phase in the top two
-// bits, the transaction in the other 62 (TxnId values stay below kTxnIdLimit).
+// bits, the transaction in the other 62 (PackTaggedTxn).
 struct OrderKey {
-  static constexpr int kPhaseShift = 62;
-  static constexpr uint64_t kMaxTxn = (uint64_t{1} << kPhaseShift) - 1;
-  static_assert(kTxnIdLimit - 1 == kMaxTxn);
+  static constexpr uint64_t kMaxTxn = kTxnIdLimit - 1;
 
   history::Timestamp ts;
   uint64_t tie = 0;
 
   OrderKey() = default;
   constexpr OrderKey(history::Timestamp t, uint32_t ph, uint64_t tx)
-      : ts(t), tie((uint64_t{ph} << kPhaseShift) | tx) {}
+      : ts(t), tie(PackTaggedTxn(ph, tx)) {}
   // The last position at `t`, after every transaction of every phase.
   static constexpr OrderKey Last(history::Timestamp t) {
     OrderKey k;
@@ -34,8 +32,8 @@ struct OrderKey {
     return k;
   }
 
-  constexpr uint32_t phase() const { return static_cast<uint32_t>(tie >> kPhaseShift); }
-  constexpr uint64_t txn() const { return tie & kMaxTxn; }
+  constexpr uint32_t phase() const { return TagOfPacked(tie); }
+  constexpr uint64_t txn() const { return TxnOfPacked(tie); }
 
   [[gnu::always_inline]] friend constexpr bool operator<(const OrderKey& a, const OrderKey& b) {
     if (a.ts.physical != b.ts.physical) return a.ts.physical < b.ts.physical;
