@@ -109,12 +109,14 @@ iw_stop_daemon() {
 # temporary name, then renamed), with its ground truth beside it ($hist.truth.json).
 iw_cached_history() {
   local cache=${ISOWATCH_BENCH_CACHE:-/tmp/isowatch-bench-cache}
+  local values=${VALUES:-int}
   mkdir -p "$cache"
   hist=$cache/kv-$1-keys$2-seed42.native
+  [ "$values" = int ] || hist=$cache/kv-$1-keys$2-seed42-$values.native
   if [ ! -f "$hist" ]; then
     echo "generating $hist ..."
     "$bin/isowatch" gen --out "$hist.tmp" --truth "$hist.truth.json" --format native --data kv \
-      --txns "$1" --keys "$2" --seed 42 > /dev/null
+      --txns "$1" --keys "$2" --seed 42 --values "$values" > /dev/null
     mv "$hist.tmp" "$hist"
   fi
 }

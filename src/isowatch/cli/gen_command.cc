@@ -3,10 +3,12 @@
 
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "isowatch/cli/command.h"
+#include "isowatch/formats/byte_values.h"
 #include "isowatch/formats/history_file.h"
 
 namespace isowatch::cli {
@@ -19,6 +21,9 @@ CLI::App* GenCommand::Register(CLI::App& app) {
   cmd->add_option("--format", format_, "Output format: timekiller, native, native-json")
       ->check(CLI::IsMember({"timekiller", "native", "native-json"}));
   cmd->add_option("--truth", truth_, "Ground-truth file (default: OUT.truth.json)");
+  cmd->add_option("--values", values_,
+                  "Values as integers (int) or as the byte strings \"v<integer>\" (bytes)")
+      ->check(CLI::IsMember({"int", "bytes"}));
   sim_.Register(*cmd);
   return cmd;
 }
@@ -33,6 +38,14 @@ int GenCommand::Run() {
   if (!result.ok()) {
     std::cerr << "isowatch gen: " << result.status().message() << "\n";
     return kExitBadInput;
+  }
+  if (values_ == "bytes") {
+    absl::StatusOr<history::History> converted = formats::WithByteValues(result->history);
+    if (!converted.ok()) {
+      std::cerr << "isowatch gen: " << converted.status().message() << "\n";
+      return kExitInternalError;
+    }
+    result->history = *std::move(converted);
   }
   if (auto st =
           formats::WriteHistoryFile(result->history, out_, *formats::ParseFileFormat(format_));

@@ -21,6 +21,7 @@ class GenCommand {
   std::string out_;
   std::string format_ = "timekiller";
   std::string truth_;
+  std::string values_ = "int";
 };
 
 }  // namespace isowatch::cli

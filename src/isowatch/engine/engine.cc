@@ -303,6 +303,28 @@ class EngineImpl {
     return false;
   }
 
+  void MarkBytes(std::vector<uint64_t>& marks) {
+    keys_.ForEachState([&](const KeyState& ks) {
+      for (auto it = ks.versions.begin(); it != ks.versions.end(); ++it) {
+        history::MarkBytes(it.value().value, marks);
+      }
+      for (auto it = ks.readers.begin(); it != ks.readers.end(); ++it) {
+        history::MarkBytes(it.value().observed, marks);
+      }
+      for (const Value v : ks.base_list) history::MarkBytes(v, marks);
+    });
+    for (const auto& [key, v] : base_values_) history::MarkBytes(v, marks);
+    // What the spill holds, unless it expired at or before the prune point (never read again).
+    for (auto it = spill_pins_.begin(); it != spill_pins_.end();) {
+      if (it->second.unbounded == 0 && it->second.expires <= pruned_point_) {
+        spill_pins_.erase(it++);
+      } else {
+        history::MarkBytes(Value::BytesRef(it->first), marks);
+        ++it;
+      }
+    }
+  }
+
   absl::Status SaveCheckpoint(v1::EngineCheckpoint* out) {
     if (spill_broken_) {
       return absl::FailedPreconditionError(
@@ -360,6 +382,17 @@ class EngineImpl {
       for (const Value& v : ks->base_list) ToProto(v, p->add_base_list());
       if (!ks->versions.empty()) ToProto(ks->versions.front_key(), p->mutable_front());
     }
+    std::vector<uint32_t> pinned;
+    pinned.reserve(spill_pins_.size());
+    for (const auto& [index, pin] : spill_pins_) pinned.push_back(index);
+    std::sort(pinned.begin(), pinned.end());
+    for (const uint32_t index : pinned) {
+      const SpillPin& pin = spill_pins_.at(index);
+      v1::EngineSpillPin* p = out->add_spill_pins();
+      p->set_index(index);
+      p->set_unbounded(pin.unbounded);
+      ToProto(pin.expires, p->mutable_expires());
+    }
     return absl::OkStatus();
   }
 
@@ -414,6 +447,11 @@ class EngineImpl {
     for (uint32_t k : c.evicted_keys()) {
       if (k >= h_.key_count()) return BadCheckpoint(fmt::format("evicted key {} out of range", k));
     }
+    for (const v1::EngineSpillPin& p : c.spill_pins()) {
+      if (p.index() >= h_.byte_count() || p.unbounded() < 0) {
+        return BadCheckpoint(fmt::format("spill pin of byte string {}: out of range", p.index()));
+      }
+    }
     // Transactions below the history's first were released, so delivered, but for the retired
     // ones among the held.
     uint64_t delivered_base = h_.first_txn();
@@ -442,6 +480,10 @@ class EngineImpl {
     for (const HeldTxn& t : held) delivered_[t.id.value() - delivered_base] = false;
     for (uint64_t t : c.undelivered()) delivered_[t - delivered_base] = false;
 
+    for (const v1::EngineSpillPin& p : c.spill_pins()) {
+      spill_pins_[p.index()] =
+          SpillPin{.unbounded = p.unbounded(), .expires = FromProto(p.expires())};
+    }
     restore_front_.clear();
     for (const v1::EngineKey& k : c.keys()) {
       const KeyId key(k.key());
@@ -502,6 +544,7 @@ class EngineImpl {
     stats_.memory_bytes = MemoryBytes();
     stats_.spill_bytes = spill_ != nullptr ? spill_->bytes() : 0;
     stats_.spill_pruned = spill_ != nullptr ? spill_->pruned() : 0;
+    stats_.spill_pinned_strings = spill_pins_.size();
     stats_.eviction_idle_advances = evicting_ ? idle_advances_ : 0;
     stats_.resident_keys = keys_.resident();
     return stats_;
@@ -1503,8 +1546,27 @@ class EngineImpl {
     } else {
       v.value = info.value;
     }
+    PinSpilled(v, +1);
     spill_->Put(key, v);
     ++stats_.spilled_versions;
+  }
+
+  // Counts the byte strings of spilled version `v` in (`delta` +1) or out (-1) of spill_pins_.
+  void PinSpilled(const SpilledVersion& v, int delta) {
+    // Only a live history under a memory budget forgets strings (Engine::MarkBytes).
+    if (options_.memory_budget == 0) return;
+    auto pin = [&](Value value) {
+      if (!value.is_bytes()) return;
+      SpillPin& p = spill_pins_[value.bytes_index()];
+      // Without pruning nothing leaves the spill: every pin is for good.
+      if (v.expires == Timestamp::Max() || options_.spill_retention == 0) {
+        p.unbounded += delta;
+      } else if (delta > 0) {
+        p.expires = std::max(p.expires, v.expires);
+      }
+    };
+    pin(v.value);
+    for (const Value a : v.appends) pin(a);
   }
 
   // The spilled base of `key` is no longer the newest version at or below the final point: a
@@ -1516,7 +1578,9 @@ class EngineImpl {
       auto r = spill_->Find(key, ks.spilled_base);
       if (!r.ok()) return SpillFailed(r.status());
       if (r->has_value()) {
+        PinSpilled(**r, -1);
         (*r)->expires = next;
+        PinSpilled(**r, +1);
         spill_->Replace(key, **r);
         ++spill_rewrites_;
       }
@@ -1679,7 +1743,8 @@ class EngineImpl {
            sessions_.capacity() * sizeof(SessionState) + delivered_.capacity() / 8 +
            pending_count_.window() * sizeof(uint32_t) +
            idle_keys_.size() * sizeof(std::pair<uint64_t, uint32_t>) +
-           base_values_.capacity() * (sizeof(std::pair<uint32_t, Value>) + 1);
+           base_values_.capacity() * (sizeof(std::pair<uint32_t, Value>) + 1) +
+           spill_pins_.capacity() * (sizeof(std::pair<uint32_t, SpillPin>) + 1);
   }
 
   void Emit(Violation v) {
@@ -1729,6 +1794,15 @@ class EngineImpl {
   uint64_t leafless_keys_ = 0;  // keys in memory with base_in_spill and no version there
   // The value of each key in memory with base_in_spill: its spilled base's, from its record.
   absl::flat_hash_map<uint32_t, Value> base_values_;
+  // The byte strings of spilled versions (values and appends), by pool index: the live history
+  // must not forget them while the spill may still be read for them (MarkBytes). `unbounded`
+  // counts the versions that never expire (a key's spilled base until a newer version follows
+  // it; every version when nothing is pruned); `expires` is the latest expiry of the others.
+  struct SpillPin {
+    int64_t unbounded = 0;
+    Timestamp expires = Timestamp::Min();
+  };
+  absl::flat_hash_map<uint32_t, SpillPin> spill_pins_;
   // Eviction's idle time, in advances (AdaptIdleAdvances), and what it counts.
   uint64_t idle_advances_ = kIdleAdvances;
   uint64_t evicted_returns_ = 0;  // reads of spilled bases and writes to evicted keys
@@ -1769,6 +1843,7 @@ const EngineStats& Engine::stats() const { return impl_->stats(); }
 Timestamp Engine::final_point() const { return impl_->final_point(); }
 bool Engine::IsFinal(TxnId id) const { return impl_->IsFinal(id); }
 bool Engine::Release(TxnId id) { return impl_->Release(id); }
+void Engine::MarkBytes(std::vector<uint64_t>& marks) { impl_->MarkBytes(marks); }
 absl::Status Engine::SaveCheckpoint(v1::EngineCheckpoint* out) {
   return impl_->SaveCheckpoint(out);
 }

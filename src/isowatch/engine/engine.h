@@ -93,6 +93,9 @@ struct EngineStats {
   uint64_t budget_collections = 0;  // collections cut at the final point by the memory budget
   uint64_t spill_bytes = 0;         // gauge: bytes the spill holds (estimate)
   uint64_t spill_pruned = 0;        // versions the spill dropped (EngineOptions::spill_retention)
+  // Gauge: byte strings of the history that spilled versions hold, which the live history must
+  // keep while the spill may still be read for them (Engine::MarkBytes drops the expired ones).
+  uint64_t spill_pinned_strings = 0;
   // Cold register keys whose last version and state the memory budget moved to the spill, and
   // evicted keys whose state a read or write brought back.
   uint64_t evicted_keys = 0;
@@ -171,6 +174,12 @@ class Engine {
   // release: the answer turns false once its versions are collected.
   // REQUIRES: IsFinal(id).
   bool Release(TxnId id);
+  // Adds to `marks` (history::MarkBytes) every byte string of the history the engine holds
+  // outside the history's transactions: in its chains, list bases and evicted keys' bases, and
+  // in the spill's versions that can still be read (HistoryBuilder::CollectBytes). The spill's
+  // strings are tracked under a memory budget only (EngineOptions::memory_budget): call it only
+  // then.
+  void MarkBytes(std::vector<uint64_t>& marks);
 
   // Checkpoints (docs/engine.md, "Checkpoints"). Writes to `out` what a restarted engine needs
   // besides the history it reads (as it is now) and the spill (as it is now, flushed here):

@@ -169,8 +169,11 @@ class History {
   size_t key_count() const { return keys_.size(); }
   const KeyInfo& key(KeyId id) const { return keys_[id.value()]; }
   std::string_view bytes(uint32_t pool_index) const { return bytes_.Get(pool_index); }
-  // Byte strings interned: pool indices are [0, byte_count()).
+  // Byte strings interned: pool indices are [0, byte_count()), of a live history's forgotten
+  // ones included (HistoryBuilder::CollectBytes).
   size_t byte_count() const { return bytes_.size(); }
+  // Byte strings held: byte_count() less the forgotten ones.
+  size_t byte_strings_held() const { return bytes_.live(); }
   KeyId FindIntKey(int64_t k) const;
   KeyId FindBytesKey(std::string_view k) const;
   DataModel data_model() const { return data_model_; }

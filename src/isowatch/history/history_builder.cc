@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -348,6 +349,30 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
     t.ext_id = names.Intern(h.ext_ids_.Get(t.ext_id)).first;
   }
   h.ext_ids_ = std::move(names);
+}
+
+size_t HistoryBuilder::CollectBytes(std::vector<uint64_t>& marks) {
+  History& h = history_;
+  marks.resize((h.bytes_.size() + 63) / 64, 0);
+  auto mark_ops = [&](std::span<const Op> ops) {
+    for (const Op& op : ops) {
+      if (op.kind() != OpKind::kListRead) MarkBytes(op.value(), marks);
+    }
+  };
+  auto mark_values = [&](std::span<const Value> values) {
+    for (const Value v : values) MarkBytes(v, marks);
+  };
+  mark_ops(h.ops_);
+  mark_ops(h.retired_ops_);
+  mark_values(h.list_pool_);
+  mark_values(h.retired_list_);
+  mark_values(h.initial_list_pool_);
+  MarkBytes(h.initial_.default_value, marks);
+  for (const auto& [key, v] : h.initial_.registers) MarkBytes(v, marks);
+  for (const KeyInfo& k : h.keys_) {
+    if (!k.is_int) MarkBytes(Value::BytesRef(static_cast<uint32_t>(k.payload)), marks);
+  }
+  return h.bytes_.Retain(marks);
 }
 
 void HistoryBuilder::SetInitialList(KeyId key, std::span<const Value> elements) {

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
@@ -112,6 +113,15 @@ class HistoryBuilder {
   // from `upto` on + retired ones): call it when about as many are released as stay held.
   // REQUIRES: live(), no transaction open.
   void ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep);
+  // Live mode: forgets the byte strings (values, and the bytes of keys) that neither the history
+  // nor `marks` refers to, so that their memory is reclaimed and their pool indices are handed
+  // out again (docs/engine.md, "Byte strings"). `marks` (MarkBytes) holds every index the caller
+  // keeps outside the history (the engine's state, the windows being cut); this call adds the
+  // history's own: the operations and list reads of the transactions held and retired, the
+  // initial state and every key. Returns how many were forgotten. Invalidates the views of byte
+  // strings (History::bytes). O(byte strings + operations held + keys).
+  // REQUIRES: live(), no transaction open.
+  size_t CollectBytes(std::vector<uint64_t>& marks);
   // Live mode: writes everything the history holds, and the builder's live state, to `out`
   // (whose previous contents are replaced). REQUIRES: live(), no transaction open.
   void SaveLive(v1::HistoryCheckpoint* out) const;

@@ -228,6 +228,8 @@ void HistoryBuilder::Checkpoint::Save(const HistoryBuilder& b, v1::HistoryCheckp
   out.set_data_model(static_cast<uint32_t>(h.data_model_));
 
   SavePool(h.bytes_, *out.mutable_byte_strings());
+  const std::span<const uint32_t> forgotten = h.bytes_.forgotten_indices();
+  out.mutable_forgotten_byte_strings()->Add(forgotten.begin(), forgotten.end());
   out.mutable_key_flags()->reserve(h.keys_.size());
   for (const KeyInfo& k : h.keys_) {
     out.mutable_key_flags()->push_back(
@@ -510,7 +512,17 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
   h.data_model_ = static_cast<DataModel>(in.data_model());
 
   // Pools, in index order.
-  RETURN_IF_ERROR(LoadPool(in.byte_strings(), h.bytes_, "byte string"));
+  {
+    std::vector<std::string_view> strings(in.byte_strings().begin(), in.byte_strings().end());
+    const std::span<const uint32_t> forgotten(in.forgotten_byte_strings().data(),
+                                              in.forgotten_byte_strings().size());
+    if (!h.bytes_.Restore(strings, forgotten)) {
+      return Malformed(
+          "{} byte strings, {} of them forgotten: a string held repeats, or a "
+          "forgotten index is out of range or repeats",
+          strings.size(), forgotten.size());
+    }
+  }
   const std::string& key_flags = in.key_flags();
   if (!AllSized(key_flags.size(), in.key_payloads_size())) {
     return Malformed("{} key flags for {} key payloads", key_flags.size(), in.key_payloads_size());
@@ -522,8 +534,9 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
                        .is_list = (f & kKeyList) != 0,
                        .payload = in.key_payloads(static_cast<int>(i))};
     const KeyId id(static_cast<uint32_t>(i));
-    const bool bytes_ok =
-        info.is_int || (info.payload >= 0 && static_cast<uint64_t>(info.payload) < h.bytes_.size());
+    const bool bytes_ok = info.is_int || (info.payload >= 0 &&
+                                          static_cast<uint64_t>(info.payload) < h.bytes_.size() &&
+                                          !h.bytes_.forgotten(static_cast<uint32_t>(info.payload)));
     if ((f & ~(kKeyInt | kKeyList)) != 0 || !bytes_ok) {
       return Malformed("key {}: flags {:#x}, payload {} ({} byte strings)", i, f, info.payload,
                        h.bytes_.size());

@@ -11,6 +11,7 @@ std::string_view StringPool::Store(std::string_view s) {
   if (s.size() > block_capacity_ - std::min(block_used_, block_capacity_)) {
     size_t size = std::max(kBlockSize, s.size());
     blocks_.push_back(std::make_unique<char[]>(size));
+    block_bytes_ += size;
     block_capacity_ = size;
     block_used_ = 0;
   }
@@ -54,23 +55,98 @@ bool StringPool::GrowDense(int64_t value) {
   return true;
 }
 
-std::pair<uint32_t, bool> StringPool::Intern(std::string_view s) {
-  const int64_t decimal = SmallDecimal(s);
-  if (decimal >= 0 && (static_cast<uint64_t>(decimal) < dense_.size() || GrowDense(decimal))) {
-    uint32_t& slot = dense_[static_cast<size_t>(decimal)];
-    if (slot != 0) return {slot - 1, false};
-    auto index = static_cast<uint32_t>(views_.size());
-    views_.push_back(Store(s));
-    slot = index + 1;
-    return {index, true};
+void StringPool::Place(std::string_view s, int64_t decimal, uint32_t index) {
+  const std::string_view stored = Store(s);
+  if (index == views_.size()) {
+    views_.push_back(stored);
+  } else {
+    views_[index] = stored;
   }
-  if (auto it = index_.find(s); it != index_.end()) return {it->second, false};
-  std::string_view stored = Store(s);
-  auto index = static_cast<uint32_t>(views_.size());
-  views_.push_back(stored);
+  if (decimal >= 0 && (static_cast<uint64_t>(decimal) < dense_.size() || GrowDense(decimal))) {
+    dense_[static_cast<size_t>(decimal)] = index + 1;
+    return;
+  }
   index_.emplace(stored, index);
   if (decimal >= 0) ++hashed_decimals_;
+}
+
+std::pair<uint32_t, bool> StringPool::Intern(std::string_view s) {
+  const int64_t decimal = SmallDecimal(s);
+  if (decimal >= 0 && static_cast<uint64_t>(decimal) < dense_.size()) {
+    if (const uint32_t slot = dense_[static_cast<size_t>(decimal)]; slot != 0) {
+      return {slot - 1, false};
+    }
+  } else if (auto it = index_.find(s); it != index_.end()) {
+    return {it->second, false};
+  }
+  uint32_t index = static_cast<uint32_t>(views_.size());
+  if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  }
+  Place(s, decimal, index);
   return {index, true};
+}
+
+size_t StringPool::Retain(std::span<const uint64_t> keep) {
+  auto kept = [&](size_t i) { return i / 64 < keep.size() && ((keep[i / 64] >> (i % 64)) & 1); };
+  size_t bytes = 0;
+  for (size_t i = 0; i < views_.size(); ++i) {
+    if (kept(i) && !forgotten(static_cast<uint32_t>(i))) bytes += views_[i].size();
+  }
+  std::vector<std::unique_ptr<char[]>> old_blocks = std::move(blocks_);
+  blocks_.clear();
+  block_bytes_ = 0;
+  block_used_ = kBlockSize;
+  block_capacity_ = 0;
+  if (bytes > 0) {
+    // One block for everything kept, so that the next strings start a block of their own.
+    blocks_.push_back(std::make_unique<char[]>(bytes));
+    block_bytes_ = bytes;
+    block_capacity_ = bytes;
+    block_used_ = 0;
+  }
+  index_.clear();
+  std::fill(dense_.begin(), dense_.end(), 0);
+  hashed_decimals_ = 0;
+  free_.clear();
+  size_t dropped = 0;
+  // Highest first, so that Intern hands the lowest forgotten index out first.
+  for (size_t i = views_.size(); i-- > 0;) {
+    const auto index = static_cast<uint32_t>(i);
+    if (forgotten(index) || !kept(i)) {
+      if (!forgotten(index)) ++dropped;
+      views_[i] = std::string_view(&kHole, 0);
+      free_.push_back(index);
+      continue;
+    }
+    const std::string_view s = views_[i];
+    Place(s, SmallDecimal(s), index);
+  }
+  return dropped;
+}
+
+bool StringPool::Restore(std::span<const std::string_view> strings,
+                         std::span<const uint32_t> forgotten) {
+  std::vector<uint8_t> hole(strings.size(), 0);
+  for (uint32_t i : forgotten) {
+    if (i >= strings.size() || hole[i] != 0) return false;
+    hole[i] = 1;
+  }
+  views_.reserve(strings.size());
+  for (size_t i = 0; i < strings.size(); ++i) {
+    if (hole[i] != 0) {
+      views_.emplace_back(&kHole, 0);
+      continue;
+    }
+    if (Find(strings[i]) >= 0) {
+      *this = StringPool();
+      return false;
+    }
+    Place(strings[i], SmallDecimal(strings[i]), static_cast<uint32_t>(i));
+  }
+  free_.assign(forgotten.begin(), forgotten.end());
+  return true;
 }
 
 int64_t StringPool::Find(std::string_view s) const {
@@ -83,7 +159,8 @@ int64_t StringPool::Find(std::string_view s) const {
 }
 
 size_t StringPool::MemoryUsage() const {
-  return blocks_.size() * kBlockSize + views_.capacity() * sizeof(std::string_view) +
+  return block_bytes_ + views_.capacity() * sizeof(std::string_view) +
+         free_.capacity() * sizeof(uint32_t) +
          index_.capacity() * (sizeof(std::string_view) + sizeof(uint32_t) + 1) +
          dense_.capacity() * sizeof(uint32_t);
 }

@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 namespace isowatch::history {
 
@@ -50,5 +51,14 @@ class Value {
   int64_t payload_ = 0;
   ValueKind kind_ = ValueKind::kAbsent;
 };
+
+// Adds `v`'s byte-pool index, if it is a byte string, to `marks`, a set of indices as
+// HistoryBuilder::CollectBytes takes it (bit i % 64 of word i / 64), growing it as needed.
+inline void MarkBytes(Value v, std::vector<uint64_t>& marks) {
+  if (!v.is_bytes()) return;
+  const uint32_t i = v.bytes_index();
+  if (i / 64 >= marks.size()) marks.resize(i / 64 + 1, 0);
+  marks[i / 64] |= uint64_t{1} << (i % 64);
+}
 
 }  // namespace isowatch::history

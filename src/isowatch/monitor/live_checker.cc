@@ -168,6 +168,7 @@ absl::Status LiveChecker::RestoreCheckpoint(const v1::LiveCheckpoint& c, int64_t
   ignored_headers_ = c.ignored_headers();
   release_end_ = c.release_end();
   releases_ = c.releases();
+  bytes_kept_ = builder_.live_history().byte_strings_held();
   return absl::OkStatus();
 }
 
@@ -276,12 +277,29 @@ void LiveChecker::MaybeRelease() {
   }
   builder_.ReleaseLive(TxnId(release_end_), [this](TxnId id) { return engine_->Release(id); });
   ++releases_;
+  MaybeCollectBytes();
 #if defined(__GLIBC__)
   // The release frees the history's old buffers, and glibc keeps freed memory in its arenas
   // (the engine thread's own, mostly): hand the free pages back, or RSS stays at the high-water
   // mark of the last release. Once per release, not per batch (bench/README.md).
   malloc_trim(0);
 #endif
+}
+
+void LiveChecker::MaybeCollectBytes() {
+  const History& h = builder_.live_history();
+  // Each collection costs about what stays: collect once at least as many were added.
+  const size_t held = h.byte_strings_held();
+  if (options_.min_bytes_collect > 0 &&
+      (held < options_.min_bytes_collect || held - std::min(held, bytes_kept_) < bytes_kept_)) {
+    return;
+  }
+  byte_marks_.assign((h.byte_count() + 63) / 64, 0);
+  engine_->MarkBytes(byte_marks_);
+  if (cutter_ != nullptr) cutter_->MarkBytes(byte_marks_);
+  bytes_forgotten_ += builder_.CollectBytes(byte_marks_);
+  bytes_kept_ = h.byte_strings_held();
+  ++byte_collections_;
 }
 
 void LiveChecker::CollectFinal(int64_t now_ms, std::vector<int64_t>* latencies_ms) {

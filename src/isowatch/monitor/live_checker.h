@@ -47,6 +47,10 @@ struct LiveOptions {
   // Under a memory budget the live history forgets final transactions (but those the engine
   // still reads) once at least this many, and as many as it holds, are final.
   uint64_t min_release = 4096;
+  // Under a memory budget, after a release, the live history forgets the byte strings nothing
+  // holds any more (docs/engine.md, "Byte strings") once it holds at least this many, and as
+  // many more as it kept at the last collection. 0: after every release.
+  uint64_t min_bytes_collect = 65536;
   // How reads of absent values are taken when no stream header says (metadata "data_model":
   // "kv", "list" or "mixed"): docs/operations.md, "Data model".
   history::DataModel default_model = history::DataModel::kMixed;
@@ -125,6 +129,10 @@ class LiveChecker {
   size_t history_bytes() const { return builder_.live_history().MemoryUsage(); }
   // Times the live history released final transactions (under a memory budget).
   uint64_t history_releases() const { return releases_; }
+  // Times the live history forgot the byte strings nothing held, and how many it forgot (under a
+  // memory budget; counted since this checker started or was restored).
+  uint64_t byte_collections() const { return byte_collections_; }
+  uint64_t bytes_forgotten() const { return bytes_forgotten_; }
   const history::History& history() const { return builder_.live_history(); }
   // The live history's builder (what it decided about keys and sessions), for ingest's
   // ConflictRegistry after a restart from a checkpoint.
@@ -159,6 +167,9 @@ class LiveChecker {
   // Under a memory budget: once enough delivered transactions are final, the live history
   // forgets them, except those the engine still reads (docs/engine.md, "Memory").
   void MaybeRelease();
+  // After a release: the live history forgets the byte strings that neither it, the engine nor
+  // the window cutter holds, once enough were added since the last time.
+  void MaybeCollectBytes();
   // Seals the windows the engine's final point has passed (all of them once every stream is
   // closed).
   void SealWindows();
@@ -177,6 +188,10 @@ class LiveChecker {
   absl::flat_hash_map<std::string, size_t> stream_index_;
   uint64_t release_end_ = 0;  // transactions below it are final
   uint64_t releases_ = 0;
+  uint64_t byte_collections_ = 0;
+  uint64_t bytes_forgotten_ = 0;
+  size_t bytes_kept_ = 0;  // byte strings the history held after the last collection
+  std::vector<uint64_t> byte_marks_;
   // Violations rendered before a release, for the next TakeViolations.
   std::vector<store::ViolationRecord> rendered_;
   std::vector<TxnId> scratch_;

@@ -168,6 +168,14 @@ class TxnPool {
     *this = std::move(kept);
   }
 
+  // Adds the byte strings of the pooled transactions to `marks` (history::MarkBytes).
+  void MarkBytes(std::vector<uint64_t>& marks) const {
+    for (const Op& op : ops_) {
+      if (op.kind() != OpKind::kListRead) history::MarkBytes(op.value(), marks);
+    }
+    for (const Value v : elements_) history::MarkBytes(v, marks);
+  }
+
   size_t MemoryBytes() const {
     return recs_.capacity() * sizeof(Rec) + ops_.capacity() * sizeof(Op) +
            elements_.capacity() * sizeof(Value) + names_.capacity() +
@@ -576,6 +584,16 @@ WindowCutter::WindowCutter(WindowOptions options)
     : options_(options), impl_(std::make_unique<Impl>(options, &stats_)) {}
 
 WindowCutter::~WindowCutter() = default;
+
+void WindowCutter::MarkBytes(std::vector<uint64_t>& marks) const {
+  impl_->staged.MarkBytes(marks);
+  impl_->open.MarkBytes(marks);
+  impl_->retained.MarkBytes(marks);
+  for (const auto& [key, v] : impl_->registers) history::MarkBytes(v, marks);
+  for (const auto& [key, list] : impl_->lists) {
+    for (const Value v : list) history::MarkBytes(v, marks);
+  }
+}
 
 void WindowCutter::Add(const history::History& src, TxnId id) {
   if (!src.has_txn(id)) return;

@@ -67,8 +67,9 @@ struct CutterStats {
 // of every key written before the retained transactions) to give each window its initial state.
 //
 // The cutter copies what it takes: keys and values as `src`'s ids, so every call must pass the
-// same history, whose interning of keys and values must be stable (a live history never forgets
-// a key or a value; HistoryBuilder::ReleaseLive may forget transactions once they are added).
+// same history, whose interning of keys and values must be stable: a live history never forgets
+// a key, HistoryBuilder::ReleaseLive may forget transactions once they are added, and
+// HistoryBuilder::CollectBytes may forget byte strings that MarkBytes did not mark.
 // Transactions are placed by commit timestamp; those without one (aborted, unknown) by start
 // timestamp, else after everything added before them. Thread-compatible.
 class WindowCutter {
@@ -89,6 +90,10 @@ class WindowCutter {
 
   // The end of the input: seals everything staged (the last window may be short).
   std::vector<Window> Flush(const history::History& src);
+
+  // Adds every byte string of `src` the cutter holds (in the transactions it keeps and in the
+  // stream's state) to `marks` (history::MarkBytes).
+  void MarkBytes(std::vector<uint64_t>& marks) const;
 
   const CutterStats& stats() const { return stats_; }
 

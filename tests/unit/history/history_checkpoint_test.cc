@@ -244,6 +244,22 @@ absl::StatusOr<HistoryBuilder> RoundTrip(const HistoryBuilder& original) {
   return restored;
 }
 
+// `original` and `restored` answer the same to the same work (Continue from transaction `from`),
+// hold the same history after it, and save the same checkpoint.
+void ExpectSameFromHere(HistoryBuilder& original, HistoryBuilder& restored, int from) {
+  std::vector<std::string> log;
+  std::vector<std::string> restored_log;
+  ASSERT_NO_FATAL_FAILURE(Continue(original, from, log));
+  ASSERT_NO_FATAL_FAILURE(Continue(restored, from, restored_log));
+  EXPECT_EQ(restored_log, log);
+  ASSERT_NO_FATAL_FAILURE(ExpectSameHistory(original.live_history(), restored.live_history()));
+  v1::HistoryCheckpoint a;
+  v1::HistoryCheckpoint b;
+  original.SaveLive(&a);
+  restored.SaveLive(&b);
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
+}
+
 TEST(HistoryCheckpointTest, RestoresExactlyAndGoesOnTheSameWay) {
   HistoryBuilder original;
   ASSERT_NO_FATAL_FAILURE(Build(original));
@@ -283,19 +299,54 @@ TEST(HistoryCheckpointTest, RestoresExactlyAndGoesOnTheSameWay) {
   std::sort(asked_restored.begin(), asked_restored.end());
   EXPECT_EQ(asked_original, asked_restored);
   ASSERT_NO_FATAL_FAILURE(ExpectSameHistory(h, restored->live_history()));
-  log.clear();
-  restored_log.clear();
-  ASSERT_NO_FATAL_FAILURE(Continue(original, 70, log));
-  ASSERT_NO_FATAL_FAILURE(Continue(*restored, 70, restored_log));
-  EXPECT_EQ(restored_log, log);
-  ASSERT_NO_FATAL_FAILURE(ExpectSameHistory(h, restored->live_history()));
+  ASSERT_NO_FATAL_FAILURE(ExpectSameFromHere(original, *restored, 70));
+}
 
-  // A checkpoint of the restored builder is the original's.
-  v1::HistoryCheckpoint a;
-  v1::HistoryCheckpoint b;
-  original.SaveLive(&a);
-  restored->SaveLive(&b);
-  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
+// A live history forgets the byte strings neither it nor the caller holds (CollectBytes): all it
+// holds reads the same, the forgotten indices are handed out again, and a checkpoint restores
+// the pool, forgotten indices included, so that the two builders go on the same way.
+TEST(HistoryCheckpointTest, ForgetsByteStringsNothingHoldsAndRestoresThePool) {
+  HistoryBuilder original;
+  ASSERT_NO_FATAL_FAILURE(Build(original));
+  const History& h = original.live_history();
+  const std::vector<std::string> before = Dump(h);
+  // Written by transactions 2 and 5, both released and not retired: only the caller holds the
+  // first (as the engine would a version's value), nothing the second.
+  const size_t held = h.byte_strings_held();
+  const uint32_t val2 = original.BytesValue("val-2").bytes_index();
+  const uint32_t val5 = original.BytesValue("val-5").bytes_index();
+  const uint32_t val40 = original.BytesValue("val-40").bytes_index();  // transaction 40 is held
+  const uint32_t initial = original.BytesValue("initial").bytes_index();
+  ASSERT_EQ(h.byte_strings_held(), held);  // all were there already
+  std::vector<uint64_t> marks;
+  MarkBytes(Value::BytesRef(val2), marks);
+  const size_t forgotten = original.CollectBytes(marks);
+  EXPECT_GT(forgotten, 10u);
+  EXPECT_EQ(h.byte_strings_held(), held - forgotten);
+  EXPECT_EQ(h.byte_count(), held);
+  const std::vector<std::string> after = Dump(h);
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(h.bytes(val2), "val-2");
+  EXPECT_EQ(h.bytes(val5), "");
+  EXPECT_EQ(h.bytes(val40), "val-40");
+  EXPECT_EQ(h.bytes(initial), "initial");
+  EXPECT_TRUE(h.FindBytesKey("reg-2").valid());
+  // Nothing more to forget.
+  std::vector<uint64_t> again = marks;
+  EXPECT_EQ(original.CollectBytes(again), 0u);
+
+  absl::StatusOr<HistoryBuilder> restored = RoundTrip(original);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  ASSERT_NO_FATAL_FAILURE(ExpectSameHistory(h, restored->live_history()));
+  EXPECT_EQ(restored->live_history().byte_strings_held(), h.byte_strings_held());
+  EXPECT_EQ(restored->live_history().bytes(static_cast<uint32_t>(val2)), "val-2");
+  // "val-3" and "val-5" come back at forgotten indices, the same in both.
+  v1::HistoryCheckpoint saved;
+  original.SaveLive(&saved);
+  EXPECT_GT(saved.forgotten_byte_strings_size(), 0);
+  ASSERT_NO_FATAL_FAILURE(ExpectSameFromHere(original, *restored, 49));
+  EXPECT_EQ(original.BytesValue("val-5"), restored->BytesValue("val-5"));
+  EXPECT_LT(original.BytesValue("val-5").bytes_index(), held);
 }
 
 TEST(HistoryCheckpointTest, EmptyAndKeyValueHistories) {

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "isowatch/checkers/chronos/chronos.h"
 #include "isowatch/engine/clock.h"
 #include "isowatch/engine/delivery.h"
+#include "isowatch/formats/byte_values.h"
 #include "isowatch/formats/native.h"
 #include "isowatch/report/check_report.h"
 #include "isowatch/sim/simulator.h"
@@ -91,7 +93,8 @@ std::vector<uint32_t> All(const v1::IngestBatch& b) {
 // that many transactions and released them all, so the transactions get the ids from there on.
 std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& batches,
                                             IsolationLevel level, bool budget = false,
-                                            size_t checkpoint_every = 0, uint64_t first_txn = 0) {
+                                            size_t checkpoint_every = 0, uint64_t first_txn = 0,
+                                            int64_t spill_retention = 0) {
   engine::FakeClock clock;
   engine::MemoryVersionSpill spill;
   LiveOptions options{.level = level, .clock = &clock};
@@ -99,6 +102,8 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
     options.spill = &spill;
     options.memory_budget = 1;
     options.min_release = 16;
+    options.min_bytes_collect = 0;  // forget unused byte strings at every release
+    options.spill_retention = spill_retention;
   }
   auto live_owner = std::make_unique<LiveChecker>(options);
   std::vector<store::ViolationRecord> out;
@@ -160,6 +165,26 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
     EXPECT_LT(h.txns().size() + h.retired_count(), (h.size() - first_txn) / 2)
         << h.txns().size() << " held and " << h.retired_count() << " retired of "
         << h.size() - first_txn;
+    // Byte values the history and the engine no longer hold were forgotten, and their indices
+    // handed out again to later values.
+    if (checkpoint_every == 0) {
+      EXPECT_EQ(live.byte_collections(), live.history_releases());
+      if (h.byte_count() > 0) {
+        EXPECT_GT(live.bytes_forgotten(), 0u);
+      }
+      // Every spilled version holds a value of its own (the simulator never writes one twice),
+      // which the history keeps while the spill may be read for it: with pruning, some are let
+      // go, without it none.
+      if (h.byte_count() > 0 && h.data_model() == history::DataModel::kKeyValue) {
+        const engine::EngineStats& s = live.stats();
+        EXPECT_GT(s.spilled_versions, 0u);
+        if (spill_retention > 0) {
+          EXPECT_LT(s.spill_pinned_strings, s.spilled_versions);
+        } else {
+          EXPECT_EQ(s.spill_pinned_strings, s.spilled_versions);
+        }
+      }
+    }
   }
   return out;
 }
@@ -181,7 +206,9 @@ struct Config {
   IsolationLevel level;
   DataKind data;
   int streams;
-  bool budget = false;  // RunLive's budget
+  bool budget = false;          // RunLive's budget
+  bool bytes = false;           // values are byte strings (formats::WithByteValues)
+  int64_t spill_retention = 0;  // with budget (LiveOptions::spill_retention, in ticks)
 };
 
 class LiveCheckerTest : public ::testing::TestWithParam<Config> {};
@@ -204,11 +231,18 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
     }
     auto sim = sim::Simulate(o);
     ASSERT_TRUE(sim.ok()) << sim.status();
-    const History& h = sim->history;
+    std::optional<History> with_bytes;
+    if (c.bytes) {
+      absl::StatusOr<History> converted = formats::WithByteValues(sim->history);
+      ASSERT_TRUE(converted.ok()) << converted.status();
+      with_bytes = *std::move(converted);
+    }
+    const History& h = c.bytes ? *with_bytes : sim->history;
     auto schedule = engine::BuildDeliverySchedule(
         h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = seed, .rate_tps = 2000});
     const auto batches = Batches(h, schedule, c.streams);
-    const std::vector<store::ViolationRecord> live = RunLive(batches, c.level, c.budget);
+    const std::vector<store::ViolationRecord> live =
+        RunLive(batches, c.level, c.budget, 0, 0, c.spill_retention);
     std::set<std::string> live_ids;
     for (const auto& r : live) {
       EXPECT_TRUE(live_ids.insert(r.id).second) << "reported twice: " << r.json;
@@ -226,12 +260,13 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
     total += offline.size();
     // The same batches again, as after a restart: the same violations with the same ids.
     std::set<std::string> again;
-    for (const auto& r : RunLive(batches, c.level, c.budget)) again.insert(r.id);
+    for (const auto& r : RunLive(batches, c.level, c.budget, 0, 0, c.spill_retention))
+      again.insert(r.id);
     EXPECT_EQ(again, live_ids);
     // And with the checker saved and restored every few batches: each once, the same ids.
     for (size_t every : {3, 11}) {
       std::set<std::string> restored;
-      for (const auto& r : RunLive(batches, c.level, c.budget, every)) {
+      for (const auto& r : RunLive(batches, c.level, c.budget, every, 0, c.spill_retention)) {
         EXPECT_TRUE(restored.insert(r.id).second)
             << "seed " << seed << " checkpoints every " << every << ": reported twice: " << r.json;
       }
@@ -242,7 +277,7 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
     constexpr uint64_t kNear32 = (uint64_t{1} << 32) - 150;
     for (size_t every : {0, 11}) {
       std::set<std::string> shifted;
-      for (const auto& r : RunLive(batches, c.level, c.budget, every, kNear32)) {
+      for (const auto& r : RunLive(batches, c.level, c.budget, every, kNear32, c.spill_retention)) {
         EXPECT_TRUE(shifted.insert(r.id).second)
             << "seed " << seed << " ids from 2^32 - 150: reported twice: " << r.json;
       }
@@ -254,19 +289,26 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, LiveCheckerTest,
-    ::testing::Values(Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 1},
-                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 3},
-                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2},
-                      Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 3},
-                      Config{IsolationLevel::kSerializable, DataKind::kList, 2},
-                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 3, true},
-                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2, true},
-                      Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 2, true},
-                      Config{IsolationLevel::kSerializable, DataKind::kList, 1, true}),
+    ::testing::Values(
+        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 1},
+        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 3},
+        Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2},
+        Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 3},
+        Config{IsolationLevel::kSerializable, DataKind::kList, 2},
+        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 3, true},
+        Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2, true},
+        Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 2, true},
+        Config{IsolationLevel::kSerializable, DataKind::kList, 1, true},
+        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 2, true, true},
+        Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2, true, true},
+        Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 3, true, true},
+        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 2, true, true, 100},
+        Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 1, true, true, 100}),
     [](const ::testing::TestParamInfo<Config>& p) {
-      return fmt::format("{}_{}_{}streams{}", report::IsolationLevelName(p.param.level),
+      return fmt::format("{}_{}_{}streams{}{}{}", report::IsolationLevelName(p.param.level),
                          p.param.data == DataKind::kList ? "list" : "kv", p.param.streams,
-                         p.param.budget ? "_budget" : "");
+                         p.param.budget ? "_budget" : "", p.param.bytes ? "_bytes" : "",
+                         p.param.spill_retention > 0 ? "_pruned" : "");
     });
 
 v1::Transaction Txn(int64_t id, int64_t start, int64_t commit) {
@@ -314,6 +356,145 @@ TEST(LiveChecker, RefusesAKeyUsedAsRegisterAndListAndKeepsTheRest) {
   EXPECT_EQ(violations[0].streams, std::vector<std::string>{"s"});
   EXPECT_EQ(violations[0].finalised_unix_ms, 5);
   EXPECT_NE(violations[0].json.find("\"txns\":[3]"), std::string::npos) << violations[0].json;
+}
+
+// Under a memory budget the live history forgets byte values nothing holds (here those of 50 keys
+// written over and over) and hands their pool indices to new values. A key written once, early,
+// goes cold: its writer is released and its last version and state move to the spill, which then
+// alone holds the value. Much later a read of that value must still match it, and a read of
+// another must not.
+TEST(LiveChecker, AValueOnlyTheSpillHoldsIsNotForgotten) {
+  engine::FakeClock clock;
+  engine::MemoryVersionSpill spill;
+  LiveOptions options{.clock = &clock};
+  options.spill = &spill;
+  options.memory_budget = 1;
+  options.min_release = 16;
+  options.min_bytes_collect = 0;
+  LiveChecker live(options);
+  auto write = [](v1::Transaction* t, int64_t key, const std::string& value) {
+    v1::Operation* op = t->add_ops();
+    op->set_kind(v1::Operation::WRITE);
+    op->mutable_key()->set_int_(key);
+    op->mutable_value()->set_bytes(value);
+  };
+  auto read = [](v1::Transaction* t, int64_t key, const std::string& value) {
+    v1::Operation* op = t->add_ops();
+    op->set_kind(v1::Operation::READ);
+    op->mutable_key()->set_int_(key);
+    op->mutable_value()->set_bytes(value);
+  };
+  int64_t id = 0;
+  uint64_t seq = 0;
+  auto batch = [&](int txns, bool last) {
+    v1::IngestBatch b;
+    b.set_stream("s");
+    b.set_seq(++seq);
+    for (int i = 0; i < txns; ++i) {
+      ++id;
+      v1::Transaction* t = b.add_txns();
+      *t = Txn(id, 10 * id, 10 * id + 5);
+      t->set_session_int(id % 4);
+      if (id == 1) {
+        write(t, 1, "the old value");
+      } else if (last && i == txns - 2) {
+        read(t, 1, "the old value");
+      } else if (last && i == txns - 1) {
+        read(t, 1, fmt::format("w{}", id - 1000));  // a value of another key: EXT
+      } else {
+        write(t, 1000 + id % 50, fmt::format("w{}", id));
+      }
+    }
+    b.mutable_watermark()->set_physical(10 * id + 5);
+    b.set_end_of_stream(last);
+    EXPECT_TRUE(live.Apply(b, All(b)).empty());
+  };
+  for (int i = 0; i < 200; ++i) batch(20, false);
+  EXPECT_TRUE(live.TakeViolations(1).empty());
+  // Key 1 went to the spill, its writer left the history, and the history forgot byte values
+  // and gave their indices out again.
+  EXPECT_GT(live.stats().evicted_keys, 0u);
+  EXPECT_LT(live.history().txns().size() + live.history().retired_count(), 2000u);
+  EXPECT_FALSE(live.history().has_txn(TxnId(0)));
+  EXPECT_GT(live.bytes_forgotten(), 1000u);
+  EXPECT_LT(live.history().byte_strings_held(), 2000u);
+  batch(20, true);
+  EXPECT_GT(live.stats().restored_keys, 0u);
+  std::vector<store::ViolationRecord> found = live.TakeViolations(2);
+  std::string all;
+  for (const auto& r : found) all += r.json + "\n";
+  ASSERT_EQ(found.size(), 1u) << all;
+  EXPECT_EQ(found[0].anomaly, "EXT");
+  EXPECT_NE(found[0].json.find(fmt::format("\"txns\":[{}", id)), std::string::npos)
+      << found[0].json;
+}
+
+// What a plug-in checker is given in a window: every transaction with its operations and values,
+// and the initial state of every key, as text (not pool indices).
+std::string RenderWindow(const windows::Window& w) {
+  const History& h = w.history;
+  std::string out = fmt::format("window {}:", w.scope.index);
+  for (uint64_t i = 0; i < h.size(); ++i) {
+    out += fmt::format(" | {}", h.TxnLabel(TxnId(i)));
+    for (const history::Op& op : h.ops(TxnId(i))) {
+      out += fmt::format(" {}{}=", history::OpKindName(op.kind()), h.KeyToString(op.key()));
+      out += op.kind() == history::OpKind::kListRead ? h.ListToString(h.list_elements(op))
+                                                     : h.ValueToString(op.value());
+    }
+  }
+  for (uint32_t k = 0; k < h.key_count(); ++k) {
+    const KeyId key(k);
+    out += fmt::format(" | initial {}={}", h.KeyToString(key),
+                       h.key(key).is_list ? h.ListToString(h.InitialList(key))
+                                          : h.ValueToString(h.InitialValue(key)));
+  }
+  return out;
+}
+
+// Windows cut while the live history forgets byte values (the cutter keeps the values it holds
+// for later windows) are the windows cut without a budget, value for value.
+TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
+  for (const DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+    sim::WorkloadOptions o;
+    o.seed = 3;
+    o.data = data;
+    o.txns = 600;
+    o.keys = 40;
+    if (data == DataKind::kList) o.max_appends_per_key = 8;
+    o.faults.push_back({Fault::kLostUpdate, 0.05, 100});
+    auto sim = sim::Simulate(o);
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    absl::StatusOr<History> h = formats::WithByteValues(sim->history);
+    ASSERT_TRUE(h.ok()) << h.status();
+    const auto schedule = engine::BuildDeliverySchedule(
+        *h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = 3, .rate_tps = 2000});
+    const auto batches = Batches(*h, schedule, 2);
+    auto run = [&](bool budget) {
+      engine::FakeClock clock;
+      engine::MemoryVersionSpill spill;
+      LiveOptions options{.clock = &clock};
+      options.windows = windows::WindowOptions{.transactions = 50, .overlap = 10};
+      if (budget) {
+        options.spill = &spill;
+        options.memory_budget = 1;
+        options.min_release = 16;
+        options.min_bytes_collect = 0;
+      }
+      LiveChecker live(options);
+      std::vector<std::string> out;
+      for (const v1::IngestBatch& b : batches) {
+        EXPECT_TRUE(live.Apply(b, All(b)).empty());
+        for (const windows::Window& w : live.TakeSealedWindows()) out.push_back(RenderWindow(w));
+      }
+      if (budget) {
+        EXPECT_GT(live.bytes_forgotten(), 0u);
+      }
+      return out;
+    };
+    const std::vector<std::string> unbounded = run(false);
+    EXPECT_GT(unbounded.size(), 5u);
+    EXPECT_EQ(run(true), unbounded);
+  }
 }
 
 // A session position far past the first one of its session not delivered yet (a bad seq, or a

@@ -91,6 +91,12 @@ class KeyTable {
   // Find(key) == nullptr.
   void MarkEvicted(uint32_t key) { slots_[key] = kEvictedSlot; }
 
+  // Calls f(const KeyState&) for every state in memory (and for free ones, which hold nothing).
+  template <typename F>
+  void ForEachState(F&& f) const {
+    for (size_t i = sparse_ ? kFirstState : 0; i < states_.size(); ++i) f(states_[i]);
+  }
+
   // Keys with a KeyState in memory.
   size_t resident() const { return resident_; }
   // Bytes held: the slots, the states (free ones, spare capacity and the two never used
