@@ -91,6 +91,7 @@ wait "$sampler_pid" || true
 daemon_cpu=$(iw_cpu_of "$daemon_pid")
 peak_rss=$(awk '/VmHWM/ {print $2 / 1024}' "/proc/$daemon_pid/status")
 iw_http /api/v1/status > "$dir/status"
+iw_http /metrics > "$dir/metrics"
 iw_stop_daemon
 
 python3 - "$dir" "$start" "$sent" "$done_at" "$((committed + aborted))" "$committed" \
@@ -132,6 +133,24 @@ print(f"at the end: engine {mem['engine_bytes'] / 2**20:,.1f} MiB of a {mem['bud
       f"history {mem['history_bytes'] / 2**20:,.0f} MiB, spill {mem['spill_bytes'] / 2**20:,.0f} MiB; "
       f"violations {status['counts']['violations']}, refused {status['counts']['refused_transactions']}, "
       f"horizon misses {status['counts']['horizon_misses']}")
+# Pauses of the engine thread: writes to the spill and collections of byte strings.
+import re
+metrics = open(f"{d}/metrics").read()
+for name, what in (("isowatch_engine_spill_pause_seconds", "spill writes"),
+                   ("isowatch_history_byte_collection_seconds", "byte-string collections")):
+    count = re.search(rf"^{name}_count (\S+)$", metrics, re.M)
+    if count is None or float(count.group(1)) == 0:
+        continue
+    total = float(re.search(rf"^{name}_sum (\S+)$", metrics, re.M).group(1))
+    n = float(count.group(1))
+    buckets = [(float(le), float(c)) for le, c in
+               re.findall(rf'^{name}_bucket{{le="([^"+]+)"}} (\S+)$', metrics, re.M)]
+    longest = next((le for le, c in buckets if c >= n), float("inf"))
+    print(f"{what}: {n:,.0f}, {total:.3f} s in all, {1000 * total / n:.1f} ms mean, "
+          f"each at most {longest:g} s")
+forgotten = re.search(r"^isowatch_history_byte_strings_forgotten_total (\S+)$", metrics, re.M)
+if forgotten:
+    print(f"byte strings forgotten: {float(forgotten.group(1)):,.0f}")
 for db, m in mem.get("rocksdb", {}).items():
     print(f"RocksDB {db}: memtables {m['memtables'] / 2**20:,.1f} MiB, table readers "
           f"{m['table_readers'] / 2**20:,.1f} MiB, block cache {m['block_cache'] / 2**20:,.1f} MiB")

@@ -91,8 +91,12 @@ std::pair<uint32_t, bool> StringPool::Intern(std::string_view s) {
 size_t StringPool::Retain(std::span<const uint64_t> keep) {
   auto kept = [&](size_t i) { return i / 64 < keep.size() && ((keep[i / 64] >> (i % 64)) & 1); };
   size_t bytes = 0;
+  size_t strings = 0;
   for (size_t i = 0; i < views_.size(); ++i) {
-    if (kept(i) && !forgotten(static_cast<uint32_t>(i))) bytes += views_[i].size();
+    if (kept(i) && !forgotten(static_cast<uint32_t>(i))) {
+      bytes += views_[i].size();
+      ++strings;
+    }
   }
   std::vector<std::unique_ptr<char[]>> old_blocks = std::move(blocks_);
   blocks_.clear();
@@ -107,6 +111,7 @@ size_t StringPool::Retain(std::span<const uint64_t> keep) {
     block_used_ = 0;
   }
   index_.clear();
+  index_.reserve(strings);  // at most: small decimals go to dense_
   std::fill(dense_.begin(), dense_.end(), 0);
   hashed_decimals_ = 0;
   free_.clear();

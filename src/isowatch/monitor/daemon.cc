@@ -130,6 +130,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
     options.live.on_reload = [metrics](double seconds) {
       metrics->spill_reload().Observe(seconds);
     };
+    options.live.on_byte_collection = [metrics](double seconds, uint64_t forgotten) {
+      metrics->byte_collection().Observe(seconds);
+      metrics->byte_strings_forgotten().Increment(static_cast<double>(forgotten));
+    };
   }
   options.checkpoint_interval_ms = config.store.checkpoint_interval.count();
   options.data_dir = config.data_dir;

@@ -2,6 +2,7 @@
 #include "isowatch/monitor/live_checker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <malloc.h>
 #include <utility>
 
@@ -294,12 +295,18 @@ void LiveChecker::MaybeCollectBytes() {
       (held < options_.min_bytes_collect || held - std::min(held, bytes_kept_) < bytes_kept_)) {
     return;
   }
+  const auto start = std::chrono::steady_clock::now();
   byte_marks_.assign((h.byte_count() + 63) / 64, 0);
   engine_->MarkBytes(byte_marks_);
   if (cutter_ != nullptr) cutter_->MarkBytes(byte_marks_);
-  bytes_forgotten_ += builder_.CollectBytes(byte_marks_);
+  const size_t forgotten = builder_.CollectBytes(byte_marks_);
+  bytes_forgotten_ += forgotten;
   bytes_kept_ = h.byte_strings_held();
   ++byte_collections_;
+  if (options_.on_byte_collection) {
+    options_.on_byte_collection(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), forgotten);
+  }
 }
 
 void LiveChecker::CollectFinal(int64_t now_ms, std::vector<int64_t>* latencies_ms) {

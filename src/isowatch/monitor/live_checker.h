@@ -51,6 +51,8 @@ struct LiveOptions {
   // holds any more (docs/engine.md, "Byte strings") once it holds at least this many, and as
   // many more as it kept at the last collection. 0: after every release.
   uint64_t min_bytes_collect = 65536;
+  // Called after each such collection with the time it took and how many strings it forgot.
+  std::function<void(double, uint64_t)> on_byte_collection;
   // How reads of absent values are taken when no stream header says (metadata "data_model":
   // "kv", "list" or "mixed"): docs/operations.md, "Data model".
   history::DataModel default_model = history::DataModel::kMixed;

@@ -223,6 +223,19 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                        .Help("Time each check that read the spill (a reload) took.")
                        .Register(r)
                        .Add({}, IngestLatencyBuckets());
+  byte_collection_ = &BuildHistogram()
+                          .Name("isowatch_history_byte_collection_seconds")
+                          .Help(
+                              "Time each collection of the live history's byte strings held up "
+                              "the engine thread.")
+                          .Register(r)
+                          .Add({}, IngestLatencyBuckets());
+  byte_strings_forgotten_ =
+      &BuildCounter()
+           .Name("isowatch_history_byte_strings_forgotten_total")
+           .Help("Byte strings (values) the live history forgot because nothing held them.")
+           .Register(r)
+           .Add({});
   checkpoints_ =
       &BuildCounter()
            .Name("isowatch_checkpoints_total")

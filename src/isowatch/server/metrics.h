@@ -104,6 +104,9 @@ class DaemonMetrics {
   // Seconds each write to the spill held up the engine.
   prometheus::Histogram& spill_pause() { return *spill_pause_; }
   prometheus::Histogram& spill_reload() { return *spill_reload_; }
+  // Collections of the live history's byte strings (docs/engine.md, "Byte strings").
+  prometheus::Histogram& byte_collection() { return *byte_collection_; }
+  prometheus::Counter& byte_strings_forgotten() { return *byte_strings_forgotten_; }
   // Checkpoints of the checking state (docs/operations.md, "Checkpoints").
   prometheus::Counter& checkpoints() { return *checkpoints_; }
   prometheus::Counter& checkpoint_failures() { return *checkpoint_failures_; }
@@ -186,6 +189,8 @@ class DaemonMetrics {
   prometheus::Gauge* resident_keys_;
   prometheus::Counter* budget_collections_;
   prometheus::Histogram* spill_pause_;
+  prometheus::Histogram* byte_collection_;
+  prometheus::Counter* byte_strings_forgotten_;
   prometheus::Counter* checkpoints_;
   prometheus::Counter* checkpoint_failures_;
   prometheus::Histogram* checkpoint_seconds_;

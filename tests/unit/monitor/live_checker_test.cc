@@ -371,6 +371,13 @@ TEST(LiveChecker, AValueOnlyTheSpillHoldsIsNotForgotten) {
   options.memory_budget = 1;
   options.min_release = 16;
   options.min_bytes_collect = 0;
+  uint64_t collections = 0;
+  uint64_t forgotten = 0;
+  options.on_byte_collection = [&](double seconds, uint64_t n) {
+    EXPECT_GE(seconds, 0.0);
+    ++collections;
+    forgotten += n;
+  };
   LiveChecker live(options);
   auto write = [](v1::Transaction* t, int64_t key, const std::string& value) {
     v1::Operation* op = t->add_ops();
@@ -417,6 +424,8 @@ TEST(LiveChecker, AValueOnlyTheSpillHoldsIsNotForgotten) {
   EXPECT_LT(live.history().txns().size() + live.history().retired_count(), 2000u);
   EXPECT_FALSE(live.history().has_txn(TxnId(0)));
   EXPECT_GT(live.bytes_forgotten(), 1000u);
+  EXPECT_EQ(forgotten, live.bytes_forgotten());
+  EXPECT_EQ(collections, live.byte_collections());
   EXPECT_LT(live.history().byte_strings_held(), 2000u);
   batch(20, true);
   EXPECT_GT(live.stats().restored_keys, 0u);

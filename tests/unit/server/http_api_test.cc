@@ -321,6 +321,8 @@ void PopulateAll(DaemonMetrics& metrics) {
   metrics.retained_provisional_reads().Set(5);
   metrics.engine_memory_bytes().Set(1 << 20);
   metrics.engine_memory_budget_bytes().Set(1 << 30);
+  metrics.byte_collection().Observe(0.02);
+  metrics.byte_strings_forgotten().Increment(70000);
 }
 
 TEST_F(HttpApiTest, PromtoolAcceptsTheMetrics) {
