@@ -232,7 +232,10 @@ class EngineImpl {
         spill_(options.spill),
         write_index_(h),
         walker_(h),
-        delivered_(h.size(), false),
+        // Flags only from the history's first held transaction: one restored from a checkpoint
+        // has numbered billions (RestoreCheckpoint sets what lies below).
+        delivered_(h.size() - h.first_txn(), false),
+        delivered_base_(h.first_txn()),
         key_stamp_(h.key_count(), 0),
         sessions_(h.session_count()) {
     keys_.Grow(h.key_count());

@@ -311,6 +311,35 @@ INSTANTIATE_TEST_SUITE_P(
                          p.param.spill_retention > 0 ? "_pruned" : "");
     });
 
+// A daemon restarted from a checkpoint after 2^61 transactions holds memory for the transactions
+// it holds, not for every id below them; and it checks as well as one that started at 0.
+TEST(LiveChecker, RestoresAfterMoreTransactionsThanMemoryHoldsBits) {
+  sim::WorkloadOptions o;
+  o.seed = 2;
+  o.txns = 400;
+  o.sessions = 6;
+  o.keys = 25;
+  for (Fault f : sim::kAllFaults) o.faults.push_back({f, 0.03, /*from_txn=*/20});
+  auto sim = sim::Simulate(o);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  const History& h = sim->history;
+  auto schedule = engine::BuildDeliverySchedule(
+      h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = 2, .rate_tps = 2000});
+  const auto batches = Batches(h, schedule, 2);
+  const std::map<std::string, std::string> offline = Offline(h, IsolationLevel::kSnapshotIsolation);
+  ASSERT_FALSE(offline.empty());
+  for (const bool budget : {false, true}) {
+    std::set<std::string> ids;
+    for (const auto& r :
+         RunLive(batches, IsolationLevel::kSnapshotIsolation, budget, 0, uint64_t{1} << 61)) {
+      ids.insert(r.id);
+    }
+    std::set<std::string> expected;
+    for (const auto& [id, json] : offline) expected.insert(id);
+    EXPECT_EQ(ids, expected) << "budget " << budget;
+  }
+}
+
 v1::Transaction Txn(int64_t id, int64_t start, int64_t commit) {
   v1::Transaction t;
   t.set_id_int(id);
