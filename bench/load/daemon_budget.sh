@@ -15,9 +15,9 @@
 #   SIGMA_MS  standard deviation of the delivery delay in ms (default 100)
 # Environment: ISOWATCH_BIN (default build/release/bin), ISOWATCH_BENCH_CACHE (where generated
 # histories are kept, default /tmp/isowatch-bench-cache), KEYS (default 100000), VALUES (int, or
-# bytes for byte-string values: `isowatch gen --values`; default int), BATCH
-# (transactions per batch, default 1000), DAEMON_ARGS (more isowatchd flags, e.g.
-# "--set ingest.remembered_ids=0").
+# bytes for byte-string values: `isowatch gen --values`; default int), DIST (key distribution:
+# uniform, zipfian or hotspot, `isowatch gen --dist`; default zipfian), BATCH (transactions per
+# batch, default 1000), DAEMON_ARGS (more isowatchd flags, e.g. "--set ingest.remembered_ids=0").
 set -euo pipefail
 
 txns=${1:-10000000}

@@ -106,17 +106,22 @@ iw_stop_daemon() {
 
 # Sets `hist` to a key-value simulator history of $1 transactions over $2 keys (seed 42) in the
 # native format, generated once into ${ISOWATCH_BENCH_CACHE:-/tmp/isowatch-bench-cache} (under a
-# temporary name, then renamed), with its ground truth beside it ($hist.truth.json).
+# temporary name, then renamed), with its ground truth beside it ($hist.truth.json). VALUES (int or
+# bytes) and DIST (the key distribution: uniform, zipfian or hotspot; default zipfian) go to
+# `isowatch gen`; the name carries them when they are not the defaults.
 iw_cached_history() {
   local cache=${ISOWATCH_BENCH_CACHE:-/tmp/isowatch-bench-cache}
   local values=${VALUES:-int}
+  local dist=${DIST:-zipfian}
   mkdir -p "$cache"
-  hist=$cache/kv-$1-keys$2-seed42.native
-  [ "$values" = int ] || hist=$cache/kv-$1-keys$2-seed42-$values.native
+  hist=$cache/kv-$1-keys$2-seed42
+  [ "$values" = int ] || hist=$hist-$values
+  [ "$dist" = zipfian ] || hist=$hist-$dist
+  hist=$hist.native
   if [ ! -f "$hist" ]; then
     echo "generating $hist ..."
     "$bin/isowatch" gen --out "$hist.tmp" --truth "$hist.truth.json" --format native --data kv \
-      --txns "$1" --keys "$2" --seed 42 --values "$values" > /dev/null
+      --txns "$1" --keys "$2" --dist "$dist" --seed 42 --values "$values" > /dev/null
     mv "$hist.tmp" "$hist"
   fi
 }
