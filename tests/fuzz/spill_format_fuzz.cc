@@ -15,10 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   if (data[0] % 3 == 0) {
-    isowatch::KeyId key;
+    std::string_view name;
     isowatch::engine::internal::OrderKey at;
-    if (isowatch::engine::spill_format::DecodeKey(bytes, &key, &at) &&
-        isowatch::engine::spill_format::EncodeKey(key, at) != bytes) {
+    if (isowatch::engine::spill_format::DecodeKey(bytes, &name, &at) &&
+        isowatch::engine::spill_format::EncodeKey(name, at) != bytes) {
       std::abort();
     }
   } else if (data[0] % 3 == 1) {

@@ -738,6 +738,8 @@ class EngineImpl {
   static constexpr size_t kPrefetchState = 4;
   static constexpr size_t kPrefetchChains = 2;
 
+  std::string SpillName(KeyId key) const { return SpillKeyName(h_, key); }
+
   // The key's state if memory holds one (prefetching and scans of queues must not restore an
   // evicted key's).
   const KeyState* FindState(KeyId key) const {
@@ -773,7 +775,7 @@ class EngineImpl {
     std::optional<SpilledKey> record;
     if (!spill_broken_) {
       const ReloadTimer timer(this);  // a read of the spill, counted and timed as a reload
-      auto r = spill_->FindKey(key);
+      auto r = spill_->FindKey(SpillName(key));
       if (r.ok()) {
         record = *r;
       } else {
@@ -969,10 +971,11 @@ class EngineImpl {
       if (spill_broken_ || !(ks.dropped_upto < point) || point.ts <= pruned_point_) return false;
       const ReloadTimer timer(this);
       size_t after = 0;
-      absl::Status s = spill_->ScanAfter(key, Before(point), [&](const SpilledVersion& v) {
-        after += v.appends.size();
-        return true;
-      });
+      absl::Status s =
+          spill_->ScanAfter(SpillName(key), Before(point), [&](const SpilledVersion& v) {
+            after += v.appends.size();
+            return true;
+          });
       if (!s.ok()) return SpillFailed(s);
       if (after > ks.base_list.size()) return false;  // cannot happen: the spill is a subset
       out->assign(ks.base_list.begin(), ks.base_list.end() - static_cast<ptrdiff_t>(after));
@@ -1015,7 +1018,7 @@ class EngineImpl {
         return true;
       }
       const ReloadTimer timer(this);
-      auto r = spill_->NewestBefore(key, point);
+      auto r = spill_->NewestBefore(SpillName(key), point);
       if (!r.ok()) return SpillFailed(r.status());
       // Exact unless a dropped version may be newer than what the spill has before the point.
       if (r->has_value() && ks.dropped_upto < (*r)->at) {
@@ -1150,20 +1153,21 @@ class EngineImpl {
                        const OrderKey& vkey, int64_t horizon) {
     if (spill_broken_) return false;
     const ReloadTimer timer(this);
-    absl::Status s = spill_->ScanAfter(key, OrderKey::Last(t.start), [&](const SpilledVersion& u) {
-      if (u.at.ts.physical > horizon) return false;
-      if (u.at.txn() != id.value() && u.writer_start < t.commit) {
-        const TxnId other(u.at.txn());
-        const bool u_first = u.at < vkey;
-        // The other writer may be one the history no longer holds: the spill has its name.
-        std::pair<TxnId, std::string> released{other, u.writer_name};
-        Emit(checkers::internal::ExplainNoConflict(
-            h_, u_first ? other : id, u_first ? id : other, key,
-            h_.has_txn(other) ? std::span<const std::pair<TxnId, std::string>>()
-                              : std::span(&released, 1)));
-      }
-      return true;
-    });
+    absl::Status s =
+        spill_->ScanAfter(SpillName(key), OrderKey::Last(t.start), [&](const SpilledVersion& u) {
+          if (u.at.ts.physical > horizon) return false;
+          if (u.at.txn() != id.value() && u.writer_start < t.commit) {
+            const TxnId other(u.at.txn());
+            const bool u_first = u.at < vkey;
+            // The other writer may be one the history no longer holds: the spill has its name.
+            std::pair<TxnId, std::string> released{other, u.writer_name};
+            Emit(checkers::internal::ExplainNoConflict(
+                h_, u_first ? other : id, u_first ? id : other, key,
+                h_.has_txn(other) ? std::span<const std::pair<TxnId, std::string>>()
+                                  : std::span(&released, 1)));
+          }
+          return true;
+        });
     if (!s.ok()) return SpillFailed(s);
     // Complete unless a writer committed after t's start was dropped rather than spilled, or
     // pruned from the spill (every version committed after a start above the prune point is
@@ -1523,11 +1527,11 @@ class EngineImpl {
     }
     // It expires once a newer version replaces it (ReplaceSpilledBase).
     PutInSpill(key, /*is_list=*/false, at, ks.versions.begin().value(), Timestamp::Max());
-    spill_->PutKey(key, SpilledKey{.base = at,
-                                   .base_value = ks.versions.begin().value().value,
-                                   .trim_point = std::max(ks.trim_point, at.ts),
-                                   .dropped_upto = ks.dropped_upto,
-                                   .max_duration = ks.max_duration});
+    spill_->PutKey(SpillName(key), SpilledKey{.base = at,
+                                              .base_value = ks.versions.begin().value().value,
+                                              .trim_point = std::max(ks.trim_point, at.ts),
+                                              .dropped_upto = ks.dropped_upto,
+                                              .max_duration = ks.max_duration});
     ++stats_.evicted_keys;
     stats_.retained_versions -= ks.versions.size();
     keys_.Release(key.value(), /*evicted=*/true);
@@ -1550,7 +1554,7 @@ class EngineImpl {
       v.value = info.value;
     }
     PinSpilled(v, +1);
-    spill_->Put(key, v);
+    spill_->Put(SpillName(key), v);
     ++stats_.spilled_versions;
   }
 
@@ -1578,13 +1582,13 @@ class EngineImpl {
   // base_in_spill. False, with base_in_spill left set, if the spill failed.
   bool ReplaceSpilledBase(KeyId key, KeyState& ks, const Timestamp& next) {
     if (options_.spill_retention > 0) {
-      auto r = spill_->Find(key, ks.spilled_base);
+      auto r = spill_->Find(SpillName(key), ks.spilled_base);
       if (!r.ok()) return SpillFailed(r.status());
       if (r->has_value()) {
         PinSpilled(**r, -1);
         (*r)->expires = next;
         PinSpilled(**r, +1);
-        spill_->Replace(key, **r);
+        spill_->Replace(SpillName(key), **r);
         ++spill_rewrites_;
       }
     }
@@ -1845,6 +1849,17 @@ std::vector<Violation> Engine::TakeFinalViolations() { return impl_->TakeFinalVi
 const EngineStats& Engine::stats() const { return impl_->stats(); }
 Timestamp Engine::final_point() const { return impl_->final_point(); }
 bool Engine::IsFinal(TxnId id) const { return impl_->IsFinal(id); }
+std::string SpillKeyName(const History& h, KeyId key) {
+  const history::KeyInfo& k = h.key(key);
+  std::string name;
+  if (k.is_int) {
+    spill_format::AppendIntKeyName(name, k.payload);
+  } else {
+    spill_format::AppendBytesKeyName(name, h.bytes(static_cast<uint32_t>(k.payload)));
+  }
+  return name;
+}
+
 bool Engine::Release(TxnId id) { return impl_->Release(id); }
 void Engine::MarkBytes(std::vector<uint64_t>& marks) { impl_->MarkBytes(marks); }
 absl::Status Engine::SaveCheckpoint(v1::EngineCheckpoint* out) {

@@ -120,6 +120,10 @@ struct HeldTxn {
 
 class EngineImpl;
 
+// The name under which the engine's spill keeps `key` of `h` (spill_format::EncodeIntKeyName,
+// EncodeBytesKeyName).
+std::string SpillKeyName(const history::History& h, KeyId key);
+
 // The online checker (docs/engine.md): accepts the transactions of a history in any order, a
 // batch at a time, keeps per key the chain of committed versions and per key the external reads
 // whose verdict is not final yet, re-checks exactly what each arrival can change, and reports a

@@ -59,7 +59,7 @@ OrderKey GetOrderKey(std::string_view in, size_t pos) {
   return k;
 }
 
-constexpr size_t kKeyBytes = 4 + 8 + 8 + 8;
+constexpr size_t kPlaceBytes = 8 + 8 + 8;
 constexpr size_t kValueBytes = 1 + 8;  // kind, payload
 constexpr size_t kKeyRecordBytes = 24 + kValueBytes + 16 + 24 + 8;
 
@@ -76,24 +76,52 @@ bool GetValue(std::string_view in, size_t pos, Value* v) {
 
 }  // namespace
 
-size_t EncodedBytes(const SpilledVersion& version) {
-  return kKeyBytes + 16 + 16 + kValueBytes + 4 + version.appends.size() * kValueBytes + 4 +
-         version.writer_name.size();
+size_t EncodedBytes(size_t name_bytes, const SpilledVersion& version) {
+  return name_bytes + kPlaceBytes + 16 + 16 + kValueBytes + 4 +
+         version.appends.size() * kValueBytes + 4 + version.writer_name.size();
 }
 
-std::string EncodeKey(KeyId key, const OrderKey& at) {
+void AppendIntKeyName(std::string& out, int64_t key) {
+  out.push_back('\0');
+  PutOrdered64(out, key);
+}
+void AppendBytesKeyName(std::string& out, std::string_view key) {
+  out.push_back('\1');
+  PutBig32(out, static_cast<uint32_t>(key.size()));
+  out += key;
+}
+std::string EncodeIntKeyName(int64_t key) {
   std::string out;
-  out.reserve(kKeyBytes);
-  PutBig32(out, key.value());
+  AppendIntKeyName(out, key);
+  return out;
+}
+std::string EncodeBytesKeyName(std::string_view key) {
+  std::string out;
+  AppendBytesKeyName(out, key);
+  return out;
+}
+
+std::string EncodeKey(std::string_view name, const OrderKey& at) {
+  std::string out;
+  out.reserve(name.size() + kPlaceBytes);
+  out += name;
   PutOrderKey(out, at);
   return out;
 }
 
-bool DecodeKey(std::string_view bytes, KeyId* key, OrderKey* at) {
-  if (bytes.size() != kKeyBytes) return false;
-  *key = KeyId(static_cast<uint32_t>(GetBig(bytes, 0, 4)));
-  *at = GetOrderKey(bytes, 4);
+bool DecodeKey(std::string_view bytes, std::string_view* name, OrderKey* at) {
+  if (bytes.size() <= kPlaceBytes) return false;
+  const size_t name_bytes = bytes.size() - kPlaceBytes;
+  *name = bytes.substr(0, name_bytes);
+  *at = GetOrderKey(bytes, name_bytes);
   return true;
+}
+
+std::string EncodeKeyIdKey(KeyId key, const OrderKey& at) {
+  std::string out;
+  PutBig32(out, key.value());
+  PutOrderKey(out, at);
+  return out;
 }
 
 // Value: expiry (16 bytes; first, so that the compaction filter reads it alone), writer start
@@ -101,7 +129,7 @@ bool DecodeKey(std::string_view bytes, KeyId* key, OrderKey* at) {
 // name: its length (4) and its bytes. The version's own place is in the key.
 std::string EncodeValue(const SpilledVersion& version) {
   std::string out;
-  out.reserve(EncodedBytes(version) - kKeyBytes);
+  out.reserve(EncodedBytes(0, version) - kPlaceBytes);
   PutOrdered64(out, version.expires.physical);
   PutOrdered64(out, version.expires.logical);
   PutOrdered64(out, version.writer_start.physical);
@@ -145,8 +173,8 @@ std::string EncodeKeyId(KeyId key) {
   return out;
 }
 
-// Record: the base's place (24 bytes, as in a version's key after the key id) and value (9), the
-// trim point (16), the newest dropped version's place (24), the longest writer (8).
+// Record: the base's place (24 bytes, as in a version's key after the key's name) and value (9),
+// the trim point (16), the newest dropped version's place (24), the longest writer (8).
 std::string EncodeKeyRecord(const SpilledKey& record) {
   std::string out;
   out.reserve(kKeyRecordBytes);
@@ -173,37 +201,40 @@ bool DecodeKeyRecord(std::string_view bytes, SpilledKey* record) {
 
 // --- MemoryVersionSpill ------------------------------------------------------------------------
 
-void MemoryVersionSpill::Put(KeyId key, const SpilledVersion& version) {
-  pending_.emplace_back(key, version);
+void MemoryVersionSpill::Put(std::string_view key, const SpilledVersion& version) {
+  pending_.emplace_back(std::string(key), version);
 }
 
 // A version put again only takes the place of the first (Flush counts it once).
-void MemoryVersionSpill::Replace(KeyId key, const SpilledVersion& version) { Put(key, version); }
-
-void MemoryVersionSpill::PutKey(KeyId key, const SpilledKey& record) {
-  pending_keys_.emplace_back(key, record);
+void MemoryVersionSpill::Replace(std::string_view key, const SpilledVersion& version) {
+  Put(key, version);
 }
 
-absl::StatusOr<std::optional<SpilledKey>> MemoryVersionSpill::FindKey(KeyId key) {
-  auto it = key_records_.find(key.value());
+void MemoryVersionSpill::PutKey(std::string_view key, const SpilledKey& record) {
+  pending_keys_.emplace_back(std::string(key), record);
+}
+
+absl::StatusOr<std::optional<SpilledKey>> MemoryVersionSpill::FindKey(std::string_view key) {
+  auto it = key_records_.find(key);
   if (it == key_records_.end()) return std::nullopt;
   return it->second;
 }
 
 absl::Status MemoryVersionSpill::Flush() {
   for (const auto& [key, record] : pending_keys_) {
-    key_records_.insert_or_assign(key.value(), record);
-    bytes_ += 4 + spill_format::EncodeKeyRecord(record).size();  // as written, like RocksDB's
+    key_records_.insert_or_assign(key, record);
+    // As written, like RocksDB's.
+    bytes_ += key.size() + spill_format::EncodeKeyRecord(record).size();
   }
   pending_keys_.clear();
   for (auto& [key, version] : pending_) {
-    auto [it, inserted] = map_.try_emplace({key.value(), version.at});
+    auto [it, inserted] = map_.try_emplace({key, version.at});
     if (inserted) {
       ++versions_;
     } else {
-      bytes_ -= spill_format::EncodedBytes(it->second);
+      bytes_ -= spill_format::EncodedBytes(key.size(), it->second);
     }
-    bytes_ += spill_format::EncodedBytes(version);
+    bytes_ += spill_format::EncodedBytes(key.size(), version);
     it->second = std::move(version);
   }
   pending_.clear();
@@ -211,25 +242,25 @@ absl::Status MemoryVersionSpill::Flush() {
 }
 
 absl::StatusOr<std::optional<SpilledVersion>> MemoryVersionSpill::Find(
-    KeyId key, const internal::OrderKey& at) {
-  auto it = map_.find({key.value(), at});
+    std::string_view key, const internal::OrderKey& at) {
+  auto it = map_.find(std::pair<std::string_view, internal::OrderKey>(key, at));
   if (it == map_.end()) return std::nullopt;
   return it->second;
 }
 
 absl::StatusOr<std::optional<SpilledVersion>> MemoryVersionSpill::NewestBefore(
-    KeyId key, const internal::OrderKey& point) {
-  auto it = map_.lower_bound({key.value(), point});
+    std::string_view key, const internal::OrderKey& point) {
+  auto it = map_.lower_bound(std::pair<std::string_view, internal::OrderKey>(key, point));
   if (it == map_.begin()) return std::nullopt;
   --it;
-  if (it->first.first != key.value()) return std::nullopt;
+  if (it->first.first != key) return std::nullopt;
   return it->second;
 }
 
-absl::Status MemoryVersionSpill::ScanAfter(KeyId key, const internal::OrderKey& after,
+absl::Status MemoryVersionSpill::ScanAfter(std::string_view key, const internal::OrderKey& after,
                                            absl::FunctionRef<bool(const SpilledVersion&)> fn) {
-  for (auto it = map_.upper_bound({key.value(), after});
-       it != map_.end() && it->first.first == key.value(); ++it) {
+  for (auto it = map_.upper_bound(std::pair<std::string_view, internal::OrderKey>(key, after));
+       it != map_.end() && it->first.first == key; ++it) {
     if (!fn(it->second)) break;
   }
   return absl::OkStatus();
@@ -240,7 +271,7 @@ void MemoryVersionSpill::PruneUpTo(history::Timestamp point) {
   prune_point_ = point;
   for (auto it = map_.begin(); it != map_.end();) {
     if (it->second.expires <= point) {
-      bytes_ -= spill_format::EncodedBytes(it->second);
+      bytes_ -= spill_format::EncodedBytes(it->first.first.size(), it->second);
       --versions_;
       ++pruned_;
       it = map_.erase(it);
@@ -315,6 +346,18 @@ class PruneFilterFactory final : public rocksdb::CompactionFilterFactory {
   PruneState* state_;
 };
 
+// A version key's name part (all but its last 24 bytes, the place): the memtable insertion hint
+// of the versions of one key.
+class KeyNameTransform final : public rocksdb::SliceTransform {
+ public:
+  static constexpr size_t kPlaceBytes = 24;
+  const char* Name() const override { return "isowatch.SpillKeyName"; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    return {key.data(), key.size() - kPlaceBytes};
+  }
+  bool InDomain(const rocksdb::Slice& key) const override { return key.size() > kPlaceBytes; }
+};
+
 }  // namespace
 
 struct RocksVersionSpill::Db {
@@ -382,7 +425,12 @@ absl::Status CopySnapshot(const std::string& from, const std::string& to) {
 absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const std::string& dir) {
   // Derived state: what a previous process left is rebuilt, never read.
   RETURN_IF_ERROR(ClearDir(dir));
-  return OpenDir(dir);
+  ASSIGN_OR_RETURN(std::unique_ptr<RocksVersionSpill> spill, OpenDir(dir));
+  RETURN_IF_ERROR(store::FromRocksStatus(
+      spill->db_->db->Put(spill->db_->write_options, spill->db_->keys, spill_format::kFormatKey,
+                          spill_format::kFormatVersion),
+      "writing the spill's format"));
+  return spill;
 }
 
 absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::OpenFromSnapshot(
@@ -394,6 +442,19 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::OpenFromSn
   RETURN_IF_ERROR(ClearDir(dir));
   RETURN_IF_ERROR(CopySnapshot(snapshot_dir, dir));
   ASSIGN_OR_RETURN(std::unique_ptr<RocksVersionSpill> spill, OpenDir(dir));
+  std::string format;
+  const rocksdb::Status f = spill->db_->db->Get(spill->db_->read_options, spill->db_->keys,
+                                                spill_format::kFormatKey, &format);
+  if (f.IsNotFound()) {
+    spill->named_by_key_id_ = true;  // the earlier format: RenameKeyIds converts it
+  } else {
+    RETURN_IF_ERROR(store::FromRocksStatus(f, "reading the spill's format"));
+    if (format != spill_format::kFormatVersion) {
+      return absl::FailedPreconditionError(
+          fmt::format("the spill snapshot in {} has format {}; this isowatch reads format {}",
+                      snapshot_dir, format, spill_format::kFormatVersion));
+    }
+  }
   // The counts of the process that wrote the snapshot are not in it: RocksDB's estimates stand
   // in (everything is in table files: Snapshot flushed the memtables).
   rocksdb::DB& db = *spill->db_->db;
@@ -426,9 +487,9 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::OpenDir(
                      /*bloom_bits_per_key=*/10);
   options.compression = rocksdb::kNoCompression;
   options.level0_file_num_compaction_trigger = 8;
-  // Within one key id (the first 4 bytes) versions arrive in increasing order: a memtable
-  // insertion hint per key id makes those insertions cheap.
-  options.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(4));
+  // Within one key (the name, all but the last 24 bytes) versions arrive in increasing order: a
+  // memtable insertion hint per key makes those insertions cheap.
+  options.memtable_insert_with_hint_prefix_extractor = std::make_shared<KeyNameTransform>();
   // Pruning (docs/spill-format.md): flushes and compactions drop expired versions, and every
   // file goes through a compaction at least once an hour, so that expired versions in files no
   // write reaches any more leave the disk too.
@@ -454,7 +515,7 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::OpenDir(
   return std::unique_ptr<RocksVersionSpill>(new RocksVersionSpill(std::move(db)));
 }
 
-void RocksVersionSpill::Put(KeyId key, const SpilledVersion& version) {
+void RocksVersionSpill::Put(std::string_view key, const SpilledVersion& version) {
   const std::string k = spill_format::EncodeKey(key, version.at);
   const std::string v = spill_format::EncodeValue(version);
   bytes_ += k.size() + v.size();
@@ -462,21 +523,19 @@ void RocksVersionSpill::Put(KeyId key, const SpilledVersion& version) {
   db_->batch.Put(k, v);
 }
 
-void RocksVersionSpill::Replace(KeyId key, const SpilledVersion& version) {
+void RocksVersionSpill::Replace(std::string_view key, const SpilledVersion& version) {
   db_->batch.Put(spill_format::EncodeKey(key, version.at), spill_format::EncodeValue(version));
 }
 
-void RocksVersionSpill::PutKey(KeyId key, const SpilledKey& record) {
-  const std::string k = spill_format::EncodeKeyId(key);
+void RocksVersionSpill::PutKey(std::string_view key, const SpilledKey& record) {
   const std::string v = spill_format::EncodeKeyRecord(record);
-  bytes_ += k.size() + v.size();
-  db_->batch.Put(db_->keys, k, v);
+  bytes_ += key.size() + v.size();
+  db_->batch.Put(db_->keys, key, v);
 }
 
-absl::StatusOr<std::optional<SpilledKey>> RocksVersionSpill::FindKey(KeyId key) {
+absl::StatusOr<std::optional<SpilledKey>> RocksVersionSpill::FindKey(std::string_view key) {
   std::string value;
-  const rocksdb::Status s =
-      db_->db->Get(db_->read_options, db_->keys, spill_format::EncodeKeyId(key), &value);
+  const rocksdb::Status s = db_->db->Get(db_->read_options, db_->keys, key, &value);
   if (s.IsNotFound()) return std::nullopt;
   RETURN_IF_ERROR(store::FromRocksStatus(s, "reading the spill"));
   SpilledKey record;
@@ -487,7 +546,7 @@ absl::StatusOr<std::optional<SpilledKey>> RocksVersionSpill::FindKey(KeyId key) 
 }
 
 absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::Find(
-    KeyId key, const internal::OrderKey& at) {
+    std::string_view key, const internal::OrderKey& at) {
   std::string value;
   const rocksdb::Status s =
       db_->db->Get(db_->read_options, spill_format::EncodeKey(key, at), &value);
@@ -559,8 +618,8 @@ absl::Status RocksVersionSpill::Flush() {
 
 namespace {
 
-// The entry under `it`: its key id and version, or DataLoss if it does not decode.
-absl::Status DecodeEntry(const rocksdb::Iterator& it, KeyId* key, SpilledVersion* v) {
+// The entry under `it`: its key's name and version, or DataLoss if it does not decode.
+absl::Status DecodeEntry(const rocksdb::Iterator& it, std::string_view* key, SpilledVersion* v) {
   if (!spill_format::DecodeKey(it.key().ToStringView(), key, &v->at) ||
       !spill_format::DecodeValue(it.value().ToStringView(), v)) {
     return absl::DataLossError("the spill holds an entry it cannot decode");
@@ -571,7 +630,7 @@ absl::Status DecodeEntry(const rocksdb::Iterator& it, KeyId* key, SpilledVersion
 }  // namespace
 
 absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::NewestBefore(
-    KeyId key, const internal::OrderKey& point) {
+    std::string_view key, const internal::OrderKey& point) {
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(db_->read_options));
   const std::string target = spill_format::EncodeKey(key, point);
   it->SeekForPrev(target);
@@ -582,25 +641,75 @@ absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::NewestBefore(
     }
     return std::nullopt;
   }
-  KeyId found_key;
+  std::string_view found_key;
   SpilledVersion v;
   if (absl::Status s = DecodeEntry(*it, &found_key, &v); !s.ok()) return s;
   if (found_key != key) return std::nullopt;
   return v;
 }
 
-absl::Status RocksVersionSpill::ScanAfter(KeyId key, const internal::OrderKey& after,
+absl::Status RocksVersionSpill::ScanAfter(std::string_view key, const internal::OrderKey& after,
                                           absl::FunctionRef<bool(const SpilledVersion&)> fn) {
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(db_->read_options));
   const std::string from = spill_format::EncodeKey(key, after);
   for (it->Seek(from); it->Valid(); it->Next()) {
     if (it->key().ToStringView() == from) continue;
-    KeyId found_key;
+    std::string_view found_key;
     SpilledVersion v;
     RETURN_IF_ERROR(DecodeEntry(*it, &found_key, &v));
     if (found_key != key || !fn(v)) return absl::OkStatus();
   }
   return store::FromRocksStatus(it->status(), "reading the spill");
+}
+
+absl::Status RocksVersionSpill::RenameKeyIds(
+    absl::FunctionRef<std::optional<std::string>(KeyId)> name) {
+  if (!named_by_key_id_) return absl::OkStatus();
+  // Every entry is written again under its key's name, in write batches of bounded size, and
+  // the format goes in last: a crash half-way leaves a directory that the next start clears
+  // (OpenFromSnapshot copies the snapshot again; the snapshot itself is never written).
+  constexpr size_t kBatchBytes = size_t{4} << 20;
+  rocksdb::WriteBatch batch;
+  auto write = [&](bool last) -> absl::Status {
+    if (batch.GetDataSize() < kBatchBytes && !last) return absl::OkStatus();
+    RETURN_IF_ERROR(store::FromRocksStatus(db_->db->Write(db_->write_options, &batch),
+                                           "renaming the spill's keys"));
+    batch.Clear();
+    return absl::OkStatus();
+  };
+  auto rename = [&](KeyId key) -> absl::StatusOr<std::string> {
+    std::optional<std::string> n = name(key);
+    if (!n) {
+      return absl::DataLossError(fmt::format(
+          "the spill snapshot holds key id {}, which the history does not know", key.value()));
+    }
+    return *std::move(n);
+  };
+  for (rocksdb::ColumnFamilyHandle* family : {db_->db->DefaultColumnFamily(), db_->keys}) {
+    const bool versions = family != db_->keys;
+    const size_t id_key_bytes = versions ? 4 + 24 : 4;
+    // The iterator reads the spill as it was when it was made, so it never meets a renamed entry.
+    std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(db_->read_options, family));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const std::string_view k = it->key().ToStringView();
+      if (k.size() != id_key_bytes) {
+        return absl::DataLossError("the spill snapshot holds a key of neither format");
+      }
+      uint32_t raw = 0;
+      for (int i = 0; i < 4; ++i) raw = (raw << 8) | static_cast<uint8_t>(k[i]);
+      const KeyId id(raw);
+      ASSIGN_OR_RETURN(std::string n, rename(id));
+      if (versions) n.append(k.substr(4));
+      batch.Delete(family, k);
+      batch.Put(family, n, it->value());
+      RETURN_IF_ERROR(write(false));
+    }
+    RETURN_IF_ERROR(store::FromRocksStatus(it->status(), "renaming the spill's keys"));
+  }
+  batch.Put(db_->keys, spill_format::kFormatKey, spill_format::kFormatVersion);
+  RETURN_IF_ERROR(write(true));
+  named_by_key_id_ = false;
+  return absl::OkStatus();
 }
 
 }  // namespace isowatch::engine

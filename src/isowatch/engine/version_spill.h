@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,6 +56,9 @@ struct SpilledKey {
 // than what memory holds (a transaction longer than any before it, a late arrival, or a memory
 // budget that keeps less in memory) reloads it instead of going unjudged.
 //
+// Keys are named as the source named them (spill_format::EncodeIntKeyName, EncodeBytesKeyName),
+// not by the history's KeyId, so that the history may forget a key and give its id to another
+// while the spill still holds the first key's versions (docs/engine.md, "Forgetting keys").
 // Versions are written with Put and become visible to reads after Flush. Versions of one key
 // are ordered by OrderKey. Once PruneUpTo(P) was called, the spill may drop, at any later time,
 // the versions that expire at or before P: reads of points whose timestamp is above P stay
@@ -64,25 +69,25 @@ class VersionSpill {
   virtual ~VersionSpill() = default;
 
   // Adds a version of `key` (not visible to reads until Flush).
-  virtual void Put(KeyId key, const SpilledVersion& version) = 0;
+  virtual void Put(std::string_view key, const SpilledVersion& version) = 0;
   // Writes again a version put before, with another expiry (not counted again; visible after
   // Flush).
-  virtual void Replace(KeyId key, const SpilledVersion& version) = 0;
+  virtual void Replace(std::string_view key, const SpilledVersion& version) = 0;
   // Makes every version put so far durable for this process and visible to reads.
   virtual absl::Status Flush() = 0;
 
   // The newest version of `key` ordered before `point`, or nullopt if there is none.
   virtual absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
-      KeyId key, const internal::OrderKey& point) = 0;
+      std::string_view key, const internal::OrderKey& point) = 0;
 
   // The version of `key` at exactly `at`, or nullopt if the spill does not hold it (a point
   // lookup: cheaper than NewestBefore).
-  virtual absl::StatusOr<std::optional<SpilledVersion>> Find(KeyId key,
+  virtual absl::StatusOr<std::optional<SpilledVersion>> Find(std::string_view key,
                                                              const internal::OrderKey& at) = 0;
 
   // Calls `fn` with the versions of `key` ordered after `after`, oldest first, until it returns
   // false or they run out.
-  virtual absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
+  virtual absl::Status ScanAfter(std::string_view key, const internal::OrderKey& after,
                                  absl::FunctionRef<bool(const SpilledVersion&)> fn) = 0;
 
   // Allows the spill to drop the versions with `expires` <= point, from now on. Points only
@@ -94,9 +99,19 @@ class VersionSpill {
 
   // Keeps `record` as the state of evicted key `key`, in place of any record before it (visible
   // to FindKey after Flush). Records are never pruned.
-  virtual void PutKey(KeyId key, const SpilledKey& record) = 0;
+  virtual void PutKey(std::string_view key, const SpilledKey& record) = 0;
   // The last record flushed for `key`, or nullopt if there is none.
-  virtual absl::StatusOr<std::optional<SpilledKey>> FindKey(KeyId key) = 0;
+  virtual absl::StatusOr<std::optional<SpilledKey>> FindKey(std::string_view key) = 0;
+
+  // Whether the spill names keys by the history's KeyId, as a snapshot written by an earlier
+  // isowatch does (docs/spill-format.md, "Earlier format"): RenameKeyIds must then run before
+  // any other call.
+  virtual bool named_by_key_id() const { return false; }
+  // Renames every key of a spill named_by_key_id: `name` gives the name of each key id, or
+  // nullopt for an id the history does not know (DataLoss). Durable like a Flush.
+  virtual absl::Status RenameKeyIds(absl::FunctionRef<std::optional<std::string>(KeyId)> /*name*/) {
+    return absl::OkStatus();
+  }
 
   // Versions put so far less those dropped, and an estimate of the bytes they take (with every
   // key record written, including those replaced since).
@@ -109,36 +124,37 @@ class VersionSpill {
 // A VersionSpill in memory, for tests and for checks that must not touch the disk.
 class MemoryVersionSpill final : public VersionSpill {
  public:
-  void Put(KeyId key, const SpilledVersion& version) override;
-  void Replace(KeyId key, const SpilledVersion& version) override;
+  void Put(std::string_view key, const SpilledVersion& version) override;
+  void Replace(std::string_view key, const SpilledVersion& version) override;
   absl::Status Flush() override;
   absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
-      KeyId key, const internal::OrderKey& point) override;
-  absl::StatusOr<std::optional<SpilledVersion>> Find(KeyId key,
+      std::string_view key, const internal::OrderKey& point) override;
+  absl::StatusOr<std::optional<SpilledVersion>> Find(std::string_view key,
                                                      const internal::OrderKey& at) override;
-  absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
+  absl::Status ScanAfter(std::string_view key, const internal::OrderKey& after,
                          absl::FunctionRef<bool(const SpilledVersion&)> fn) override;
   // Drops at once (a scan of every version): this spill is for tests.
   void PruneUpTo(history::Timestamp point) override;
   absl::Status Compact() override { return absl::OkStatus(); }
-  void PutKey(KeyId key, const SpilledKey& record) override;
-  absl::StatusOr<std::optional<SpilledKey>> FindKey(KeyId key) override;
+  void PutKey(std::string_view key, const SpilledKey& record) override;
+  absl::StatusOr<std::optional<SpilledKey>> FindKey(std::string_view key) override;
   uint64_t versions() const override { return versions_; }
   uint64_t bytes() const override { return bytes_; }
   uint64_t pruned() const override { return pruned_; }
 
  private:
   struct Less {
-    bool operator()(const std::pair<uint32_t, internal::OrderKey>& a,
-                    const std::pair<uint32_t, internal::OrderKey>& b) const {
-      if (a.first != b.first) return a.first < b.first;
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      if (a.first != b.first) return std::string_view(a.first) < std::string_view(b.first);
       return a.second < b.second;
     }
   };
-  std::map<std::pair<uint32_t, internal::OrderKey>, SpilledVersion, Less> map_;
-  std::vector<std::pair<KeyId, SpilledVersion>> pending_;  // put or replaced, not yet flushed
-  std::map<uint32_t, SpilledKey> key_records_;
-  std::vector<std::pair<KeyId, SpilledKey>> pending_keys_;  // not yet flushed
+  std::map<std::pair<std::string, internal::OrderKey>, SpilledVersion, Less> map_;
+  std::vector<std::pair<std::string, SpilledVersion>> pending_;  // not yet flushed
+  std::map<std::string, SpilledKey, std::less<>> key_records_;
+  std::vector<std::pair<std::string, SpilledKey>> pending_keys_;  // not yet flushed
   history::Timestamp prune_point_ = history::Timestamp::Min();
   uint64_t versions_ = 0;
   uint64_t bytes_ = 0;
@@ -164,22 +180,24 @@ class RocksVersionSpill final : public VersionSpill {
       const std::string& dir, const std::string& snapshot_dir);
   ~RocksVersionSpill() override;
 
-  void Put(KeyId key, const SpilledVersion& version) override;
-  void Replace(KeyId key, const SpilledVersion& version) override;
+  void Put(std::string_view key, const SpilledVersion& version) override;
+  void Replace(std::string_view key, const SpilledVersion& version) override;
   absl::Status Flush() override;
   absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
-      KeyId key, const internal::OrderKey& point) override;
-  absl::StatusOr<std::optional<SpilledVersion>> Find(KeyId key,
+      std::string_view key, const internal::OrderKey& point) override;
+  absl::StatusOr<std::optional<SpilledVersion>> Find(std::string_view key,
                                                      const internal::OrderKey& at) override;
-  absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
+  absl::Status ScanAfter(std::string_view key, const internal::OrderKey& after,
                          absl::FunctionRef<bool(const SpilledVersion&)> fn) override;
   // Versions that expire at or before the point are dropped by a compaction filter, as flushes
   // and compactions rewrite them (docs/spill-format.md, "Pruning").
   void PruneUpTo(history::Timestamp point) override;
   // Compacts the whole spill.
   absl::Status Compact() override;
-  void PutKey(KeyId key, const SpilledKey& record) override;
-  absl::StatusOr<std::optional<SpilledKey>> FindKey(KeyId key) override;
+  void PutKey(std::string_view key, const SpilledKey& record) override;
+  absl::StatusOr<std::optional<SpilledKey>> FindKey(std::string_view key) override;
+  bool named_by_key_id() const override { return named_by_key_id_; }
+  absl::Status RenameKeyIds(absl::FunctionRef<std::optional<std::string>(KeyId)> name) override;
   uint64_t versions() const override;
   uint64_t bytes() const override;
   uint64_t pruned() const override;
@@ -203,22 +221,42 @@ class RocksVersionSpill final : public VersionSpill {
   static absl::StatusOr<std::unique_ptr<RocksVersionSpill>> OpenDir(const std::string& dir);
 
   std::unique_ptr<Db> db_;
-  uint64_t versions_ = 0;  // written
-  uint64_t bytes_ = 0;     // written (key records included)
+  bool named_by_key_id_ = false;  // a snapshot of the earlier format, not renamed yet
+  uint64_t versions_ = 0;         // written
+  uint64_t bytes_ = 0;            // written (key records included)
 };
 
 // The spill's encodings (docs/spill-format.md), exposed for tests and tools.
 namespace spill_format {
-// Bytes of a version's key and value together.
-size_t EncodedBytes(const SpilledVersion& version);
-std::string EncodeKey(KeyId key, const internal::OrderKey& at);
-bool DecodeKey(std::string_view bytes, KeyId* key, internal::OrderKey* at);
+// A key's name in the spill: 0x00 and the integer (8 bytes, big-endian, sign bit flipped), or
+// 0x01, the length of the bytes (4 bytes, big-endian) and the bytes. No name is a prefix of
+// another, so the versions of one key are one contiguous range.
+std::string EncodeIntKeyName(int64_t key);
+std::string EncodeBytesKeyName(std::string_view key);
+// Appends the name to `out`.
+void AppendIntKeyName(std::string& out, int64_t key);
+void AppendBytesKeyName(std::string& out, std::string_view key);
+// The earlier format's version key (28 bytes: the key id, 4 bytes big-endian, then the place)
+// and key record key (the key id), for RenameKeyIds and its tests.
+std::string EncodeKeyIdKey(KeyId key, const internal::OrderKey& at);
+std::string EncodeKeyId(KeyId key);
+// The spill's format, under kFormatKey in the `keys` column family (which no key name equals):
+// absent in a spill of the earlier format.
+inline constexpr std::string_view kFormatKey =
+    "\xff"
+    "format";
+inline constexpr std::string_view kFormatVersion = "2";
+// Bytes of a version's key and value together, for a key whose name takes `name_bytes`.
+size_t EncodedBytes(size_t name_bytes, const SpilledVersion& version);
+// A version's key: the key's name, then its place (24 bytes).
+std::string EncodeKey(std::string_view name, const internal::OrderKey& at);
+// Splits a version's key into the key's name and the place; false if it is too short.
+bool DecodeKey(std::string_view bytes, std::string_view* name, internal::OrderKey* at);
 std::string EncodeValue(const SpilledVersion& version);
 bool DecodeValue(std::string_view bytes, SpilledVersion* version);
 // The expiry alone, from the first 16 bytes of a value.
 bool DecodeExpiry(std::string_view bytes, history::Timestamp* expires);
-// An evicted key's record, in the `keys` column family: its key is EncodeKeyId.
-std::string EncodeKeyId(KeyId key);
+// An evicted key's record, in the `keys` column family, under the key's name.
 std::string EncodeKeyRecord(const SpilledKey& record);
 bool DecodeKeyRecord(std::string_view bytes, SpilledKey* record);
 }  // namespace spill_format

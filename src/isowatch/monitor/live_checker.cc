@@ -123,6 +123,14 @@ absl::Status LiveChecker::RestoreCheckpoint(const v1::LiveCheckpoint& c, int64_t
   }
   RETURN_IF_ERROR(builder_.RestoreLive(c.history()));
   const History& h = builder_.live_history();
+  if (options_.spill != nullptr && options_.spill->named_by_key_id()) {
+    // A spill snapshot written by an earlier isowatch names keys by id: the history saved with
+    // it names them (docs/spill-format.md, "Earlier format").
+    RETURN_IF_ERROR(options_.spill->RenameKeyIds([&h](KeyId k) -> std::optional<std::string> {
+      if (k.value() >= h.key_count()) return std::nullopt;
+      return engine::SpillKeyName(h, k);
+    }));
+  }
   std::vector<Stream> streams;
   absl::flat_hash_map<std::string, size_t> index;
   for (const v1::LiveStream& p : c.streams()) {

@@ -696,28 +696,30 @@ TEST(EngineRecheckTest, EvictionWaitsLongerWhenEvictedKeysComeBack) {
 // A spill whose reads fail once told to (the writes still go through).
 class FailingReadsSpill final : public VersionSpill {
  public:
-  void Put(KeyId key, const SpilledVersion& v) override { inner_.Put(key, v); }
-  void Replace(KeyId key, const SpilledVersion& v) override { inner_.Replace(key, v); }
+  void Put(std::string_view key, const SpilledVersion& v) override { inner_.Put(key, v); }
+  void Replace(std::string_view key, const SpilledVersion& v) override { inner_.Replace(key, v); }
   absl::Status Flush() override { return inner_.Flush(); }
   absl::StatusOr<std::optional<SpilledVersion>> NewestBefore(
-      KeyId key, const internal::OrderKey& point) override {
+      std::string_view key, const internal::OrderKey& point) override {
     if (fail_) return absl::UnavailableError("the disk is gone");
     return inner_.NewestBefore(key, point);
   }
-  absl::StatusOr<std::optional<SpilledVersion>> Find(KeyId key,
+  absl::StatusOr<std::optional<SpilledVersion>> Find(std::string_view key,
                                                      const internal::OrderKey& at) override {
     if (fail_) return absl::UnavailableError("the disk is gone");
     return inner_.Find(key, at);
   }
-  absl::Status ScanAfter(KeyId key, const internal::OrderKey& after,
+  absl::Status ScanAfter(std::string_view key, const internal::OrderKey& after,
                          absl::FunctionRef<bool(const SpilledVersion&)> fn) override {
     if (fail_) return absl::UnavailableError("the disk is gone");
     return inner_.ScanAfter(key, after, fn);
   }
   void PruneUpTo(Timestamp point) override { inner_.PruneUpTo(point); }
   absl::Status Compact() override { return inner_.Compact(); }
-  void PutKey(KeyId key, const SpilledKey& record) override { inner_.PutKey(key, record); }
-  absl::StatusOr<std::optional<SpilledKey>> FindKey(KeyId key) override {
+  void PutKey(std::string_view key, const SpilledKey& record) override {
+    inner_.PutKey(key, record);
+  }
+  absl::StatusOr<std::optional<SpilledKey>> FindKey(std::string_view key) override {
     if (fail_) return absl::UnavailableError("the disk is gone");
     return inner_.FindKey(key);
   }

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
 namespace isowatch::engine {
 namespace {
@@ -42,24 +43,61 @@ OrderKey RandomKey(std::mt19937_64& rng) {
   return k;
 }
 
-TEST(SpillFormatTest, KeyBytesSortLikeOrderKeys) {
+// Key k's name in the spill: an integer name for even k (negative ones and the extremes
+// included), a byte name for odd k, of lengths 0 to 40, some a prefix of another's bytes.
+std::string Name(KeyId key) {
+  const uint32_t k = key.value();
+  if (k % 2 == 0) {
+    if (k == 2) return spill_format::EncodeIntKeyName(INT64_MIN);
+    if (k == 4) return spill_format::EncodeIntKeyName(INT64_MAX);
+    const auto half = static_cast<int64_t>(k / 2);
+    return spill_format::EncodeIntKeyName((half % 2 == 0 ? 1 : -1) * half * 1000003);
+  }
+  return spill_format::EncodeBytesKeyName(
+      std::string((k * 7) % 41, static_cast<char>('a' + k % 3)));
+}
+
+TEST(SpillFormatTest, KeyNamesAreAsDocumented) {
+  EXPECT_EQ(spill_format::EncodeIntKeyName(-2),
+            std::string("\0\x7f\xff\xff\xff\xff\xff\xff\xfe", 9));
+  EXPECT_EQ(spill_format::EncodeIntKeyName(5), std::string("\0\x80\0\0\0\0\0\0\x05", 9));
+  EXPECT_EQ(spill_format::EncodeBytesKeyName("ab"), std::string("\1\0\0\0\x02"
+                                                                "ab",
+                                                                7));
+  EXPECT_EQ(spill_format::EncodeBytesKeyName(""), std::string("\1\0\0\0\0", 5));
+}
+
+// Within one key, version keys sort like OrderKeys; the versions of one key are one contiguous
+// range (no key's versions sort between two of another's); a key decodes back to its name and
+// place.
+TEST(SpillFormatTest, KeyBytesSortLikeOrderKeysWithinEachKey) {
   std::mt19937_64 rng(1);
-  for (int i = 0; i < 2000; ++i) {
-    const KeyId ka(static_cast<uint32_t>(rng() % 3));
-    const KeyId kb(static_cast<uint32_t>(rng() % 3));
+  std::vector<std::string> names;
+  for (uint32_t k = 0; k < 40; ++k) names.push_back(Name(KeyId(k)));
+  for (int i = 0; i < 4000; ++i) {
+    const std::string& na = names[rng() % names.size()];
+    const std::string& nb = names[rng() % names.size()];
+    const std::string& nc = names[rng() % names.size()];
     const OrderKey a = RandomKey(rng);
     const OrderKey b = RandomKey(rng);
-    const bool less = ka != kb ? ka.value() < kb.value() : a < b;
-    EXPECT_EQ(spill_format::EncodeKey(ka, a) < spill_format::EncodeKey(kb, b), less);
-    KeyId back_key;
+    const OrderKey c = RandomKey(rng);
+    const std::string ka = spill_format::EncodeKey(na, a);
+    const std::string kb = spill_format::EncodeKey(na, b);
+    const std::string kc = spill_format::EncodeKey(nb, c);
+    EXPECT_EQ(ka < kb, a < b);
+    if (nb != na && ka < kb) {
+      EXPECT_FALSE(ka < kc && kc < kb) << i;
+    }
+    std::string_view back_name;
     OrderKey back;
-    ASSERT_TRUE(spill_format::DecodeKey(spill_format::EncodeKey(ka, a), &back_key, &back));
-    EXPECT_EQ(back_key, ka);
-    EXPECT_EQ(back, a);
+    const std::string kd = spill_format::EncodeKey(nc, c);
+    ASSERT_TRUE(spill_format::DecodeKey(kd, &back_name, &back));
+    EXPECT_EQ(back_name, nc);
+    EXPECT_EQ(back, c);
   }
-  KeyId k;
+  std::string_view name;
   OrderKey at;
-  EXPECT_FALSE(spill_format::DecodeKey("short", &k, &at));
+  EXPECT_FALSE(spill_format::DecodeKey(std::string(24, 'x'), &name, &at));
 }
 
 TEST(SpillFormatTest, ValuesRoundTripAndTruncationIsRejected) {
@@ -71,7 +109,7 @@ TEST(SpillFormatTest, ValuesRoundTripAndTruncationIsRejected) {
   v.writer_name = "txn-17";
   const std::string bytes = spill_format::EncodeValue(v);
   EXPECT_EQ(bytes.size(), 16u + 16u + 9u + 4u + 3u * 9u + 4u + 6u);
-  EXPECT_EQ(spill_format::EncodedBytes(v), 28u + bytes.size());
+  EXPECT_EQ(spill_format::EncodedBytes(9, v), 9u + 24u + bytes.size());
   SpilledVersion back;
   ASSERT_TRUE(spill_format::DecodeValue(bytes, &back));
   back.at = v.at;
@@ -152,18 +190,18 @@ TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
       e.v.writer_start = Timestamp{static_cast<int64_t>(rng() % 100), 0};
       e.v.value = Value::Int(static_cast<int64_t>(rng() % 1000));
       if (rng() % 2 == 0) e.v.appends = {Value::Int(i), Value::Int(round)};
-      spill_->Put(e.key, e.v);
+      spill_->Put(Name(e.key), e.v);
       model.push_back(e);
     }
     // Some versions written again with another expiry: replaced, not counted again.
     for (int i = 0; i < 20 && !model.empty(); ++i) {
       Entry& m = model[rng() % model.size()];
       m.v.expires = Timestamp{static_cast<int64_t>(rng() % 50), 1};
-      spill_->Replace(m.key, m.v);
+      spill_->Replace(Name(m.key), m.v);
     }
     // Not visible before Flush.
     if (round == 0) {
-      auto none = spill_->NewestBefore(model.front().key, OrderKey(Timestamp::Max(), 9, 99));
+      auto none = spill_->NewestBefore(Name(model.front().key), OrderKey(Timestamp::Max(), 9, 99));
       ASSERT_TRUE(none.ok());
       EXPECT_FALSE(none->has_value());
     }
@@ -181,7 +219,7 @@ TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
           want = &m.v;
         }
       }
-      auto got = spill_->NewestBefore(key, point);
+      auto got = spill_->NewestBefore(Name(key), point);
       ASSERT_TRUE(got.ok()) << got.status();
       ASSERT_EQ(got->has_value(), want != nullptr);
       if (want != nullptr) {
@@ -192,7 +230,7 @@ TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
       for (const Entry& m : model) {
         if (m.key == key && m.v.at == point) at = &m.v;
       }
-      auto found = spill_->Find(key, point);
+      auto found = spill_->Find(Name(key), point);
       ASSERT_TRUE(found.ok()) << found.status();
       ASSERT_EQ(found->has_value(), at != nullptr);
       if (at != nullptr) {
@@ -210,7 +248,7 @@ TEST_P(VersionSpillTest, AgreesWithABruteForceModel) {
       if (expected.size() > limit) expected.resize(limit);
       std::vector<SpilledVersion> scanned;
       ASSERT_TRUE(spill_
-                      ->ScanAfter(key, point,
+                      ->ScanAfter(Name(key), point,
                                   [&](const SpilledVersion& v) {
                                     if (scanned.size() == limit) return false;
                                     scanned.push_back(v);
@@ -235,7 +273,7 @@ TEST_P(VersionSpillTest, PruningDropsExactlyWhatExpired) {
       v.expires = Timestamp{ts + 1 + k, 0};  // the key's next version (lists: itself)
       v.value = Value::Int(ts);
       v.writer_name = fmt::format("w{}", ts);
-      spill_->Put(KeyId(k), v);
+      spill_->Put(Name(KeyId(k)), v);
       all.emplace_back(KeyId(k), v);
     }
   }
@@ -252,7 +290,7 @@ TEST_P(VersionSpillTest, PruningDropsExactlyWhatExpired) {
   for (uint32_t k = 0; k < 3; ++k) {
     std::vector<SpilledVersion> kept;
     ASSERT_TRUE(spill_
-                    ->ScanAfter(KeyId(k), OrderKey(Timestamp::Min(), 0, 0),
+                    ->ScanAfter(Name(KeyId(k)), OrderKey(Timestamp::Min(), 0, 0),
                                 [&](const SpilledVersion& v) {
                                   kept.push_back(v);
                                   return true;
@@ -265,7 +303,7 @@ TEST_P(VersionSpillTest, PruningDropsExactlyWhatExpired) {
     EXPECT_EQ(kept, want) << "key " << k;
     // Above the prune point the newest version before a point is unchanged.
     for (int64_t ts = 21; ts <= 40; ++ts) {
-      auto got = spill_->NewestBefore(KeyId(k), OrderKey(Timestamp{ts, 0}, 2, 0));
+      auto got = spill_->NewestBefore(Name(KeyId(k)), OrderKey(Timestamp{ts, 0}, 2, 0));
       ASSERT_TRUE(got.ok());
       ASSERT_TRUE(got->has_value());
       EXPECT_EQ((*got)->at.ts, (Timestamp{ts, 0})) << "key " << k;
@@ -283,21 +321,21 @@ TEST_P(VersionSpillTest, KeepsTheLastRecordOfEachKey) {
                       .dropped_upto = OrderKey(Timestamp{i - 1, 0}, 0, 1),
                       .max_duration = i * 10};
   };
-  spill_->PutKey(KeyId(3), record(1));
-  auto got = spill_->FindKey(KeyId(3));
+  spill_->PutKey(Name(KeyId(3)), record(1));
+  auto got = spill_->FindKey(Name(KeyId(3)));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_FALSE(got->has_value()) << "not flushed yet";
   ASSERT_TRUE(spill_->Flush().ok());
-  got = spill_->FindKey(KeyId(3));
+  got = spill_->FindKey(Name(KeyId(3)));
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ(**got, record(1));
-  spill_->PutKey(KeyId(3), record(2));
-  spill_->PutKey(KeyId(4), record(3));
+  spill_->PutKey(Name(KeyId(3)), record(2));
+  spill_->PutKey(Name(KeyId(4)), record(3));
   ASSERT_TRUE(spill_->Flush().ok());
   spill_->PruneUpTo(Timestamp::Max());
   ASSERT_TRUE(spill_->Compact().ok());
   for (uint32_t k : {2u, 3u, 4u, 5u}) {
-    got = spill_->FindKey(KeyId(k));
+    got = spill_->FindKey(Name(KeyId(k)));
     ASSERT_TRUE(got.ok()) << got.status();
     if (k == 3 || k == 4) {
       ASSERT_TRUE(got->has_value()) << k;
@@ -315,6 +353,102 @@ INSTANTIATE_TEST_SUITE_P(Implementations, VersionSpillTest, ::testing::Values(fa
                            return p.param ? std::string("RocksDB") : std::string("Memory");
                          });
 
+// A snapshot of the earlier format (keys named by KeyId, no format record), written with RocksDB
+// directly, is renamed by RenameKeyIds and then reads as if written by name.
+TEST(RocksVersionSpillTest, RenamesASnapshotOfTheEarlierFormat) {
+  const std::string base = (std::filesystem::path(::testing::TempDir()) /
+                            fmt::format("version_spill_rename_{}", getpid()))
+                               .string();
+  const std::string legacy = base + "/legacy";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(legacy);
+  auto version = [](uint32_t k, int64_t ts) {
+    SpilledVersion v;
+    v.at = OrderKey(Timestamp{ts, 0}, 0, k * 100 + static_cast<uint64_t>(ts));
+    v.expires = Timestamp::Max();
+    v.value = Value::Int(static_cast<int64_t>(k) * 10 + ts);
+    v.writer_name = fmt::format("w{}-{}", k, ts);
+    return v;
+  };
+  auto record = [](uint32_t k) {
+    return SpilledKey{.base = OrderKey(Timestamp{3, 0}, 0, k * 100 + 3),
+                      .base_value = Value::Int(k),
+                      .trim_point = Timestamp{3, 0},
+                      .dropped_upto = OrderKey(Timestamp{1, 0}, 0, 1),
+                      .max_duration = 0};
+  };
+  constexpr uint32_t kKeys = 9;
+  {
+    rocksdb::Options options;
+    options.create_if_missing = true;
+    options.create_missing_column_families = true;
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(options, legacy,
+                                  {{rocksdb::kDefaultColumnFamilyName, options}, {"keys", options}},
+                                  &handles, &raw)
+                    .ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    for (uint32_t k = 0; k < kKeys; ++k) {
+      for (int64_t ts = 1; ts <= 3; ++ts) {
+        ASSERT_TRUE(db->Put({}, spill_format::EncodeKeyIdKey(KeyId(k), version(k, ts).at),
+                            spill_format::EncodeValue(version(k, ts)))
+                        .ok());
+      }
+      ASSERT_TRUE(db->Put({}, handles[1], spill_format::EncodeKeyId(KeyId(k)),
+                          spill_format::EncodeKeyRecord(record(k)))
+                      .ok());
+    }
+    ASSERT_TRUE(db->Flush({}, handles).ok());
+    for (rocksdb::ColumnFamilyHandle* h : handles)
+      ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  }
+  auto spill = RocksVersionSpill::OpenFromSnapshot(base + "/spill", legacy);
+  ASSERT_TRUE(spill.ok()) << spill.status();
+  ASSERT_TRUE((*spill)->named_by_key_id());
+  // An id the history does not know is data loss.
+  absl::Status unknown = (*spill)->RenameKeyIds([](KeyId k) -> std::optional<std::string> {
+    if (k.value() == 5) return std::nullopt;
+    return Name(k);
+  });
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kDataLoss) << unknown;
+  EXPECT_TRUE((*spill)->named_by_key_id());
+  spill->reset();
+  spill = RocksVersionSpill::OpenFromSnapshot(base + "/spill", legacy);
+  ASSERT_TRUE(spill.ok()) << spill.status();
+  ASSERT_TRUE((*spill)->RenameKeyIds([](KeyId k) { return std::optional(Name(k)); }).ok());
+  EXPECT_FALSE((*spill)->named_by_key_id());
+  auto check = [&](VersionSpill& s) {
+    for (uint32_t k = 0; k < kKeys; ++k) {
+      for (int64_t ts = 1; ts <= 3; ++ts) {
+        auto found = s.Find(Name(KeyId(k)), version(k, ts).at);
+        ASSERT_TRUE(found.ok()) << found.status();
+        ASSERT_TRUE(found->has_value()) << k << " " << ts;
+        EXPECT_EQ(**found, version(k, ts));
+      }
+      auto newest = s.NewestBefore(Name(KeyId(k)), OrderKey::Last(Timestamp{9, 0}));
+      ASSERT_TRUE(newest.ok() && newest->has_value()) << k;
+      EXPECT_EQ(**newest, version(k, 3));
+      auto r = s.FindKey(Name(KeyId(k)));
+      ASSERT_TRUE(r.ok() && r->has_value()) << k;
+      EXPECT_EQ(**r, record(k));
+    }
+    auto none = s.FindKey(spill_format::EncodeKeyId(KeyId(1)));
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value());
+  };
+  check(**spill);
+  // Renamed, it snapshots in the current format.
+  ASSERT_TRUE((*spill)->Snapshot(base + "/snap").ok());
+  spill->reset();
+  auto again = RocksVersionSpill::OpenFromSnapshot(base + "/spill", base + "/snap");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE((*again)->named_by_key_id());
+  check(**again);
+  again->reset();
+  std::filesystem::remove_all(base);
+}
+
 TEST(RocksVersionSpillTest, OpenClearsWhatAPreviousProcessLeft) {
   const std::string dir = (std::filesystem::path(::testing::TempDir()) /
                            fmt::format("version_spill_reopen_{}", getpid()))
@@ -324,15 +458,15 @@ TEST(RocksVersionSpillTest, OpenClearsWhatAPreviousProcessLeft) {
     ASSERT_TRUE(spill.ok()) << spill.status();
     SpilledVersion v;
     v.at = OrderKey(Timestamp{5, 0}, 0, 1);
-    (*spill)->Put(KeyId(0), v);
+    (*spill)->Put(Name(KeyId(0)), v);
     ASSERT_TRUE((*spill)->Flush().ok());
-    auto found = (*spill)->NewestBefore(KeyId(0), OrderKey(Timestamp{6, 0}, 0, 0));
+    auto found = (*spill)->NewestBefore(Name(KeyId(0)), OrderKey(Timestamp{6, 0}, 0, 0));
     ASSERT_TRUE(found.ok());
     EXPECT_TRUE(found->has_value());
   }
   auto again = RocksVersionSpill::Open(dir);
   ASSERT_TRUE(again.ok()) << again.status();
-  auto found = (*again)->NewestBefore(KeyId(0), OrderKey(Timestamp{6, 0}, 0, 0));
+  auto found = (*again)->NewestBefore(Name(KeyId(0)), OrderKey(Timestamp{6, 0}, 0, 0));
   ASSERT_TRUE(found.ok());
   EXPECT_FALSE(found->has_value());
   again->reset();
@@ -350,7 +484,7 @@ TEST(RocksVersionSpillTest, ReportsRocksDbMemoryWithinItsBounds) {
     SpilledVersion v;
     v.at = OrderKey(Timestamp{key + 1, 0}, 0, 1);
     v.writer_name = fmt::format("writer-{}", key);
-    (*spill)->Put(KeyId(key), v);
+    (*spill)->Put(Name(KeyId(key)), v);
   }
   ASSERT_TRUE((*spill)->Flush().ok());
   const store::RocksDbMemory m = (*spill)->rocksdb_memory();
@@ -382,7 +516,7 @@ std::vector<std::string> Contents(VersionSpill& spill, uint32_t keys) {
     const KeyId key(k);
     std::vector<SpilledVersion> versions;
     EXPECT_TRUE(spill
-                    .ScanAfter(key, first,
+                    .ScanAfter(Name(key), first,
                                [&](const SpilledVersion& v) {
                                  versions.push_back(v);
                                  return true;
@@ -390,18 +524,18 @@ std::vector<std::string> Contents(VersionSpill& spill, uint32_t keys) {
                     .ok());
     for (const SpilledVersion& v : versions) {
       out.push_back(fmt::format("key {} scan {}", k, render(v)));
-      absl::StatusOr<std::optional<SpilledVersion>> found = spill.Find(key, v.at);
+      absl::StatusOr<std::optional<SpilledVersion>> found = spill.Find(Name(key), v.at);
       EXPECT_TRUE(found.ok() && found->has_value() && **found == v) << k;
-      absl::StatusOr<std::optional<SpilledVersion>> before = spill.NewestBefore(key, v.at);
+      absl::StatusOr<std::optional<SpilledVersion>> before = spill.NewestBefore(Name(key), v.at);
       EXPECT_TRUE(before.ok());
       out.push_back(fmt::format("key {} before it {}", k,
                                 before.ok() && before->has_value() ? render(**before) : "none"));
     }
-    absl::StatusOr<std::optional<SpilledVersion>> newest = spill.NewestBefore(key, last);
+    absl::StatusOr<std::optional<SpilledVersion>> newest = spill.NewestBefore(Name(key), last);
     EXPECT_TRUE(newest.ok());
     out.push_back(fmt::format("key {} newest {}", k,
                               newest.ok() && newest->has_value() ? render(**newest) : "none"));
-    absl::StatusOr<std::optional<SpilledKey>> record = spill.FindKey(key);
+    absl::StatusOr<std::optional<SpilledKey>> record = spill.FindKey(Name(key));
     EXPECT_TRUE(record.ok());
     if (record.ok() && record->has_value()) {
       const SpilledKey& r = **record;
@@ -425,13 +559,13 @@ void Fill(VersionSpill& spill, uint32_t keys, int64_t from, int64_t to) {
       v.value = k % 2 == 0 ? Value::Int(ts * 10 + k) : Value::Absent();
       if (k % 2 == 1) v.appends = {Value::Int(ts), Value::BytesRef(k)};
       v.writer_name = fmt::format("w{}-{}", k, ts);
-      spill.Put(KeyId(k), v);
+      spill.Put(Name(KeyId(k)), v);
     }
     if (k % 3 == 0) {
-      spill.PutKey(KeyId(k), SpilledKey{.base = OrderKey(Timestamp{to, 0}, 0, k),
-                                        .base_value = Value::Int(to + k),
-                                        .trim_point = Timestamp{from, 0},
-                                        .max_duration = to - from});
+      spill.PutKey(Name(KeyId(k)), SpilledKey{.base = OrderKey(Timestamp{to, 0}, 0, k),
+                                              .base_value = Value::Int(to + k),
+                                              .trim_point = Timestamp{from, 0},
+                                              .max_duration = to - from});
     }
   }
 }
