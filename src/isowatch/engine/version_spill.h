@@ -57,8 +57,8 @@ struct SpilledKey {
 // budget that keeps less in memory) reloads it instead of going unjudged.
 //
 // Keys are named as the source named them (spill_format::EncodeIntKeyName, EncodeBytesKeyName),
-// not by the history's KeyId, so that the history may forget a key and give its id to another
-// while the spill still holds the first key's versions (docs/engine.md, "Forgetting keys").
+// not by the history's KeyId: what the spill holds means the same to any history, one that
+// gave the key another id included (docs/spill-format.md, "Key names").
 // Versions are written with Put and become visible to reads after Flush. Versions of one key
 // are ordered by OrderKey. Once PruneUpTo(P) was called, the spill may drop, at any later time,
 // the versions that expire at or before P: reads of points whose timestamp is above P stay

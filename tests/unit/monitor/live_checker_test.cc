@@ -14,16 +14,20 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <unistd.h>
 #include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
 #include "isowatch/checkers/chronos/chronos.h"
 #include "isowatch/engine/clock.h"
 #include "isowatch/engine/delivery.h"
 #include "isowatch/formats/byte_values.h"
 #include "isowatch/formats/native.h"
+#include "isowatch/history/history_builder.h"
 #include "isowatch/report/check_report.h"
 #include "isowatch/sim/simulator.h"
 #include "isowatch/v1/checkpoint.pb.h"
@@ -338,6 +342,126 @@ TEST(LiveChecker, RestoresAfterMoreTransactionsThanMemoryHoldsBits) {
     for (const auto& [id, json] : offline) expected.insert(id);
     EXPECT_EQ(ids, expected) << "budget " << budget;
   }
+}
+
+// A checkpoint whose spill snapshot is of the earlier format (keys named by KeyId: written here
+// by renaming a snapshot of the current format back, with RocksDB directly) restores: the live
+// checker renames the spill from the restored history before the engine reads it, and the run
+// goes on to exactly Chronos's violations, with no check left unjudged.
+TEST(LiveChecker, RestoresASpillSnapshotOfTheEarlierFormat) {
+  sim::WorkloadOptions o;
+  o.seed = 5;
+  o.txns = 3000;
+  o.sessions = 6;
+  o.keys = 3000;  // most keys written once or twice: idle, then evicted
+  o.dist = sim::Distribution::kUniform;
+  for (Fault f : sim::kAllFaults) o.faults.push_back({f, 0.03, /*from_txn=*/20});
+  auto sim = sim::Simulate(o);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  const History& h = sim->history;
+  auto schedule = engine::BuildDeliverySchedule(
+      h, {.mean_ms = 50, .sigma_ms = 20, .batch = 4, .seed = 5, .rate_tps = 2000});
+  const auto batches = Batches(h, schedule, 2);
+  const std::map<std::string, std::string> offline = Offline(h, IsolationLevel::kSnapshotIsolation);
+  ASSERT_FALSE(offline.empty());
+
+  const std::filesystem::path base =
+      std::filesystem::path(::testing::TempDir()) / fmt::format("live_legacy_spill_{}", getpid());
+  std::filesystem::remove_all(base);
+  engine::FakeClock clock;
+  LiveOptions options{.level = IsolationLevel::kSnapshotIsolation, .clock = &clock};
+  options.memory_budget = 1;
+  options.min_release = 16;
+  auto spill = engine::RocksVersionSpill::Open((base / "spill").string());
+  ASSERT_TRUE(spill.ok()) << spill.status();
+  options.spill = spill->get();
+  auto live = std::make_unique<LiveChecker>(options);
+  std::set<std::string> ids;
+  int64_t now = 1000;
+  const size_t half = batches.size() / 2;
+  for (size_t i = 0; i < half; ++i) {
+    EXPECT_TRUE(live->Apply(batches[i], All(batches[i])).empty());
+    for (const auto& r : live->TakeViolations(++now)) ids.insert(r.id);
+  }
+  ASSERT_GT(live->stats().evicted_keys, 0u)
+      << live->stats().resident_keys << " resident; " << live->stats().spilled_versions
+      << " spilled; " << live->history_releases() << " releases; " << live->stats().memory_bytes;
+  v1::LiveCheckpoint saved;
+  ASSERT_TRUE(live->SaveCheckpoint(&saved).ok());
+  ASSERT_TRUE((*spill)->Snapshot((base / "snapshot").string()).ok());
+  live.reset();
+  spill->reset();
+
+  // The snapshot, renamed back to the earlier format: every key name replaced by the id the
+  // saved history gives it, and no format record.
+  history::HistoryBuilder restored;
+  ASSERT_TRUE(restored.RestoreLive(saved.history()).ok());
+  const History& rh = restored.live_history();
+  auto id_of = [&rh](std::string_view name) {
+    EXPECT_EQ(name.size(), 9u);
+    EXPECT_EQ(name[0], '\0');
+    uint64_t raw = 0;
+    for (size_t i = 1; i < 9; ++i) raw = (raw << 8) | static_cast<uint8_t>(name[i]);
+    const KeyId id = rh.FindIntKey(static_cast<int64_t>(raw ^ (uint64_t{1} << 63)));
+    EXPECT_TRUE(id.valid());
+    return id;
+  };
+  size_t renamed = 0;
+  {
+    rocksdb::Options ro;
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(ro, (base / "snapshot").string(),
+                                  {{rocksdb::kDefaultColumnFamilyName, ro}, {"keys", ro}}, &handles,
+                                  &raw)
+                    .ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    for (size_t f = 0; f < handles.size(); ++f) {
+      std::unique_ptr<rocksdb::Iterator> it(db->NewIterator({}, handles[f]));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        const std::string key = it->key().ToString();
+        ASSERT_TRUE(db->Delete({}, handles[f], key).ok());
+        if (f == 1 && key == engine::spill_format::kFormatKey) continue;
+        std::string legacy;
+        if (f == 0) {
+          std::string_view name;
+          engine::internal::OrderKey at;
+          ASSERT_TRUE(engine::spill_format::DecodeKey(key, &name, &at));
+          legacy = engine::spill_format::EncodeKeyIdKey(id_of(name), at);
+        } else {
+          legacy = engine::spill_format::EncodeKeyId(id_of(key));
+        }
+        ASSERT_TRUE(db->Put({}, handles[f], legacy, it->value()).ok());
+        ++renamed;
+      }
+    }
+    ASSERT_TRUE(db->Flush({}, handles).ok());
+    for (rocksdb::ColumnFamilyHandle* hd : handles)
+      ASSERT_TRUE(db->DestroyColumnFamilyHandle(hd).ok());
+  }
+  ASSERT_GT(renamed, 0u);
+
+  spill = engine::RocksVersionSpill::OpenFromSnapshot((base / "spill").string(),
+                                                      (base / "snapshot").string());
+  ASSERT_TRUE(spill.ok()) << spill.status();
+  ASSERT_TRUE((*spill)->named_by_key_id());
+  options.spill = spill->get();
+  live = std::make_unique<LiveChecker>(options);
+  const absl::Status r = live->RestoreCheckpoint(saved, now);
+  ASSERT_TRUE(r.ok()) << r;
+  EXPECT_FALSE((*spill)->named_by_key_id());
+  for (size_t i = half; i < batches.size(); ++i) {
+    EXPECT_TRUE(live->Apply(batches[i], All(batches[i])).empty());
+    for (const auto& v : live->TakeViolations(++now)) ids.insert(v.id);
+  }
+  EXPECT_GT(live->stats().restored_keys, 0u);
+  EXPECT_EQ(live->stats().horizon_misses, 0u);
+  std::set<std::string> expected;
+  for (const auto& [id, json] : offline) expected.insert(id);
+  EXPECT_EQ(ids, expected);
+  live.reset();
+  spill->reset();
+  std::filesystem::remove_all(base);
 }
 
 v1::Transaction Txn(int64_t id, int64_t start, int64_t commit) {
