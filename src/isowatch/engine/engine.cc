@@ -510,7 +510,8 @@ class EngineImpl {
     for (uint32_t k : c.evicted_keys()) {
       if (evicting_) {
         if (keys_.slot(k) != KeyTable::Slot::kNone) continue;  // listed twice, or with a state
-        keys_.MarkEvicted(k);
+        // Evicted long ago, as far as AdaptIdleAdvances is concerned.
+        keys_.MarkEvicted(k, advances_ - (uint64_t{1} << 30));
         ++evicted;
       } else if (KeyState& ks = *keys_.Find(k); Fresh(ks) && !ks.base_in_spill) {
         Restore(KeyId(k), ks);  // without a budget every state stays in memory
@@ -758,6 +759,8 @@ class EngineImpl {
   }
   [[gnu::noinline]] KeyState& NewState(KeyId key) {
     const bool evicted = keys_.slot(key.value()) == KeyTable::Slot::kEvicted;
+    // An evicted key back soon after it left (AdaptIdleAdvances).
+    if (evicted && keys_.EvictedAge(key.value(), advances_) <= kIdleAdvances) ++quick_returns_;
     KeyState& ks = keys_.Create(key.value());
     if (evicted) [[unlikely]] {
       Restore(key, ks);
@@ -1011,7 +1014,6 @@ class EngineImpl {
         // newer than the base: the point sees the base, whose value came back with the key's
         // state (Restore, the only place that sets base_in_spill). Not a reload: the spill was
         // read, and counted, when the state came back.
-        ++evicted_returns_;
         const auto it = base_values_.find(key.value());
         if (it == base_values_.end()) return false;  // cannot happen
         *out = RegisterView{it->second, TxnId(ks.spilled_base.txn())};
@@ -1204,10 +1206,7 @@ class EngineImpl {
       }
       ks.max_duration = std::max(ks.max_duration, duration);
     }
-    if (ks.versions.empty() && ks.base_in_spill) {
-      --leafless_keys_;
-      ++evicted_returns_;  // an evicted key written again
-    }
+    if (ks.versions.empty() && ks.base_in_spill) --leafless_keys_;
     auto pos = ks.versions.insert(vkey, VersionInfo{value});
     ++stats_.retained_versions;
     ScheduleTrim(key, ks);
@@ -1456,15 +1455,23 @@ class EngineImpl {
         continue;
       }
       ks.readers.clear();
-      if (EvictionAllowed()) Evict(key, ks);
+      // A version not final yet (the wait can be shorter than the delivery's disorder): the
+      // key is tried again after another wait, or it would stay in memory until touched again.
+      if (EvictionAllowed() && !Evict(key, ks)) QueueIdle(key, ks);
     }
-    if (evicting_) AdaptIdleAdvances();
+    if (evicting_) {
+      AdaptIdleAdvances();
+      // The states of keys once in memory together, and since evicted, give their memory back
+      // (no reference to a state is held here).
+      if (advances_ % kIdleAdvances == 0) keys_.Compact();
+    }
   }
   // How far past the first position of a session not delivered yet a position may lie and still
   // be checked against its session neighbours (docs/engine.md, "Session positions").
   static constexpr size_t kMaxSessionLead = size_t{1} << 14;
   static constexpr uint64_t kIdleAdvances = 64;
   static constexpr uint64_t kMaxIdleAdvances = uint64_t{1} << 16;
+  static constexpr uint64_t kMinIdleAdvances = 1;
 
   void QueueIdle(KeyId key, KeyState& ks) {
     if (evicting_) {
@@ -1474,22 +1481,26 @@ class EngineImpl {
     idle_keys_.emplace_back(advances_, key.value());
   }
 
-  // Every kIdleAdvances advances: when evicted keys came back meanwhile (a read of a spilled
-  // base, or a write) more often than keys were evicted, the budget evicts keys that are not
-  // cold (each return costs a lookup in the spill, and a key that comes back soon frees little):
-  // keys must then stay idle twice as long. When they came back less than once for every 4
-  // evictions, half as long (not below kIdleAdvances).
+  // Every kIdleAdvances advances: when evicted keys came back soon (within kIdleAdvances
+  // advances of their eviction: each such return costs a lookup in the spill and freed memory
+  // only for a while) for more than half of the keys evicted meanwhile, the budget evicts keys
+  // that are not cold: keys must then stay idle twice as long. (The horizon is fixed: one that
+  // grew with the wait would count ever later returns as soon ones, and the wait would grow
+  // without end.)
+  // When fewer than one in four came back soon, half as long, down to a single advance: keys
+  // that stay away long after their eviction (many keys touched rarely, new keys) leave memory
+  // as soon as they are final.
   void AdaptIdleAdvances() {
     if (advances_ % kIdleAdvances != 0) return;
     const uint64_t evicted = stats_.evicted_keys - evicted_mark_;
-    const uint64_t returned = evicted_returns_ - returns_mark_;
+    const uint64_t returned = quick_returns_ - returns_mark_;
     evicted_mark_ = stats_.evicted_keys;
-    returns_mark_ = evicted_returns_;
+    returns_mark_ = quick_returns_;
     if (evicted == 0 && returned == 0) return;
-    if (returned > evicted) {
+    if (returned * 2 > evicted) {
       idle_advances_ = std::min(idle_advances_ * 2, kMaxIdleAdvances);
     } else if (returned * 4 < evicted) {
-      idle_advances_ = std::max(idle_advances_ / 2, kIdleAdvances);
+      idle_advances_ = std::max(idle_advances_ / 2, kMinIdleAdvances);
     }
   }
 
@@ -1510,20 +1521,22 @@ class EngineImpl {
   // replaces it; the state comes back at the key's next read or write (State). A key restored
   // and not written since leaves again as it is: its record in the spill still holds.
   // `ks` is not to be used afterwards if the key was evicted.
-  void Evict(KeyId key, KeyState& ks) {
-    if (ks.in_gc || h_.key(key).is_list) return;
+  // Returns false when the key could go but for its version, which is not final yet (it must
+  // then be tried again later), true otherwise.
+  bool Evict(KeyId key, KeyState& ks) {
+    if (ks.in_gc || h_.key(key).is_list) return true;
     if (ks.versions.empty() && ks.base_in_spill) {
       --leafless_keys_;
       ++stats_.evicted_keys;
       base_values_.erase(key.value());
-      keys_.Release(key.value(), /*evicted=*/true);
-      return;
+      keys_.Release(key.value(), /*evicted=*/true, advances_);
+      return true;
     }
-    if (ks.versions.size() != 1) return;
+    if (ks.versions.size() != 1) return true;
     const OrderKey at = ks.versions.front_key();
-    if (at.ts > final_point_) return;
+    if (at.ts > final_point_) return false;
     if (ks.base_in_spill) {
-      if (!(ks.spilled_base < at) || !ReplaceSpilledBase(key, ks, at.ts)) return;
+      if (!(ks.spilled_base < at) || !ReplaceSpilledBase(key, ks, at.ts)) return true;
     }
     // It expires once a newer version replaces it (ReplaceSpilledBase).
     PutInSpill(key, /*is_list=*/false, at, ks.versions.begin().value(), Timestamp::Max());
@@ -1534,7 +1547,8 @@ class EngineImpl {
                                               .max_duration = ks.max_duration});
     ++stats_.evicted_keys;
     stats_.retained_versions -= ks.versions.size();
-    keys_.Release(key.value(), /*evicted=*/true);
+    keys_.Release(key.value(), /*evicted=*/true, advances_);
+    return true;
   }
 
   // Writes the in-memory version `at` of `key` to the spill, with what a check needs without its
@@ -1812,7 +1826,7 @@ class EngineImpl {
   absl::flat_hash_map<uint32_t, SpillPin> spill_pins_;
   // Eviction's idle time, in advances (AdaptIdleAdvances), and what it counts.
   uint64_t idle_advances_ = kIdleAdvances;
-  uint64_t evicted_returns_ = 0;  // reads of spilled bases and writes to evicted keys
+  uint64_t quick_returns_ = 0;  // evicted keys back within the wait (AdaptIdleAdvances)
   uint64_t evicted_mark_ = 0;
   uint64_t returns_mark_ = 0;
   uint64_t spill_rewrites_ = 0;  // spilled bases written again (ReplaceSpilledBase)

@@ -11,8 +11,8 @@ namespace isowatch::engine::internal {
 
 // The engine's per-key state, by key id: a 4-byte slot per key, and a KeyState only for the keys
 // that need one in memory. A slot says that the key has no state (never touched, or released
-// while its state was that of a fresh key), that its state was evicted to the spill, or where
-// its KeyState is.
+// while its state was that of a fresh key), that its state was evicted to the spill and when
+// (the advance of the final point, modulo 2^31), or where its KeyState is.
 //
 // KeyStates live in one array, indexed by the slot, so that finding a resident key's state is
 // one load more than indexing an array by key: released states are reused first, and the array
@@ -45,18 +45,24 @@ class KeyTable {
   Slot slot(uint32_t key) const {
     if (!sparse_) return Slot::kResident;
     const uint32_t s = slots_[key];
-    return s >= kFirstState ? Slot::kResident : static_cast<Slot>(s);
+    if ((s & kEvictedBit) != 0) return Slot::kEvicted;
+    return s >= kFirstState ? Slot::kResident : Slot::kNone;
   }
   // The key's KeyState, or nullptr if it has none in memory.
   KeyState* Find(uint32_t key) {
     if (!sparse_) return &states_[key];
     const uint32_t s = slots_[key];
-    return s >= kFirstState ? &states_[s] : nullptr;
+    return IsState(s) ? &states_[s] : nullptr;
   }
   const KeyState* Find(uint32_t key) const {
     if (!sparse_) return &states_[key];
     const uint32_t s = slots_[key];
-    return s >= kFirstState ? &states_[s] : nullptr;
+    return IsState(s) ? &states_[s] : nullptr;
+  }
+  // How many advances ago evicted `key` was evicted, given the advance `now` (modulo 2^31).
+  // REQUIRES: slot(key) == kEvicted.
+  uint32_t EvictedAge(uint32_t key, uint64_t now) const {
+    return (static_cast<uint32_t>(now) - slots_[key]) & kAdvanceMask;
   }
 
   // A fresh KeyState for `key`. REQUIRES: a sparse table, Find(key) == nullptr. Invalidates
@@ -76,20 +82,43 @@ class KeyTable {
     return states_[i];
   }
 
-  // Frees `key`'s KeyState (whatever it held) and marks the key evicted (`evicted`) or without
-  // state. REQUIRES: a sparse table, Find(key) != nullptr; no reference to its state is used
-  // afterwards.
-  void Release(uint32_t key, bool evicted) {
+  // Frees `key`'s KeyState (whatever it held) and marks the key evicted at advance `advance`
+  // (`evicted`) or without state. REQUIRES: a sparse table, Find(key) != nullptr; no reference
+  // to its state is used afterwards.
+  void Release(uint32_t key, bool evicted, uint64_t advance = 0) {
     const uint32_t i = slots_[key];
     states_[i] = KeyState{};
     free_.push_back(i);
-    slots_[key] = evicted ? kEvictedSlot : kNoneSlot;
+    slots_[key] = evicted ? EvictedSlot(advance) : kNoneSlot;
     --resident_;
   }
 
-  // Marks `key`, which has no state, evicted (a restored engine's). REQUIRES: a sparse table,
-  // Find(key) == nullptr.
-  void MarkEvicted(uint32_t key) { slots_[key] = kEvictedSlot; }
+  // Marks `key`, which has no state, evicted at advance `advance` (a restored engine's).
+  // REQUIRES: a sparse table, Find(key) == nullptr.
+  void MarkEvicted(uint32_t key, uint64_t advance) { slots_[key] = EvictedSlot(advance); }
+
+  // Packs the states in memory at the front of a new array, sized for them with room to grow by
+  // half, when at most a quarter of the array holds one and the array takes at least as much
+  // memory as the slots: what the keys once in memory together took goes back. O(keys + array).
+  // Invalidates every reference to a state. Returns whether it packed.
+  bool Compact() {
+    if (!sparse_ || resident_ * 4 >= states_.size() ||
+        states_.size() * sizeof(KeyState) < slots_.size() * sizeof(uint32_t)) {
+      return false;
+    }
+    std::vector<KeyState> packed;
+    packed.reserve(kFirstState + resident_ + resident_ / 2);
+    packed.resize(kFirstState);
+    for (uint32_t& s : slots_) {
+      if (!IsState(s)) continue;
+      packed.push_back(std::move(states_[s]));
+      s = static_cast<uint32_t>(packed.size() - 1);
+    }
+    states_ = std::move(packed);
+    free_.clear();
+    free_.shrink_to_fit();
+    return true;
+  }
 
   // Calls f(const KeyState&) for every state in memory (and for free ones, which hold nothing).
   template <typename F>
@@ -107,11 +136,19 @@ class KeyTable {
   }
 
  private:
-  static constexpr uint32_t kNoneSlot = static_cast<uint32_t>(Slot::kNone);
-  static constexpr uint32_t kEvictedSlot = static_cast<uint32_t>(Slot::kEvicted);
-  // A resident key's slot is its state's index in states_; the first two, which would read as
-  // kNone and kEvicted, are never handed out.
+  static constexpr uint32_t kNoneSlot = 0;
+  // An evicted key's slot: this bit and the advance it was evicted at, modulo 2^31.
+  static constexpr uint32_t kEvictedBit = uint32_t{1} << 31;
+  static constexpr uint32_t kAdvanceMask = kEvictedBit - 1;
+  // A resident key's slot is its state's index in states_, below kEvictedBit; the first two are
+  // never handed out.
   static constexpr uint32_t kFirstState = 2;
+
+  static uint32_t EvictedSlot(uint64_t advance) {
+    return kEvictedBit | (static_cast<uint32_t>(advance) & kAdvanceMask);
+  }
+  // One comparison: slots below kFirstState and evicted ones both fall outside.
+  static bool IsState(uint32_t s) { return s - kFirstState < kEvictedBit - kFirstState; }
 
   const bool sparse_;
   std::vector<uint32_t> slots_;
