@@ -1484,12 +1484,11 @@ class EngineImpl {
   // Every kIdleAdvances advances: when evicted keys came back soon (within kIdleAdvances
   // advances of their eviction: each such return costs a lookup in the spill and freed memory
   // only for a while) for more than half of the keys evicted meanwhile, the budget evicts keys
-  // that are not cold: keys must then stay idle twice as long. (The horizon is fixed: one that
-  // grew with the wait would count ever later returns as soon ones, and the wait would grow
-  // without end.)
-  // When fewer than one in four came back soon, half as long, down to a single advance: keys
-  // that stay away long after their eviction (many keys touched rarely, new keys) leave memory
-  // as soon as they are final.
+  // that are not cold: keys must then stay idle twice as long. When fewer than one in four came
+  // back soon, half as long, down to a single advance: keys that stay away long after their
+  // eviction (many keys touched rarely, new keys) leave memory as soon as they are final. The
+  // horizon is fixed: one that grew with the wait would count ever later returns as soon ones,
+  // and the wait would grow without end.
   void AdaptIdleAdvances() {
     if (advances_ % kIdleAdvances != 0) return;
     const uint64_t evicted = stats_.evicted_keys - evicted_mark_;

@@ -315,23 +315,36 @@ INSTANTIATE_TEST_SUITE_P(
                          p.param.spill_retention > 0 ? "_pruned" : "");
     });
 
+// A simulated history with every fault (3 % each from transaction 20) over 6 sessions, the
+// batches of 2 streams delivering it (mean delay 50 ms, σ 20 ms, 2,000 transactions/s, `batch`
+// transactions a batch), and Chronos's violations at SI, which must not be none.
+struct FaultyRun {
+  sim::SimResult sim;
+  std::vector<v1::IngestBatch> batches;
+  std::map<std::string, std::string> offline;
+};
+FaultyRun MakeFaultyRun(sim::WorkloadOptions o, uint32_t batch) {
+  o.sessions = 6;
+  for (Fault f : sim::kAllFaults) o.faults.push_back({f, 0.03, /*from_txn=*/20});
+  auto simulated = sim::Simulate(o);
+  EXPECT_TRUE(simulated.ok()) << simulated.status();
+  FaultyRun run{.sim = *std::move(simulated)};
+  const History& h = run.sim.history;
+  auto schedule = engine::BuildDeliverySchedule(
+      h, {.mean_ms = 50, .sigma_ms = 20, .batch = batch, .seed = o.seed, .rate_tps = 2000});
+  run.batches = Batches(h, schedule, 2);
+  run.offline = Offline(h, IsolationLevel::kSnapshotIsolation);
+  EXPECT_FALSE(run.offline.empty());
+  return run;
+}
+
 // A daemon restarted from a checkpoint after 2^61 transactions holds memory for the transactions
 // it holds, not for every id below them; and it checks as well as one that started at 0.
 TEST(LiveChecker, RestoresAfterMoreTransactionsThanMemoryHoldsBits) {
-  sim::WorkloadOptions o;
-  o.seed = 2;
-  o.txns = 400;
-  o.sessions = 6;
-  o.keys = 25;
-  for (Fault f : sim::kAllFaults) o.faults.push_back({f, 0.03, /*from_txn=*/20});
-  auto sim = sim::Simulate(o);
-  ASSERT_TRUE(sim.ok()) << sim.status();
-  const History& h = sim->history;
-  auto schedule = engine::BuildDeliverySchedule(
-      h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = 2, .rate_tps = 2000});
-  const auto batches = Batches(h, schedule, 2);
-  const std::map<std::string, std::string> offline = Offline(h, IsolationLevel::kSnapshotIsolation);
-  ASSERT_FALSE(offline.empty());
+  const FaultyRun run = MakeFaultyRun({.txns = 400, .keys = 25, .seed = 2}, 16);
+  ASSERT_FALSE(run.offline.empty());
+  const auto& batches = run.batches;
+  const auto& offline = run.offline;
   for (const bool budget : {false, true}) {
     std::set<std::string> ids;
     for (const auto& r :
@@ -352,18 +365,12 @@ TEST(LiveChecker, RestoresASpillSnapshotOfTheEarlierFormat) {
   sim::WorkloadOptions o;
   o.seed = 5;
   o.txns = 3000;
-  o.sessions = 6;
   o.keys = 3000;  // most keys written once or twice: idle, then evicted
   o.dist = sim::Distribution::kUniform;
-  for (Fault f : sim::kAllFaults) o.faults.push_back({f, 0.03, /*from_txn=*/20});
-  auto sim = sim::Simulate(o);
-  ASSERT_TRUE(sim.ok()) << sim.status();
-  const History& h = sim->history;
-  auto schedule = engine::BuildDeliverySchedule(
-      h, {.mean_ms = 50, .sigma_ms = 20, .batch = 4, .seed = 5, .rate_tps = 2000});
-  const auto batches = Batches(h, schedule, 2);
-  const std::map<std::string, std::string> offline = Offline(h, IsolationLevel::kSnapshotIsolation);
-  ASSERT_FALSE(offline.empty());
+  const FaultyRun run = MakeFaultyRun(o, 4);
+  ASSERT_FALSE(run.offline.empty());
+  const auto& batches = run.batches;
+  const auto& offline = run.offline;
 
   const std::filesystem::path base =
       std::filesystem::path(::testing::TempDir()) / fmt::format("live_legacy_spill_{}", getpid());
