@@ -199,6 +199,7 @@ class Encoder {
       Key(key, r->mutable_key());
       Value v = initial.registers.at(key);
       if (!v.absent()) MaybeValue(v, r->mutable_value());
+      if (initial.versions.contains(key)) r->set_installed(true);
     }
     keys.clear();
     for (const auto& [key, range] : initial.lists) keys.push_back(key);

@@ -76,7 +76,11 @@ absl::Status ProtoDecoder::ApplyInitialState(const pb::InitialState& initial) {
       return absl::InvalidArgumentError(fmt::format(
           "initial.registers[{}] repeats the key of initial.registers[{}]", i, it->second));
     }
-    builder_.SetInitialRegister(key, ValueOf(r.value()));
+    if (r.installed()) {
+      builder_.SetInitialVersion(key, ValueOf(r.value()));
+    } else {
+      builder_.SetInitialRegister(key, ValueOf(r.value()));
+    }
   }
   seen.clear();
   for (int i = 0; i < initial.lists_size(); ++i) {

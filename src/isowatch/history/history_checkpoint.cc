@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/common/status_macros.h"
+#include "isowatch/history/checkpoint_codec.h"
 #include "isowatch/history/history_builder.h"
 #include "isowatch/v1/history_checkpoint.pb.h"
 
@@ -24,12 +25,10 @@ namespace {
 constexpr uint32_t kVersion = 1;
 
 // Flag bits (history_checkpoint.proto).
-constexpr uint8_t kOpUnknown = 0x10;
-constexpr uint8_t kOpFlags = 0x1f;
-constexpr uint8_t kTxnHasStart = 0x04;
-constexpr uint8_t kTxnHasCommit = 0x08;
-constexpr uint8_t kTxnIdNumeric = 0x10;
-constexpr uint8_t kTxnFlags = 0x1f;
+using checkpoint_codec::kTxnFlags;
+using checkpoint_codec::kTxnHasCommit;
+using checkpoint_codec::kTxnHasStart;
+using checkpoint_codec::kTxnIdNumeric;
 constexpr uint8_t kKeyInt = 0x01;
 constexpr uint8_t kKeyList = 0x02;
 
@@ -39,10 +38,7 @@ absl::Status Malformed(fmt::format_string<Args...> format, Args&&... args) {
       fmt::format("history checkpoint: {}", fmt::format(format, std::forward<Args>(args)...)));
 }
 
-// Whether [begin, begin + count) lies within [0, size).
-bool InRange(uint64_t begin, uint64_t count, uint64_t size) {
-  return begin <= size && count <= size - begin;
-}
+using checkpoint_codec::InRange;
 
 // Whether every array of a table has `n` entries.
 template <typename... Sizes>
@@ -53,40 +49,12 @@ bool AllSized(size_t n, Sizes... sizes) {
 uint8_t Byte(const std::string& bytes, size_t i) { return static_cast<uint8_t>(bytes[i]); }
 
 void SaveValues(std::span<const Value> values, v1::CheckpointValues& out) {
-  out.mutable_kinds()->reserve(values.size());
-  out.mutable_payloads()->Reserve(static_cast<int>(values.size()));
-  for (const Value v : values) {
-    out.mutable_kinds()->push_back(static_cast<char>(v.kind()));
-    out.add_payloads(v.payload());
-  }
-}
-
-absl::StatusOr<Value> LoadValue(uint8_t kind, int64_t payload, size_t byte_count,
-                                std::string_view what, size_t i) {
-  if (kind > static_cast<uint8_t>(ValueKind::kBytes)) {
-    return Malformed("{} {}: value kind {}", what, i, kind);
-  }
-  if (kind == static_cast<uint8_t>(ValueKind::kBytes) &&
-      (payload < 0 || static_cast<uint64_t>(payload) >= byte_count)) {
-    return Malformed("{} {}: byte string {} of {}", what, i, payload, byte_count);
-  }
-  return Value::FromRaw(static_cast<ValueKind>(kind), payload);
+  checkpoint_codec::SaveValues(values, out);
 }
 
 absl::StatusOr<std::vector<Value>> LoadValues(const v1::CheckpointValues& in, size_t byte_count,
                                               std::string_view what) {
-  const std::string& kinds = in.kinds();
-  if (!AllSized(kinds.size(), in.payloads_size())) {
-    return Malformed("{}: {} kinds for {} payloads", what, kinds.size(), in.payloads_size());
-  }
-  std::vector<Value> out;
-  out.reserve(kinds.size());
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    ASSIGN_OR_RETURN(const Value v, LoadValue(Byte(kinds, i), in.payloads(static_cast<int>(i)),
-                                              byte_count, what, i));
-    out.push_back(v);
-  }
-  return out;
+  return checkpoint_codec::LoadValues(in, byte_count, fmt::format("history checkpoint: {}", what));
 }
 
 void SavePool(const StringPool& pool, google::protobuf::RepeatedPtrField<std::string>& out) {
@@ -192,21 +160,7 @@ void HistoryBuilder::Checkpoint::SaveTable(std::span<const Transaction> txns,
     t.add_xid_slots(r.xid_slot);
     t.add_source_offsets(r.source_offset);
   }
-  v1::CheckpointOps& o = *out.mutable_ops();
-  o.mutable_flags()->reserve(ops.size());
-  o.mutable_keys()->Reserve(static_cast<int>(ops.size()));
-  o.mutable_payloads()->Reserve(static_cast<int>(ops.size()));
-  o.mutable_list_sizes()->Reserve(static_cast<int>(ops.size()));
-  for (const Op& op : ops) {
-    const bool list_read = op.kind() == OpKind::kListRead;
-    const Value v = list_read ? Value::Absent() : op.value();
-    o.mutable_flags()->push_back(static_cast<char>(static_cast<uint8_t>(op.kind()) |
-                                                   static_cast<uint8_t>(v.kind()) << 2 |
-                                                   (op.unknown() ? kOpUnknown : 0)));
-    o.add_keys(op.key().value());
-    o.add_payloads(list_read ? static_cast<int64_t>(op.list_offset()) : v.payload());
-    o.add_list_sizes(op.list_size());
-  }
+  checkpoint_codec::SaveOps(ops, *out.mutable_ops());
   SaveValues(list, *out.mutable_list_elements());
   v1::CheckpointXids& x = *out.mutable_xids();
   for (const XidEntry& e : xids) {
@@ -320,51 +274,15 @@ absl::Status HistoryBuilder::Checkpoint::LoadPools(const v1::CheckpointTxnTable&
 
 absl::Status HistoryBuilder::Checkpoint::LoadOps(const v1::CheckpointOps& in, const Pools& pools,
                                                  std::string_view what, std::vector<Op>& out) {
-  const std::string& flags = in.flags();
-  const size_t n = flags.size();
-  if (!AllSized(n, in.keys_size(), in.payloads_size(), in.list_sizes_size())) {
-    return Malformed("{} operations: arrays of different lengths", what);
-  }
-  out.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int j = static_cast<int>(i);
-    const uint8_t f = Byte(flags, i);
-    const auto kind = static_cast<OpKind>(f & 3);
-    const uint8_t value_kind = (f >> 2) & 3;
-    const KeyId key(in.keys(j));
-    const int64_t payload = in.payloads(j);
-    const uint32_t list_size = in.list_sizes(j);
-    if ((f & ~kOpFlags) != 0 || key.value() >= pools.keys) {
-      return Malformed("{} operation {}: flags {:#x}, key {} of {}", what, i, f, key.value(),
-                       pools.keys);
-    }
-    if ((f & kOpUnknown) != 0) {
-      if ((kind != OpKind::kRead && kind != OpKind::kListRead) || value_kind != 0 || payload != 0 ||
-          list_size != 0) {
-        return Malformed("{} operation {}: an unknown result with a value", what, i);
-      }
-      out.push_back(Op::UnknownRead(key, kind));
-    } else if (kind == OpKind::kListRead) {
-      // As History::list_elements takes them.
-      const auto offset = static_cast<uint64_t>(payload);
-      const bool ok = offset >= History::kRetiredList
-                          ? InRange(offset - History::kRetiredList, list_size, pools.retired_list)
-                          : InRange(offset, list_size, pools.list);
-      if (value_kind != 0 || !ok) {
-        return Malformed("{} operation {}: list elements [{}, +{}) of {} and {} retired", what, i,
-                         offset, list_size, pools.list, pools.retired_list);
-      }
-      out.push_back(Op::ListRead(key, offset, list_size));
-    } else {
-      if (list_size != 0) return Malformed("{} operation {}: a list size for a scalar", what, i);
-      ASSIGN_OR_RETURN(const Value v, LoadValue(value_kind, payload, pools.bytes,
-                                                fmt::format("{} operation", what), i));
-      out.push_back(kind == OpKind::kRead    ? Op::Read(key, v)
-                    : kind == OpKind::kWrite ? Op::Write(key, v)
-                                             : Op::Append(key, v));
-    }
-  }
-  return absl::OkStatus();
+  // As History::list_elements takes them.
+  return checkpoint_codec::LoadOps(
+      in, pools.keys, pools.bytes,
+      [&pools](uint64_t offset, uint32_t size) {
+        return offset >= History::kRetiredList
+                   ? InRange(offset - History::kRetiredList, size, pools.retired_list)
+                   : InRange(offset, size, pools.list);
+      },
+      fmt::format("history checkpoint: {}", what), out);
 }
 
 absl::Status HistoryBuilder::Checkpoint::LoadTxns(const v1::CheckpointTxns& in, const Pools& pools,

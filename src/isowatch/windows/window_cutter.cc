@@ -17,13 +17,18 @@
 #include "absl/status/status.h"
 #include <fmt/format.h>
 
+#include "isowatch/common/status_macros.h"
+#include "isowatch/history/checkpoint_codec.h"
 #include "isowatch/history/history_builder.h"
 #include "isowatch/history/operation.h"
+#include "isowatch/history/snapshot.h"
 #include "isowatch/history/transaction.h"
 #include "isowatch/history/value.h"
+#include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::windows {
 
+namespace codec = history::checkpoint_codec;
 using history::History;
 using history::HistoryBuilder;
 using history::Op;
@@ -174,6 +179,149 @@ class TxnPool {
       if (op.kind() != OpKind::kListRead) history::MarkBytes(op.value(), marks);
     }
     for (const Value v : elements_) history::MarkBytes(v, marks);
+  }
+
+  // Writes the live records, in pool order, to `out` (CutterTxns, checkpoint.proto).
+  void Save(v1::CutterTxns& out) const {
+    TxnPool packed;
+    packed.recs_.reserve(live());
+    for (size_t i = 0; i < recs_.size(); ++i) {
+      if (!recs_[i].dead) packed.AddFromPool(*this, i);
+    }
+    for (const Rec& r : packed.recs_) {
+      out.add_key_physical(r.key.physical);
+      out.add_key_logical(r.key.logical);
+      out.add_start_physical(r.start.physical);
+      out.add_start_logical(r.start.logical);
+      out.add_commit_physical(r.commit.physical);
+      out.add_commit_logical(r.commit.logical);
+      out.add_arrivals(r.arrival);
+      out.add_source_offsets(r.source_offset);
+      const std::string_view name = packed.name(r);
+      out.add_names(name.data(), name.size());
+      out.mutable_flags()->push_back(static_cast<char>(
+          static_cast<uint8_t>(r.status) | (r.has_start ? codec::kTxnHasStart : 0) |
+          (r.has_commit ? codec::kTxnHasCommit : 0) | (r.id_numeric ? codec::kTxnIdNumeric : 0)));
+      out.add_sessions(r.session.value());
+      out.add_seqs(r.seq);
+      out.add_origins(r.origin);
+      out.add_ops_counts(r.ops_count);
+      if (r.xid_begin == kNoXid) {
+        out.add_xid_sizes(0);
+      } else {
+        const uint64_t* p = packed.xids_.data() + r.xid_begin;
+        out.add_xid_sizes(static_cast<uint32_t>(5 + p[4]));
+        out.mutable_xids()->Add(p, p + 5 + p[4]);
+      }
+    }
+    codec::SaveOps(packed.ops_, *out.mutable_ops());
+    codec::SaveValues(packed.elements_, *out.mutable_list_elements());
+  }
+
+  // The pool `in` holds, checked against `src` (the history saved with it); arrivals below
+  // `arrival_end`. DataLoss naming `what` if malformed.
+  static absl::StatusOr<TxnPool> Load(const v1::CutterTxns& in, const History& src,
+                                      uint64_t arrival_end, std::string_view what) {
+    auto malformed = [&](std::string_view detail) {
+      return absl::DataLossError(fmt::format("window cutter checkpoint: {}: {}", what, detail));
+    };
+    const size_t n = static_cast<size_t>(in.key_physical_size());
+    for (const size_t size :
+         {in.key_logical_size(), in.start_physical_size(), in.start_logical_size(),
+          in.commit_physical_size(), in.commit_logical_size(), in.arrivals_size(),
+          in.source_offsets_size(), in.names_size(), static_cast<int>(in.flags().size()),
+          in.sessions_size(), in.seqs_size(), in.origins_size(), in.ops_counts_size(),
+          in.xid_sizes_size()}) {
+      if (size != n) return malformed("arrays of different lengths");
+    }
+    TxnPool pool;
+    ASSIGN_OR_RETURN(
+        pool.elements_,
+        codec::LoadValues(in.list_elements(), src.byte_count(),
+                          fmt::format("window cutter checkpoint: {} list element", what)));
+    const size_t elements = pool.elements_.size();
+    RETURN_IF_ERROR(codec::LoadOps(
+        in.ops(), src.key_count(), src.byte_count(),
+        [elements](uint64_t offset, uint32_t size) {
+          return codec::InRange(offset, size, elements);
+        },
+        fmt::format("window cutter checkpoint: {}", what), pool.ops_));
+    uint64_t ops_end = 0;
+    uint64_t xids_end = 0;
+    pool.recs_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int j = static_cast<int>(i);
+      const uint8_t f = static_cast<uint8_t>(in.flags()[i]);
+      Rec r;
+      r.key = Timestamp{in.key_physical(j), in.key_logical(j)};
+      r.start = Timestamp{in.start_physical(j), in.start_logical(j)};
+      r.commit = Timestamp{in.commit_physical(j), in.commit_logical(j)};
+      r.arrival = in.arrivals(j);
+      r.source_offset = in.source_offsets(j);
+      r.session = SessionId(in.sessions(j));
+      r.seq = in.seqs(j);
+      r.status = static_cast<TxnStatus>(f & 3);
+      r.has_start = (f & codec::kTxnHasStart) != 0;
+      r.has_commit = (f & codec::kTxnHasCommit) != 0;
+      r.id_numeric = (f & codec::kTxnIdNumeric) != 0;
+      if ((f & ~codec::kTxnFlags) != 0 || (f & 3) > static_cast<uint8_t>(TxnStatus::kUnknown) ||
+          in.origins(j) > UINT16_MAX || r.session.value() >= src.session_count() ||
+          r.arrival >= arrival_end) {
+        return malformed(fmt::format(
+            "transaction {}: flags {:#x}, origin {}, session {} of {}, "
+            "arrival {} of {}",
+            i, f, in.origins(j), r.session.value(), src.session_count(), r.arrival, arrival_end));
+      }
+      r.origin = static_cast<uint16_t>(in.origins(j));
+      r.ops_begin = ops_end;
+      r.ops_count = in.ops_counts(j);
+      if (!codec::InRange(r.ops_begin, r.ops_count, pool.ops_.size())) {
+        return malformed(fmt::format("transaction {}: operations [{}, +{}) of {}", i, r.ops_begin,
+                                     r.ops_count, pool.ops_.size()));
+      }
+      ops_end += r.ops_count;
+      const uint32_t xid_size = in.xid_sizes(j);
+      if (xid_size != 0) {
+        const uint64_t begin = xids_end;
+        if (xid_size < 5 || !codec::InRange(begin, xid_size, in.xids_size())) {
+          return malformed(fmt::format("transaction {}: xids [{}, +{}) of {}", i, begin, xid_size,
+                                       in.xids_size()));
+        }
+        const uint64_t* p = in.xids().data() + begin;
+        if (p[1] > 1 || p[4] != xid_size - 5) {
+          return malformed(fmt::format("transaction {}: xid entry malformed", i));
+        }
+        const std::span<const uint64_t> xip(p + 5, p[4]);
+        if (p[1] == 1) {
+          if (auto defect = history::SnapshotDefect(p[2], p[3], xip)) {
+            return malformed(fmt::format("transaction {}: {}", i, *defect));
+          }
+          if (std::adjacent_find(xip.begin(), xip.end(), std::greater_equal<>()) != xip.end()) {
+            return malformed(fmt::format("transaction {}: in-progress xids not sorted", i));
+          }
+        }
+        r.xid_begin = pool.xids_.size();
+        pool.xids_.insert(pool.xids_.end(), p, p + xid_size);
+        xids_end += xid_size;
+      }
+      r.name_begin = pool.names_.size();
+      r.name_size = static_cast<uint32_t>(in.names(j).size());
+      pool.names_.append(in.names(j));
+      pool.recs_.push_back(r);
+    }
+    if (ops_end != pool.ops_.size() || xids_end != static_cast<uint64_t>(in.xids_size())) {
+      return malformed(fmt::format("{} operations and {} xids, {} and {} used", pool.ops_.size(),
+                                   in.xids_size(), ops_end, xids_end));
+    }
+    return pool;
+  }
+
+  // Whether the live records are in placement order.
+  bool InPlacementOrder() const {
+    for (size_t i = 1; i < recs_.size(); ++i) {
+      if (PlacedBefore(recs_[i], recs_[i - 1])) return false;
+    }
+    return true;
   }
 
   size_t MemoryBytes() const {
@@ -578,6 +726,164 @@ Window WindowCutter::Impl::SealWindow(const History& src, TxnPool own, Timestamp
   retained = std::move(own);
   ++stats->sealed;
   return w;
+}
+
+namespace {
+
+void SaveTimestamp(Timestamp t, v1::Timestamp* out) {
+  out->set_physical(t.physical);
+  out->set_logical(t.logical);
+}
+
+Timestamp LoadTimestamp(const v1::Timestamp& t) { return Timestamp{t.physical(), t.logical()}; }
+
+}  // namespace
+
+void WindowCutter::Save(v1::CutterCheckpoint* out) const {
+  const Impl& m = *impl_;
+  out->Clear();
+  out->set_span(m.options.span);
+  out->set_transactions(m.options.transactions);
+  out->set_overlap(m.options.overlap);
+  out->set_arrival(m.arrival);
+  if (m.max_key) SaveTimestamp(*m.max_key, out->mutable_max_key());
+  if (m.sealed_through) {
+    out->set_has_sealed_through(true);
+    out->set_sealed_through(*m.sealed_through);
+  }
+  if (m.last_point) SaveTimestamp(*m.last_point, out->mutable_last_point());
+  m.staged.Save(*out->mutable_staged());
+  m.open.Save(*out->mutable_open());
+  m.retained.Save(*out->mutable_retained());
+  std::vector<std::pair<KeyId, Value>> registers(m.registers.begin(), m.registers.end());
+  std::sort(registers.begin(), registers.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Value> values;
+  values.reserve(registers.size());
+  for (const auto& [key, v] : registers) {
+    out->add_register_keys(key.value());
+    values.push_back(v);
+  }
+  codec::SaveValues(values, *out->mutable_register_values());
+  std::vector<KeyId> list_keys;
+  list_keys.reserve(m.lists.size());
+  for (const auto& [key, list] : m.lists) list_keys.push_back(key);
+  std::sort(list_keys.begin(), list_keys.end());
+  values.clear();
+  for (const KeyId key : list_keys) {
+    const std::vector<Value>& list = m.lists.at(key);
+    out->add_list_keys(key.value());
+    out->add_list_sizes(static_cast<uint32_t>(list.size()));
+    values.insert(values.end(), list.begin(), list.end());
+  }
+  codec::SaveValues(values, *out->mutable_list_elements());
+  out->set_state_xid_end(m.state_xid_end);
+  out->set_state_without_xid(m.state_without_xid);
+  out->set_added(stats_.added);
+  out->set_sealed(stats_.sealed);
+  out->set_late(stats_.late);
+  out->set_renamed(stats_.renamed);
+  out->set_defects(stats_.defects);
+}
+
+absl::Status WindowCutter::Restore(const history::History& src, const v1::CutterCheckpoint& in) {
+  if (stats_.added != 0 || stats_.sealed != 0) {
+    return absl::FailedPreconditionError("the window cutter has taken transactions already");
+  }
+  Impl& m = *impl_;
+  if (in.span() != m.options.span || in.transactions() != m.options.transactions ||
+      in.overlap() != m.options.overlap) {
+    return absl::FailedPreconditionError(fmt::format(
+        "the checkpoint's windows were cut by {} with overlap {}; these options cut by {} with "
+        "overlap {}",
+        in.span() > 0 ? fmt::format("commit time, {} per window", in.span())
+                      : fmt::format("transactions, {} per window", in.transactions()),
+        in.overlap(),
+        m.options.span > 0 ? fmt::format("commit time, {} per window", m.options.span)
+                           : fmt::format("transactions, {} per window", m.options.transactions),
+        m.options.overlap));
+  }
+  auto malformed = [](std::string_view detail) {
+    return absl::DataLossError(fmt::format("window cutter checkpoint: {}", detail));
+  };
+  auto fresh = std::make_unique<Impl>(options_, &stats_);
+  Impl& c = *fresh;
+  c.arrival = in.arrival();
+  if (in.has_max_key()) c.max_key = LoadTimestamp(in.max_key());
+  if (in.has_sealed_through()) c.sealed_through = in.sealed_through();
+  if (in.has_last_point()) c.last_point = LoadTimestamp(in.last_point());
+  if (c.span_mode() ? c.last_point.has_value() : c.sealed_through.has_value()) {
+    return malformed("a seal point of the other way of cutting");
+  }
+  ASSIGN_OR_RETURN(c.staged, TxnPool::Load(in.staged(), src, c.arrival, "staged"));
+  ASSIGN_OR_RETURN(c.open, TxnPool::Load(in.open(), src, c.arrival, "open"));
+  ASSIGN_OR_RETURN(c.retained, TxnPool::Load(in.retained(), src, c.arrival, "retained"));
+  if (!c.open.InPlacementOrder() || !c.retained.InPlacementOrder() ||
+      (c.span_mode() && !c.open.empty())) {
+    return malformed("open or retained transactions out of placement order");
+  }
+  auto check_keys = [&](const google::protobuf::RepeatedField<uint32_t>& keys,
+                        std::string_view what) -> absl::Status {
+    for (int i = 0; i < keys.size(); ++i) {
+      if (keys[i] >= src.key_count() || (i > 0 && keys[i] <= keys[i - 1])) {
+        return malformed(
+            fmt::format("{} {}: key {} of {}, or out of order", what, i, keys[i], src.key_count()));
+      }
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(check_keys(in.register_keys(), "register"));
+  RETURN_IF_ERROR(check_keys(in.list_keys(), "list"));
+  ASSIGN_OR_RETURN(const std::vector<Value> registers,
+                   codec::LoadValues(in.register_values(), src.byte_count(),
+                                     "window cutter checkpoint: register"));
+  if (registers.size() != static_cast<size_t>(in.register_keys_size())) {
+    return malformed(
+        fmt::format("{} registers for {} values", in.register_keys_size(), registers.size()));
+  }
+  c.registers.reserve(registers.size());
+  for (size_t i = 0; i < registers.size(); ++i) {
+    c.registers.emplace(KeyId(in.register_keys(static_cast<int>(i))), registers[i]);
+  }
+  ASSIGN_OR_RETURN(const std::vector<Value> elements,
+                   codec::LoadValues(in.list_elements(), src.byte_count(),
+                                     "window cutter checkpoint: list element"));
+  if (in.list_sizes_size() != in.list_keys_size()) {
+    return malformed(
+        fmt::format("{} lists for {} sizes", in.list_keys_size(), in.list_sizes_size()));
+  }
+  uint64_t used = 0;
+  for (int i = 0; i < in.list_keys_size(); ++i) {
+    const uint32_t size = in.list_sizes(i);
+    if (!codec::InRange(used, size, elements.size())) {
+      return malformed(
+          fmt::format("list {}: elements [{}, +{}) of {}", i, used, size, elements.size()));
+    }
+    std::vector<Value>& list = c.lists[KeyId(in.list_keys(i))];
+    list.assign(elements.begin() + static_cast<ptrdiff_t>(used),
+                elements.begin() + static_cast<ptrdiff_t>(used + size));
+    c.list_bytes += list.capacity() * sizeof(Value);
+    used += size;
+  }
+  if (used != elements.size()) {
+    return malformed(fmt::format("{} list elements, {} used", elements.size(), used));
+  }
+  c.state_xid_end = in.state_xid_end();
+  c.state_without_xid = in.state_without_xid();
+  const uint64_t staged = c.staged.live() + c.open.live();
+  if (in.added() < staged + in.late()) {
+    return malformed(
+        fmt::format("{} taken, fewer than {} staged and {} late", in.added(), staged, in.late()));
+  }
+  impl_ = std::move(fresh);
+  stats_.added = in.added();
+  stats_.staged = staged;
+  stats_.sealed = in.sealed();
+  stats_.late = in.late();
+  stats_.renamed = in.renamed();
+  stats_.defects = in.defects();
+  stats_.memory_bytes = MemoryBytes();
+  return absl::OkStatus();
 }
 
 WindowCutter::WindowCutter(WindowOptions options)

@@ -7,10 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
 #include "isowatch/history/timestamp.h"
+
+namespace isowatch::v1 {
+class CutterCheckpoint;
+}  // namespace isowatch::v1
 
 namespace isowatch::windows {
 
@@ -94,6 +100,17 @@ class WindowCutter {
   // Adds every byte string of `src` the cutter holds (in the transactions it keeps and in the
   // stream's state) to `marks` (history::MarkBytes).
   void MarkBytes(std::vector<uint64_t>& marks) const;
+
+  // Writes what the cutter holds and where it is (v1::CutterCheckpoint) to `out`, whose previous
+  // contents are replaced. Keys, values and sessions are saved as `src`'s ids: the checkpoint
+  // restores with the live history saved at the same point (HistoryBuilder::SaveLive).
+  void Save(v1::CutterCheckpoint* out) const;
+  // Makes this cutter, which has taken nothing yet, the one `checkpoint` was saved from: the same
+  // windows come out of what is added next. `src` is the live history restored with it.
+  // Errors: FailedPrecondition if the cutter has taken transactions, or if `checkpoint` was cut
+  // with other options (the message says both); DataLoss naming what is inconsistent when the
+  // checkpoint is malformed. On error the cutter is left as it was.
+  absl::Status Restore(const history::History& src, const v1::CutterCheckpoint& checkpoint);
 
   const CutterStats& stats() const { return stats_; }
 

@@ -38,7 +38,8 @@ std::string Dump(const History& h) {
                                 h.ValueToString(h.initial().default_value));
   std::vector<std::string> lines;
   for (const auto& [key, value] : h.initial().registers) {
-    lines.push_back(fmt::format("register {} = {}", h.KeyToString(key), h.ValueToString(value)));
+    lines.push_back(fmt::format("register {} = {}{}", h.KeyToString(key), h.ValueToString(value),
+                                h.initial().versions.contains(key) ? " installed" : ""));
   }
   for (const auto& [key, range] : h.initial().lists) {
     lines.push_back(
@@ -90,6 +91,7 @@ History BuildRichHistory() {
   b.SetInitialRegister(k1, Value::Int(10));
   b.SetInitialRegister(kb, b.BytesValue("v\xff"));
   b.SetInitialRegister(k2, Value::Absent());
+  b.SetInitialVersion(b.IntKey(3), Value::Int(30));
   const Value l100_init[] = {Value::Int(1), Value::Int(2)};
   b.SetInitialList(l100, l100_init);
   const Value lb_init[] = {b.BytesValue("a"), Value::Int(3)};
@@ -296,6 +298,10 @@ TEST(NativeTest, RoundTripKeepsWhatTheModelSays) {
             "\"v\\xff\"");
   EXPECT_TRUE(h.InitialValue(h.FindIntKey(2)).absent());
   EXPECT_EQ(h.InitialValue(h.FindIntKey(55)), Value::Int(0));
+  // An installed version stays one: an absent read does not match it.
+  EXPECT_EQ(h.InitialValue(h.FindIntKey(3)), Value::Int(30));
+  EXPECT_FALSE(h.AbsentReadsInitial(h.FindIntKey(3)));
+  EXPECT_TRUE(h.AbsentReadsInitial(h.FindIntKey(1)));
   EXPECT_EQ(h.ListToString(h.InitialList(h.FindBytesKey("L"))), "[\"a\", 3]");
   EXPECT_EQ(h.source(), "test");
 }

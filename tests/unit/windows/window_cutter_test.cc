@@ -7,6 +7,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,12 +15,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "isowatch/formats/native.h"
 #include "isowatch/history/history.h"
 #include "isowatch/history/history_builder.h"
 #include "isowatch/sim/simulator.h"
+#include "isowatch/v1/checkpoint.pb.h"
 
 #include "tests/testing/test_history.h"
 
@@ -562,7 +566,14 @@ TEST(WindowCutterTest, MemoryIsAccountedAndReleased) {
 
 // Cuts a simulated history delivered with jitter, sealing as it goes, and checks that the windows
 // partition the stream and that each one's initial state is a replay of what came before.
-void CheckSimulatedStream(sim::DataKind data, WindowOptions options, uint64_t seed) {
+// A simulated history of 400 transactions and the order they arrive in: each at its placement
+// key (commit, else start) plus up to kJitter, drawn from `rng`.
+constexpr int64_t kJitter = 15;
+struct Arrivals {
+  sim::SimResult sim;
+  std::vector<std::pair<int64_t, TxnId>> order;  // (arrival time, transaction)
+};
+Arrivals SimulatedArrivals(sim::DataKind data, uint64_t seed, std::mt19937_64& rng) {
   sim::WorkloadOptions o;
   o.sessions = 6;
   o.txns = 400;
@@ -571,21 +582,27 @@ void CheckSimulatedStream(sim::DataKind data, WindowOptions options, uint64_t se
   o.data = data;
   o.seed = seed;
   absl::StatusOr<sim::SimResult> r = sim::Simulate(o);
-  ASSERT_TRUE(r.ok()) << r.status();
-  const History& src = r->history;
-
-  // Each transaction arrives at its placement key (commit, else start) plus up to `jitter`.
-  constexpr int64_t kJitter = 15;
-  std::mt19937_64 rng(seed);
-  std::vector<std::pair<int64_t, TxnId>> arrivals;
+  EXPECT_TRUE(r.ok()) << r.status();
+  Arrivals out{.sim = r.ok() ? *std::move(r) : sim::SimResult{}, .order = {}};
+  const History& src = out.sim.history;
   for (uint32_t i = 0; i < src.size(); ++i) {
     const history::Transaction& t = src.txn(TxnId(i));
-    ASSERT_TRUE(t.has_start);
+    EXPECT_TRUE(t.has_start);
     const int64_t key = t.has_commit ? t.commit.physical : t.start.physical;
-    arrivals.emplace_back(key + static_cast<int64_t>(rng() % (kJitter + 1)), TxnId(i));
+    out.order.emplace_back(key + static_cast<int64_t>(rng() % (kJitter + 1)), TxnId(i));
   }
-  std::stable_sort(arrivals.begin(), arrivals.end(),
+  std::stable_sort(out.order.begin(), out.order.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+void CheckSimulatedStream(sim::DataKind data, WindowOptions options, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const Arrivals a = SimulatedArrivals(data, seed, rng);
+  const sim::SimResult* r = &a.sim;
+  const History& src = a.sim.history;
+  const auto& arrivals = a.order;
+  ASSERT_GT(src.size(), 0u);
 
   WindowCutter cutter(options);
   std::vector<Window> windows;
@@ -676,6 +693,154 @@ TEST(WindowCutterTest, SimulatedKeyValueStreamByCount) {
 
 TEST(WindowCutterTest, SimulatedListStreamByCount) {
   CheckSimulatedStream(sim::DataKind::kList, WindowOptions{.transactions = 37, .overlap = 5}, 4);
+}
+
+// Everything a window says, as text: its history in the native format and its other fields.
+std::string Render(const Window& w) {
+  std::ostringstream native;
+  EXPECT_TRUE(formats::WriteNative(w.history, formats::NativeEncoding::kJsonLines, native).ok());
+  return fmt::format(
+      "index {} first_proper {} base {} base_xid_end {} without_xid {} first {} last {} own {} "
+      "lead_in {} beyond {} defect '{}' origins {}\n{}",
+      w.scope.index, w.scope.first_proper, w.scope.base.ToString(), w.scope.base_xid_end,
+      w.scope.base_without_xid, w.first_commit.ToString(), w.last_commit.ToString(), w.own,
+      w.lead_in, w.own_beyond_base, w.defect, fmt::join(w.origins, ","), native.str());
+}
+
+// A cutter saved, serialized, parsed and restored into a fresh one, at random points of a
+// simulated stream, cuts the windows an uninterrupted cutter cuts, with the same counts.
+void CheckRestoredStream(sim::DataKind data, WindowOptions options, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Arrivals a = SimulatedArrivals(data, seed, rng);
+  const History& src = a.sim.history;
+  auto& arrivals = a.order;
+  ASSERT_GT(src.size(), 0u);
+  // A few transactions arrive far too late, after their window was sealed.
+  for (size_t i = 0; i < 4; ++i) {
+    auto late = arrivals.begin() + static_cast<ptrdiff_t>(10 + 50 * i);
+    std::rotate(late, late + 1, arrivals.end());
+  }
+
+  WindowCutter whole(options);
+  auto restarted = std::make_unique<WindowCutter>(options);
+  std::vector<std::string> expected;
+  std::vector<std::string> got;
+  int restores = 0;
+  for (const auto& [at, id] : arrivals) {
+    whole.Add(src, id);
+    restarted->Add(src, id);
+    if (rng() % 8 == 0) {
+      for (const Window& w : whole.Seal(src, Ts(at - kJitter - 1))) expected.push_back(Render(w));
+      for (const Window& w : restarted->Seal(src, Ts(at - kJitter - 1))) got.push_back(Render(w));
+    }
+    if (rng() % 16 == 0) {
+      v1::CutterCheckpoint saved;
+      restarted->Save(&saved);
+      v1::CutterCheckpoint parsed;
+      ASSERT_TRUE(parsed.ParseFromString(saved.SerializeAsString()));
+      restarted = std::make_unique<WindowCutter>(options);
+      ASSERT_TRUE(restarted->Restore(src, parsed).ok());
+      ++restores;
+      EXPECT_EQ(restarted->stats().added, whole.stats().added);
+      EXPECT_EQ(restarted->stats().staged, whole.stats().staged);
+      EXPECT_EQ(restarted->stats().sealed, whole.stats().sealed);
+      EXPECT_EQ(restarted->stats().late, whole.stats().late);
+    }
+  }
+  for (const Window& w : whole.Flush(src)) expected.push_back(Render(w));
+  for (const Window& w : restarted->Flush(src)) got.push_back(Render(w));
+  EXPECT_GT(restores, 10);
+  EXPECT_GT(whole.stats().late, 0u);
+  ASSERT_GT(expected.size(), 3u);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "window " << i;
+  EXPECT_EQ(restarted->stats().late, whole.stats().late);
+  EXPECT_EQ(restarted->stats().renamed, whole.stats().renamed);
+}
+
+TEST(WindowCutterTest, RestoredCutterCutsTheSameKeyValueWindowsBySpan) {
+  CheckRestoredStream(sim::DataKind::kKeyValue, WindowOptions{.span = 40, .overlap = 10}, 11);
+}
+
+TEST(WindowCutterTest, RestoredCutterCutsTheSameListWindowsBySpan) {
+  CheckRestoredStream(sim::DataKind::kList, WindowOptions{.span = 25}, 12);
+}
+
+TEST(WindowCutterTest, RestoredCutterCutsTheSameKeyValueWindowsByCount) {
+  CheckRestoredStream(sim::DataKind::kKeyValue, WindowOptions{.transactions = 50, .overlap = 8},
+                      13);
+}
+
+TEST(WindowCutterTest, RestoredCutterCutsTheSameListWindowsByCount) {
+  CheckRestoredStream(sim::DataKind::kList, WindowOptions{.transactions = 37, .overlap = 5}, 14);
+}
+
+TEST(WindowCutterTest, RestoreRefusesOtherOptionsAndMalformedCheckpoints) {
+  sim::WorkloadOptions o;
+  o.txns = 60;
+  o.count_committed = true;
+  o.sessions = 4;
+  o.keys = 10;
+  absl::StatusOr<sim::SimResult> r = sim::Simulate(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const History& src = r->history;
+  WindowCutter cutter(WindowOptions{.transactions = 20, .overlap = 5});
+  for (uint32_t i = 0; i < src.size(); ++i) cutter.Add(src, TxnId(i));
+  std::vector<Timestamp> commits;
+  for (uint32_t i = 0; i < src.size(); ++i) {
+    if (src.txn(TxnId(i)).has_commit) commits.push_back(src.txn(TxnId(i)).commit);
+  }
+  std::sort(commits.begin(), commits.end());
+  ASSERT_GT(commits.size(), 45u);
+  ASSERT_FALSE(cutter.Seal(src, commits[45]).empty());
+  v1::CutterCheckpoint saved;
+  cutter.Save(&saved);
+  ASSERT_GT(saved.staged().names_size(), 0);
+  ASSERT_GT(saved.register_keys_size(), 0);
+
+  WindowCutter other(WindowOptions{.span = 100});
+  const absl::Status options = other.Restore(src, saved);
+  EXPECT_EQ(options.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(options.message()),
+              ::testing::HasSubstr("cut by transactions, 20 per window with overlap 5"));
+  EXPECT_THAT(std::string(options.message()),
+              ::testing::HasSubstr("cut by commit time, 100 per window with overlap 0"));
+
+  auto expect_malformed = [&](const v1::CutterCheckpoint& bad, std::string_view what) {
+    WindowCutter fresh(WindowOptions{.transactions = 20, .overlap = 5});
+    const absl::Status s = fresh.Restore(src, bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << what << ": " << s;
+    EXPECT_EQ(fresh.stats().added, 0u) << what;
+  };
+  v1::CutterCheckpoint bad = saved;
+  bad.mutable_staged()->mutable_ops()->set_keys(0, static_cast<uint32_t>(src.key_count()));
+  expect_malformed(bad, "a key past the history's");
+  bad = saved;
+  bad.mutable_staged()->add_names("extra");
+  expect_malformed(bad, "arrays of different lengths");
+  bad = saved;
+  bad.mutable_staged()->set_ops_counts(0, bad.staged().ops_counts(0) + 1);
+  expect_malformed(bad, "operations past the pool");
+  bad = saved;
+  bad.set_register_keys(0, static_cast<uint32_t>(src.key_count()) + 7);
+  expect_malformed(bad, "a register key past the history's");
+  bad = saved;
+  bad.mutable_retained()->set_sessions(0, 1u << 20);
+  expect_malformed(bad, "a session past the history's");
+  bad = saved;
+  bad.set_arrival(0);
+  expect_malformed(bad, "arrivals past the count");
+
+  // Restored, it goes on as the original does.
+  WindowCutter restored(WindowOptions{.transactions = 20, .overlap = 5});
+  ASSERT_TRUE(restored.Restore(src, saved).ok());
+  EXPECT_EQ(restored.Restore(src, saved).code(), absl::StatusCode::kFailedPrecondition);
+  std::vector<std::string> a;
+  std::vector<std::string> b;
+  for (const Window& w : cutter.Flush(src)) a.push_back(Render(w));
+  for (const Window& w : restored.Flush(src)) b.push_back(Render(w));
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(a.empty());
 }
 
 }  // namespace
