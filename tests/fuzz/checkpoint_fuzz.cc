@@ -3,7 +3,8 @@
 // Feeds arbitrary bytes to the daemon's checkpoint restore (docs/operations.md, "Checkpoints"):
 // what parses as a LiveCheckpoint is restored into a live checker (with a one-byte memory budget
 // over an in-memory spill, so that evicted keys are allowed); a checkpoint it takes must then
-// check a batch and render its violations like any other. A refusal is fine, a crash is not.
+// check a batch and render its violations (and cut its windows) like any other. A refusal is fine,
+// a crash is not.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,6 +50,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   isowatch::monitor::LiveOptions options{.clock = &clock};
   options.spill = &spill;
   options.memory_budget = 1;
+  // A checkpoint with a window cutter is restored by a checker cutting windows the way it did
+  // (when that way is a valid one), so that the cutter's restore is fed too.
+  if (checkpoint.has_cutter()) {
+    const isowatch::v1::CutterCheckpoint& c = checkpoint.cutter();
+    const bool by_span = c.span() > 0 && c.transactions() == 0;
+    const bool by_count = c.span() == 0 && c.transactions() > 0 && c.transactions() < (1u << 20);
+    if ((by_span || by_count) && c.overlap() >= 0) {
+      options.windows = isowatch::windows::WindowOptions{
+          .span = c.span(), .transactions = c.transactions(), .overlap = c.overlap()};
+    }
+  }
   isowatch::monitor::LiveChecker live(options);
   if (!live.RestoreCheckpoint(checkpoint, 0).ok()) return 0;
   const std::string stream =
@@ -58,5 +70,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   live.Apply(batch, all, 1);
   live.Tick();
   live.TakeViolations(2);
+  live.TakeSealedWindows();
   return 0;
 }

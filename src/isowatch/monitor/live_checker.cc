@@ -81,12 +81,11 @@ std::unique_ptr<engine::Engine> LiveChecker::MakeEngine() const {
 }
 
 absl::Status LiveChecker::SaveCheckpoint(v1::LiveCheckpoint* out) {
-  if (cutter_ != nullptr) {
-    return absl::FailedPreconditionError(
-        "no checkpoint while windows are cut for plug-in checkers (their state is not saved)");
-  }
   if (!rendered_.empty()) {
     return absl::FailedPreconditionError("violations rendered and not taken yet");
+  }
+  if (!sealed_.empty()) {
+    return absl::FailedPreconditionError("windows sealed and not taken yet");
   }
   out->Clear();
   out->set_started(started_);
@@ -96,6 +95,7 @@ absl::Status LiveChecker::SaveCheckpoint(v1::LiveCheckpoint* out) {
   if (!started_) return absl::OkStatus();
   RETURN_IF_ERROR(engine_->SaveCheckpoint(out->mutable_engine()));
   builder_.SaveLive(out->mutable_history());
+  if (cutter_ != nullptr) cutter_->Save(out->mutable_cutter());
   for (const Stream& s : streams_) {
     v1::LiveStream* p = out->add_streams();
     p->set_name(s.name);
@@ -114,15 +114,27 @@ absl::Status LiveChecker::SaveCheckpoint(v1::LiveCheckpoint* out) {
 absl::Status LiveChecker::RestoreCheckpoint(const v1::LiveCheckpoint& c, int64_t now_ms) {
   if (started_) return absl::FailedPreconditionError("the live checker has applied batches");
   if (!c.started()) return absl::OkStatus();
-  if (cutter_ != nullptr) {
-    // Checkpoints are taken only without windows; a cutter started here would not know the
-    // values written before it, and windows would be judged against wrong initial states.
+  if (cutter_ != nullptr && !c.has_cutter()) {
+    // A cutter started here would not know the values written before it, and windows would be
+    // judged against wrong initial states.
     return absl::FailedPreconditionError(
         "windows.checkers: the store holds a checkpoint taken without windows, and windows "
         "cannot be cut from one; use a new data_dir to check windows");
   }
   RETURN_IF_ERROR(builder_.RestoreLive(c.history()));
   const History& h = builder_.live_history();
+  if (cutter_ != nullptr) {
+    // A checkpoint taken with windows restores them where they were (without, its cutter is
+    // left unread: no windows are cut).
+    if (absl::Status s = cutter_->Restore(h, c.cutter()); !s.ok()) {
+      return s.code() == absl::StatusCode::kFailedPrecondition
+                 ? absl::FailedPreconditionError(fmt::format(
+                       "windows.by, windows.size, windows.overlap: {}; start with the same "
+                       "windows options, or use a new data_dir",
+                       std::string(s.message())))
+                 : s;
+    }
+  }
   if (options_.spill != nullptr && options_.spill->named_by_key_id()) {
     // A spill snapshot written by an earlier isowatch names keys by id: the history saved with
     // it names them (docs/spill-format.md, "Earlier format").

@@ -141,13 +141,15 @@ class LiveChecker {
   const history::HistoryBuilder& builder() const { return builder_; }
 
   // Checkpoints (docs/operations.md, "Checkpoints"). Writes everything this checker holds to
-  // `out`: the live history, the engine's state (flushing its spill) and the streams. Call
-  // between batches, after TakeViolations. FailedPrecondition while windows are cut (their
-  // state is not saved), or if the engine cannot save (its spill failed).
+  // `out`: the live history, the engine's state (flushing its spill), the streams and the
+  // window cutter. Call between batches, after TakeViolations and TakeSealedWindows
+  // (FailedPrecondition otherwise, or if the engine cannot save: its spill failed).
   absl::Status SaveCheckpoint(v1::LiveCheckpoint* out);
   // Makes this checker, fresh (nothing applied), the one that saved `checkpoint`, over a spill
   // (LiveOptions::spill) restored as it was then. The transactions still pending count as
-  // arrived at `now_ms`. An error if the checkpoint is malformed or does not fit the options.
+  // arrived at `now_ms`. An error if the checkpoint is malformed or does not fit the options
+  // (among them: windows are cut, and the checkpoint was taken without windows or cut them by
+  // other options).
   absl::Status RestoreCheckpoint(const v1::LiveCheckpoint& checkpoint, int64_t now_ms);
 
  private:

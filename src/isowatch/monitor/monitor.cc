@@ -18,6 +18,7 @@
 #include "isowatch/ingest/validate.h"
 #include "isowatch/report/check_report.h"
 #include "isowatch/server/process_memory.h"
+#include "isowatch/windows/saved_window.h"
 
 namespace isowatch::monitor {
 namespace {
@@ -132,6 +133,7 @@ absl::Status Monitor::Recover() {
     }
     checkpoint_position_ = store_->first_log_position();
     RemoveSpillSnapshots(options_.data_dir, c.spill_snapshot());
+    RETURN_IF_ERROR(RestoreWindows(c));
     spdlog::info("restored the checkpoint saved before log position {} ({} transactions held)",
                  checkpoint_position_,
                  live_.history().txns().size() + live_.history().retired_count());
@@ -172,6 +174,25 @@ absl::Status Monitor::Recover() {
   }
   std::lock_guard<std::mutex> l(mu_);
   recovered_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Monitor::RestoreWindows(const v1::DaemonCheckpoint& c) {
+  if (pool_ == nullptr) return absl::OkStatus();
+  if (const windows::CutterStats* cut = live_.window_stats(); cut != nullptr) {
+    std::lock_guard<std::mutex> l(windows_mu_);
+    windows_sealed_ = cut->sealed;
+  }
+  size_t submitted = 0;
+  for (const v1::SavedWindow& saved : c.windows()) {
+    if (saved.index() < windows_skip_) continue;  // done after the checkpoint was saved
+    ASSIGN_OR_RETURN(windows::Window w, windows::LoadWindow(saved));
+    SubmitWindow(std::make_shared<const windows::Window>(std::move(w)));
+    ++submitted;
+  }
+  if (submitted > 0) {
+    spdlog::info("{} windows saved with the checkpoint are checked again", submitted);
+  }
   return absl::OkStatus();
 }
 
@@ -477,7 +498,7 @@ void Monitor::ApplyOne(Queued& q, int64_t now_ms) {
 }
 
 void Monitor::MaybeCheckpoint(int64_t now_ms, bool now) {
-  if (options_.checkpoint_interval_ms <= 0 || options_.live.windows) return;
+  if (options_.checkpoint_interval_ms <= 0) return;
   if (!now && now_ms - last_checkpoint_ms_ < options_.checkpoint_interval_ms) return;
   last_checkpoint_ms_ = now_ms;
   {
@@ -507,8 +528,19 @@ absl::StatusOr<bool> Monitor::Checkpoint(int64_t now_ms) {
   if (position <= checkpoint_position_) return false;
   // What became final is stored first: the restored checker does not report it again.
   RETURN_IF_ERROR(StoreViolations(now_ms, /*count=*/true));
+  SubmitWindows();
   v1::DaemonCheckpoint c;
   RETURN_IF_ERROR(live_.SaveCheckpoint(c.mutable_live()));
+  // The windows not done yet are saved with it: a restart from it checks them. Those done by
+  // the time it is stored are checked again; their violations are stored once (by id).
+  std::vector<std::shared_ptr<const windows::Window>> unfinished;
+  {
+    std::lock_guard<std::mutex> l(windows_mu_);
+    for (const auto& [index, w] : windows_unfinished_) unfinished.push_back(w);
+  }
+  for (const std::shared_ptr<const windows::Window>& w : unfinished) {
+    RETURN_IF_ERROR(windows::SaveWindow(*w, c.add_windows()));
+  }
   c.set_saved_unix_ms(now_ms);
   registry_.Save(c.mutable_ids());
   if (options_.rocks_spill != nullptr) {
@@ -524,9 +556,8 @@ absl::StatusOr<bool> Monitor::Checkpoint(int64_t now_ms) {
   RETURN_IF_ERROR(store_->PutCheckpoint(position, blob));
   checkpoint_position_ = position;
   metrics_->checkpoint_bytes().Set(static_cast<double>(blob.size()));
-  // No window is cut while checkpoints are taken: a restart from this one cuts windows afresh.
-  RETURN_IF_ERROR(store_->SetWindowsDone(0));
   RemoveSpillSnapshots(options_.data_dir, c.spill_snapshot());
+  metrics_->checkpoint_windows().Set(static_cast<double>(c.windows_size()));
   return true;
 }
 
@@ -546,18 +577,26 @@ void Monitor::SubmitWindows() {
   if (sealed.empty() || pool_ == nullptr) return;
   {
     std::lock_guard<std::mutex> l(windows_mu_);
-    while (stream_names_.size() < UINT16_MAX) {
-      const std::string_view name = live_.stream_name(static_cast<uint16_t>(stream_names_.size()));
-      if (name.empty()) break;
-      stream_names_.emplace_back(name);
-    }
     windows_sealed_ += sealed.size();
   }
   metrics_->windows_sealed().Increment(static_cast<double>(sealed.size()));
   for (windows::Window& w : sealed) {
     if (w.scope.index < windows_skip_) continue;  // done before a restart
-    pool_->Submit(std::move(w));
+    SubmitWindow(std::make_shared<const windows::Window>(std::move(w)));
   }
+}
+
+void Monitor::SubmitWindow(std::shared_ptr<const windows::Window> w) {
+  {
+    std::lock_guard<std::mutex> l(windows_mu_);
+    while (stream_names_.size() < UINT16_MAX) {
+      const std::string_view name = live_.stream_name(static_cast<uint16_t>(stream_names_.size()));
+      if (name.empty()) break;
+      stream_names_.emplace_back(name);
+    }
+    windows_unfinished_[w->scope.index] = w;
+  }
+  pool_->Submit(std::move(w));
 }
 
 void Monitor::OnWindowResult(const windows::Window& w, const checkers::Checker& c,
@@ -621,6 +660,7 @@ void Monitor::OnWindowDropped(const windows::Window& w) {
 
 void Monitor::WindowDone(uint64_t index) {
   std::lock_guard<std::mutex> l(windows_mu_);
+  windows_unfinished_.erase(index);
   if (index < windows_done_) return;
   windows_done_above_.insert(index);
   const uint64_t before = windows_done_;

@@ -155,6 +155,10 @@ class Monitor final : public ingest::BatchSink,
   // Saves a checkpoint at the next log position to apply and drops the log before it; returns
   // whether there was anything new to save. Engine thread, between batches.
   absl::StatusOr<bool> Checkpoint(int64_t now_ms);
+  // Recovery from checkpoint `c`: its windows not done yet go to the pool again.
+  absl::Status RestoreWindows(const v1::DaemonCheckpoint& c);
+  // Keeps `w` until it is done (windows_unfinished_) and queues it for the checkers.
+  void SubmitWindow(std::shared_ptr<const windows::Window> w);
   void MaybeCheckpoint(int64_t now_ms, bool now);
   void Refresh(int64_t now_ms);
   // Sets database `db`'s RocksDB memory gauges and adds it to `out`.
@@ -233,6 +237,8 @@ class Monitor final : public ingest::BatchSink,
   std::vector<std::string> stream_names_;  // by origin, for rendering window violations
   uint64_t windows_done_ = 0;              // windows below it are done
   std::set<uint64_t> windows_done_above_;  // done, above windows_done_
+  // Sealed and submitted, not done yet: saved with a checkpoint, to be checked after a restart.
+  std::map<uint64_t, std::shared_ptr<const windows::Window>> windows_unfinished_;
   uint64_t windows_sealed_ = 0;
   uint64_t windows_dropped_ = 0;
   uint64_t window_late_seen_ = 0;  // late transactions already counted in the metric

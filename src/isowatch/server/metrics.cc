@@ -258,6 +258,12 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
            .Help("Size of the last checkpoint saved (without the spill's snapshot).")
            .Register(r)
            .Add({});
+  checkpoint_windows_ =
+      &BuildGauge()
+           .Name("isowatch_checkpoint_windows")
+           .Help("Windows saved with the last checkpoint, not yet done by every plug-in checker.")
+           .Register(r)
+           .Add({});
   log_batches_ = &BuildGauge()
                       .Name("isowatch_store_log_batches")
                       .Help("Batches in the store's log (those since the last checkpoint).")

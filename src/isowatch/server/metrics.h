@@ -112,6 +112,7 @@ class DaemonMetrics {
   prometheus::Counter& checkpoint_failures() { return *checkpoint_failures_; }
   prometheus::Histogram& checkpoint_seconds() { return *checkpoint_seconds_; }
   prometheus::Gauge& checkpoint_bytes() { return *checkpoint_bytes_; }
+  prometheus::Gauge& checkpoint_windows() { return *checkpoint_windows_; }
   // Batches in the log, from its first position to its end.
   prometheus::Gauge& log_batches() { return *log_batches_; }
   // Memory RocksDB holds for database `db` ("store", "spill"), by `kind` ("memtables",
@@ -195,6 +196,7 @@ class DaemonMetrics {
   prometheus::Counter* checkpoint_failures_;
   prometheus::Histogram* checkpoint_seconds_;
   prometheus::Gauge* checkpoint_bytes_;
+  prometheus::Gauge* checkpoint_windows_;
   prometheus::Gauge* log_batches_;
   prometheus::Histogram* spill_reload_;
   prometheus::Family<prometheus::Gauge>* rocksdb_memory_family_;

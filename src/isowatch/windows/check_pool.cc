@@ -30,8 +30,10 @@ CheckPool::~CheckPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void CheckPool::Submit(Window window) {
-  std::unique_ptr<Window> dropped;
+void CheckPool::Submit(Window window) { Submit(std::make_shared<const Window>(std::move(window))); }
+
+void CheckPool::Submit(std::shared_ptr<const Window> window) {
+  std::shared_ptr<const Window> dropped;
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
@@ -39,7 +41,7 @@ void CheckPool::Submit(Window window) {
       dropped = std::move(queue_.front());
       queue_.pop_front();
     }
-    queue_.push_back(std::make_unique<Window>(std::move(window)));
+    queue_.push_back(std::move(window));
   }
   work_cv_.notify_one();
   if (dropped != nullptr && on_drop_) on_drop_(*dropped);
@@ -77,7 +79,7 @@ size_t CheckPool::running() const {
 void CheckPool::Work() {
   using Clock = checkers::CheckLimits::Clock;
   for (;;) {
-    std::unique_ptr<Window> window;
+    std::shared_ptr<const Window> window;
     {
       std::unique_lock lock(mu_);
       work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

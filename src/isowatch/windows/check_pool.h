@@ -54,6 +54,8 @@ class CheckPool {
 
   // Queues a sealed window for every checker.
   void Submit(Window window);
+  // The same, for a window the caller keeps a share of (to save it until its checks are done).
+  void Submit(std::shared_ptr<const Window> window);
   // Waits until every window submitted so far has been checked or dropped.
   void Drain();
   // Cancels the running checks (their outcome is UNKNOWN, `cancelled`), drops the queued
@@ -76,7 +78,7 @@ class CheckPool {
   mutable std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
-  std::deque<std::unique_ptr<Window>> queue_;
+  std::deque<std::shared_ptr<const Window>> queue_;
   size_t running_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> workers_;

@@ -286,6 +286,14 @@ class DaemonTest : public ::testing::Test {
   }
 
   // Waits until the stream is closed and nothing of it is pending.
+  // Waits until /api/v1/status says at least `n` windows are done.
+  bool WindowsDone(uint64_t n) {
+    return WaitFor([&] {
+      std::unique_ptr<rapidjson::Document> d = Status();
+      return d->IsObject() && d->HasMember("windows") && (*d)["windows"]["done"].GetUint64() >= n;
+    });
+  }
+
   bool WaitChecked(std::string_view stream) {
     return WaitFor([&] {
       auto s = StreamStatus(stream);
@@ -1231,6 +1239,17 @@ v1::Transaction SkewTxn(int64_t id, int64_t start, int64_t commit, int64_t key, 
   return t;
 }
 
+// Windows of four transactions without overlap, checked by adya (SI and SER) and chronos (SI).
+config::DaemonConfig WindowedConfig(const std::string& data_dir) {
+  config::DaemonConfig config = TestConfig(data_dir);
+  for (const char* assignment :
+       {"windows.checkers=adya,chronos", "windows.size=4", "windows.overlap=0",
+        "checkers.chronos.levels=si", "checkers.adya.levels=si,ser"}) {
+    EXPECT_TRUE(config::ApplyAssignment(&config, assignment).ok()) << assignment;
+  }
+  return config;
+}
+
 // With windows.checkers set, the stream is cut into windows that the plug-ins check beside the
 // online engine: a write skew, valid under snapshot isolation (nothing online), is adya's
 // G2-item against serializability, stored with the window it was found in. A restart does not
@@ -1238,12 +1257,7 @@ v1::Transaction SkewTxn(int64_t id, int64_t start, int64_t commit, int64_t key, 
 TEST_F(DaemonTest, WindowsAreCheckedByThePluginsOnceAcrossRestarts) {
   TempDir dir;
   ASSERT_FALSE(dir.Path().empty());
-  config::DaemonConfig config = TestConfig(dir.Path());
-  ASSERT_TRUE(config::ApplyAssignment(&config, "windows.checkers=adya,chronos").ok());
-  ASSERT_TRUE(config::ApplyAssignment(&config, "windows.size=4").ok());
-  ASSERT_TRUE(config::ApplyAssignment(&config, "windows.overlap=0").ok());
-  ASSERT_TRUE(config::ApplyAssignment(&config, "checkers.chronos.levels=si").ok());
-  ASSERT_TRUE(config::ApplyAssignment(&config, "checkers.adya.levels=si,ser").ok());
+  config::DaemonConfig config = WindowedConfig(dir.Path());
   ASSERT_TRUE(config::Validate(config).ok()) << config::Validate(config);
   const std::string s = "skew";
   // Transactions 1 and 2 overlap and each writes a key the other read: a write skew.
@@ -1254,15 +1268,9 @@ TEST_F(DaemonTest, WindowsAreCheckedByThePluginsOnceAcrossRestarts) {
   v1::IngestBatch second = Batch(s, 2, {Writer(5, 5, 500), Writer(6, 6, 600)});
   second.set_end_of_stream(true);
 
-  auto windows_done = [&](uint64_t n) {
-    return WaitFor([&] {
-      std::unique_ptr<rapidjson::Document> d = Status();
-      return d->IsObject() && d->HasMember("windows") && (*d)["windows"]["done"].GetUint64() >= n;
-    });
-  };
   ASSERT_NO_FATAL_FAILURE(Start(config));
   ASSERT_NO_FATAL_FAILURE(PushAllAndWait({first, second}, s));
-  ASSERT_TRUE(windows_done(2));
+  ASSERT_TRUE(WindowsDone(2));
   auto before = Violations();
   ASSERT_TRUE(before.has_value());
   ASSERT_EQ(before->size(), 1u);
@@ -1319,6 +1327,67 @@ TEST_F(DaemonTest, WindowsAreCheckedByThePluginsOnceAcrossRestarts) {
   ASSERT_TRUE(after.has_value());
   ASSERT_EQ(after->size(), 1u);
   EXPECT_EQ((*after)[0].id, (*before)[0].id);
+}
+
+// Checkpoints are taken while windows are cut: the window cutter is saved with them, so that a
+// restart from a checkpoint (its log dropped) cuts the next windows with the state the earlier
+// ones left. The readers of the second window read what the first window's transactions wrote:
+// with a state lost in the restart they would read values never written (chronos's EXT).
+TEST_F(DaemonTest, WindowsGoOnFromACheckpointAfterARestart) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  config::DaemonConfig config = WindowedConfig(dir.Path());
+  config.store.checkpoint_interval = std::chrono::milliseconds(10);
+  ASSERT_TRUE(config::Validate(config).ok()) << config::Validate(config);
+  const std::string s = "windowed";
+  v1::IngestBatch first = Batch(s, 1,
+                                {SkewTxn(1, 10, 20, 1, 100), SkewTxn(2, 11, 21, 2, 200),
+                                 Writer(3, 3, 300), Writer(4, 4, 400)});
+  // Past transaction 4's commit (45): the first window is sealed.
+  first.mutable_watermark()->set_physical(46);
+  v1::IngestBatch second =
+      Batch(s, 2, {Reader(5, 1, 100), Reader(6, 2, 200), Reader(7, 3, 300), Reader(8, 4, 400)});
+  second.set_end_of_stream(true);
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  absl::StatusOr<v1::IngestAck> ack = Push(first);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  ASSERT_TRUE(WindowsDone(1));
+  // A checkpoint after the first window, and the log before it dropped: the restart below
+  // starts from the checkpoint alone.
+  std::string metrics;
+  EXPECT_TRUE(WaitFor([&] {
+    metrics = Metrics();
+    return Sample(metrics, "isowatch_checkpoints_total") >= 1.0 &&
+           Sample(metrics, "isowatch_store_log_batches") == 0.0;
+  })) << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_checkpoint_failures_total"), 0.0) << metrics;
+  auto before = Violations();
+  ASSERT_TRUE(before.has_value());
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ((*before)[0].anomaly, "G2-item");
+  Stop();
+
+  ASSERT_NO_FATAL_FAILURE(Start(config));
+  metrics = Metrics();
+  EXPECT_EQ(Sample(metrics, "isowatch_store_log_batches"), 0.0) << metrics;
+  ack = Push(second);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_EQ(ack->refusals_size(), 0);
+  ASSERT_TRUE(WaitChecked(s));
+  ASSERT_TRUE(WindowsDone(2));
+  std::unique_ptr<rapidjson::Document> status = Status();
+  EXPECT_EQ((*status)["windows"]["sealed"].GetUint64(), 2u);
+  EXPECT_EQ((*status)["windows"]["dropped"].GetUint64(), 0u);
+  auto after = Violations();
+  ASSERT_TRUE(after.has_value());
+  ASSERT_EQ(after->size(), 1u) << (*after)[1].anomaly << " " << (*after)[1].txns;
+  EXPECT_EQ((*after)[0].id, (*before)[0].id);
+  absl::StatusOr<store::ViolationPage> page = daemon_->monitor().Query({}, 10, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->violations.size(), 1u);
+  EXPECT_NE(page->violations[0].json.find(R"("window":{"index":0,)"), std::string::npos)
+      << page->violations[0].json;
 }
 
 // By default a plug-in judges the level the database promises (engine.level): the write skew that

@@ -621,7 +621,8 @@ std::string RenderWindow(const windows::Window& w) {
 }
 
 // Windows cut while the live history forgets byte values (the cutter keeps the values it holds
-// for later windows) are the windows cut without a budget, value for value.
+// for later windows) are the windows cut without a budget, value for value; and so are those cut
+// by checkers saved and restored from a checkpoint every few batches (the cutter saved with them).
 TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
   for (const DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
     sim::WorkloadOptions o;
@@ -638,7 +639,7 @@ TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
     const auto schedule = engine::BuildDeliverySchedule(
         *h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = 3, .rate_tps = 2000});
     const auto batches = Batches(*h, schedule, 2);
-    auto run = [&](bool budget) {
+    auto run = [&](bool budget, size_t checkpoint_every) {
       engine::FakeClock clock;
       engine::MemoryVersionSpill spill;
       LiveOptions options{.clock = &clock};
@@ -649,20 +650,42 @@ TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
         options.min_release = 16;
         options.min_bytes_collect = 0;
       }
-      LiveChecker live(options);
+      auto live = std::make_unique<LiveChecker>(options);
       std::vector<std::string> out;
-      for (const v1::IngestBatch& b : batches) {
-        EXPECT_TRUE(live.Apply(b, All(b)).empty());
-        for (const windows::Window& w : live.TakeSealedWindows()) out.push_back(RenderWindow(w));
+      uint64_t forgotten = 0;
+      size_t restores = 0;
+      for (size_t i = 0; i < batches.size(); ++i) {
+        const v1::IngestBatch& b = batches[i];
+        EXPECT_TRUE(live->Apply(b, All(b)).empty());
+        for (const windows::Window& w : live->TakeSealedWindows()) out.push_back(RenderWindow(w));
+        if (checkpoint_every > 0 && (i + 1) % checkpoint_every == 0) {
+          live->TakeViolations(0);
+          forgotten += live->bytes_forgotten();
+          v1::LiveCheckpoint saved;
+          const absl::Status st = live->SaveCheckpoint(&saved);
+          EXPECT_TRUE(st.ok()) << st;
+          EXPECT_TRUE(saved.has_cutter());
+          live = std::make_unique<LiveChecker>(options);
+          v1::LiveCheckpoint parsed;
+          EXPECT_TRUE(parsed.ParseFromString(saved.SerializeAsString()));
+          const absl::Status r = live->RestoreCheckpoint(parsed, 0);
+          EXPECT_TRUE(r.ok()) << r;
+          ++restores;
+        }
       }
       if (budget) {
-        EXPECT_GT(live.bytes_forgotten(), 0u);
+        EXPECT_GT(forgotten + live->bytes_forgotten(), 0u);
+      }
+      if (checkpoint_every > 0) {
+        EXPECT_GT(restores, 5u);
       }
       return out;
     };
-    const std::vector<std::string> unbounded = run(false);
+    const std::vector<std::string> unbounded = run(false, 0);
     EXPECT_GT(unbounded.size(), 5u);
-    EXPECT_EQ(run(true), unbounded);
+    EXPECT_EQ(run(true, 0), unbounded);
+    EXPECT_EQ(run(true, 3), unbounded);
+    EXPECT_EQ(run(false, 5), unbounded);
   }
 }
 

@@ -24,6 +24,7 @@
 #include "isowatch/history/history_builder.h"
 #include "isowatch/sim/simulator.h"
 #include "isowatch/v1/checkpoint.pb.h"
+#include "isowatch/windows/saved_window.h"
 
 #include "tests/testing/test_history.h"
 
@@ -707,8 +708,21 @@ std::string Render(const Window& w) {
       w.lead_in, w.own_beyond_base, w.defect, fmt::join(w.origins, ","), native.str());
 }
 
+// `w` saved as a checkpoint keeps it, serialized, parsed and loaded.
+Window SavedAndLoaded(const Window& w) {
+  v1::SavedWindow saved;
+  const absl::Status s = SaveWindow(w, &saved);
+  EXPECT_TRUE(s.ok()) << s;
+  v1::SavedWindow parsed;
+  EXPECT_TRUE(parsed.ParseFromString(saved.SerializeAsString()));
+  absl::StatusOr<Window> loaded = LoadWindow(parsed);
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  return loaded.ok() ? *std::move(loaded) : Window{};
+}
+
 // A cutter saved, serialized, parsed and restored into a fresh one, at random points of a
-// simulated stream, cuts the windows an uninterrupted cutter cuts, with the same counts.
+// simulated stream, cuts the windows an uninterrupted cutter cuts, with the same counts; and
+// each of its windows, saved and loaded again, is the same window.
 void CheckRestoredStream(sim::DataKind data, WindowOptions options, uint64_t seed) {
   std::mt19937_64 rng(seed);
   Arrivals a = SimulatedArrivals(data, seed, rng);
@@ -731,7 +745,9 @@ void CheckRestoredStream(sim::DataKind data, WindowOptions options, uint64_t see
     restarted->Add(src, id);
     if (rng() % 8 == 0) {
       for (const Window& w : whole.Seal(src, Ts(at - kJitter - 1))) expected.push_back(Render(w));
-      for (const Window& w : restarted->Seal(src, Ts(at - kJitter - 1))) got.push_back(Render(w));
+      for (const Window& w : restarted->Seal(src, Ts(at - kJitter - 1))) {
+        got.push_back(Render(SavedAndLoaded(w)));
+      }
     }
     if (rng() % 16 == 0) {
       v1::CutterCheckpoint saved;
@@ -748,7 +764,7 @@ void CheckRestoredStream(sim::DataKind data, WindowOptions options, uint64_t see
     }
   }
   for (const Window& w : whole.Flush(src)) expected.push_back(Render(w));
-  for (const Window& w : restarted->Flush(src)) got.push_back(Render(w));
+  for (const Window& w : restarted->Flush(src)) got.push_back(Render(SavedAndLoaded(w)));
   EXPECT_GT(restores, 10);
   EXPECT_GT(whole.stats().late, 0u);
   ASSERT_GT(expected.size(), 3u);
@@ -841,6 +857,36 @@ TEST(WindowCutterTest, RestoreRefusesOtherOptionsAndMalformedCheckpoints) {
   for (const Window& w : restored.Flush(src)) b.push_back(Render(w));
   EXPECT_EQ(a, b);
   EXPECT_FALSE(a.empty());
+}
+
+TEST(WindowCutterTest, LoadingASavedWindowRefusesMalformedOnes) {
+  std::mt19937_64 rng(5);
+  const Arrivals a = SimulatedArrivals(sim::DataKind::kKeyValue, 5, rng);
+  WindowCutter cutter(WindowOptions{.transactions = 50, .overlap = 8});
+  for (const auto& [at, id] : a.order) cutter.Add(a.sim.history, id);
+  std::vector<Window> sealed = cutter.Flush(a.sim.history);
+  ASSERT_GT(sealed.size(), 2u);
+  const Window& w = sealed[1];
+  ASSERT_GT(w.lead_in, 0u);
+  v1::SavedWindow saved;
+  ASSERT_TRUE(SaveWindow(w, &saved).ok());
+  EXPECT_EQ(Render(SavedAndLoaded(w)), Render(w));
+
+  v1::SavedWindow bad = saved;
+  bad.set_history(saved.history().substr(0, saved.history().size() / 2));
+  EXPECT_EQ(LoadWindow(bad).status().code(), absl::StatusCode::kDataLoss);
+  bad = saved;
+  bad.add_origins(0);
+  EXPECT_EQ(LoadWindow(bad).status().code(), absl::StatusCode::kDataLoss);
+  bad = saved;
+  bad.set_first_proper(saved.first_proper() + 1);
+  EXPECT_EQ(LoadWindow(bad).status().code(), absl::StatusCode::kDataLoss);
+  bad = saved;
+  bad.set_own(saved.own() + 1);
+  EXPECT_EQ(LoadWindow(bad).status().code(), absl::StatusCode::kDataLoss);
+  bad = saved;
+  bad.set_origins(0, 1u << 20);
+  EXPECT_EQ(LoadWindow(bad).status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace
