@@ -8,7 +8,8 @@ Usage:
   daemon_compare.py wait-ready HTTP_PORT TIMEOUT
   daemon_compare.py wait-checked HTTP_PORT STREAM TIMEOUT
   daemon_compare.py wait-acked HTTP_PORT STREAM MIN_SEQ TIMEOUT
-  daemon_compare.py violations HTTP_PORT OUT.json [STREAM]
+  daemon_compare.py violations HTTP_PORT OUT.json [STREAM [CHECKER]]
+  daemon_compare.py wait-windows HTTP_PORT TIMEOUT
   daemon_compare.py compare OFFLINE.json ONLINE.json
   daemon_compare.py metrics HTTP_PORT OUT.txt VIOLATIONS INGESTED
   daemon_compare.py ingested HTTP_PORT STREAM TRANSACTIONS
@@ -114,8 +115,22 @@ def wait_acked(port, stream, min_seq, timeout):
     poll(acked, timeout, f"stream {stream} acknowledged up to batch {min_seq}")
 
 
-def violations(port, out, stream=None):
-    """Every page of /api/v1/violations; fails if an id comes twice or a token does not end."""
+def wait_windows(port, timeout):
+    """Waits until at least one window was sealed and every sealed window is done."""
+
+    def done():
+        status, body = get(port, "/api/v1/status")
+        if status != 200:
+            return False
+        w = json.loads(body).get("windows", {})
+        return w.get("enabled") and w["sealed"] > 0 and w["done"] == w["sealed"]
+
+    poll(done, timeout, "every sealed window done")
+
+
+def violations(port, out, stream=None, checker=None):
+    """Every page of /api/v1/violations (of one stream and one checker, if given: an empty stream
+    is every stream); fails if an id comes twice or a token does not end."""
     result = []
     ids = set()
     token = ""
@@ -125,6 +140,8 @@ def violations(port, out, stream=None):
             query["page_token"] = token
         if stream:
             query["stream"] = stream
+        if checker:
+            query["checker"] = checker
         status, body = get(port, "/api/v1/violations?" + urllib.parse.urlencode(query))
         if status != 200:
             fail(f"/api/v1/violations answered {status}: {body}")
@@ -241,6 +258,7 @@ def main(argv):
         "wait-checked": (wait_checked, 3),
         "wait-acked": (wait_acked, 4),
         "violations": (violations, None),
+        "wait-windows": (wait_windows, 2),
         "compare": (compare, 2),
         "metrics": (metrics, 4),
         "ingested": (ingested, 3),

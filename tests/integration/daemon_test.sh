@@ -12,18 +12,22 @@
 #    <data_dir>/spill, so that checks reload from the spill before and after the restart;
 #  - checkpoint, budget_checkpoint: the crash and budget cases with a checkpoint every 100 ms, so
 #    that the restarted daemon starts from a checkpoint (and its spill snapshot) and replays only
-#    the log after it.
+#    the log after it;
+#  - windows_checkpoint: the checkpoint case with windows cut for the chronos plug-in: the
+#    restarted daemon goes on from the checkpoint's window cutter, every window is done, each
+#    violation is served once, and the online engine's equal the offline check.
 # Each case runs in a process of its own (this script with the case's name), so that one failing
 # case does not hide the others' results.
 # Usage: daemon_test.sh PATH/TO/isowatch PATH/TO/isowatchd [CASE...]
-#   CASE: kv, list, nowm, ser, crash, budget, checkpoint, budget_checkpoint (default: all).
+#   CASE: kv, list, nowm, ser, crash, budget, checkpoint, budget_checkpoint, windows_checkpoint
+#   (default: all).
 # With ISOWATCH_KEEP_TMP=1 the temporary directory (histories, reports, logs) is kept on failure.
 set -euo pipefail
 
 cli=$1
 daemond=$2
 shift 2
-all_cases=(kv list nowm ser crash budget checkpoint budget_checkpoint)
+all_cases=(kv list nowm ser crash budget checkpoint budget_checkpoint windows_checkpoint)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 if [ $# -ne 1 ]; then
@@ -230,7 +234,15 @@ crash_run() {
     return 1
   fi
   helper wait-checked "$fixed_http" "$name-stream" 300
-  helper violations "$fixed_http" "$dir/$name.online.json" >/dev/null
+  if [[ " $* " == *windows.checkers* ]]; then
+    # Every window done once (the helper fails on an id served twice); the online engine's own
+    # findings are compared with the offline check.
+    helper wait-windows "$fixed_http" 300
+    helper violations "$fixed_http" "$dir/$name.all.json" >/dev/null
+    helper violations "$fixed_http" "$dir/$name.online.json" "" online >/dev/null
+  else
+    helper violations "$fixed_http" "$dir/$name.online.json" >/dev/null
+  fi
   helper compare "$dir/$name.offline.json" "$dir/$name.online.json"
   # Every transaction applied once: the restarted daemon counts those of its log and the new ones.
   helper ingested "$fixed_http" "$name-stream" "$total"
@@ -263,13 +275,22 @@ case_budget() {
 
 case_checkpoint() { crash_run checkpoint --set store.checkpoint_interval=100ms; }
 
+# Windows cut for a plug-in checker, with a checkpoint every 100 ms: the restart goes on from the
+# checkpoint's window cutter and checks the windows it saved.
+case_windows_checkpoint() {
+  crash_run windows_checkpoint --set store.checkpoint_interval=100ms \
+    --set windows.checkers=chronos --set windows.size=300 --set windows.overlap=30
+}
+
 case_budget_checkpoint() {
   crash_run budget_checkpoint --memory-budget 1 --set engine.spill_collected=true \
     --set store.checkpoint_interval=100ms
 }
 
 case "$case_name" in
-  kv | list | nowm | ser | crash | budget | checkpoint | budget_checkpoint) "case_$case_name" ;;
+  kv | list | nowm | ser | crash | budget | checkpoint | budget_checkpoint | windows_checkpoint)
+    "case_$case_name"
+    ;;
   *)
     echo "unknown case $case_name (${all_cases[*]})"
     exit 2
