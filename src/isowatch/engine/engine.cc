@@ -328,6 +328,29 @@ class EngineImpl {
     }
   }
 
+  void MarkKeys(std::vector<uint64_t>& marks) const {
+    marks.resize((keys_.size() + 63) / 64, 0);
+    for (uint32_t k = 0; k < keys_.size(); ++k) {
+      const KeyState* ks = keys_.Find(k);
+      if (ks != nullptr && !Fresh(*ks)) marks[k / 64] |= uint64_t{1} << (k % 64);
+    }
+  }
+
+  void ForgetKeys(std::span<const KeyId> keys) {
+    if (!evicting_) return;
+    for (const KeyId key : keys) {
+      if (key.value() >= keys_.size()) continue;
+      if (const KeyState* ks = keys_.Find(key.value()); ks != nullptr) {
+        // A fresh state holds nothing: it goes. Any other the caller should have kept (MarkKeys).
+        if (!Fresh(*ks)) continue;
+        keys_.Release(key.value(), /*evicted=*/false);
+      }
+      keys_.MarkMaybeSpilled(key.value());
+      ++stats_.forgotten_keys;
+    }
+    forgot_keys_ = forgot_keys_ || !keys.empty();
+  }
+
   absl::Status SaveCheckpoint(v1::EngineCheckpoint* out) {
     if (spill_broken_) {
       return absl::FailedPreconditionError(
@@ -360,9 +383,14 @@ class EngineImpl {
     for (uint64_t i = DeliveredEnd(); i < h_.size(); ++i) {
       out->add_undelivered(i);
     }
+    out->set_new_keys_maybe_spilled(forgot_keys_);
     for (uint32_t k = 0; k < keys_.size(); ++k) {
       if (keys_.slot(k) == KeyTable::Slot::kEvicted) {
         out->add_evicted_keys(k);
+        continue;
+      }
+      if (keys_.slot(k) == KeyTable::Slot::kMaybeSpilled) {
+        out->add_maybe_spilled_keys(k);
         continue;
       }
       const KeyState* ks = keys_.Find(k);
@@ -450,6 +478,11 @@ class EngineImpl {
     for (uint32_t k : c.evicted_keys()) {
       if (k >= h_.key_count()) return BadCheckpoint(fmt::format("evicted key {} out of range", k));
     }
+    for (uint32_t k : c.maybe_spilled_keys()) {
+      if (k >= h_.key_count()) {
+        return BadCheckpoint(fmt::format("key {} the spill may hold: out of range", k));
+      }
+    }
     for (const v1::EngineSpillPin& p : c.spill_pins()) {
       if (p.index() >= h_.byte_count() || p.unbounded() < 0) {
         return BadCheckpoint(fmt::format("spill pin of byte string {}: out of range", p.index()));
@@ -468,6 +501,11 @@ class EngineImpl {
       return absl::FailedPreconditionError(
           "engine checkpoint: keys were evicted to the spill, and this engine has none "
           "(engine.memory_budget)");
+    }
+    if ((c.maybe_spilled_keys_size() > 0 || c.new_keys_maybe_spilled()) && !evicting_) {
+      return absl::FailedPreconditionError(
+          "engine checkpoint: keys were forgotten, their states left in the spill, and this "
+          "engine has no memory budget (engine.memory_budget)");
     }
 
     Grow();
@@ -514,9 +552,13 @@ class EngineImpl {
         keys_.MarkEvicted(k, advances_ - (uint64_t{1} << 30));
         ++evicted;
       } else if (KeyState& ks = *keys_.Find(k); Fresh(ks) && !ks.base_in_spill) {
-        Restore(KeyId(k), ks);  // without a budget every state stays in memory
+        Restore(KeyId(k), ks, /*maybe=*/false);  // without a budget every state stays in memory
       }
     }
+    for (uint32_t k : c.maybe_spilled_keys()) {
+      if (keys_.slot(k) == KeyTable::Slot::kNone) keys_.MarkMaybeSpilled(k);
+    }
+    forgot_keys_ = c.new_keys_maybe_spilled();
     for (const v1::EngineStream& s : c.streams()) {
       streams_.push_back(StreamState{.name = s.name(),
                                      .closed = s.closed(),
@@ -566,7 +608,7 @@ class EngineImpl {
       delivered_base_ = released;
     }
     delivered_.resize(h_.size() - delivered_base_, false);
-    keys_.Grow(h_.key_count());
+    keys_.Grow(h_.key_count(), forgot_keys_);
     key_stamp_.resize(h_.key_count(), 0);
     sessions_.resize(h_.session_count());
     walker_.Grow();
@@ -758,12 +800,15 @@ class EngineImpl {
     return NewState(key);
   }
   [[gnu::noinline]] KeyState& NewState(KeyId key) {
-    const bool evicted = keys_.slot(key.value()) == KeyTable::Slot::kEvicted;
+    const KeyTable::Slot slot = keys_.slot(key.value());
+    const bool evicted = slot == KeyTable::Slot::kEvicted;
     // An evicted key back soon after it left (AdaptIdleAdvances).
     if (evicted && keys_.EvictedAge(key.value(), advances_) <= kIdleAdvances) ++quick_returns_;
     KeyState& ks = keys_.Create(key.value());
     if (evicted) [[unlikely]] {
-      Restore(key, ks);
+      Restore(key, ks, /*maybe=*/false);
+    } else if (slot == KeyTable::Slot::kMaybeSpilled) [[unlikely]] {
+      Restore(key, ks, /*maybe=*/true);
     }
     return ks;
   }
@@ -771,20 +816,28 @@ class EngineImpl {
   // Brings back the state of evicted `key` from its record in the spill (Evict): no version in
   // memory, the base in the spill. If the spill cannot answer, a state under which every check
   // that needs what the key held up to the final point is a horizon miss. Queues the key as idle,
-  // so that it leaves memory again if it stays so.
-  [[gnu::noinline, gnu::cold]] void Restore(KeyId key, KeyState& ks) {
-    ++stats_.restored_keys;
-    ks.trimmed = true;
+  // so that it leaves memory again if it stays so. With `maybe` (a key the spill may hold,
+  // KeyTable::Slot::kMaybeSpilled), a key the spill has no record of keeps its fresh state.
+  [[gnu::noinline, gnu::cold]] void Restore(KeyId key, KeyState& ks, bool maybe) {
     std::optional<SpilledKey> record;
+    bool answered = false;
     if (!spill_broken_) {
       const ReloadTimer timer(this);  // a read of the spill, counted and timed as a reload
       auto r = spill_->FindKey(SpillName(key));
       if (r.ok()) {
         record = *r;
+        answered = true;
       } else {
         SpillFailed(r.status());
       }
     }
+    if (maybe && answered && !record) {
+      ++stats_.new_key_lookups;  // a key never evicted: nothing to bring back
+      return;
+    }
+    ++stats_.restored_keys;
+    if (maybe && record) ++stats_.forgotten_returns;
+    ks.trimmed = true;
     if (record) {
       ks.spilled_base = record->base;
       ks.base_in_spill = true;
@@ -1789,6 +1842,9 @@ class EngineImpl {
   // spill, so the key table is sparse.
   const bool evicting_ = spill_ != nullptr && options_.memory_budget > 0;
   KeyTable keys_{/*sparse=*/evicting_};
+  // The history forgot keys (ForgetKeys): a key it interns from now on may be one of them, whose
+  // state the spill holds.
+  bool forgot_keys_ = false;
   // Per transaction from delivered_base_ on: delivered (duplicates). Transactions below
   // delivered_base_ were released by the history, so delivered.
   std::vector<bool> delivered_;
@@ -1875,6 +1931,8 @@ std::string SpillKeyName(const History& h, KeyId key) {
 
 bool Engine::Release(TxnId id) { return impl_->Release(id); }
 void Engine::MarkBytes(std::vector<uint64_t>& marks) { impl_->MarkBytes(marks); }
+void Engine::MarkKeys(std::vector<uint64_t>& marks) const { impl_->MarkKeys(marks); }
+void Engine::ForgetKeys(std::span<const KeyId> keys) { impl_->ForgetKeys(keys); }
 absl::Status Engine::SaveCheckpoint(v1::EngineCheckpoint* out) {
   return impl_->SaveCheckpoint(out);
 }

@@ -100,6 +100,12 @@ struct EngineStats {
   // evicted keys whose state a read or write brought back.
   uint64_t evicted_keys = 0;
   uint64_t restored_keys = 0;
+  // Keys the history forgot (Engine::ForgetKeys); first reads or writes of keys interned since
+  // that looked for a state in the spill and found one (a forgotten key back: also counted in
+  // restored_keys) or none (a new key).
+  uint64_t forgotten_keys = 0;
+  uint64_t forgotten_returns = 0;
+  uint64_t new_key_lookups = 0;
   // Gauge: keys whose state memory holds (under a memory budget, not an evicted key, nor one
   // only ever read once its reads are final and it has stayed idle).
   uint64_t resident_keys = 0;
@@ -184,6 +190,19 @@ class Engine {
   // strings are tracked under a memory budget only (EngineOptions::memory_budget): call it only
   // then.
   void MarkBytes(std::vector<uint64_t>& marks);
+  // Sets in `marks` (a bit per key id, grown to the key table) the bit of every key whose state
+  // in memory holds anything a fresh one would not: the keys the history must not forget
+  // (HistoryBuilder::CollectKeys).
+  void MarkKeys(std::vector<uint64_t>& marks) const;
+  // The history forgot `keys` (HistoryBuilder::CollectKeys, after MarkKeys): their ids will name
+  // other keys. The spill keeps the states of those that were evicted, by name, and from now on
+  // the first read or write of a key the history interns (under a forgotten id or a new one)
+  // looks for its state there: a forgotten key that comes back is checked as if it had stayed
+  // (docs/engine.md, "Forgetting keys"). A key's state in memory that holds nothing goes too.
+  // Does nothing without a memory budget and a spill. REQUIRES: none of `keys` was marked by
+  // MarkKeys since the keys were last delivered (such a key keeps its state, which the id's next
+  // key would then inherit).
+  void ForgetKeys(std::span<const KeyId> keys);
 
   // Checkpoints (docs/engine.md, "Checkpoints"). Writes to `out` what a restarted engine needs
   // besides the history it reads (as it is now) and the spill (as it is now, flushed here):

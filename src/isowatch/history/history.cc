@@ -136,7 +136,7 @@ std::string QuoteBytes(std::string_view b) {
 }  // namespace
 
 std::string History::KeyToString(KeyId key) const {
-  if (!key.valid()) return "?";
+  if (!key.valid() || keys_[key.value()].forgotten) return "?";
   const KeyInfo& info = keys_[key.value()];
   if (info.is_int) return fmt::format("{}", info.payload);
   return QuoteBytes(bytes_.Get(static_cast<uint32_t>(info.payload)));
@@ -173,7 +173,7 @@ size_t History::MemoryUsage() const {
   return retired + txns_.capacity() * sizeof(Transaction) + ops_.capacity() * sizeof(Op) +
          (list_pool_.capacity() + initial_list_pool_.capacity()) * sizeof(Value) +
          ext_ids_.MemoryUsage() + sessions_.MemoryUsage() + bytes_.MemoryUsage() +
-         keys_.capacity() * sizeof(KeyInfo) +
+         keys_.capacity() * sizeof(KeyInfo) + free_keys_.capacity() * sizeof(uint32_t) +
          int_keys_.capacity() * (sizeof(int64_t) + sizeof(KeyId) + 1) +
          bytes_keys_.capacity() * (sizeof(uint32_t) + sizeof(KeyId) + 1);
 }

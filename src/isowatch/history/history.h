@@ -33,7 +33,10 @@ const char* DataModelName(DataModel model);
 struct KeyInfo {
   bool is_int = true;
   bool is_list = false;  // the key holds a list (it is appended to or read as a list)
-  int64_t payload = 0;   // the integer, or the index of the bytes in the byte pool
+  // A live history forgot the key (HistoryBuilder::CollectKeys): its id names no key until it
+  // is handed out again.
+  bool forgotten = false;
+  int64_t payload = 0;  // the integer, or the index of the bytes in the byte pool
 };
 
 // The value of every key before the first recorded transaction.
@@ -166,7 +169,11 @@ class History {
   bool session_numeric(SessionId id) const { return session_numeric_[id.value()] != 0; }
 
   // Keys and values.
+  // Key ids handed out: ids are [0, key_count()), of a live history's forgotten keys included
+  // (HistoryBuilder::CollectKeys).
   size_t key_count() const { return keys_.size(); }
+  // Keys held: key_count() less the forgotten ones.
+  size_t keys_held() const { return keys_.size() - free_keys_.size(); }
   const KeyInfo& key(KeyId id) const { return keys_[id.value()]; }
   std::string_view bytes(uint32_t pool_index) const { return bytes_.Get(pool_index); }
   // Byte strings interned: pool indices are [0, byte_count()), of a live history's forgotten
@@ -247,6 +254,8 @@ class History {
   std::vector<uint8_t> session_numeric_;
   StringPool bytes_;
   std::vector<KeyInfo> keys_;
+  // The ids of forgotten keys, handed out again from the back.
+  std::vector<uint32_t> free_keys_;
   absl::flat_hash_map<int64_t, KeyId> int_keys_;
   absl::flat_hash_map<uint32_t, KeyId> bytes_keys_;
   InitialState initial_;

@@ -23,20 +23,29 @@ void HistoryBuilder::Reserve(size_t txns, size_t ops) {
 }
 
 KeyId HistoryBuilder::IntKey(int64_t k) {
-  auto [it, inserted] =
-      history_.int_keys_.try_emplace(k, KeyId(static_cast<uint32_t>(history_.keys_.size())));
-  if (inserted) history_.keys_.push_back(KeyInfo{.is_int = true, .is_list = false, .payload = k});
+  auto [it, inserted] = history_.int_keys_.try_emplace(k, KeyId());
+  if (inserted) it->second = AddKey(KeyInfo{.is_int = true, .is_list = false, .payload = k});
   return it->second;
 }
 
 KeyId HistoryBuilder::BytesKey(std::string_view k) {
   uint32_t index = history_.bytes_.Intern(k).first;
-  auto [it, inserted] =
-      history_.bytes_keys_.try_emplace(index, KeyId(static_cast<uint32_t>(history_.keys_.size())));
-  if (inserted) {
-    history_.keys_.push_back(KeyInfo{.is_int = false, .is_list = false, .payload = index});
-  }
+  auto [it, inserted] = history_.bytes_keys_.try_emplace(index, KeyId());
+  if (inserted) it->second = AddKey(KeyInfo{.is_int = false, .is_list = false, .payload = index});
   return it->second;
+}
+
+KeyId HistoryBuilder::AddKey(const KeyInfo& info) {
+  std::vector<uint32_t>& free = history_.free_keys_;
+  if (free.empty()) [[likely]] {
+    history_.keys_.push_back(info);
+    return KeyId(static_cast<uint32_t>(history_.keys_.size() - 1));
+  }
+  const uint32_t id = free.back();
+  free.pop_back();
+  history_.keys_[id] = info;
+  if (id < live_register_.size()) live_register_[id] = 0;
+  return KeyId(id);
 }
 
 Value HistoryBuilder::BytesValue(std::string_view v) {
@@ -370,9 +379,41 @@ size_t HistoryBuilder::CollectBytes(std::vector<uint64_t>& marks) {
   MarkBytes(h.initial_.default_value, marks);
   for (const auto& [key, v] : h.initial_.registers) MarkBytes(v, marks);
   for (const KeyInfo& k : h.keys_) {
-    if (!k.is_int) MarkBytes(Value::BytesRef(static_cast<uint32_t>(k.payload)), marks);
+    if (!k.is_int && !k.forgotten)
+      MarkBytes(Value::BytesRef(static_cast<uint32_t>(k.payload)), marks);
   }
   return h.bytes_.Retain(marks);
+}
+
+std::vector<KeyId> HistoryBuilder::CollectKeys(std::vector<uint64_t>& marks) {
+  History& h = history_;
+  marks.resize((h.keys_.size() + 63) / 64, 0);
+  auto mark = [&](KeyId key) { marks[key.value() / 64] |= uint64_t{1} << (key.value() % 64); };
+  for (const Op& op : h.ops_) mark(op.key());
+  for (const Op& op : h.retired_ops_) mark(op.key());
+  for (const auto& [key, v] : h.initial_.registers) mark(key);
+  for (const auto& [key, range] : h.initial_.lists) mark(key);
+  for (const KeyId key : h.initial_.versions) mark(key);
+  std::vector<KeyId> forgotten;
+  for (uint32_t k = 0; k < h.keys_.size(); ++k) {
+    KeyInfo& info = h.keys_[k];
+    if (info.forgotten || info.is_list || (marks[k / 64] >> (k % 64) & 1) != 0) continue;
+    if (info.is_int) {
+      h.int_keys_.erase(info.payload);
+    } else {
+      h.bytes_keys_.erase(static_cast<uint32_t>(info.payload));
+    }
+    info = KeyInfo{.forgotten = true};
+    forgotten.push_back(KeyId(k));
+  }
+  // Handed out again lowest first, so that the ids in use stay dense.
+  for (auto it = forgotten.rbegin(); it != forgotten.rend(); ++it) {
+    h.free_keys_.push_back(it->value());
+  }
+  // The tables give back what the keys held at their peak took, once they hold far fewer.
+  if (h.int_keys_.size() * 4 < h.int_keys_.capacity()) h.int_keys_.rehash(0);
+  if (h.bytes_keys_.size() * 4 < h.bytes_keys_.capacity()) h.bytes_keys_.rehash(0);
+  return forgotten;
 }
 
 void HistoryBuilder::SetInitialList(KeyId key, std::span<const Value> elements) {

@@ -122,6 +122,16 @@ class HistoryBuilder {
   // strings (History::bytes). O(byte strings + operations held + keys).
   // REQUIRES: live(), no transaction open.
   size_t CollectBytes(std::vector<uint64_t>& marks);
+  // Live mode: forgets the register keys that neither the history nor `marks` refers to, so that
+  // their ids are handed out again to keys interned later and what the history held for them
+  // goes (docs/engine.md, "Forgetting keys"). `marks` holds a bit per key id the caller keeps
+  // (the engine's keys in memory); this call adds the history's own: the keys of the operations
+  // of the transactions held and retired, and of the initial state. List keys are never
+  // forgotten: whether a key is a list is decided once. A forgotten key interned again is a new
+  // key to the history (IntKey and BytesKey give it the next free id); its bytes, for a bytes
+  // key, go at the next CollectBytes. Returns the ids forgotten, in increasing order.
+  // O(keys + operations held). REQUIRES: live(), no transaction open.
+  std::vector<KeyId> CollectKeys(std::vector<uint64_t>& marks);
   // Live mode: writes everything the history holds, and the builder's live state, to `out`
   // (whose previous contents are replaced). REQUIRES: live(), no transaction open.
   void SaveLive(v1::HistoryCheckpoint* out) const;
@@ -153,6 +163,9 @@ class HistoryBuilder {
  private:
   // SaveLive and RestoreLive's encoding (history_checkpoint.cc).
   struct Checkpoint;
+
+  // A new key id for `info`: a forgotten key's (CollectKeys) if there is one.
+  KeyId AddKey(const KeyInfo& info);
 
   History history_;
   bool open_ = false;

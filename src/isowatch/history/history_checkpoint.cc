@@ -31,6 +31,7 @@ using checkpoint_codec::kTxnHasStart;
 using checkpoint_codec::kTxnIdNumeric;
 constexpr uint8_t kKeyInt = 0x01;
 constexpr uint8_t kKeyList = 0x02;
+constexpr uint8_t kKeyForgotten = 0x04;
 
 template <typename... Args>
 absl::Status Malformed(fmt::format_string<Args...> format, Args&&... args) {
@@ -186,10 +187,11 @@ void HistoryBuilder::Checkpoint::Save(const HistoryBuilder& b, v1::HistoryCheckp
   out.mutable_forgotten_byte_strings()->Add(forgotten.begin(), forgotten.end());
   out.mutable_key_flags()->reserve(h.keys_.size());
   for (const KeyInfo& k : h.keys_) {
-    out.mutable_key_flags()->push_back(
-        static_cast<char>((k.is_int ? kKeyInt : 0) | (k.is_list ? kKeyList : 0)));
+    out.mutable_key_flags()->push_back(static_cast<char>(
+        k.forgotten ? kKeyForgotten : (k.is_int ? kKeyInt : 0) | (k.is_list ? kKeyList : 0)));
     out.add_key_payloads(k.payload);
   }
+  out.mutable_forgotten_keys()->Add(h.free_keys_.begin(), h.free_keys_.end());
   SavePool(h.sessions_, *out.mutable_session_names());
   for (const uint8_t numeric : h.session_numeric_) {
     out.mutable_session_numeric()->push_back(static_cast<char>(numeric));
@@ -446,12 +448,18 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
     return Malformed("{} key flags for {} key payloads", key_flags.size(), in.key_payloads_size());
   }
   h.keys_.reserve(key_flags.size());
+  size_t forgotten_keys = 0;
   for (size_t i = 0; i < key_flags.size(); ++i) {
     const uint8_t f = Byte(key_flags, i);
     const KeyInfo info{.is_int = (f & kKeyInt) != 0,
                        .is_list = (f & kKeyList) != 0,
                        .payload = in.key_payloads(static_cast<int>(i))};
     const KeyId id(static_cast<uint32_t>(i));
+    if (f == kKeyForgotten && info.payload == 0) {
+      h.keys_.push_back(KeyInfo{.forgotten = true});
+      ++forgotten_keys;
+      continue;
+    }
     const bool bytes_ok = info.is_int || (info.payload >= 0 &&
                                           static_cast<uint64_t>(info.payload) < h.bytes_.size() &&
                                           !h.bytes_.forgotten(static_cast<uint32_t>(info.payload)));
@@ -464,6 +472,20 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
                     : h.bytes_keys_.try_emplace(static_cast<uint32_t>(info.payload), id).second;
     if (!added) return Malformed("key {} repeats an earlier one", i);
     h.keys_.push_back(info);
+  }
+  // The free list: every forgotten key once.
+  if (static_cast<size_t>(in.forgotten_keys_size()) != forgotten_keys) {
+    return Malformed("{} forgotten keys listed, {} flagged", in.forgotten_keys_size(),
+                     forgotten_keys);
+  }
+  {
+    std::vector<uint8_t> listed(h.keys_.size(), 0);
+    for (const uint32_t k : in.forgotten_keys()) {
+      if (k >= h.keys_.size() || !h.keys_[k].forgotten || listed[k]++ != 0) {
+        return Malformed("forgotten key {}: not a forgotten key, or listed twice", k);
+      }
+    }
+    h.free_keys_.assign(in.forgotten_keys().begin(), in.forgotten_keys().end());
   }
   RETURN_IF_ERROR(LoadPool(in.session_names(), h.sessions_, "session"));
   if (static_cast<size_t>(in.session_numeric().size()) != h.sessions_.size()) {
@@ -539,6 +561,22 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
   h.snapshot_txns_ = in.snapshot_txns();
 
   RETURN_IF_ERROR(LoadInitial(in, h));
+  if (!h.free_keys_.empty()) {
+    // A key held by a transaction or the initial state was never forgotten.
+    auto forgotten = [&h](KeyId k) { return h.keys_[k.value()].forgotten; };
+    for (const std::vector<Op>* ops : {&h.ops_, &h.retired_ops_}) {
+      for (const Op& op : *ops) {
+        if (forgotten(op.key()))
+          return Malformed("an operation on forgotten key {}", op.key().value());
+      }
+    }
+    for (const auto& [key, v] : h.initial_.registers) {
+      if (forgotten(key)) return Malformed("forgotten key {} has an initial value", key.value());
+    }
+    for (const auto& [key, range] : h.initial_.lists) {
+      if (forgotten(key)) return Malformed("forgotten key {} has an initial list", key.value());
+    }
+  }
   return LoadLiveState(in, b);
 }
 

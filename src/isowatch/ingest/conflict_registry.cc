@@ -100,6 +100,10 @@ uint8_t ConflictRegistry::KeyBits(const KeyRef& key) const {
   return it == bytes_keys_.end() ? 0 : it->second;
 }
 
+uint8_t ConflictRegistry::Kept(uint8_t bits) const {
+  return model_ == DataModel::kKeyValue ? bits & kList : bits;
+}
+
 void ConflictRegistry::SetKeyBits(const KeyRef& key, uint8_t before, uint8_t after) {
   key_undo_.push_back(KeyUndo{.is_int = key.is_int,
                               .number = key.number,
@@ -141,9 +145,10 @@ void ConflictRegistry::StartFrom(const history::HistoryBuilder& live) {
   for (uint32_t k = 0; k < h.key_count(); ++k) {
     const KeyId key(k);
     const history::KeyInfo& info = h.key(key);
+    if (info.forgotten) continue;
     const uint8_t bits =
-        (info.is_list ? kList : 0) |
-        (live.LiveRegister(key) || h.initial().registers.contains(key) ? kRegister : 0);
+        Kept((info.is_list ? kList : 0) |
+             (live.LiveRegister(key) || h.initial().registers.contains(key) ? kRegister : 0));
     if (bits == 0) continue;
     if (info.is_int) {
       int_keys_[info.payload] = bits;
@@ -163,7 +168,8 @@ void ConflictRegistry::MarkInitial(const v1::InitialState& initial) {
     if (!HasValue(key)) return;
     const KeyRef ref = MakeKeyRef(key);
     const uint8_t before = KeyBits(ref);
-    if ((before | bits) != before) SetKeyBits(ref, before, before | bits);
+    const uint8_t after = Kept(before | bits);
+    if (after != before) SetKeyBits(ref, before, after);
   };
   for (const v1::InitialState::Register& r : initial.registers()) mark(r.key(), kRegister);
   for (const v1::InitialState::List& l : initial.lists()) mark(l.key(), kList);
@@ -200,7 +206,7 @@ std::optional<Problem> ConflictRegistry::Admit(const v1::Transaction& txn) {
       }
       return Problem{v1::KEY_KIND_CONFLICT, std::move(detail)};
     }
-    if (after != before) SetKeyBits(key, before, after);
+    if (Kept(after) != before) SetKeyBits(key, before, Kept(after));
   }
 
   // The session, named as the live history interns it: session_int as its decimal text.

@@ -50,7 +50,8 @@ std::optional<history::DataModel> DataModelOf(const v1::Header& header);
 // Keys and sessions are compared by their bytes, never by a hash alone (as the history interns
 // them), so no two are ever taken for one.
 //
-// Memory: one hash-table entry per key and per session ever kept, never dropped: an int key is
+// Memory: one hash-table entry per key and per session ever kept, never dropped; under "kv" only
+// the initial state's lists have a key entry (a register mark decides nothing there). An int key is
 // held as its value (a 17-byte slot), a bytes key and a session as a copy of their bytes (a
 // 33-byte slot, plus the bytes on the heap when they are longer than 15); the tables are 44% to
 // 88% full.
@@ -109,6 +110,9 @@ class ConflictRegistry {
 
   static KeyRef MakeKeyRef(const v1::Datum& key);
   uint8_t KeyBits(const KeyRef& key) const;
+  // The marks kept for a key: under "kv" only a list mark, since a register mark decides nothing
+  // there (rule 3), so the table holds no entry for a register key.
+  uint8_t Kept(uint8_t bits) const;
   void SetKeyBits(const KeyRef& key, uint8_t before, uint8_t after);
   void MarkInitial(const v1::InitialState& initial);
   // Applies `txn` if it conflicts with nothing; otherwise changes nothing and says why.

@@ -134,6 +134,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
       metrics->byte_collection().Observe(seconds);
       metrics->byte_strings_forgotten().Increment(static_cast<double>(forgotten));
     };
+    options.live.on_key_collection = [metrics](double seconds, uint64_t forgotten) {
+      metrics->key_collection().Observe(seconds);
+      metrics->keys_forgotten().Increment(static_cast<double>(forgotten));
+    };
   }
   options.checkpoint_interval_ms = config.store.checkpoint_interval.count();
   options.data_dir = config.data_dir;

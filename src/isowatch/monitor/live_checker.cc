@@ -139,7 +139,7 @@ absl::Status LiveChecker::RestoreCheckpoint(const v1::LiveCheckpoint& c, int64_t
     // A spill snapshot written by an earlier isowatch names keys by id: the history saved with
     // it names them (docs/spill-format.md, "Earlier format").
     RETURN_IF_ERROR(options_.spill->RenameKeyIds([&h](KeyId k) -> std::optional<std::string> {
-      if (k.value() >= h.key_count()) return std::nullopt;
+      if (k.value() >= h.key_count() || h.key(k).forgotten) return std::nullopt;
       return engine::SpillKeyName(h, k);
     }));
   }
@@ -298,6 +298,7 @@ void LiveChecker::MaybeRelease() {
   }
   builder_.ReleaseLive(TxnId(release_end_), [this](TxnId id) { return engine_->Release(id); });
   ++releases_;
+  MaybeCollectKeys();
   MaybeCollectBytes();
 #if defined(__GLIBC__)
   // The release frees the history's old buffers, and glibc keeps freed memory in its arenas
@@ -307,14 +308,20 @@ void LiveChecker::MaybeRelease() {
 #endif
 }
 
+namespace {
+
+// Whether a collection of what the live history holds is due, given `held` now, `kept` at the
+// last collection and the least worth collecting (0: always). Each collection costs about what
+// stays: collect once at least as many were added since.
+bool CollectionDue(size_t held, size_t kept, uint64_t least) {
+  return least == 0 || (held >= least && held - std::min(held, kept) >= kept);
+}
+
+}  // namespace
+
 void LiveChecker::MaybeCollectBytes() {
   const History& h = builder_.live_history();
-  // Each collection costs about what stays: collect once at least as many were added.
-  const size_t held = h.byte_strings_held();
-  if (options_.min_bytes_collect > 0 &&
-      (held < options_.min_bytes_collect || held - std::min(held, bytes_kept_) < bytes_kept_)) {
-    return;
-  }
+  if (!CollectionDue(h.byte_strings_held(), bytes_kept_, options_.min_bytes_collect)) return;
   const auto start = std::chrono::steady_clock::now();
   byte_marks_.assign((h.byte_count() + 63) / 64, 0);
   engine_->MarkBytes(byte_marks_);
@@ -326,6 +333,27 @@ void LiveChecker::MaybeCollectBytes() {
   if (options_.on_byte_collection) {
     options_.on_byte_collection(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), forgotten);
+  }
+}
+
+void LiveChecker::MaybeCollectKeys() {
+  // A key whose state was evicted is forgotten: the spill keeps the state by the key's name. The
+  // window cutter keeps the stream's state by key id, so with windows keys stay.
+  if (options_.spill == nullptr || cutter_ != nullptr) return;
+  const History& h = builder_.live_history();
+  if (!CollectionDue(h.keys_held(), keys_kept_, options_.min_keys_collect)) return;
+  const auto start = std::chrono::steady_clock::now();
+  byte_marks_.assign((h.key_count() + 63) / 64, 0);
+  engine_->MarkKeys(byte_marks_);
+  const std::vector<KeyId> forgotten = builder_.CollectKeys(byte_marks_);
+  engine_->ForgetKeys(forgotten);
+  keys_forgotten_ += forgotten.size();
+  keys_kept_ = h.keys_held();
+  ++key_collections_;
+  if (options_.on_key_collection) {
+    options_.on_key_collection(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        forgotten.size());
   }
 }
 

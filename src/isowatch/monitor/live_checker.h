@@ -53,6 +53,13 @@ struct LiveOptions {
   uint64_t min_bytes_collect = 65536;
   // Called after each such collection with the time it took and how many strings it forgot.
   std::function<void(double, uint64_t)> on_byte_collection;
+  // Under a memory budget, without windows, after a release, the live history forgets the
+  // register keys that neither it nor the engine's memory holds (their states are in the spill;
+  // docs/engine.md, "Forgetting keys") once it holds at least this many keys, and as many more
+  // as it kept at the last collection. 0: after every release.
+  uint64_t min_keys_collect = 65536;
+  // Called after each such collection with the time it took and how many keys it forgot.
+  std::function<void(double, uint64_t)> on_key_collection;
   // How reads of absent values are taken when no stream header says (metadata "data_model":
   // "kv", "list" or "mixed"): docs/operations.md, "Data model".
   history::DataModel default_model = history::DataModel::kMixed;
@@ -129,12 +136,16 @@ class LiveChecker {
   uint64_t ignored_headers() const { return ignored_headers_; }
   // Bytes held by the live history (transactions, operations, interned keys and values).
   size_t history_bytes() const { return builder_.live_history().MemoryUsage(); }
+  // Keys the live history holds (HistoryBuilder::CollectKeys forgets the others).
+  size_t history_keys() const { return builder_.live_history().keys_held(); }
   // Times the live history released final transactions (under a memory budget).
   uint64_t history_releases() const { return releases_; }
   // Times the live history forgot the byte strings nothing held, and how many it forgot (under a
   // memory budget; counted since this checker started or was restored).
   uint64_t byte_collections() const { return byte_collections_; }
   uint64_t bytes_forgotten() const { return bytes_forgotten_; }
+  uint64_t key_collections() const { return key_collections_; }
+  uint64_t keys_forgotten() const { return keys_forgotten_; }
   const history::History& history() const { return builder_.live_history(); }
   // The live history's builder (what it decided about keys and sessions), for ingest's
   // ConflictRegistry after a restart from a checkpoint.
@@ -174,6 +185,8 @@ class LiveChecker {
   // After a release: the live history forgets the byte strings that neither it, the engine nor
   // the window cutter holds, once enough were added since the last time.
   void MaybeCollectBytes();
+  // After a release: forgets the keys nothing holds (HistoryBuilder::CollectKeys) now and then.
+  void MaybeCollectKeys();
   // Seals the windows the engine's final point has passed (all of them once every stream is
   // closed).
   void SealWindows();
@@ -196,6 +209,9 @@ class LiveChecker {
   uint64_t bytes_forgotten_ = 0;
   size_t bytes_kept_ = 0;  // byte strings the history held after the last collection
   std::vector<uint64_t> byte_marks_;
+  uint64_t key_collections_ = 0;
+  uint64_t keys_forgotten_ = 0;
+  size_t keys_kept_ = 0;  // keys the history held after the last collection
   // Violations rendered before a release, for the next TakeViolations.
   std::vector<store::ViolationRecord> rendered_;
   std::vector<TxnId> scratch_;

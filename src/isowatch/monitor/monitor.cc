@@ -733,6 +733,7 @@ void Monitor::Refresh(int64_t now_ms) {
   add(metrics_->spill_pruned(), st.spill_pruned, last_stats_.spill_pruned);
   add(metrics_->evicted_keys(), st.evicted_keys, last_stats_.evicted_keys);
   add(metrics_->restored_keys(), st.restored_keys, last_stats_.restored_keys);
+  add(metrics_->new_key_lookups(), st.new_key_lookups, last_stats_.new_key_lookups);
   add(metrics_->budget_collections(), st.budget_collections, last_stats_.budget_collections);
   last_stats_ = st;
   metrics_->spill_bytes().Set(static_cast<double>(st.spill_bytes));
@@ -743,6 +744,7 @@ void Monitor::Refresh(int64_t now_ms) {
   metrics_->retained_provisional_reads().Set(static_cast<double>(st.provisional_reads));
   const auto history_bytes = static_cast<uint64_t>(live_.history_bytes());
   metrics_->engine_history_bytes().Set(static_cast<double>(history_bytes));
+  metrics_->history_keys().Set(static_cast<double>(live_.history_keys()));
   metrics_->engine_memory_bytes().Set(static_cast<double>(st.memory_bytes));
   metrics_->remembered_ids().Set(static_cast<double>(registry_.size()));
 

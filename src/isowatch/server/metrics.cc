@@ -236,6 +236,33 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
            .Help("Byte strings (values) the live history forgot because nothing held them.")
            .Register(r)
            .Add({});
+  key_collection_ = &BuildHistogram()
+                         .Name("isowatch_history_key_collection_seconds")
+                         .Help(
+                             "Time each collection of the live history's keys held up the engine "
+                             "thread.")
+                         .Register(r)
+                         .Add({}, IngestLatencyBuckets());
+  keys_forgotten_ = &BuildCounter()
+                         .Name("isowatch_history_keys_forgotten_total")
+                         .Help(
+                             "Register keys the live history forgot because only the spill held "
+                             "them.")
+                         .Register(r)
+                         .Add({});
+  history_keys_ = &BuildGauge()
+                       .Name("isowatch_history_keys")
+                       .Help("Keys the live history holds.")
+                       .Register(r)
+                       .Add({});
+  new_key_lookups_ =
+      &BuildCounter()
+           .Name("isowatch_engine_new_key_lookups_total")
+           .Help(
+               "Keys interned after keys were forgotten whose first read or write looked for a "
+               "state in the spill and found none.")
+           .Register(r)
+           .Add({});
   checkpoints_ =
       &BuildCounter()
            .Name("isowatch_checkpoints_total")

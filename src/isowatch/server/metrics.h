@@ -107,6 +107,11 @@ class DaemonMetrics {
   // Collections of the live history's byte strings (docs/engine.md, "Byte strings").
   prometheus::Histogram& byte_collection() { return *byte_collection_; }
   prometheus::Counter& byte_strings_forgotten() { return *byte_strings_forgotten_; }
+  // Collections of the live history's keys (docs/engine.md, "Forgetting keys").
+  prometheus::Histogram& key_collection() { return *key_collection_; }
+  prometheus::Counter& keys_forgotten() { return *keys_forgotten_; }
+  prometheus::Gauge& history_keys() { return *history_keys_; }
+  prometheus::Counter& new_key_lookups() { return *new_key_lookups_; }
   // Checkpoints of the checking state (docs/operations.md, "Checkpoints").
   prometheus::Counter& checkpoints() { return *checkpoints_; }
   prometheus::Counter& checkpoint_failures() { return *checkpoint_failures_; }
@@ -192,6 +197,10 @@ class DaemonMetrics {
   prometheus::Histogram* spill_pause_;
   prometheus::Histogram* byte_collection_;
   prometheus::Counter* byte_strings_forgotten_;
+  prometheus::Histogram* key_collection_;
+  prometheus::Counter* keys_forgotten_;
+  prometheus::Gauge* history_keys_;
+  prometheus::Counter* new_key_lookups_;
   prometheus::Counter* checkpoints_;
   prometheus::Counter* checkpoint_failures_;
   prometheus::Histogram* checkpoint_seconds_;

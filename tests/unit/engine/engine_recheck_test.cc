@@ -31,8 +31,10 @@ using ::isowatch::testing::SummarizeAll;
 using ::isowatch::testing::TestHistory;
 using report::IsolationLevel;
 using ::testing::Contains;
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::Lt;
 using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
 
@@ -553,17 +555,23 @@ TEST(EngineRecheckTest, EvictedKeyIsCheckedFromTheSpill) {
   EXPECT_GT(e.stats().reloads, 0u);
 }
 
+// 100 keys, each written once (W<k>, key k holds k), then reads of the first ten (R<k>, one of
+// them wrong: key 3 holds 3), long after: by then, under a budget, the keys are evicted.
+TestHistory TenReadsOfEvictedKeys() {
+  TestHistory t;
+  for (int k = 0; k < 100; ++k) t.Txn(fmt::format("W{}", k), "w", 10 + 2 * k, 11 + 2 * k).W(k, k);
+  for (int k = 0; k < 10; ++k) {
+    t.Txn(fmt::format("R{}", k), "r", 5000 + 2 * k, 5001 + 2 * k).R(k, k == 3 ? 4 : k);
+  }
+  return t;
+}
+
 // An evicted key's state leaves memory with its version and comes back, from its record in the
 // spill, at its next read or write. A key that comes back only to be read leaves again as it is,
 // without writing anything; one written again is evicted with its new version.
 TEST(EngineRecheckTest, EvictedKeysStateLeavesMemoryAndComesBack) {
   constexpr int kKeys = 100;
-  TestHistory t;
-  for (int k = 0; k < kKeys; ++k) t.Txn(fmt::format("W{}", k), "w", 10 + 2 * k, 11 + 2 * k).W(k, k);
-  // Reads of ten evicted keys, one of them wrong (key 3 holds 3).
-  for (int k = 0; k < 10; ++k) {
-    t.Txn(fmt::format("R{}", k), "r", 5000 + 2 * k, 5001 + 2 * k).R(k, k == 3 ? 4 : k);
-  }
+  TestHistory t = TenReadsOfEvictedKeys();
   t.Txn("W0b", "w", 9000, 9001).W(0, 50).W(3, 53);  // writes two of them again
   t.Txn("R0b", "r", 9100, 9101).R(0, 50).R(3, 3);   // EXT on key 3: it holds 53 now
   const History h = t.Build();
@@ -597,6 +605,66 @@ TEST(EngineRecheckTest, EvictedKeysStateLeavesMemoryAndComesBack) {
   e.Deliver({"R0b"});
   e.engine().Finish();
   EXPECT_THAT(e.Take(), ElementsAre("EXT/before R0b,W3 k=3"));
+  EXPECT_EQ(e.stats().horizon_misses, 0u);
+  EXPECT_EQ(e.stats().spill_errors, 0u);
+}
+
+// Keys the history forgets (Engine::ForgetKeys) are looked up in the spill, by name, at their
+// next read or write: an evicted one comes back with what it held, one never evicted is a new
+// key. MarkKeys marks exactly the keys whose state in memory holds something, which must not be
+// forgotten: they keep their state.
+TEST(EngineRecheckTest, ForgottenKeysAreLookedUpInTheSpill) {
+  constexpr int kKeys = 100;
+  TestHistory t = TenReadsOfEvictedKeys();
+  t.Txn("N", "n", 6000, 6001).R(500, 0);  // a key never touched before: EXT, not 0
+  t.Txn("W0b", "w", 9000, 9001).W(0, 50).W(3, 53);
+  t.Txn("R0b", "r", 9100, 9101).R(0, 50).R(3, 3);  // EXT on key 3: it holds 53 now
+  const History h = t.Build();
+  std::vector<std::string> expected = ChronosSi(h);
+  ASSERT_THAT(expected, UnorderedElementsAre("EXT/never R3 k=3", "EXT/never N k=500",
+                                             "EXT/before R0b,W3 k=3"));
+
+  MemoryVersionSpill spill;
+  Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
+            /*memory_budget=*/1);
+  for (int k = 0; k < kKeys; ++k) e.Deliver({fmt::format("W{}", k)}, 11 + 2 * k);
+  for (int64_t w = 1000; w < 1100; ++w) e.Deliver({}, w);
+  ASSERT_EQ(e.stats().evicted_keys, static_cast<uint64_t>(kKeys));
+  auto marked = [&e] {
+    std::vector<uint64_t> marks;
+    e.engine().MarkKeys(marks);
+    std::vector<int64_t> keys;
+    for (size_t k = 0; k < marks.size() * 64; ++k) {
+      if ((marks[k / 64] >> (k % 64) & 1) != 0) keys.push_back(e.h().key(KeyId(k)).payload);
+    }
+    return keys;
+  };
+  EXPECT_THAT(marked(), ElementsAre());
+  std::vector<KeyId> all;
+  for (uint32_t k = 0; k < h.key_count(); ++k) all.push_back(KeyId(k));
+  e.engine().ForgetKeys(all);
+  EXPECT_EQ(e.stats().forgotten_keys, h.key_count());
+
+  for (int k = 0; k < 10; ++k) e.Deliver({fmt::format("R{}", k)}, 5001 + 2 * k);
+  EXPECT_EQ(e.stats().restored_keys, 10u);
+  EXPECT_EQ(e.stats().forgotten_returns, 10u);
+  EXPECT_THAT(e.Take(), ElementsAre("EXT/never R3 k=3"));
+  // Back from the spill, they hold their spilled bases: marked (but those evicted again
+  // already, as the wait is short by now), and not forgotten.
+  const std::vector<int64_t> held = marked();
+  EXPECT_THAT(held, Contains(9));
+  EXPECT_THAT(held, Each(Lt(10)));
+  std::vector<KeyId> back;
+  for (int k = 0; k < 10; ++k) back.push_back(h.FindIntKey(k));
+  e.engine().ForgetKeys(back);
+  EXPECT_EQ(e.stats().forgotten_keys, h.key_count() + 10 - held.size());
+
+  e.Deliver({"N"}, 6001);
+  EXPECT_EQ(e.stats().new_key_lookups, 1u);
+  e.Deliver({"W0b"}, 9050);
+  e.Deliver({"R0b"});
+  e.engine().Finish();
+  EXPECT_THAT(e.Take(), UnorderedElementsAre("EXT/never N k=500", "EXT/before R0b,W3 k=3"));
   EXPECT_EQ(e.stats().horizon_misses, 0u);
   EXPECT_EQ(e.stats().spill_errors, 0u);
 }

@@ -113,6 +113,10 @@ std::vector<std::string> Dump(const History& h) {
   for (uint32_t k = 0; k < h.key_count(); ++k) {
     const KeyId key(k);
     const KeyInfo& info = h.key(key);
+    if (info.forgotten) {
+      out.push_back(fmt::format("key {} forgotten", k));
+      continue;
+    }
     const KeyId found = info.is_int ? h.FindIntKey(info.payload)
                                     : h.FindBytesKey(h.bytes(static_cast<uint32_t>(info.payload)));
     out.push_back(
@@ -347,6 +351,114 @@ TEST(HistoryCheckpointTest, ForgetsByteStringsNothingHoldsAndRestoresThePool) {
   ASSERT_NO_FATAL_FAILURE(ExpectSameFromHere(original, *restored, 49));
   EXPECT_EQ(original.BytesValue("val-5"), restored->BytesValue("val-5"));
   EXPECT_LT(original.BytesValue("val-5").bytes_index(), held);
+}
+
+// A live history forgets the register keys neither it nor the caller holds (CollectKeys): what
+// it holds reads the same, the forgotten ids are handed out again, the bytes of forgotten bytes
+// keys go at the next CollectBytes, and a checkpoint restores the free ids so that the two
+// builders go on the same way. A malformed list of forgotten keys is refused.
+TEST(HistoryCheckpointTest, ForgetsKeysNothingHoldsAndHandsTheirIdsOutAgain) {
+  HistoryBuilder b;
+  b.StartLive(DataModel::kMixed);
+  b.SetInitialRegister(b.IntKey(1), Value::Int(10));
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(b.BeginTxn({.id = fmt::format("t{}", i),
+                            .session = "s",
+                            .start = Timestamp{10 * i, 0},
+                            .commit = Timestamp{10 * i + 5, 0}})
+                    .ok());
+    b.Write(b.IntKey(100 + i), Value::Int(i));
+    b.Write(b.BytesKey(fmt::format("k-{}", i)), b.BytesValue(fmt::format("v-{}", i)));
+    b.Read(b.IntKey(1), Value::Int(10));
+    if (i == 0) b.Append(b.IntKey(200), Value::Int(1));  // a list: never forgotten
+    ASSERT_TRUE(b.EndLiveTxn().ok());
+  }
+  b.ReleaseLive(TxnId(15), [](TxnId id) { return id.value() == 3; });
+  std::vector<uint64_t> byte_marks;
+  b.CollectBytes(byte_marks);  // the values of the released transactions
+  const History& h = b.live_history();
+  const size_t keys = h.key_count();
+  ASSERT_EQ(keys, 42u);
+  const std::vector<std::string> before = Dump(h);
+  std::vector<uint64_t> marks;
+  const KeyId held_by_caller = h.FindIntKey(110);
+  marks.assign((keys + 63) / 64, 0);
+  marks[held_by_caller.value() / 64] |= uint64_t{1} << (held_by_caller.value() % 64);
+  const std::vector<KeyId> forgotten = b.CollectKeys(marks);
+  // Those of transactions 0 to 14 but 3 (retired) and key 110 (the caller's).
+  ASSERT_EQ(forgotten.size(), 27u);
+  EXPECT_TRUE(std::is_sorted(forgotten.begin(), forgotten.end()));
+  EXPECT_EQ(h.key_count(), keys);
+  EXPECT_EQ(h.keys_held(), keys - 27);
+  for (const int i : {0, 14}) {
+    EXPECT_FALSE(h.FindIntKey(100 + i).valid()) << i;
+    EXPECT_FALSE(h.FindBytesKey(fmt::format("k-{}", i)).valid()) << i;
+  }
+  for (const int i : {3, 10, 15, 19}) EXPECT_TRUE(h.FindIntKey(100 + i).valid()) << i;
+  EXPECT_TRUE(h.FindBytesKey("k-3").valid());
+  EXPECT_TRUE(h.FindIntKey(1).valid());    // initial state and held reads
+  EXPECT_TRUE(h.FindIntKey(200).valid());  // a list
+  // The transactions held read the same; the keys forgotten are no longer listed.
+  const std::vector<std::string> after = Dump(h);
+  for (size_t i = 0; i < h.size() + 3; ++i) EXPECT_EQ(after[i], before[i]) << i;
+  EXPECT_NE(std::find(after.begin(), after.end(),
+                      fmt::format("key {} forgotten", forgotten.front().value())),
+            after.end());
+  // Nothing more to forget; the bytes of the forgotten bytes keys go next.
+  EXPECT_TRUE(b.CollectKeys(marks).empty());
+  byte_marks.clear();
+  EXPECT_EQ(b.CollectBytes(byte_marks), 14u);  // "k-0" to "k-14" but "k-3"
+
+  absl::StatusOr<HistoryBuilder> restored = RoundTrip(b);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  ASSERT_NO_FATAL_FAILURE(ExpectSameHistory(h, restored->live_history()));
+  // Keys interned from here get the forgotten ids, the same in both, and a forgotten key that
+  // comes back is a new key (a register again, whatever it was).
+  std::vector<uint32_t> ids;
+  std::vector<uint32_t> restored_ids;
+  for (HistoryBuilder* x : {&b, &*restored}) {
+    std::vector<uint32_t>& out = x == &b ? ids : restored_ids;
+    out.push_back(x->IntKey(100).value());
+    out.push_back(x->BytesKey("k-0").value());
+    out.push_back(x->IntKey(5000).value());
+    out.push_back(x->IntKey(110).value());  // held all along: its id
+  }
+  EXPECT_EQ(restored_ids, ids);
+  EXPECT_EQ(ids[0], forgotten[0].value());
+  EXPECT_EQ(ids[1], forgotten[1].value());
+  EXPECT_EQ(ids[3], held_by_caller.value());
+  EXPECT_EQ(h.key_count(), keys);
+  EXPECT_EQ(h.keys_held(), keys - 24);
+  ASSERT_NO_FATAL_FAILURE(ExpectSameHistory(h, restored->live_history()));
+  v1::HistoryCheckpoint saved;
+  b.SaveLive(&saved);
+  v1::HistoryCheckpoint saved_restored;
+  restored->SaveLive(&saved_restored);
+  EXPECT_EQ(saved.SerializeAsString(), saved_restored.SerializeAsString());
+  ASSERT_EQ(saved.forgotten_keys_size(), 24);
+
+  // Malformed: a forgotten key not listed, one listed twice, a listed key not forgotten, an
+  // operation on a forgotten key.
+  auto refused = [](const v1::HistoryCheckpoint& c) {
+    HistoryBuilder x;
+    const absl::Status s = x.RestoreLive(c);
+    return s.code() == absl::StatusCode::kDataLoss;
+  };
+  v1::HistoryCheckpoint bad = saved;
+  bad.mutable_forgotten_keys()->RemoveLast();
+  EXPECT_TRUE(refused(bad));
+  bad = saved;
+  bad.set_forgotten_keys(0, saved.forgotten_keys(1));
+  EXPECT_TRUE(refused(bad));
+  bad = saved;
+  bad.set_forgotten_keys(0, held_by_caller.value());
+  EXPECT_TRUE(refused(bad));
+  bad = saved;
+  const uint32_t held_key = h.FindIntKey(1).value();
+  (*bad.mutable_key_flags())[held_key] = 0x04;
+  bad.set_key_payloads(static_cast<int>(held_key), 0);
+  bad.add_forgotten_keys(held_key);
+  EXPECT_TRUE(refused(bad));
 }
 
 TEST(HistoryCheckpointTest, EmptyAndKeyValueHistories) {

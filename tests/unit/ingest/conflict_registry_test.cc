@@ -220,6 +220,40 @@ TEST(ConflictRegistryTest, FirstBatchFixesTheDataModel) {
   }
 }
 
+// Under "kv" a register mark decides nothing, so the registry keeps no entry for register keys
+// (a stream of new keys does not grow it), and decides as before: a list operation is refused,
+// and so is a read of nothing of an initial list.
+TEST(ConflictRegistryTest, KeyValueModelKeepsNoEntryForRegisters) {
+  ConflictRegistry r(DataModel::kKeyValue);
+  v1::IngestBatch first = Batch(1, {});
+  first.mutable_header()->mutable_initial()->add_lists()->mutable_key()->set_int_(9);
+  first.mutable_header()->mutable_initial()->add_registers()->mutable_key()->set_int_(8);
+  EXPECT_TRUE(DecideAll(r, first).refusals.empty());
+  EXPECT_EQ(r.keys(), 1u);  // the initial list
+  std::vector<v1::Transaction> txns;
+  for (int64_t k = 0; k < 100; ++k) {
+    v1::Transaction t = Writer(10 + k, 1000 + k);
+    Read(t, 2000 + k, 1);
+    txns.push_back(std::move(t));
+  }
+  EXPECT_TRUE(DecideAll(r, Batch(2, std::move(txns))).refusals.empty());
+  EXPECT_EQ(r.keys(), 1u);
+  v1::Transaction read_list = Txn(200);
+  ReadNothing(read_list, 9);
+  v1::Transaction read_register = Txn(201);
+  ReadNothing(read_register, 1000);
+  const ConflictRegistry::Decision d =
+      DecideAll(r, Batch(3, {Appender(202, 1000), std::move(read_list), std::move(read_register),
+                             Appender(203, 8)}));
+  EXPECT_EQ(Refused(d), (Refusals{{0, v1::KEY_KIND_CONFLICT},
+                                  {1, v1::KEY_KIND_CONFLICT},
+                                  {3, v1::KEY_KIND_CONFLICT}}));
+  // Under "mixed" every key kept has an entry.
+  ConflictRegistry mixed(DataModel::kMixed);
+  EXPECT_TRUE(DecideAll(mixed, Batch(1, {Writer(1, 1), Writer(2, 2)})).refusals.empty());
+  EXPECT_EQ(mixed.keys(), 2u);
+}
+
 TEST(ConflictRegistryTest, InitialStateCountsUntilTheFirstTransactionIsKept) {
   ConflictRegistry r;
   v1::IngestBatch first = Batch(1, {Appender(1, 7), Writer(2, 8)});

@@ -12,7 +12,9 @@ namespace isowatch::engine::internal {
 // The engine's per-key state, by key id: a 4-byte slot per key, and a KeyState only for the keys
 // that need one in memory. A slot says that the key has no state (never touched, or released
 // while its state was that of a fresh key), that its state was evicted to the spill and when
-// (the advance of the final point, modulo 2^31), or where its KeyState is.
+// (the advance of the final point, modulo 2^31), that the spill may hold its state (the id names
+// a key the history interned after it forgot keys: the key may be one of them), or where its
+// KeyState is.
 //
 // KeyStates live in one array, indexed by the slot, so that finding a resident key's state is
 // one load more than indexing an array by key: released states are reused first, and the array
@@ -24,18 +26,18 @@ namespace isowatch::engine::internal {
 // engine a few per cent when nothing is ever released).
 class KeyTable {
  public:
-  enum class Slot : uint8_t { kNone, kEvicted, kResident };
+  enum class Slot : uint8_t { kNone, kEvicted, kMaybeSpilled, kResident };
 
   explicit KeyTable(bool sparse) : sparse_(sparse) {}
   KeyTable(const KeyTable&) = delete;
   KeyTable& operator=(const KeyTable&) = delete;
 
   size_t size() const { return sparse_ ? slots_.size() : states_.size(); }
-  // Makes room for keys [size(), n): with no state, or in a dense table with a fresh one.
-  // REQUIRES: n >= size().
-  void Grow(size_t n) {
+  // Makes room for keys [size(), n): with no state (or, if `maybe_spilled`, one the spill may
+  // hold), or in a dense table with a fresh one. REQUIRES: n >= size().
+  void Grow(size_t n, bool maybe_spilled = false) {
     if (sparse_) {
-      slots_.resize(n, kNoneSlot);
+      slots_.resize(n, maybe_spilled ? kMaybeSlot : kNoneSlot);
     } else {
       states_.resize(n);
       resident_ = n;
@@ -46,6 +48,7 @@ class KeyTable {
     if (!sparse_) return Slot::kResident;
     const uint32_t s = slots_[key];
     if ((s & kEvictedBit) != 0) return Slot::kEvicted;
+    if (s == kMaybeSlot) return Slot::kMaybeSpilled;
     return s >= kFirstState ? Slot::kResident : Slot::kNone;
   }
   // The key's KeyState, or nullptr if it has none in memory.
@@ -97,6 +100,10 @@ class KeyTable {
   // REQUIRES: a sparse table, Find(key) == nullptr.
   void MarkEvicted(uint32_t key, uint64_t advance) { slots_[key] = EvictedSlot(advance); }
 
+  // Marks `key`, which has no state, as one whose state the spill may hold: its id now names
+  // another key, or will. REQUIRES: a sparse table, Find(key) == nullptr.
+  void MarkMaybeSpilled(uint32_t key) { slots_[key] = kMaybeSlot; }
+
   // Packs the states in memory at the front of a new array, sized for them with room to grow by
   // half, when at most a quarter of the array holds one and the array takes at least as much
   // memory as the slots: what the keys once in memory together took goes back. O(keys + array).
@@ -137,11 +144,12 @@ class KeyTable {
 
  private:
   static constexpr uint32_t kNoneSlot = 0;
+  static constexpr uint32_t kMaybeSlot = 1;
   // An evicted key's slot: this bit and the advance it was evicted at, modulo 2^31.
   static constexpr uint32_t kEvictedBit = uint32_t{1} << 31;
   static constexpr uint32_t kAdvanceMask = kEvictedBit - 1;
   // A resident key's slot is its state's index in states_, below kEvictedBit; the first two are
-  // never handed out.
+  // never handed out (they are kNoneSlot and kMaybeSlot).
   static constexpr uint32_t kFirstState = 2;
 
   static uint32_t EvictedSlot(uint64_t advance) {
