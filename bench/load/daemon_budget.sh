@@ -133,11 +133,12 @@ print(f"at the end: engine {mem['engine_bytes'] / 2**20:,.1f} MiB of a {mem['bud
       f"history {mem['history_bytes'] / 2**20:,.0f} MiB, spill {mem['spill_bytes'] / 2**20:,.0f} MiB; "
       f"violations {status['counts']['violations']}, refused {status['counts']['refused_transactions']}, "
       f"horizon misses {status['counts']['horizon_misses']}")
-# Pauses of the engine thread: writes to the spill and collections of byte strings.
+# Pauses of the engine thread: writes to the spill and collections of byte strings and keys.
 import re
 metrics = open(f"{d}/metrics").read()
 for name, what in (("isowatch_engine_spill_pause_seconds", "spill writes"),
-                   ("isowatch_history_byte_collection_seconds", "byte-string collections")):
+                   ("isowatch_history_byte_collection_seconds", "byte-string collections"),
+                   ("isowatch_history_key_collection_seconds", "key collections")):
     count = re.search(rf"^{name}_count (\S+)$", metrics, re.M)
     if count is None or float(count.group(1)) == 0:
         continue
@@ -151,6 +152,12 @@ for name, what in (("isowatch_engine_spill_pause_seconds", "spill writes"),
 forgotten = re.search(r"^isowatch_history_byte_strings_forgotten_total (\S+)$", metrics, re.M)
 if forgotten:
     print(f"byte strings forgotten: {float(forgotten.group(1)):,.0f}")
+keys = {name: re.search(rf"^{name} (\S+)$", metrics, re.M) for name in
+        ("isowatch_history_keys", "isowatch_history_keys_forgotten_total",
+         "isowatch_engine_new_key_lookups_total", "isowatch_engine_restored_keys_total")}
+if keys["isowatch_history_keys"]:
+    print("keys: " + ", ".join(f"{name.removeprefix('isowatch_')} {float(m.group(1)):,.0f}"
+                              for name, m in keys.items() if m))
 for db, m in mem.get("rocksdb", {}).items():
     print(f"RocksDB {db}: memtables {m['memtables'] / 2**20:,.1f} MiB, table readers "
           f"{m['table_readers'] / 2**20:,.1f} MiB, block cache {m['block_cache'] / 2**20:,.1f} MiB")

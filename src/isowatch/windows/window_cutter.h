@@ -73,11 +73,12 @@ struct CutterStats {
 // of every key written before the retained transactions) to give each window its initial state.
 //
 // The cutter copies what it takes: keys and values as `src`'s ids, so every call must pass the
-// same history, whose interning of keys and values must be stable: a live history never forgets
-// a key, HistoryBuilder::ReleaseLive may forget transactions once they are added, and
-// HistoryBuilder::CollectBytes may forget byte strings that MarkBytes did not mark.
-// Transactions are placed by commit timestamp; those without one (aborted, unknown) by start
-// timestamp, else after everything added before them. Thread-compatible.
+// same history, whose interning of keys and values must be stable: a live history cut into windows
+// never forgets a key (HistoryBuilder::CollectKeys is not called then), HistoryBuilder::ReleaseLive
+// may forget transactions once they are added, and HistoryBuilder::CollectBytes may forget byte
+// strings that MarkBytes did not mark. Transactions are placed by commit timestamp; those without
+// one (aborted, unknown) by start timestamp, else after everything added before them.
+// Thread-compatible.
 class WindowCutter {
  public:
   explicit WindowCutter(WindowOptions options);
