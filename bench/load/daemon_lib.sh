@@ -15,10 +15,15 @@ http_port=""
 
 iw_cleanup() {
   if [ -n "$daemon_pid" ]; then kill -9 "$daemon_pid" 2> /dev/null || true; fi
-  if [ -n "${dir:-}" ]; then rm -rf "$dir"; fi
+  if [ -n "${IW_KEEP:-}" ] && [ -n "${dir:-}" ]; then
+    echo "kept $dir (IW_KEEP)" >&2
+  elif [ -n "${dir:-}" ]; then
+    rm -rf "$dir"
+  fi
 }
 
-# Checks the binaries and removes `dir` (and kills the daemon) on exit.
+# Checks the binaries and removes `dir` (and kills the daemon) on exit; IW_KEEP=1 keeps `dir`
+# (the daemon's log, its store and spill with their RocksDB LOG files).
 iw_init() {
   for b in isowatch isowatchd; do
     if [ ! -x "$bin/$b" ]; then

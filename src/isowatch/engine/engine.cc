@@ -2,6 +2,7 @@
 #include "isowatch/engine/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <deque>
 #include <iterator>
@@ -298,6 +299,17 @@ class EngineImpl {
     const Transaction& t = h_.txn(id);
     if (!Participates(t)) return true;
     return t.commit <= final_point_ && !pending_count_.Has(id.value());
+  }
+
+  // Needs waits on the lines of each write's key state and chain end: at each hint, ask for the
+  // states of the hinted transaction's writes, and for the chain ends of the one hinted two
+  // hints before (whose states have arrived by now).
+  void WillRelease(TxnId id) {
+    PrefetchNeeds(id, /*chains=*/false);
+    const TxnId earlier = will_release_[will_release_next_];
+    will_release_[will_release_next_] = id;
+    will_release_next_ ^= 1;
+    if (earlier.valid()) PrefetchNeeds(earlier, /*chains=*/true);
   }
 
   bool Release(TxnId id) {
@@ -635,6 +647,22 @@ class EngineImpl {
       if (it != ks->versions.end() && it.key() == vkey) return true;
     }
     return false;
+  }
+
+  // Asks for what Needs(id) will read of a held transaction's writes: the key states, or with
+  // `chains` the ends of their version chains (a hint; nothing changes).
+  void PrefetchNeeds(TxnId id, bool chains) const {
+    if (!h_.has_txn(id)) return;
+    for (const Op& op : h_.ops(h_.txn(id))) {
+      if (!op.is_write() || op.key().value() >= keys_.size()) continue;
+      const KeyState* ks = keys_.Find(op.key().value());
+      if (ks == nullptr) continue;
+      if (chains) {
+        ks->versions.PrefetchEnds();
+      } else {
+        ks->PrefetchState();
+      }
+    }
   }
 
   bool Participates(const Transaction& t) const {
@@ -1850,6 +1878,9 @@ class EngineImpl {
   std::vector<bool> delivered_;
   uint64_t delivered_base_ = 0;
   PendingCounts pending_count_;
+  // The last two transactions WillRelease was told of, the older at will_release_next_.
+  std::array<TxnId, 2> will_release_ = {TxnId::Invalid(), TxnId::Invalid()};
+  size_t will_release_next_ = 0;
   std::vector<uint32_t> key_stamp_;  // per key: deduplication within one pass
   uint32_t stamp_ = 0;
   std::vector<KeyId> collect_keys_;
@@ -1930,6 +1961,7 @@ std::string SpillKeyName(const History& h, KeyId key) {
 }
 
 bool Engine::Release(TxnId id) { return impl_->Release(id); }
+void Engine::WillRelease(TxnId id) { impl_->WillRelease(id); }
 void Engine::MarkBytes(std::vector<uint64_t>& marks) { impl_->MarkBytes(marks); }
 void Engine::MarkKeys(std::vector<uint64_t>& marks) const { impl_->MarkKeys(marks); }
 void Engine::ForgetKeys(std::span<const KeyId> keys) { impl_->ForgetKeys(keys); }

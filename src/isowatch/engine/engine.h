@@ -184,6 +184,9 @@ class Engine {
   // release: the answer turns false once its versions are collected.
   // REQUIRES: IsFinal(id).
   bool Release(TxnId id);
+  // A hint that Release(id) is asked soon (a few calls ahead, as HistoryBuilder::ReleaseLive's
+  // `ahead` tells): the engine asks for the memory it will read then. Changes nothing else.
+  void WillRelease(TxnId id);
   // Adds to `marks` (history::MarkBytes) every byte string of the history the engine holds
   // outside the history's transactions: in its chains, list bases and evicted keys' bases, and
   // in the spill's versions that can still be read (HistoryBuilder::CollectBytes). The spill's

@@ -266,7 +266,8 @@ void HistoryBuilder::SetOrigin(TxnId id, uint16_t origin) {
   if (i < history_.txns_.size()) history_.txns_[i].origin = origin;
 }
 
-void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep) {
+void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep,
+                                 absl::FunctionRef<void(TxnId)> ahead) {
   History& h = history_;
   const uint64_t end = std::min<uint64_t>(upto.value(), h.size());
   if (end <= h.first_txn_) return;
@@ -305,12 +306,27 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
     if (r.name.capacity() > std::string().capacity()) name_bytes += r.name.capacity() + 1;
     retired.emplace(id, std::move(r));
   };
-  for (const auto& [id, r] : h.retired_) {
-    if (keep(TxnId(id))) retire(id, r.txn, r.name);
-  }
-  for (uint64_t id = h.first_txn_; id < end; ++id) {
-    const Transaction& t = h.txns_[id - h.first_txn_];
-    if (keep(TxnId(id))) retire(id, t, h.ext_ids_.Get(t.ext_id));
+  // `keep` is asked about the retired ones, then the held ones up to `end`; `ahead` hears of
+  // each kAhead questions earlier.
+  constexpr size_t kAhead = 4;
+  std::vector<std::pair<uint64_t, const History::Retired*>> old;
+  old.reserve(h.retired_.size());
+  for (const auto& [id, r] : h.retired_) old.emplace_back(id, &r);
+  const size_t asks = old.size() + (end - h.first_txn_);
+  auto ask = [&](size_t i) {
+    return i < old.size() ? old[i].first : h.first_txn_ + (i - old.size());
+  };
+  for (size_t i = 0; i < std::min(kAhead, asks); ++i) ahead(TxnId(ask(i)));
+  for (size_t i = 0; i < asks; ++i) {
+    if (i + kAhead < asks) ahead(TxnId(ask(i + kAhead)));
+    const uint64_t id = ask(i);
+    if (!keep(TxnId(id))) continue;
+    if (i < old.size()) {
+      retire(id, old[i].second->txn, old[i].second->name);
+    } else {
+      const Transaction& t = h.txns_[id - h.first_txn_];
+      retire(id, t, h.ext_ids_.Get(t.ext_id));
+    }
   }
   h.retired_ = std::move(retired);
   h.retired_ops_ = std::move(ops);

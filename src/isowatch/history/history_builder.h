@@ -112,7 +112,13 @@ class HistoryBuilder {
   // id may be used again. Invalidates references into the history. Costs O(transactions held
   // from `upto` on + retired ones): call it when about as many are released as stay held.
   // REQUIRES: live(), no transaction open.
-  void ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep);
+  void ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep) {
+    ReleaseLive(upto, keep, [](TxnId) {});
+  }
+  // The same, and `ahead` is told each id a few calls before `keep` is asked about it (a hint,
+  // for a `keep` that can fetch what it will read ahead of time).
+  void ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep,
+                   absl::FunctionRef<void(TxnId)> ahead);
   // Live mode: forgets the byte strings (values, and the bytes of keys) that neither the history
   // nor `marks` refers to, so that their memory is reclaimed and their pool indices are handed
   // out again (docs/engine.md, "Byte strings"). `marks` (MarkBytes) holds every index the caller

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -205,6 +206,8 @@ class LiveChecker {
   absl::flat_hash_map<std::string, size_t> stream_index_;
   uint64_t release_end_ = 0;  // transactions below it are final
   uint64_t releases_ = 0;
+  // When the last release handed free memory back to the system (malloc_trim).
+  std::chrono::steady_clock::time_point last_trim_;
   uint64_t byte_collections_ = 0;
   uint64_t bytes_forgotten_ = 0;
   size_t bytes_kept_ = 0;  // byte strings the history held after the last collection

@@ -105,13 +105,27 @@ TEST(LiveRelease, KeepsWhatIsAskedAndForgetsTheRest) {
   EXPECT_EQ(h.FindTxn("t3"), TxnId(60));
   EXPECT_FALSE(b.BeginTxn({.id = "t45", .session = "s0"}).ok()) << "t45 is still held";
 
-  // A second release asks again about the retired ones; those no longer wanted go.
+  // A second release asks again about the retired ones; those no longer wanted go. Each id is
+  // announced to `ahead` once, four questions before `keep` is asked about it (the first four
+  // at once).
   asked.clear();
-  b.ReleaseLive(TxnId(50), [&](TxnId id) {
-    asked.push_back(id.value());
-    return id.value() == 14 || id.value() == 42;
-  });
+  std::vector<uint32_t> announced;
+  std::vector<size_t> announced_by;  // how many questions had been asked at each announcement
+  b.ReleaseLive(
+      TxnId(50),
+      [&](TxnId id) {
+        asked.push_back(id.value());
+        return id.value() == 14 || id.value() == 42;
+      },
+      [&](TxnId id) {
+        announced.push_back(static_cast<uint32_t>(id.value()));
+        announced_by.push_back(asked.size());
+      });
   EXPECT_EQ(asked.size(), 5u + 20u);
+  EXPECT_EQ(announced, asked);
+  for (size_t i = 0; i < announced_by.size(); ++i) {
+    EXPECT_EQ(announced_by[i], i < 4 ? 0 : i - 4) << i;
+  }
   EXPECT_EQ(h.retired_count(), 2u);
   EXPECT_EQ(Render(h, TxnId(14)), before[14]);
   EXPECT_FALSE(h.has_txn(TxnId(7)));
