@@ -1514,7 +1514,13 @@ class EngineImpl {
   // again; how long a key must stay idle adapts (AdaptIdleAdvances).
   void ReleaseIdleKeys() {
     const uint64_t wait = evicting_ ? idle_advances_ : kIdleAdvances;
-    while (!idle_keys_.empty() && idle_keys_.front().first + wait <= advances_) {
+    // The evicted keys' records go to the spill in one write with the advance (FlushSpill): at
+    // most kMaxEvictionsPerAdvance of them, and the rest wait for the next advances, so that a
+    // burst (the budget first exceeded with a hundred thousand idle keys queued) does not hold
+    // the engine thread for the best part of a second.
+    const uint64_t evicted_before = stats_.evicted_keys;
+    while (!idle_keys_.empty() && idle_keys_.front().first + wait <= advances_ &&
+           stats_.evicted_keys - evicted_before < kMaxEvictionsPerAdvance) {
       const KeyId key(idle_keys_.front().second);
       idle_keys_.pop_front();
       KeyState* state = FindState(key);
@@ -1551,6 +1557,7 @@ class EngineImpl {
   // be checked against its session neighbours (docs/engine.md, "Session positions").
   static constexpr size_t kMaxSessionLead = size_t{1} << 14;
   static constexpr uint64_t kIdleAdvances = 64;
+  static constexpr uint64_t kMaxEvictionsPerAdvance = 16384;
   static constexpr uint64_t kMaxIdleAdvances = uint64_t{1} << 16;
   static constexpr uint64_t kMinIdleAdvances = 1;
 

@@ -825,6 +825,32 @@ TEST(EngineRecheckTest, KeyStatesGiveTheirMemoryBackOnceEvicted) {
       << e.stats().memory_bytes << " bytes held after eviction, " << together << " before";
 }
 
+// A burst of idle keys (all final at once, far over the budget) leaves memory over several
+// advances, at most 16384 keys each, so that no single write to the spill holds the engine long.
+TEST(EngineRecheckTest, EvictionsAreSpreadOverAdvances) {
+  constexpr int kKeys = 40000;
+  TestHistory t;
+  for (int k = 0; k < kKeys; ++k) t.Txn(fmt::format("W{}", k), "w", 10 + 2 * k, 11 + 2 * k).W(k, k);
+  MemoryVersionSpill spill;
+  Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
+            /*memory_budget=*/1);
+  std::vector<TxnId> all;
+  for (int k = 0; k < kKeys; ++k) all.push_back(e.h().FindTxn(fmt::format("W{}", k)));
+  e.engine().Deliver(e.stream(), all, std::nullopt);
+  std::vector<uint64_t> per_advance;
+  uint64_t before = 0;
+  for (int64_t w = 200000; w < 200300; ++w) {
+    e.Deliver({}, w);
+    if (e.stats().evicted_keys != before) per_advance.push_back(e.stats().evicted_keys - before);
+    before = e.stats().evicted_keys;
+  }
+  EXPECT_EQ(e.stats().evicted_keys, static_cast<uint64_t>(kKeys));
+  EXPECT_EQ(e.stats().resident_keys, 0u);
+  EXPECT_THAT(per_advance, ElementsAre(16384u, 16384u, kKeys - 2 * 16384u));
+  e.engine().Finish();
+  EXPECT_THAT(e.Take(), IsEmpty());
+}
+
 // A spill whose reads fail once told to (the writes still go through).
 class FailingReadsSpill final : public VersionSpill {
  public:
