@@ -805,17 +805,28 @@ TEST(EngineRecheckTest, KeysThatStayAwayLeaveMemorySoon) {
 
 // Keys in memory together, then evicted, give back the memory their states took: the key
 // table's array of states shrinks once at most a quarter of it is in use.
+// One transaction W<k> per key k, writing it.
+TestHistory OneWriterPerKey(int keys) {
+  TestHistory t;
+  for (int k = 0; k < keys; ++k) t.Txn(fmt::format("W{}", k), "w", 10 + 2 * k, 11 + 2 * k).W(k, k);
+  return t;
+}
+
+// Delivers every writer of OneWriterPerKey(keys) in one batch, without a watermark: every key is
+// in memory at once, none final.
+void DeliverAllWriters(Harness& e, int keys) {
+  std::vector<TxnId> all;
+  for (int k = 0; k < keys; ++k) all.push_back(e.h().FindTxn(fmt::format("W{}", k)));
+  e.engine().Deliver(e.stream(), all, std::nullopt);
+}
+
 TEST(EngineRecheckTest, KeyStatesGiveTheirMemoryBackOnceEvicted) {
   constexpr int kKeys = 5000;
-  TestHistory t;
-  for (int k = 0; k < kKeys; ++k) t.Txn(fmt::format("W{}", k), "w", 10 + 2 * k, 11 + 2 * k).W(k, k);
+  TestHistory t = OneWriterPerKey(kKeys);
   MemoryVersionSpill spill;
   Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
             /*memory_budget=*/1);
-  // All delivered before any is final: every key is in memory at once.
-  std::vector<TxnId> all;
-  for (int k = 0; k < kKeys; ++k) all.push_back(e.h().FindTxn(fmt::format("W{}", k)));
-  e.engine().Deliver(e.stream(), all, std::nullopt);
+  DeliverAllWriters(e, kKeys);
   const uint64_t together = e.stats().memory_bytes;
   EXPECT_EQ(e.stats().resident_keys, static_cast<uint64_t>(kKeys));
   for (int64_t w = 20000; w < 20300; ++w) e.Deliver({}, w);
@@ -829,14 +840,11 @@ TEST(EngineRecheckTest, KeyStatesGiveTheirMemoryBackOnceEvicted) {
 // advances, at most 16384 keys each, so that no single write to the spill holds the engine long.
 TEST(EngineRecheckTest, EvictionsAreSpreadOverAdvances) {
   constexpr int kKeys = 40000;
-  TestHistory t;
-  for (int k = 0; k < kKeys; ++k) t.Txn(fmt::format("W{}", k), "w", 10 + 2 * k, 11 + 2 * k).W(k, k);
+  TestHistory t = OneWriterPerKey(kKeys);
   MemoryVersionSpill spill;
   Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
             /*memory_budget=*/1);
-  std::vector<TxnId> all;
-  for (int k = 0; k < kKeys; ++k) all.push_back(e.h().FindTxn(fmt::format("W{}", k)));
-  e.engine().Deliver(e.stream(), all, std::nullopt);
+  DeliverAllWriters(e, kKeys);
   std::vector<uint64_t> per_advance;
   uint64_t before = 0;
   for (int64_t w = 200000; w < 200300; ++w) {
