@@ -3,8 +3,9 @@
 # End-to-end throughput of isowatchd over gRPC on loopback, with the replay client on the same
 # machine. Generates a simulator history, starts a release isowatchd with a
 # temporary store, replays the history with simulated disorder, waits until every transaction is
-# final, and prints: transactions/s, CPU seconds of client and daemon, the daemon's peak RSS and
-# the batch ack latency (receipt to durable) from its metrics.
+# final, and prints: transactions/s (end to end from the client's start, the client's reading of
+# the file included, and sustained, from the first batch sent), CPU seconds of client and daemon,
+# the daemon's peak RSS and the batch ack latency (receipt to durable) from its metrics.
 #
 # Usage: bash bench/load/daemon_e2e.sh [TXNS_COMMITTED] [BATCH] [SIGMA_MS]
 # ISOWATCHD_ARGS adds flags to isowatchd, e.g. "--set windows.checkers=adya,chronos" to run the
