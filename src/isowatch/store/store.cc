@@ -85,12 +85,27 @@ std::string StreamLabel(std::string_view name) { return fmt::format("stream \"{}
 constexpr size_t kMemtableBytes = 64 << 20;
 constexpr size_t kBlockCacheBytes = 16 << 20;
 
+// LZ4 where this RocksDB has it, else its default, Snappy.
+rocksdb::CompressionType LogCompression() {
+  static const rocksdb::CompressionType type = [] {
+    for (rocksdb::CompressionType t : rocksdb::GetSupportedCompressions()) {
+      if (t == rocksdb::kLZ4Compression) return t;
+    }
+    return rocksdb::kSnappyCompression;
+  }();
+  return type;
+}
+
 // The log takes every ingested batch: memtables large enough that flushes stay rare, and room
 // for several while one is being flushed. The other column families take little.
 rocksdb::ColumnFamilyOptions CfOptions(const RocksDbMemoryBudget& budget, std::string_view name) {
   rocksdb::ColumnFamilyOptions options;
   if (name == kLogCf) {
     budget.ApplyTo(options, 16 << 20, 4);
+    // Every ingested batch goes through a flush, on the daemon's own cores: LZ4 compresses it in
+    // about half the time Snappy (RocksDB's default) takes (bench/README.md, "The sustained
+    // rate"). Files written before keep their compression; every block names its own.
+    options.compression = LogCompression();
   } else if (name == kViolationsCf) {
     budget.ApplyTo(options, 4 << 20, 2);
   } else {
