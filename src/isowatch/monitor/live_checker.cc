@@ -288,10 +288,11 @@ void LiveChecker::MaybeRelease() {
   while (release_end_ < h.size() && engine_->IsFinal(TxnId(release_end_))) {
     ++release_end_;
   }
-  // Each release costs about what stays held: release once at least as much goes.
+  // Each release costs about what stays held (and asks again about every retired one): release
+  // once at least twice as much goes.
   const uint64_t releasable = release_end_ - h.first_txn();
   const uint64_t held = h.size() - release_end_ + h.retired_count();
-  if (releasable < std::max<uint64_t>(options_.min_release, 1) || releasable < held) return;
+  if (releasable < std::max<uint64_t>(options_.min_release, 1) || releasable < 2 * held) return;
   // Render what has become final while every transaction it names is still held.
   for (const report::Violation& v : engine_->TakeFinalViolations()) {
     rendered_.push_back(Render(v, 0));
