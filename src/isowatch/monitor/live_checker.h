@@ -46,7 +46,7 @@ struct LiveOptions {
   // Source of time for the timeout; nullptr = the system clock.
   const engine::Clock* clock = nullptr;
   // Under a memory budget the live history forgets final transactions (but those the engine
-  // still reads) once at least this many, and as many as it holds, are final.
+  // still reads) once at least this many, and twice as many as it holds, are final.
   uint64_t min_release = 4096;
   // Under a memory budget, after a release, the live history forgets the byte strings nothing
   // holds any more (docs/engine.md, "Byte strings") once it holds at least this many, and as
