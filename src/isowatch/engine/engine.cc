@@ -651,9 +651,9 @@ class EngineImpl {
 
   // Asks for what Needs(id) will read of a held transaction's writes: the key states, or with
   // `chains` the ends of their version chains (a hint; nothing changes).
+  // One lookup of `id`: a released or unknown one reads as a transaction without operations.
   void PrefetchNeeds(TxnId id, bool chains) const {
-    if (!h_.has_txn(id)) return;
-    for (const Op& op : h_.ops(h_.txn(id))) {
+    for (const Op& op : h_.ops(id)) {
       if (!op.is_write() || op.key().value() >= keys_.size()) continue;
       const KeyState* ks = keys_.Find(op.key().value());
       if (ks == nullptr) continue;

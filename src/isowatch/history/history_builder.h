@@ -110,7 +110,7 @@ class HistoryBuilder {
   // true for, which are kept as retired, as are the retired ones it still returns true for
   // (`keep` is asked once about each). A forgotten transaction's id stays taken and its source
   // id may be used again. Invalidates references into the history. Costs O(transactions held
-  // from `upto` on + retired ones): call it when about as many are released as stay held.
+  // from `upto` on + retired ones): call it when at least as many are released as stay held.
   // REQUIRES: live(), no transaction open.
   void ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep) {
     ReleaseLive(upto, keep, [](TxnId) {});

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <system_error>
 #include <utility>
+#include <vector>
 #include <xxhash.h>
 
 #include "absl/strings/string_view.h"
@@ -87,13 +88,12 @@ constexpr size_t kBlockCacheBytes = 16 << 20;
 
 // LZ4 where this RocksDB has it, else its default, Snappy.
 rocksdb::CompressionType LogCompression() {
-  static const rocksdb::CompressionType type = [] {
-    for (rocksdb::CompressionType t : rocksdb::GetSupportedCompressions()) {
-      if (t == rocksdb::kLZ4Compression) return t;
-    }
-    return rocksdb::kSnappyCompression;
+  static const bool lz4 = [] {
+    const std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
+    return std::find(supported.begin(), supported.end(), rocksdb::kLZ4Compression) !=
+           supported.end();
   }();
-  return type;
+  return lz4 ? rocksdb::kLZ4Compression : rocksdb::kSnappyCompression;
 }
 
 // The log takes every ingested batch: memtables large enough that flushes stay rare, and room

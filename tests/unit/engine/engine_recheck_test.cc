@@ -812,21 +812,25 @@ TestHistory OneWriterPerKey(int keys) {
   return t;
 }
 
-// Delivers every writer of OneWriterPerKey(keys) in one batch, without a watermark: every key is
-// in memory at once, none final.
-void DeliverAllWriters(Harness& e, int keys) {
-  std::vector<TxnId> all;
-  for (int k = 0; k < keys; ++k) all.push_back(e.h().FindTxn(fmt::format("W{}", k)));
-  e.engine().Deliver(e.stream(), all, std::nullopt);
-}
+// An engine with a one-byte budget over an in-memory spill, given every writer of
+// OneWriterPerKey(keys) in one batch, without a watermark: every key is in memory at once, none
+// final.
+struct AllWritersInMemory {
+  explicit AllWritersInMemory(int keys)
+      : e(OneWriterPerKey(keys), IsolationLevel::kSnapshotIsolation, 5000, 0, &spill,
+          /*spill_collected=*/false, /*memory_budget=*/1) {
+    std::vector<TxnId> all;
+    for (int k = 0; k < keys; ++k) all.push_back(e.h().FindTxn(fmt::format("W{}", k)));
+    e.engine().Deliver(e.stream(), all, std::nullopt);
+  }
+  MemoryVersionSpill spill;
+  Harness e;
+};
 
 TEST(EngineRecheckTest, KeyStatesGiveTheirMemoryBackOnceEvicted) {
   constexpr int kKeys = 5000;
-  TestHistory t = OneWriterPerKey(kKeys);
-  MemoryVersionSpill spill;
-  Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
-            /*memory_budget=*/1);
-  DeliverAllWriters(e, kKeys);
+  AllWritersInMemory run(kKeys);
+  Harness& e = run.e;
   const uint64_t together = e.stats().memory_bytes;
   EXPECT_EQ(e.stats().resident_keys, static_cast<uint64_t>(kKeys));
   for (int64_t w = 20000; w < 20300; ++w) e.Deliver({}, w);
@@ -840,11 +844,8 @@ TEST(EngineRecheckTest, KeyStatesGiveTheirMemoryBackOnceEvicted) {
 // advances, at most 16384 keys each, so that no single write to the spill holds the engine long.
 TEST(EngineRecheckTest, EvictionsAreSpreadOverAdvances) {
   constexpr int kKeys = 40000;
-  TestHistory t = OneWriterPerKey(kKeys);
-  MemoryVersionSpill spill;
-  Harness e(t, IsolationLevel::kSnapshotIsolation, 5000, 0, &spill, /*spill_collected=*/false,
-            /*memory_budget=*/1);
-  DeliverAllWriters(e, kKeys);
+  AllWritersInMemory run(kKeys);
+  Harness& e = run.e;
   std::vector<uint64_t> per_advance;
   uint64_t before = 0;
   for (int64_t w = 200000; w < 200300; ++w) {
