@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/common/check.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+namespace isowatch::common {
+namespace {
+
+// Relaxed: a count read at scrape time, ordering nothing.
+std::atomic<uint64_t> bug_count{0};
+
+}  // namespace
+
+void CheckFailed(const char* file, int line, const char* cond, const char* msg) {
+  std::fprintf(stderr, "isowatch: check failed at %s:%d: %s (%s)\n", file, line, cond, msg);
+  std::fflush(stderr);
+  std::abort();
+}
+
+void BugDetected(const char* file, int line, const char* cond, const char* msg) {
+  bug_count.fetch_add(1, std::memory_order_relaxed);
+  std::fprintf(stderr, "isowatch: internal bug at %s:%d: %s (%s)%s\n", file, line, cond, msg,
+               kDebugChecks ? "" : "; continuing");
+  std::fflush(stderr);
+  if constexpr (kDebugChecks) std::abort();
+}
+
+uint64_t InternalBugCount() { return bug_count.load(std::memory_order_relaxed); }
+
+}  // namespace isowatch::common
