@@ -79,7 +79,8 @@ absl::Status SaveState(const std::string& dir, const CollectorState& s) {
 v1::Header MakeHeader(const CollectorOptions& o) {
   v1::Header h;
   h.set_version(1);
-  (*h.mutable_metadata())["data_model"] = o.workload.data == sim::DataKind::kList ? "list" : "kv";
+  (*h.mutable_metadata())["data_model"] =
+      o.workload.data == history::DataModel::kList ? "list" : "kv";
   (*h.mutable_metadata())["source"] = "isowatch-pg";
   (*h.mutable_metadata())["isolation"] = IsolationName(o.workload.isolation);
   return h;

@@ -86,7 +86,7 @@ uint64_t Joiner::WidenXid(uint32_t xid32) const {
 
 std::vector<v1::Operation> Joiner::DecodedWrites(const DecodedTxn& d) const {
   std::vector<v1::Operation> ops;
-  const bool list = options_.data == sim::DataKind::kList;
+  const bool list = options_.data == history::DataModel::kList;
   for (const DecodedChange& c : d.changes) {
     if (c.table != options_.table || c.kind == DecodedChange::Kind::kDelete) continue;
     std::optional<std::string> k = Column(c, "k");

@@ -10,7 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 
-#include "isowatch/sim/simulator.h"
+#include "isowatch/history/history.h"
 #include "isowatch/v1/history.pb.h"
 
 #include "collectors/postgres/decoded_txn.h"
@@ -24,7 +24,7 @@ struct JoinerOptions {
   std::string message_prefix = "isowatch";
   // The workload's table (schema public) and data model, to read decoded rows.
   std::string table;
-  sim::DataKind data = sim::DataKind::kKeyValue;
+  history::DataModel data = history::DataModel::kKeyValue;
   // The stream name put on each transaction.
   std::string stream;
   // A committed transaction of this run whose client record has not come this long after its

@@ -114,11 +114,11 @@ int Run(Flags& f, bool canary) {
   o.target = f.to;
   o.workload.dsn = f.dsn;
   o.workload.isolation = *isowatch::pg::ParseIsolation(f.isolation);
-  o.workload.dist = f.dist == "uniform"   ? isowatch::sim::Distribution::kUniform
-                    : f.dist == "hotspot" ? isowatch::sim::Distribution::kHotspot
-                                          : isowatch::sim::Distribution::kZipfian;
-  o.workload.data =
-      f.data == "list" ? isowatch::sim::DataKind::kList : isowatch::sim::DataKind::kKeyValue;
+  o.workload.dist = f.dist == "uniform"   ? isowatch::workload::Distribution::kUniform
+                    : f.dist == "hotspot" ? isowatch::workload::Distribution::kHotspot
+                                          : isowatch::workload::Distribution::kZipfian;
+  o.workload.data = f.data == "list" ? isowatch::history::DataModel::kList
+                                     : isowatch::history::DataModel::kKeyValue;
   o.end_of_stream = !canary && !f.keep_open;
   o.state_dir = f.state_dir;
   if (f.bare) return RunBare(o);
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   canary.o.workload.keys = 8;
   canary.o.workload.txns = 0;
   canary.o.workload.rate_tps = 5;
-  canary.o.workload.dist = isowatch::sim::Distribution::kUniform;
+  canary.o.workload.dist = isowatch::workload::Distribution::kUniform;
   canary.dist = "uniform";
   CLI::App* c =
       app.add_subcommand("canary", "Run a slow workload on a dedicated small table until stopped");

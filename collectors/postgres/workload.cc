@@ -13,8 +13,8 @@
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/history/snapshot.h"
-#include "isowatch/sim/key_chooser.h"
-#include "isowatch/sim/rng.h"
+#include "isowatch/workload/key_chooser.h"
+#include "isowatch/workload/rng.h"
 
 #include "collectors/postgres/pg_conn.h"
 
@@ -53,7 +53,7 @@ absl::StatusOr<v1::Snapshot> ParseSnapshotText(std::string_view text) {
 }
 
 std::string TableName(const WorkloadOptions& options) {
-  return options.table_prefix + (options.data == sim::DataKind::kList ? "list" : "kv");
+  return options.table_prefix + (options.data == history::DataModel::kList ? "list" : "kv");
 }
 
 namespace {
@@ -101,7 +101,7 @@ class Workload::Session {
         keys_(o_.dist, std::max<uint64_t>(o_.keys, 1), o_.zipf_theta),
         table_(TableName(o_)),
         session_name_(fmt::format("r{}s{}", o_.run, index)) {
-    const bool list = o_.data == sim::DataKind::kList;
+    const bool list = o_.data == history::DataModel::kList;
     read_sql_ = fmt::format("SELECT v FROM {} WHERE k = $1", table_);
     write_sql_ =
         list ? fmt::format(
@@ -213,7 +213,7 @@ class Workload::Session {
     // in flight at a crash) is handed out again after the restart.
     t.set_id_str(out.tag);
     ++seq_;
-    const bool list = o_.data == sim::DataKind::kList;
+    const bool list = o_.data == history::DataModel::kList;
     for (const PlannedOp& op : plan) {
       v1::Operation* p = t.add_ops();
       p->mutable_key()->set_bytes(Key(op.key));
@@ -363,8 +363,8 @@ class Workload::Session {
   Workload& w_;
   const WorkloadOptions& o_;
   const uint32_t index_;
-  sim::Rng rng_;
-  sim::KeyChooser keys_;
+  workload::Rng rng_;
+  workload::KeyChooser keys_;
   const std::string table_;
   const std::string session_name_;
   std::string read_sql_;
@@ -387,7 +387,7 @@ absl::Status Workload::Prepare(bool reset) {
   ASSIGN_OR_RETURN(ConnPtr conn, Connect(options_.dsn));
   const std::string table = TableName(options_);
   const std::string create =
-      options_.data == sim::DataKind::kList
+      options_.data == history::DataModel::kList
           ? fmt::format("CREATE TABLE IF NOT EXISTS {} (k bigint PRIMARY KEY, v bigint[] NOT NULL)",
                         table)
           : fmt::format("CREATE TABLE IF NOT EXISTS {} (k bigint PRIMARY KEY, v bigint)", table);

@@ -13,8 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "isowatch/sim/simulator.h"
+#include "isowatch/history/history.h"
 #include "isowatch/v1/history.pb.h"
+#include "isowatch/workload/key_chooser.h"
 
 namespace isowatch::pg {
 
@@ -33,14 +34,14 @@ absl::StatusOr<v1::Snapshot> ParseSnapshotText(std::string_view text);
 struct WorkloadOptions {
   std::string dsn;
   Isolation isolation = Isolation::kRepeatableRead;
-  sim::DataKind data = sim::DataKind::kKeyValue;
+  history::DataModel data = history::DataModel::kKeyValue;
   uint32_t sessions = 8;
   // Transactions to run, retries not counted (each retry is one more); 0 = until Stop.
   uint64_t txns = 1000;
   uint32_t ops_per_txn = 4;
   double read_ratio = 0.5;
   uint64_t keys = 100;
-  sim::Distribution dist = sim::Distribution::kZipfian;
+  workload::Distribution dist = workload::Distribution::kZipfian;
   double zipf_theta = 0.99;
   // Transactions per second over all sessions; 0 = as fast as they go.
   double rate_tps = 0;

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/history/history_builder.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::testing {
 
@@ -137,10 +137,10 @@ class TestHistory {
 };
 
 // "EXT/before T3,T1 k=0" — a violation in one line, for compact assertions.
-inline std::string Summarize(const history::History& h, const report::Violation& v) {
-  std::string out = report::AnomalyName(v.anomaly);
-  if (v.ext_kind != report::ExtKind::kNone)
-    out += fmt::format("/{}", report::ExtKindName(v.ext_kind));
+inline std::string Summarize(const history::History& h, const verdict::Violation& v) {
+  std::string out = verdict::AnomalyName(v.anomaly);
+  if (v.ext_kind != verdict::ExtKind::kNone)
+    out += fmt::format("/{}", verdict::ExtKindName(v.ext_kind));
   for (size_t i = 0; i < v.txns.size(); ++i) {
     out += fmt::format("{}{}", i == 0 ? " " : ",", h.txn_name(v.txns[i]));
   }
@@ -149,7 +149,7 @@ inline std::string Summarize(const history::History& h, const report::Violation&
 }
 
 inline std::vector<std::string> SummarizeAll(const history::History& h,
-                                             const std::vector<report::Violation>& vs) {
+                                             const std::vector<verdict::Violation>& vs) {
   std::vector<std::string> out;
   for (const auto& v : vs) out.push_back(Summarize(h, v));
   return out;

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::testing {
 
@@ -21,12 +21,12 @@ using ViolationEntry = std::tuple<std::string, std::string, std::vector<std::str
 
 // The entries of `vs`, sorted.
 inline std::vector<ViolationEntry> Entries(const history::History& h,
-                                           const std::vector<report::Violation>& vs) {
+                                           const std::vector<verdict::Violation>& vs) {
   std::vector<ViolationEntry> out;
-  for (const report::Violation& v : vs) {
+  for (const verdict::Violation& v : vs) {
     std::vector<std::string> txns;
     for (TxnId t : v.txns) txns.emplace_back(h.txn_name(t));
-    out.emplace_back(report::AnomalyName(v.anomaly), report::ExtKindName(v.ext_kind),
+    out.emplace_back(verdict::AnomalyName(v.anomaly), verdict::ExtKindName(v.ext_kind),
                      std::move(txns), v.key.valid() ? h.KeyToString(v.key) : "-", v.expected,
                      v.observed);
   }

@@ -10,14 +10,14 @@
 namespace isowatch {
 namespace {
 
-sim::SimResult MakeHistory(uint64_t txns, sim::DataKind data) {
+sim::SimResult MakeHistory(uint64_t txns, history::DataModel data) {
   sim::WorkloadOptions o;
   o.sessions = 24;
   o.txns = txns;
   o.ops_per_txn = 8;
   o.read_ratio = 0.5;
   o.keys = 10000;
-  o.dist = sim::Distribution::kZipfian;
+  o.dist = workload::Distribution::kZipfian;
   o.data = data;
   o.seed = 42;
   auto r = sim::Simulate(o);
@@ -26,10 +26,10 @@ sim::SimResult MakeHistory(uint64_t txns, sim::DataKind data) {
 }
 
 void BM_ChronosSi(benchmark::State& state) {
-  auto r = MakeHistory(static_cast<uint64_t>(state.range(0)), sim::DataKind::kKeyValue);
+  auto r = MakeHistory(static_cast<uint64_t>(state.range(0)), history::DataModel::kKeyValue);
   for (auto _ : state) {
     auto result =
-        checkers::RunChronos(r.history, {.level = report::IsolationLevel::kSnapshotIsolation});
+        checkers::RunChronos(r.history, {.level = verdict::IsolationLevel::kSnapshotIsolation});
     benchmark::DoNotOptimize(result.violations.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * r.history.size()));
@@ -37,9 +37,10 @@ void BM_ChronosSi(benchmark::State& state) {
 BENCHMARK(BM_ChronosSi)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 void BM_ChronosSer(benchmark::State& state) {
-  auto r = MakeHistory(static_cast<uint64_t>(state.range(0)), sim::DataKind::kKeyValue);
+  auto r = MakeHistory(static_cast<uint64_t>(state.range(0)), history::DataModel::kKeyValue);
   for (auto _ : state) {
-    auto result = checkers::RunChronos(r.history, {.level = report::IsolationLevel::kSerializable});
+    auto result =
+        checkers::RunChronos(r.history, {.level = verdict::IsolationLevel::kSerializable});
     benchmark::DoNotOptimize(result.violations.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * r.history.size()));
@@ -47,10 +48,10 @@ void BM_ChronosSer(benchmark::State& state) {
 BENCHMARK(BM_ChronosSer)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 void BM_ChronosSiList(benchmark::State& state) {
-  auto r = MakeHistory(static_cast<uint64_t>(state.range(0)), sim::DataKind::kList);
+  auto r = MakeHistory(static_cast<uint64_t>(state.range(0)), history::DataModel::kList);
   for (auto _ : state) {
     auto result =
-        checkers::RunChronos(r.history, {.level = report::IsolationLevel::kSnapshotIsolation});
+        checkers::RunChronos(r.history, {.level = verdict::IsolationLevel::kSnapshotIsolation});
     benchmark::DoNotOptimize(result.violations.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * r.history.size()));

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The online engine in-process, one thread: a simulator history delivered out of order in
-// batches with watermarks (engine::RunOnline), as a collector would deliver it.
+// batches with watermarks (sim::RunOnline), as a collector would deliver it.
 //
 // Workload: sim::WorkloadOptions defaults (24 sessions, 8 operations, half reads, zipfian 0.99)
 // with 10,000 keys, counting committed transactions: `txns` is the number committed; aborted ones
 // (about as many again under this contention) are in the history and delivered too.
 //
-// Delivery (engine::BuildDeliverySchedule): transactions are collected in commit order at
+// Delivery (sim::BuildDeliverySchedule): transactions are collected in commit order at
 // `rate_tps` of simulated time, each delayed by N(100 ms, sigma), then delivered in batches of
 // 500 with a watermark each. The disorder in transactions is sigma x rate: at 10,000 tps (a busy
 // database of the seed's experiments, and the CLI's default) sigma = 100 ms moves a transaction
@@ -32,14 +32,14 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include "isowatch/engine/delivery.h"
 #include "isowatch/engine/version_spill.h"
+#include "isowatch/sim/delivery.h"
 #include "isowatch/sim/simulator.h"
 
 namespace isowatch {
 namespace {
 
-using report::IsolationLevel;
+using verdict::IsolationLevel;
 
 // Resident set size of this process, from /proc/self/statm.
 uint64_t ResidentBytes() {
@@ -52,7 +52,7 @@ uint64_t ResidentBytes() {
 
 struct Fixture {
   sim::SimResult sim;
-  engine::DeliverySchedule schedule;
+  sim::DeliverySchedule schedule;
 };
 
 // Histories and schedules are built once per configuration and kept.
@@ -74,12 +74,12 @@ const Fixture& GetFixture(uint64_t txns, IsolationLevel level, double sigma_ms, 
     if (!r.ok()) std::abort();
     slot = std::make_unique<Fixture>();
     slot->sim = *std::move(r);
-    slot->schedule = engine::BuildDeliverySchedule(slot->sim.history, {.mean_ms = 100,
-                                                                       .sigma_ms = sigma_ms,
-                                                                       .batch = 500,
-                                                                       .seed = 7,
-                                                                       .rate_tps = rate_tps,
-                                                                       .watermarks = true});
+    slot->schedule = sim::BuildDeliverySchedule(slot->sim.history, {.mean_ms = 100,
+                                                                    .sigma_ms = sigma_ms,
+                                                                    .batch = 500,
+                                                                    .seed = 7,
+                                                                    .rate_tps = rate_tps,
+                                                                    .watermarks = true});
   }
   return *slot;
 }
@@ -103,7 +103,7 @@ void RunEngine(benchmark::State& state, IsolationLevel level, const RunConfig& r
   const std::string spill_dir =
       fmt::format("{}/isowatch-engine-bench-spill-{}",
                   std::filesystem::temp_directory_path().string(), getpid());
-  engine::OnlineResult last;
+  sim::OnlineResult last;
   uint64_t spill_bytes = 0;
   std::vector<double> pauses;   // each write to the spill, seconds (last iteration)
   std::vector<double> reloads;  // each check that read the spill, seconds (last iteration)
@@ -118,13 +118,13 @@ void RunEngine(benchmark::State& state, IsolationLevel level, const RunConfig& r
     }
     pauses.clear();
     reloads.clear();
-    last = engine::RunOnline(f.sim.history, level, f.schedule,
-                             {.spill = rocks.get(),
-                              .spill_collected = run.spill_collected,
-                              .memory_budget = run.budget,
-                              .spill_retention = run.spill_retention,
-                              .on_spill_pause = [&pauses](double s) { pauses.push_back(s); },
-                              .on_reload = [&reloads](double s) { reloads.push_back(s); }});
+    last = sim::RunOnline(f.sim.history, level, f.schedule,
+                          {.spill = rocks.get(),
+                           .spill_collected = run.spill_collected,
+                           .memory_budget = run.budget,
+                           .spill_retention = run.spill_retention,
+                           .on_spill_pause = [&pauses](double s) { pauses.push_back(s); },
+                           .on_reload = [&reloads](double s) { reloads.push_back(s); }});
     benchmark::DoNotOptimize(last.violations.data());
     if (rocks != nullptr) {
       // What the spill holds once its pruning has run (untimed).

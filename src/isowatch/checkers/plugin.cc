@@ -8,7 +8,7 @@ namespace isowatch::checkers {
 void KeepInScope(const WindowScope* scope, CheckerResult* result) {
   if (scope == nullptr) return;
   const uint32_t first_proper = scope->first_proper;
-  auto lead_in_only = [first_proper](const report::Violation& v) {
+  auto lead_in_only = [first_proper](const verdict::Violation& v) {
     return !v.txns.empty() && std::all_of(v.txns.begin(), v.txns.end(),
                                           [&](TxnId t) { return t.value() < first_proper; });
   };

@@ -20,7 +20,7 @@
 
 #include "isowatch/history/history.h"
 #include "isowatch/history/timestamp.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::checkers {
 
@@ -104,7 +104,7 @@ class LimitPoller {
 // and no violations: UNKNOWN, never a verdict it did not reach.
 struct CheckerResult {
   bool complete = true;
-  std::vector<report::Violation> violations;  // each with Violation::checker set to its name
+  std::vector<verdict::Violation> violations;  // each with Violation::checker set to its name
   size_t transactions_checked = 0;
   size_t transactions_skipped = 0;  // lacking what Requirements names, or lead-in
   // Findings a window could not trust (lead-in only, or judged against a state the window does
@@ -121,7 +121,7 @@ class Checker {
   virtual ~Checker() = default;
   virtual std::string_view name() const = 0;
   // The levels this instance judges (a subset of its CheckerInfo::levels).
-  virtual const std::vector<report::IsolationLevel>& levels() const = 0;
+  virtual const std::vector<verdict::IsolationLevel>& levels() const = 0;
   // Checks `h`. With a scope, reports only the findings the window can trust
   // (KeepInScope below does the common part).
   virtual CheckerResult Check(const history::History& h, const WindowScope* scope,
@@ -142,15 +142,15 @@ using CheckerOptions = std::map<std::string, std::string, std::less<>>;
 // A plug-in as registered.
 struct CheckerInfo {
   std::string name;
-  std::string help;                            // one sentence
-  std::vector<report::IsolationLevel> levels;  // it can judge, in canonical order
+  std::string help;                             // one sentence
+  std::vector<verdict::IsolationLevel> levels;  // it can judge, in canonical order
   Requirements requirements;
   // Options besides "levels", which every plug-in takes (a subset of `levels`; default all).
   std::vector<OptionSpec> options;
   // Builds a checker for `levels` (non-empty, a subset of `levels` above) from option values
   // (only names from `options`, checked). Errors: InvalidArgument naming the option.
-  std::function<absl::StatusOr<std::unique_ptr<Checker>>(std::vector<report::IsolationLevel> levels,
-                                                         const CheckerOptions& options)>
+  std::function<absl::StatusOr<std::unique_ptr<Checker>>(
+      std::vector<verdict::IsolationLevel> levels, const CheckerOptions& options)>
       create;
 };
 

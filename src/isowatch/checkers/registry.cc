@@ -17,7 +17,7 @@
 namespace isowatch::checkers {
 namespace {
 
-using report::IsolationLevel;
+using verdict::IsolationLevel;
 
 // "a, b,c" -> {"a", "b", "c"}; empty items are kept (as empty strings) for the caller to refuse.
 std::vector<std::string_view> SplitList(std::string_view list) {
@@ -35,7 +35,7 @@ std::vector<std::string_view> SplitList(std::string_view list) {
 
 std::string LevelNames(const std::vector<IsolationLevel>& levels) {
   std::vector<std::string_view> names;
-  for (IsolationLevel level : levels) names.emplace_back(report::IsolationLevelName(level));
+  for (IsolationLevel level : levels) names.emplace_back(verdict::IsolationLevelName(level));
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -50,7 +50,7 @@ absl::StatusOr<std::vector<IsolationLevel>> ParseLevels(const CheckerInfo& info,
                                                         std::string_view text) {
   std::vector<IsolationLevel> wanted;
   for (std::string_view name : SplitList(text)) {
-    std::optional<IsolationLevel> level = report::ParseIsolationLevel(name);
+    std::optional<IsolationLevel> level = verdict::ParseIsolationLevel(name);
     if (!level.has_value()) {
       return absl::InvalidArgumentError(
           fmt::format("{}.levels: '{}' is no isolation level ({} judges {})", info.name, name,

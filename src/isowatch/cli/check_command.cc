@@ -23,17 +23,17 @@
 #include "isowatch/cli/read_flags.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/config/units.h"
-#include "isowatch/engine/delivery.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/formats/history_file.h"
 #include "isowatch/monitor/live_checker.h"
 #include "isowatch/report/check_report.h"
+#include "isowatch/sim/delivery.h"
 #include "isowatch/windows/window_cutter.h"
 
 namespace isowatch::cli {
 namespace {
 
-using report::IsolationLevel;
+using verdict::IsolationLevel;
 
 // Adds `r`, what a plug-in made of one history or window in `seconds`, to its outcome.
 void AddResult(const checkers::CheckerResult& r, double seconds, report::CheckerOutcome& c) {
@@ -64,7 +64,7 @@ class FileIds {
   }
 
   // Rewrites `v`, found in window history `w`, in the file's ids.
-  void Translate(const history::History& w, report::Violation& v) const {
+  void Translate(const history::History& w, verdict::Violation& v) const {
     for (TxnId& t : v.txns) {
       auto it = txns_.find(w.txn_name(t));
       if (it != txns_.end()) t = it->second;
@@ -171,7 +171,7 @@ int CheckCommand::Run() {
   }
   const formats::ReadOptions& options = *read_options;
   auto format = formats::ParseFileFormat(format_);
-  auto level = report::ParseIsolationLevel(level_);
+  auto level = verdict::ParseIsolationLevel(level_);
   const bool plugins = !checker_list_.empty();
   if (!plugins && *level != IsolationLevel::kSnapshotIsolation &&
       *level != IsolationLevel::kSerializable) {
@@ -199,12 +199,12 @@ int CheckCommand::Run() {
       return kExitBadInput;
     }
   } else if (online_) {
-    const engine::DeliveryOptions delivery{.mean_ms = mean_ms_,
-                                           .sigma_ms = sigma_ms_,
-                                           .batch = batch_,
-                                           .seed = seed_,
-                                           .rate_tps = rate_tps_,
-                                           .watermarks = !no_watermarks_};
+    const sim::DeliveryOptions delivery{.mean_ms = mean_ms_,
+                                        .sigma_ms = sigma_ms_,
+                                        .batch = batch_,
+                                        .seed = seed_,
+                                        .rate_tps = rate_tps_,
+                                        .watermarks = !no_watermarks_};
     uint64_t budget = 0;
     if (!memory_budget_.empty()) {
       auto parsed = config::ParseByteSize(memory_budget_);
@@ -235,14 +235,14 @@ int CheckCommand::Run() {
       }
       spill = *std::move(opened);
     }
-    const engine::DeliverySchedule schedule = engine::BuildDeliverySchedule(*h, delivery);
-    engine::OnlineResult result = engine::RunOnline(*h, *level, schedule,
-                                                    {.finality_timeout_ms = timeout_ms_,
-                                                     .retention = retention_,
-                                                     .spill = spill.get(),
-                                                     .spill_collected = spill_collected_,
-                                                     .memory_budget = budget,
-                                                     .spill_retention = spill_retention_});
+    const sim::DeliverySchedule schedule = sim::BuildDeliverySchedule(*h, delivery);
+    sim::OnlineResult result = sim::RunOnline(*h, *level, schedule,
+                                              {.finality_timeout_ms = timeout_ms_,
+                                               .retention = retention_,
+                                               .spill = spill.get(),
+                                               .spill_collected = spill_collected_,
+                                               .memory_budget = budget,
+                                               .spill_retention = spill_retention_});
     if (spill != nullptr) {
       std::cerr << fmt::format(
           "isowatch check: spill: {} versions written, {} pruned, {} reloads, {} keys evicted, "
@@ -255,7 +255,7 @@ int CheckCommand::Run() {
         std::filesystem::remove_all(temp_dir, ec);
       }
     }
-    engine::SortViolations(result.violations);
+    verdict::SortViolations(result.violations);
     rep.checker = "online";
     rep.transactions_checked = result.stats.checked;
     rep.transactions_skipped = h->size() - std::min<size_t>(h->size(), result.stats.checked);
@@ -319,7 +319,7 @@ absl::StatusOr<std::vector<std::unique_ptr<checkers::Checker>>> CheckCommand::Cr
     }
   }
   if (level_option_->count() > 0) {
-    const IsolationLevel level = *report::ParseIsolationLevel(level_);
+    const IsolationLevel level = *verdict::ParseIsolationLevel(level_);
     for (const std::string& name : names) {
       const checkers::CheckerInfo& info = *checkers::FindChecker(name);
       if (std::find(info.levels.begin(), info.levels.end(), level) == info.levels.end()) {
@@ -368,7 +368,7 @@ absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckR
       }
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       AddResult(r, took.count(), rep.checkers[i]);
-      for (report::Violation& v : r.violations) {
+      for (verdict::Violation& v : r.violations) {
         if (scope != nullptr) {
           // The same finding in two overlapping windows is reported once, as the daemon stores
           // it once: by its stable id.

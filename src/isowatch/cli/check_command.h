@@ -33,7 +33,7 @@ class CheckCommand {
   std::string initial_txn_;
   bool json_ = false;
   size_t max_detailed_ = 20;
-  // --online and the delivery it simulates (engine::DeliveryOptions, OnlineOptions).
+  // --online and the delivery it simulates (sim::DeliveryOptions, OnlineOptions).
   bool online_ = false;
   double mean_ms_ = 100;
   double sigma_ms_ = 10;

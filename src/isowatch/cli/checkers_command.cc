@@ -14,9 +14,9 @@
 namespace isowatch::cli {
 namespace {
 
-std::string Levels(const std::vector<report::IsolationLevel>& levels, std::string_view sep) {
+std::string Levels(const std::vector<verdict::IsolationLevel>& levels, std::string_view sep) {
   std::vector<std::string_view> names;
-  for (report::IsolationLevel level : levels) names.emplace_back(IsolationLevelName(level));
+  for (verdict::IsolationLevel level : levels) names.emplace_back(IsolationLevelName(level));
   return fmt::format("{}", fmt::join(names, sep));
 }
 

@@ -124,7 +124,7 @@ int DemoCommand::Run() {
       "isowatch demo: a simulated database ({} sessions, {} keys, {} ops per transaction) that "
       "promises {}\n",
       options->sessions, options->keys, options->ops_per_txn,
-      report::IsolationLevelName(options->level));
+      verdict::IsolationLevelName(options->level));
   for (const auto& f : options->faults) {
     std::cout << fmt::format("  fault {} at rate {} from transaction {} on\n",
                              sim::FaultName(f.fault), f.rate, f.from_txn);
@@ -181,7 +181,7 @@ int DemoCommand::Run() {
   collect::ReplayOptions replay;
   replay.target = fmt::format("127.0.0.1:{}", d.grpc_port());
   replay.stream = "simulator";
-  replay.delivery = engine::DeliveryOptions{
+  replay.delivery = sim::DeliveryOptions{
       .mean_ms = 100, .sigma_ms = sigma_ms_, .batch = 200, .seed = 7, .rate_tps = 10000};
   replay.send_rate_tps = rate_tps_;
   replay.cancel = &interrupted;
@@ -278,7 +278,7 @@ int DemoCommand::Run() {
   std::set<std::string> expected;
   for (const auto& e : sim->expected) {
     expected.insert(
-        Canonical(report::AnomalyName(e.anomaly), e.txns, e.key ? fmt::format("{}", *e.key) : ""));
+        Canonical(verdict::AnomalyName(e.anomaly), e.txns, e.key ? fmt::format("{}", *e.key) : ""));
   }
   size_t missed = 0;
   for (const auto& e : expected) missed += found.count(e) == 0 ? 1 : 0;

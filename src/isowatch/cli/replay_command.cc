@@ -61,12 +61,12 @@ int ReplayCommand::Run() {
   collect::ReplayOptions replay;
   replay.target = to_;
   replay.stream = stream_;
-  replay.delivery = engine::DeliveryOptions{.mean_ms = mean_ms_,
-                                            .sigma_ms = sigma_ms_,
-                                            .batch = batch_,
-                                            .seed = seed_,
-                                            .rate_tps = collect_rate_tps_,
-                                            .watermarks = !no_watermarks_};
+  replay.delivery = sim::DeliveryOptions{.mean_ms = mean_ms_,
+                                         .sigma_ms = sigma_ms_,
+                                         .batch = batch_,
+                                         .seed = seed_,
+                                         .rate_tps = collect_rate_tps_,
+                                         .watermarks = !no_watermarks_};
   replay.send_rate_tps = rate_tps_;
   auto result = collect::Replay(*h, replay);
   if (!result.ok()) {

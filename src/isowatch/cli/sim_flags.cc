@@ -29,12 +29,12 @@ void SimFlags::Register(CLI::App& cmd) {
 
 absl::StatusOr<sim::WorkloadOptions> SimFlags::Options() const {
   sim::WorkloadOptions o = options_;
-  o.dist = dist_ == "uniform"   ? sim::Distribution::kUniform
-           : dist_ == "hotspot" ? sim::Distribution::kHotspot
-                                : sim::Distribution::kZipfian;
-  o.data = data_ == "list" ? sim::DataKind::kList : sim::DataKind::kKeyValue;
-  o.level = level_ == "ser" ? report::IsolationLevel::kSerializable
-                            : report::IsolationLevel::kSnapshotIsolation;
+  o.dist = dist_ == "uniform"   ? workload::Distribution::kUniform
+           : dist_ == "hotspot" ? workload::Distribution::kHotspot
+                                : workload::Distribution::kZipfian;
+  o.data = data_ == "list" ? history::DataModel::kList : history::DataModel::kKeyValue;
+  o.level = level_ == "ser" ? verdict::IsolationLevel::kSerializable
+                            : verdict::IsolationLevel::kSnapshotIsolation;
   for (const std::string& spec : faults_) {
     std::string_view rest = spec;
     auto next = [&rest]() {

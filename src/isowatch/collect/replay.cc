@@ -59,7 +59,7 @@ void RelabelTxn(v1::Transaction* t, const Relabel& r) {
 class ReplayBatchBuilder {
  public:
   ReplayBatchBuilder(const history::History& h, const ReplayOptions& options)
-      : h_(h), options_(options), schedule_(engine::BuildDeliverySchedule(h, options.delivery)) {}
+      : h_(h), options_(options), schedule_(sim::BuildDeliverySchedule(h, options.delivery)) {}
 
   absl::Status Init() {
     RETURN_IF_ERROR(formats::EncodeHeader(h_, &header_));
@@ -95,7 +95,7 @@ class ReplayBatchBuilder {
     batch->set_stream(options_.stream);
     if (i == 0) *batch->mutable_header() = header_;
     if (schedule_.batches.empty()) return absl::OkStatus();
-    const engine::DeliveryBatch& b = schedule_.batches[i];
+    const sim::DeliveryBatch& b = schedule_.batches[i];
     const auto txns = schedule_.txns(b);
     batch->mutable_txns()->Reserve(static_cast<int>(txns.size()));
     for (TxnId id : txns) {
@@ -115,7 +115,7 @@ class ReplayBatchBuilder {
  private:
   const history::History& h_;
   const ReplayOptions& options_;
-  const engine::DeliverySchedule schedule_;
+  const sim::DeliverySchedule schedule_;
   v1::Header header_;
   std::optional<history::Timestamp> floor_;
 };

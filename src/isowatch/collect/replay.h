@@ -9,8 +9,8 @@
 
 #include "absl/status/statusor.h"
 
-#include "isowatch/engine/delivery.h"
 #include "isowatch/history/history.h"
+#include "isowatch/sim/delivery.h"
 #include "isowatch/v1/ingest.pb.h"
 
 namespace isowatch::collect {
@@ -26,9 +26,9 @@ struct Relabel {
 struct ReplayOptions {
   std::string target;  // host:port of isowatchd's gRPC ingest
   std::string stream = "replay";
-  // The simulated asynchrony of `isowatch check --online` (engine::DeliveryOptions): batch size,
+  // The simulated asynchrony of `isowatch check --online` (sim::DeliveryOptions): batch size,
   // delays, seed, collection rate, watermarks.
-  engine::DeliveryOptions delivery;
+  sim::DeliveryOptions delivery;
   // Real sending rate in transactions per second; 0 = as fast as the daemon takes them.
   double send_rate_tps = 0;
   // Batches in flight before Send waits for acks.

@@ -318,8 +318,8 @@ std::vector<Option> CheckerOptions() {
   std::vector<Option> out;
   for (const checkers::CheckerInfo& info : checkers::RegisteredCheckers()) {
     std::vector<std::string> level_names;
-    for (report::IsolationLevel l : info.levels) {
-      level_names.emplace_back(report::IsolationLevelName(l));
+    for (verdict::IsolationLevel l : info.levels) {
+      level_names.emplace_back(verdict::IsolationLevelName(l));
     }
     std::vector<checkers::OptionSpec> specs;
     specs.push_back(
@@ -381,7 +381,7 @@ std::vector<Option> CheckerOptions() {
 
 // The option table: the one list of options, in the order of config/isowatchd.yaml.
 const std::vector<Option>& Table() {
-  using report::IsolationLevel;
+  using verdict::IsolationLevel;
   static const std::vector<Option>* const table = [] {
     auto* t = new std::vector<Option>{
         StringOption(
@@ -420,7 +420,7 @@ const std::vector<Option>& Table() {
         EnumOption<IsolationLevel>(
             "engine.level", "Isolation level the online engine checks.",
             {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
-            &report::IsolationLevelName, [](auto& c) -> auto& { return c.engine.level; }),
+            &verdict::IsolationLevelName, [](auto& c) -> auto& { return c.engine.level; }),
         DurationOption(
             "engine.finality_timeout",
             "For streams without watermarks, a verdict becomes final this long after its "

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 
 #include "isowatch/config/units.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::config {
 
@@ -40,7 +40,7 @@ struct LogConfig {
 };
 
 struct EngineConfig {
-  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  verdict::IsolationLevel level = verdict::IsolationLevel::kSnapshotIsolation;
   // For streams without watermarks: a verdict becomes final this long after its transaction
   // arrived.
   std::chrono::milliseconds finality_timeout{5000};

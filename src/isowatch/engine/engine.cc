@@ -15,11 +15,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "isowatch/checkers/chronos/internal/explain.h"
-#include "isowatch/checkers/chronos/internal/ext_rules.h"
-#include "isowatch/checkers/chronos/internal/read_walker.h"
-#include "isowatch/checkers/chronos/internal/snapshot_rules.h"
-#include "isowatch/checkers/chronos/internal/write_index.h"
+#include "isowatch/axioms/explain.h"
+#include "isowatch/axioms/ext_rules.h"
+#include "isowatch/axioms/read_walker.h"
+#include "isowatch/axioms/snapshot_rules.h"
+#include "isowatch/axioms/write_index.h"
 #include "isowatch/engine/internal/key_state.h"
 #include "isowatch/engine/internal/key_table.h"
 #include "isowatch/engine/internal/time_queue.h"
@@ -39,8 +39,8 @@ using internal::OrderKey;
 using internal::ReadInfo;
 using internal::TimeQueue;
 using internal::VersionInfo;
-using report::IsolationLevel;
-using report::Violation;
+using verdict::IsolationLevel;
+using verdict::Violation;
 
 namespace {
 
@@ -955,12 +955,11 @@ class EngineImpl {
       if (prev_entry == nullptr) return;  // not delivered yet: checked when it arrives
       if (!prev_entry->participates) continue;
       const TxnId prev = prev_entry->id;
-      const std::optional<bool> broken =
-          checkers::internal::SessionBroken(h_, options_.level, id, prev);
+      const std::optional<bool> broken = axioms::SessionBroken(h_, options_.level, id, prev);
       if (!broken) {
         ++stats_.snapshot_unjudged;
       } else if (*broken) {
-        Emit(checkers::internal::ExplainSession(h_, options_.level, id, prev));
+        Emit(axioms::ExplainSession(h_, options_.level, id, prev));
       }
       return;
     }
@@ -1150,7 +1149,7 @@ class EngineImpl {
   // `limit` if given.
   void AppendsOf(TxnId writer, KeyId key, std::vector<Value>* out,
                  size_t limit = static_cast<size_t>(-1)) const {
-    checkers::internal::AppendsOf(h_, writer, key, out, limit);
+    axioms::AppendsOf(h_, writer, key, out, limit);
   }
 
   const Op& ReadOp(const OrderKey& point, const ReadInfo& r) const {
@@ -1165,11 +1164,11 @@ class EngineImpl {
     if (op.kind() != OpKind::kListRead) {
       // The common case inline: a register whose visible version memory holds.
       if (const auto v = VisibleVersion(ks, point)) {
-        return !checkers::internal::RegisterReadMatches(op.value(), v->info->value, false);
+        return !axioms::RegisterReadMatches(op.value(), v->info->value, false);
       }
       if (!ks.trimmed || spill_ == nullptr) {
-        return !checkers::internal::RegisterReadMatches(op.value(), h_.InitialValue(key),
-                                                        h_.AbsentReadsInitial(key));
+        return !axioms::RegisterReadMatches(op.value(), h_.InitialValue(key),
+                                            h_.AbsentReadsInitial(key));
       }
     }
     // Nullopt: the spill could not answer (an evicted key's base after a spill error). The read
@@ -1189,26 +1188,24 @@ class EngineImpl {
       if (!VisibleList(key, ks, point, &committed_scratch_)) return std::nullopt;
       own_scratch_.clear();
       AppendsOf(reader, key, &own_scratch_, op_index);
-      if (checkers::internal::ListReadMatches(committed_scratch_, own_scratch_,
-                                              h_.list_elements(op))) {
+      if (axioms::ListReadMatches(committed_scratch_, own_scratch_, h_.list_elements(op))) {
         return false;
       }
       if (violation != nullptr) {
-        *violation = checkers::internal::ListViolation(h_, write_index_, options_.level, reader,
-                                                       key, committed_scratch_, own_scratch_,
-                                                       h_.list_elements(op));
+        *violation = axioms::ListViolation(h_, write_index_, options_.level, reader, key,
+                                           committed_scratch_, own_scratch_, h_.list_elements(op));
       }
       return true;
     }
     RegisterView v;
     if (!VisibleRegister(key, ks, point, &v)) return std::nullopt;
-    if (checkers::internal::RegisterReadMatches(op.value(), v.value,
-                                                !v.writer.valid() && h_.AbsentReadsInitial(key))) {
+    if (axioms::RegisterReadMatches(op.value(), v.value,
+                                    !v.writer.valid() && h_.AbsentReadsInitial(key))) {
       return false;
     }
     if (violation != nullptr) {
-      *violation = checkers::internal::RegisterViolation(h_, write_index_, options_.level, reader,
-                                                         key, v.value, v.writer, op.value());
+      *violation = axioms::RegisterViolation(h_, write_index_, options_.level, reader, key, v.value,
+                                             v.writer, op.value());
     }
     return true;
   }
@@ -1244,10 +1241,10 @@ class EngineImpl {
             const bool u_first = u.at < vkey;
             // The other writer may be one the history no longer holds: the spill has its name.
             std::pair<TxnId, std::string> released{other, u.writer_name};
-            Emit(checkers::internal::ExplainNoConflict(
-                h_, u_first ? other : id, u_first ? id : other, key,
-                h_.has_txn(other) ? std::span<const std::pair<TxnId, std::string>>()
-                                  : std::span(&released, 1)));
+            Emit(axioms::ExplainNoConflict(h_, u_first ? other : id, u_first ? id : other, key,
+                                           h_.has_txn(other)
+                                               ? std::span<const std::pair<TxnId, std::string>>()
+                                               : std::span(&released, 1)));
           }
           return true;
         });
@@ -1282,7 +1279,7 @@ class EngineImpl {
         const bool u_first = it.key() < vkey;
         if (other.has_start ? other.start < t.commit : u_first) {
           TxnId u(it.key().txn());
-          Emit(checkers::internal::ExplainNoConflict(h_, u_first ? u : id, u_first ? id : u, key));
+          Emit(axioms::ExplainNoConflict(h_, u_first ? u : id, u_first ? id : u, key));
         }
       }
       ks.max_duration = std::max(ks.max_duration, duration);
@@ -1319,9 +1316,8 @@ class EngineImpl {
       if (bounded && limit < it.key()) break;
       // A register read between the new version and the next one now sees exactly the new
       // version; a list read sees one more append somewhere in its list.
-      bool wrong =
-          is_list ? Wrong(key, ks, it.key(), it.value())
-                  : !checkers::internal::RegisterReadMatches(it.value().observed, value, false);
+      bool wrong = is_list ? Wrong(key, ks, it.key(), it.value())
+                           : !axioms::RegisterReadMatches(it.value().observed, value, false);
       if (wrong == it.value().wrong) continue;
       ++stats_.flip_flops;
       if (wrong) {
@@ -1346,7 +1342,7 @@ class EngineImpl {
          it != ks.versions.end() && it.key().ts.physical <= horizon; ++it) {
       const Transaction& u = h_.txn(TxnId(it.key().txn()));
       if (u.has_start && u.start < t.commit) {
-        Emit(checkers::internal::ExplainNoConflict(h_, id, TxnId(it.key().txn()), key));
+        Emit(axioms::ExplainNoConflict(h_, id, TxnId(it.key().txn()), key));
       }
     }
   }
@@ -1373,23 +1369,22 @@ class EngineImpl {
       key_stamp_[k] = stamp_;
       const KeyState& ks = State(op.key());
       ChainCursor c(ks.versions, vkey);
-      const auto stop = checkers::internal::ConcurrentWriters(
-          h_, t, c,
-          [&](TxnId u) { Emit(checkers::internal::ExplainNoConflict(h_, u, id, op.key())); },
+      const auto stop = axioms::ConcurrentWriters(
+          h_, t, c, [&](TxnId u) { Emit(axioms::ExplainNoConflict(h_, u, id, op.key())); },
           &stats_.snapshot_unjudged);
-      if (stop == checkers::internal::SnapshotStop::kEnd && ks.trimmed) ++stats_.horizon_misses;
+      if (stop == axioms::SnapshotStop::kEnd && ks.trimmed) ++stats_.horizon_misses;
     }
   }
 
   void JudgeSnapshotRead(TxnId reader, const Transaction& t, const OrderKey& vkey, const Op& op,
                          std::span<const Value> own) {
-    using checkers::internal::SnapshotStop;
+    using axioms::SnapshotStop;
     const KeyId key = op.key();
     const KeyState& ks = State(key);
     ChainCursor c(ks.versions, vkey);
     TxnId w;
     if (op.kind() != OpKind::kListRead) {
-      const SnapshotStop stop = checkers::internal::NewestVisible(h_, t, c, &w);
+      const SnapshotStop stop = axioms::NewestVisible(h_, t, c, &w);
       if (stop == SnapshotStop::kUnknown) {
         ++stats_.snapshot_unjudged;
         return;
@@ -1400,15 +1395,14 @@ class EngineImpl {
       }
       const bool initial = stop == SnapshotStop::kEnd;
       const Value expected = initial ? h_.InitialValue(key) : c.it().value().value;
-      if (!checkers::internal::RegisterReadMatches(op.value(), expected,
-                                                   initial && h_.AbsentReadsInitial(key))) {
-        Emit(checkers::internal::RegisterViolation(h_, write_index_, options_.level, reader, key,
-                                                   expected, initial ? TxnId::Invalid() : w,
-                                                   op.value()));
+      if (!axioms::RegisterReadMatches(op.value(), expected,
+                                       initial && h_.AbsentReadsInitial(key))) {
+        Emit(axioms::RegisterViolation(h_, write_index_, options_.level, reader, key, expected,
+                                       initial ? TxnId::Invalid() : w, op.value()));
       }
       return;
     }
-    const SnapshotStop stop = checkers::internal::VisibleWriters(h_, t, c, &visible_scratch_, &w);
+    const SnapshotStop stop = axioms::VisibleWriters(h_, t, c, &visible_scratch_, &w);
     if (stop == SnapshotStop::kUnknown) {
       ++stats_.snapshot_unjudged;
       return;
@@ -1430,9 +1424,9 @@ class EngineImpl {
       AppendsOf(visible_scratch_[i], key, &committed_scratch_);
     }
     const auto observed = h_.list_elements(op);
-    if (checkers::internal::ListReadMatches(committed_scratch_, own, observed)) return;
-    Emit(checkers::internal::ListViolation(h_, write_index_, options_.level, reader, key,
-                                           committed_scratch_, own, observed));
+    if (axioms::ListReadMatches(committed_scratch_, own, observed)) return;
+    Emit(axioms::ListViolation(h_, write_index_, options_.level, reader, key, committed_scratch_,
+                               own, observed));
   }
 
   // --- Finality and collection ---------------------------------------------------------------
@@ -1870,8 +1864,8 @@ class EngineImpl {
   VersionSpill* spill_;        // may be null
   bool spill_broken_ = false;  // a spill operation failed: the spill is no longer used
   uint64_t base_list_values_ = 0;
-  checkers::internal::WriteIndex write_index_;
-  checkers::internal::ReadWalker walker_;
+  axioms::WriteIndex write_index_;
+  axioms::ReadWalker walker_;
 
   // A spill and a memory budget: cold keys may move their last version and their state to the
   // spill, so the key table is sparse.

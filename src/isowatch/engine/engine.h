@@ -15,7 +15,7 @@
 #include "isowatch/engine/clock.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::v1 {
 class EngineCheckpoint;
@@ -27,7 +27,7 @@ namespace isowatch::engine {
 using StreamId = uint32_t;
 
 struct EngineOptions {
-  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  verdict::IsolationLevel level = verdict::IsolationLevel::kSnapshotIsolation;
   // Streams that never send a watermark: a provisional verdict becomes final this long after the
   // transaction arrived (Aion's timeout).
   int64_t finality_timeout_ms = 5000;
@@ -168,7 +168,7 @@ class Engine {
 
   // Removes and returns the violations that became final since the last call, in the order
   // they became final.
-  std::vector<report::Violation> TakeFinalViolations();
+  std::vector<verdict::Violation> TakeFinalViolations();
 
   const EngineStats& stats() const;
 

@@ -17,7 +17,7 @@
 #include <rocksdb/write_batch.h>
 
 #include "isowatch/common/status_macros.h"
-#include "isowatch/store/rocksdb_status.h"
+#include "isowatch/rocks/rocksdb_status.h"
 
 namespace isowatch::engine {
 namespace spill_format {
@@ -365,7 +365,7 @@ struct RocksVersionSpill::Db {
     for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
   }
 
-  store::RocksDbMemoryBudget memory{kMemtableBytes, kBlockCacheBytes};
+  rocks::RocksDbMemoryBudget memory{kMemtableBytes, kBlockCacheBytes};
   PruneState prune;
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;  // default (versions), keys
@@ -426,7 +426,7 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::Open(const
   // Derived state: what a previous process left is rebuilt, never read.
   RETURN_IF_ERROR(ClearDir(dir));
   ASSIGN_OR_RETURN(std::unique_ptr<RocksVersionSpill> spill, OpenDir(dir));
-  RETURN_IF_ERROR(store::FromRocksStatus(
+  RETURN_IF_ERROR(rocks::FromRocksStatus(
       spill->db_->db->Put(spill->db_->write_options, spill->db_->keys, spill_format::kFormatKey,
                           spill_format::kFormatVersion),
       "writing the spill's format"));
@@ -448,7 +448,7 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::OpenFromSn
   if (f.IsNotFound()) {
     spill->named_by_key_id_ = true;  // the earlier format: RenameKeyIds converts it
   } else {
-    RETURN_IF_ERROR(store::FromRocksStatus(f, "reading the spill's format"));
+    RETURN_IF_ERROR(rocks::FromRocksStatus(f, "reading the spill's format"));
     if (format != spill_format::kFormatVersion) {
       return absl::FailedPreconditionError(
           fmt::format("the spill snapshot in {} has format {}; this isowatch reads format {}",
@@ -504,7 +504,7 @@ absl::StatusOr<std::unique_ptr<RocksVersionSpill>> RocksVersionSpill::OpenDir(
       {rocksdb::kDefaultColumnFamilyName, options}, {kKeysFamily, key_options}};
   rocksdb::DB* raw = nullptr;
   if (absl::Status s =
-          store::FromRocksStatus(rocksdb::DB::Open(options, dir, families, &db->handles, &raw),
+          rocks::FromRocksStatus(rocksdb::DB::Open(options, dir, families, &db->handles, &raw),
                                  fmt::format("opening the spill in {}", dir));
       !s.ok()) {
     return s;
@@ -537,7 +537,7 @@ absl::StatusOr<std::optional<SpilledKey>> RocksVersionSpill::FindKey(std::string
   std::string value;
   const rocksdb::Status s = db_->db->Get(db_->read_options, db_->keys, key, &value);
   if (s.IsNotFound()) return std::nullopt;
-  RETURN_IF_ERROR(store::FromRocksStatus(s, "reading the spill"));
+  RETURN_IF_ERROR(rocks::FromRocksStatus(s, "reading the spill"));
   SpilledKey record;
   if (!spill_format::DecodeKeyRecord(value, &record)) {
     return absl::DataLossError("the spill holds a key record it cannot decode");
@@ -551,7 +551,7 @@ absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::Find(
   const rocksdb::Status s =
       db_->db->Get(db_->read_options, spill_format::EncodeKey(key, at), &value);
   if (s.IsNotFound()) return std::nullopt;
-  RETURN_IF_ERROR(store::FromRocksStatus(s, "reading the spill"));
+  RETURN_IF_ERROR(rocks::FromRocksStatus(s, "reading the spill"));
   SpilledVersion v;
   v.at = at;
   if (!spill_format::DecodeValue(value, &v)) {
@@ -567,10 +567,10 @@ void RocksVersionSpill::PruneUpTo(history::Timestamp point) {
 
 absl::Status RocksVersionSpill::Compact() {
   RETURN_IF_ERROR(
-      store::FromRocksStatus(db_->db->Flush(rocksdb::FlushOptions()), "flushing the spill"));
+      rocks::FromRocksStatus(db_->db->Flush(rocksdb::FlushOptions()), "flushing the spill"));
   rocksdb::CompactRangeOptions options;
   options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  return store::FromRocksStatus(db_->db->CompactRange(options, nullptr, nullptr),
+  return rocks::FromRocksStatus(db_->db->CompactRange(options, nullptr, nullptr),
                                 "compacting the spill");
 }
 
@@ -595,17 +595,17 @@ absl::Status RocksVersionSpill::Snapshot(const std::string& dir) {
         fmt::format("cannot create the parent of the spill snapshot {}: {}", dir, ec.message()));
   }
   rocksdb::Checkpoint* raw = nullptr;
-  RETURN_IF_ERROR(store::FromRocksStatus(rocksdb::Checkpoint::Create(db_->db.get(), &raw),
+  RETURN_IF_ERROR(rocks::FromRocksStatus(rocksdb::Checkpoint::Create(db_->db.get(), &raw),
                                          "snapshotting the spill"));
   const std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
   // log_size_for_flush 0: the memtables are always flushed first. The writes skip the
   // write-ahead log, so without the flush the snapshot would miss what they hold.
-  return store::FromRocksStatus(
+  return rocks::FromRocksStatus(
       checkpoint->CreateCheckpoint(path.string(), /*log_size_for_flush=*/0),
       fmt::format("snapshotting the spill to {}", dir));
 }
 
-store::RocksDbMemory RocksVersionSpill::rocksdb_memory() const {
+rocks::RocksDbMemory RocksVersionSpill::rocksdb_memory() const {
   return db_->memory.Measure(*db_->db);
 }
 
@@ -613,7 +613,7 @@ absl::Status RocksVersionSpill::Flush() {
   if (db_->batch.Count() == 0) return absl::OkStatus();
   rocksdb::Status s = db_->db->Write(db_->write_options, &db_->batch);
   db_->batch.Clear();
-  return store::FromRocksStatus(s, "writing to the spill");
+  return rocks::FromRocksStatus(s, "writing to the spill");
 }
 
 namespace {
@@ -636,7 +636,7 @@ absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::NewestBefore(
   it->SeekForPrev(target);
   if (it->Valid() && it->key().ToStringView() == target) it->Prev();
   if (!it->Valid()) {
-    if (absl::Status s = store::FromRocksStatus(it->status(), "reading the spill"); !s.ok()) {
+    if (absl::Status s = rocks::FromRocksStatus(it->status(), "reading the spill"); !s.ok()) {
       return s;
     }
     return std::nullopt;
@@ -659,7 +659,7 @@ absl::Status RocksVersionSpill::ScanAfter(std::string_view key, const internal::
     RETURN_IF_ERROR(DecodeEntry(*it, &found_key, &v));
     if (found_key != key || !fn(v)) return absl::OkStatus();
   }
-  return store::FromRocksStatus(it->status(), "reading the spill");
+  return rocks::FromRocksStatus(it->status(), "reading the spill");
 }
 
 absl::Status RocksVersionSpill::RenameKeyIds(
@@ -672,7 +672,7 @@ absl::Status RocksVersionSpill::RenameKeyIds(
   rocksdb::WriteBatch batch;
   auto write = [&](bool last) -> absl::Status {
     if (batch.GetDataSize() < kBatchBytes && !last) return absl::OkStatus();
-    RETURN_IF_ERROR(store::FromRocksStatus(db_->db->Write(db_->write_options, &batch),
+    RETURN_IF_ERROR(rocks::FromRocksStatus(db_->db->Write(db_->write_options, &batch),
                                            "renaming the spill's keys"));
     batch.Clear();
     return absl::OkStatus();
@@ -704,7 +704,7 @@ absl::Status RocksVersionSpill::RenameKeyIds(
       batch.Put(family, n, it->value());
       RETURN_IF_ERROR(write(false));
     }
-    RETURN_IF_ERROR(store::FromRocksStatus(it->status(), "renaming the spill's keys"));
+    RETURN_IF_ERROR(rocks::FromRocksStatus(it->status(), "renaming the spill's keys"));
   }
   batch.Put(db_->keys, spill_format::kFormatKey, spill_format::kFormatVersion);
   RETURN_IF_ERROR(write(true));

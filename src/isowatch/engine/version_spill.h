@@ -19,7 +19,7 @@
 #include "isowatch/engine/internal/order_key.h"
 #include "isowatch/history/timestamp.h"
 #include "isowatch/history/value.h"
-#include "isowatch/store/rocksdb_memory.h"
+#include "isowatch/rocks/rocksdb_memory.h"
 
 namespace isowatch::engine {
 
@@ -211,7 +211,7 @@ class RocksVersionSpill final : public VersionSpill {
 
   // The memory RocksDB holds for the spill now (bounded as docs/spill-format.md, "Memory",
   // says). Unlike the rest of the class, thread-safe.
-  store::RocksDbMemory rocksdb_memory() const;
+  rocks::RocksDbMemory rocksdb_memory() const;
 
  private:
   struct Db;

@@ -166,7 +166,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
         const checkers::CheckerInfo* info = checkers::FindChecker(name);
         if (info != nullptr && std::find(info->levels.begin(), info->levels.end(),
                                          config.engine.level) != info->levels.end()) {
-          checker_options["levels"] = report::IsolationLevelName(config.engine.level);
+          checker_options["levels"] = verdict::IsolationLevelName(config.engine.level);
         }
       }
       options.window_checkers.emplace_back(name, std::move(checker_options));

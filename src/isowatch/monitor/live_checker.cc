@@ -36,16 +36,16 @@ void Fnv(uint64_t& h, std::string_view bytes) {
 
 }  // namespace
 
-std::string StableViolationId(const History& h, const report::Violation& v) {
+std::string StableViolationId(const History& h, const verdict::Violation& v) {
   uint64_t hash = kFnvOffset;
   Fnv(hash, v.checker);
-  Fnv(hash, report::IsolationLevelName(v.level));
-  Fnv(hash, report::AnomalyName(v.anomaly));
+  Fnv(hash, verdict::IsolationLevelName(v.level));
+  Fnv(hash, verdict::AnomalyName(v.anomaly));
   // The transactions at fault, not the ones named to explain it: an EXT violation is its reader's
   // (txns[0]); the writer it names, and its kind, depend on what had arrived when it became final.
   const size_t principal =
-      v.anomaly == report::Anomaly::kExt ? std::min<size_t>(1, v.txns.size()) : v.txns.size();
-  for (size_t i = 0; i < principal; ++i) Fnv(hash, report::TxnLabel(h, v, v.txns[i]));
+      v.anomaly == verdict::Anomaly::kExt ? std::min<size_t>(1, v.txns.size()) : v.txns.size();
+  for (size_t i = 0; i < principal; ++i) Fnv(hash, verdict::TxnLabel(h, v, v.txns[i]));
   Fnv(hash, v.key.valid() ? h.KeyToString(v.key) : std::string());
   return fmt::format("{:016x}", hash);
 }
@@ -294,7 +294,7 @@ void LiveChecker::MaybeRelease() {
   const uint64_t held = h.size() - release_end_ + h.retired_count();
   if (releasable < std::max<uint64_t>(options_.min_release, 1) || releasable < 2 * held) return;
   // Render what has become final while every transaction it names is still held.
-  for (const report::Violation& v : engine_->TakeFinalViolations()) {
+  for (const verdict::Violation& v : engine_->TakeFinalViolations()) {
     rendered_.push_back(Render(v, 0));
   }
   builder_.ReleaseLive(
@@ -386,19 +386,19 @@ void LiveChecker::Tick() {
 std::vector<store::ViolationRecord> LiveChecker::TakeViolations(int64_t now_unix_ms) {
   std::vector<store::ViolationRecord> out = std::exchange(rendered_, {});
   if (engine_ == nullptr) return out;
-  for (const report::Violation& v : engine_->TakeFinalViolations()) out.push_back(Render(v, 0));
+  for (const verdict::Violation& v : engine_->TakeFinalViolations()) out.push_back(Render(v, 0));
   for (store::ViolationRecord& r : out) r.finalised_unix_ms = now_unix_ms;
   return out;
 }
 
-store::ViolationRecord RenderViolation(const History& h, const report::Violation& v,
+store::ViolationRecord RenderViolation(const History& h, const verdict::Violation& v,
                                        absl::FunctionRef<std::string_view(TxnId)> stream_of) {
   store::ViolationRecord r;
   r.id = StableViolationId(h, v);
   r.checker = v.checker;
-  r.level = report::IsolationLevelName(v.level);
-  r.anomaly = report::AnomalyName(v.anomaly);
-  if (v.ext_kind != report::ExtKind::kNone) r.ext_kind = report::ExtKindName(v.ext_kind);
+  r.level = verdict::IsolationLevelName(v.level);
+  r.anomaly = verdict::AnomalyName(v.anomaly);
+  if (v.ext_kind != verdict::ExtKind::kNone) r.ext_kind = verdict::ExtKindName(v.ext_kind);
   for (TxnId id : v.txns) {
     const std::string_view name = stream_of(id);
     if (!name.empty() && std::find(r.streams.begin(), r.streams.end(), name) == r.streams.end()) {
@@ -409,7 +409,7 @@ store::ViolationRecord RenderViolation(const History& h, const report::Violation
   return r;
 }
 
-store::ViolationRecord LiveChecker::Render(const report::Violation& v, int64_t now_unix_ms) const {
+store::ViolationRecord LiveChecker::Render(const verdict::Violation& v, int64_t now_unix_ms) const {
   const History& h = builder_.live_history();
   store::ViolationRecord r = RenderViolation(h, v, [&](TxnId id) -> std::string_view {
     return h.has_txn(id) ? stream_name(h.txn(id).origin) : std::string_view();

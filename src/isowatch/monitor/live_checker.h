@@ -18,9 +18,9 @@
 #include "isowatch/engine/engine.h"
 #include "isowatch/formats/proto_decoder.h"
 #include "isowatch/history/history_builder.h"
-#include "isowatch/report/violation.h"
 #include "isowatch/store/violation_record.h"
 #include "isowatch/v1/ingest.pb.h"
+#include "isowatch/verdict/violation.h"
 #include "isowatch/windows/window_cutter.h"
 
 namespace isowatch::v1 {
@@ -30,7 +30,7 @@ class LiveCheckpoint;
 namespace isowatch::monitor {
 
 struct LiveOptions {
-  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  verdict::IsolationLevel level = verdict::IsolationLevel::kSnapshotIsolation;
   // Streams without watermarks: a verdict is final this long after its transaction arrived.
   int64_t finality_timeout_ms = 5000;
   // engine::EngineOptions::retention.
@@ -194,7 +194,7 @@ class LiveChecker {
   Stream& StreamFor(std::string_view name);
   void StartIfNeeded(const v1::IngestBatch& batch);
   std::unique_ptr<engine::Engine> MakeEngine() const;
-  store::ViolationRecord Render(const report::Violation& v, int64_t now_unix_ms) const;
+  store::ViolationRecord Render(const verdict::Violation& v, int64_t now_unix_ms) const;
 
   LiveOptions options_;
   history::HistoryBuilder builder_;
@@ -229,12 +229,12 @@ class LiveChecker {
 // re-sent batch) gets the same id. The EXT kind and the writer an EXT violation names are left
 // out: they are judged from the transactions delivered by the time the verdict became final, so
 // a writer that arrives later can change them, not the verdict.
-std::string StableViolationId(const history::History& h, const report::Violation& v);
+std::string StableViolationId(const history::History& h, const verdict::Violation& v);
 
 // A violation found in `h` as the store keeps it: its stable id, checker, level, anomaly, the
 // streams `stream_of` names for its transactions (empty: unknown), and its JSON.
 // finalised_unix_ms is left 0.
-store::ViolationRecord RenderViolation(const history::History& h, const report::Violation& v,
+store::ViolationRecord RenderViolation(const history::History& h, const verdict::Violation& v,
                                        absl::FunctionRef<std::string_view(TxnId)> stream_of);
 
 }  // namespace isowatch::monitor

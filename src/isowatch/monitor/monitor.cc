@@ -619,7 +619,7 @@ void Monitor::OnWindowResult(const windows::Window& w, const checkers::Checker& 
     }
   }
   uint64_t stored = 0;
-  for (const report::Violation& v : outcome.result.violations) {
+  for (const verdict::Violation& v : outcome.result.violations) {
     store::ViolationRecord r = RenderWindowViolation(w, v);
     absl::StatusOr<bool> inserted = store_->PutViolation(r);
     if (!inserted.ok()) {
@@ -672,7 +672,7 @@ void Monitor::WindowDone(uint64_t index) {
 }
 
 store::ViolationRecord Monitor::RenderWindowViolation(const windows::Window& w,
-                                                      const report::Violation& v) {
+                                                      const verdict::Violation& v) {
   store::ViolationRecord r;
   {
     std::lock_guard<std::mutex> l(windows_mu_);
@@ -694,7 +694,7 @@ store::ViolationRecord Monitor::RenderWindowViolation(const windows::Window& w,
   return r;
 }
 
-void Monitor::ReportRocksDbMemory(std::string_view db, const store::RocksDbMemory& m,
+void Monitor::ReportRocksDbMemory(std::string_view db, const rocks::RocksDbMemory& m,
                                   server::MemoryStatus& out) {
   metrics_->RocksDbMemoryBytes(db, "memtables").Set(static_cast<double>(m.memtables));
   metrics_->RocksDbMemoryBytes(db, "table_readers").Set(static_cast<double>(m.table_readers));

@@ -162,7 +162,7 @@ class Monitor final : public ingest::BatchSink,
   void MaybeCheckpoint(int64_t now_ms, bool now);
   void Refresh(int64_t now_ms);
   // Sets database `db`'s RocksDB memory gauges and adds it to `out`.
-  void ReportRocksDbMemory(std::string_view db, const store::RocksDbMemory& m,
+  void ReportRocksDbMemory(std::string_view db, const rocks::RocksDbMemory& m,
                            server::MemoryStatus& out);
   // Engine thread: hands the windows sealed since the last call to the pool.
   void SubmitWindows();
@@ -173,7 +173,7 @@ class Monitor final : public ingest::BatchSink,
   // Any thread: window `index` is done (checked by every checker, or dropped).
   void WindowDone(uint64_t index);
   store::ViolationRecord RenderWindowViolation(const windows::Window& w,
-                                               const report::Violation& v);
+                                               const verdict::Violation& v);
 
   store::Store* const store_;
   server::DaemonMetrics* const metrics_;

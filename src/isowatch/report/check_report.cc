@@ -18,6 +18,10 @@ using history::History;
 using history::Op;
 using history::OpKind;
 using history::Transaction;
+using verdict::Anomaly;
+using verdict::ExtKind;
+using verdict::IsolationLevel;
+using verdict::Violation;
 
 // "r(0)=1 w(0)=2" for the operations of `t` on `key` (all operations if `key` is invalid),
 // at most `limit` of them.
@@ -290,15 +294,6 @@ void WriteCheckersJson(const CheckReport& report, rapidjson::Writer<rapidjson::O
 }
 
 }  // namespace
-
-std::string TxnLabel(const History& h, const Violation& v, TxnId id) {
-  if (!h.has_txn(id)) {
-    for (const auto& [r, name] : v.released_names) {
-      if (r == id) return name;
-    }
-  }
-  return h.TxnLabel(id);
-}
 
 std::string ViolationToJson(const History& h, const Violation& v, bool with_checker) {
   std::ostringstream out;

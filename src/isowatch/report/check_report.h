@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::report {
 
@@ -42,7 +42,7 @@ struct OnlineCounts {
 // when the history was cut into windows.
 struct CheckerOutcome {
   std::string name;
-  std::vector<IsolationLevel> levels;  // judged
+  std::vector<verdict::IsolationLevel> levels;  // judged
   // False: it ran out of time (in some window); its verdict is UNKNOWN.
   bool complete = true;
   double seconds = 0;
@@ -61,10 +61,10 @@ struct CheckReport {
   std::string format;               // "timekiller", "native", ...
   std::string checker = "chronos";  // for plug-ins, their names joined by commas
   // The level judged; none when plug-ins judged each its own levels.
-  std::optional<IsolationLevel> level = IsolationLevel::kSnapshotIsolation;
+  std::optional<verdict::IsolationLevel> level = verdict::IsolationLevel::kSnapshotIsolation;
   size_t transactions_checked = 0;
   size_t transactions_skipped = 0;
-  std::vector<Violation> violations;
+  std::vector<verdict::Violation> violations;
   double read_seconds = 0;
   double check_seconds = 0;
   // Set by an online check.
@@ -107,11 +107,7 @@ void WriteJsonReport(const history::History& h, const CheckReport& report, std::
 // One violation as the JSON object WriteJsonReport writes for it: anomaly, ext_kind (EXT only),
 // txns (ids as in the source), key, expected, observed, explanation, levels (when several), and
 // with `with_checker` the checker that found it.
-std::string ViolationToJson(const history::History& h, const Violation& v,
+std::string ViolationToJson(const history::History& h, const verdict::Violation& v,
                             bool with_checker = false);
-
-// The source id of transaction `id` of `v`: from the history, else from v.released_names, else
-// "#<index>".
-std::string TxnLabel(const history::History& h, const Violation& v, TxnId id);
 
 }  // namespace isowatch::report

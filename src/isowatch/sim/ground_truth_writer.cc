@@ -17,10 +17,10 @@ std::string EntryJson(const ExpectedViolation& e) {
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
   w.Key("anomaly");
-  w.String(report::AnomalyName(e.anomaly));
-  if (e.anomaly == report::Anomaly::kExt) {
+  w.String(verdict::AnomalyName(e.anomaly));
+  if (e.anomaly == verdict::Anomaly::kExt) {
     w.Key("ext_kind");
-    w.String(report::ExtKindName(e.ext_kind));
+    w.String(verdict::ExtKindName(e.ext_kind));
   }
   w.Key("txns");
   w.StartArray();
@@ -40,12 +40,12 @@ std::string EntryJson(const ExpectedViolation& e) {
 
 }  // namespace
 
-void WriteGroundTruth(const SimResult& result, report::IsolationLevel level, std::ostream& out) {
+void WriteGroundTruth(const SimResult& result, verdict::IsolationLevel level, std::ostream& out) {
   rapidjson::OStreamWrapper stream(out);
   rapidjson::Writer<rapidjson::OStreamWrapper> w(stream);
   w.StartObject();
   w.Key("level");
-  w.String(report::IsolationLevelName(level));
+  w.String(verdict::IsolationLevelName(level));
   w.Key("committed");
   w.Uint64(result.committed);
   w.Key("aborted");

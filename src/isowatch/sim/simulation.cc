@@ -33,7 +33,7 @@ Simulation::Simulation(const WorkloadOptions& options)
     : options_(options),
       rng_(options.seed),
       chooser_(options.dist, options.keys, options.zipf_theta),
-      store_(options.keys, options.data == DataKind::kList),
+      store_(options.keys, options.data == history::DataModel::kList),
       auditor_(store_, log_, options.level, options.record_aborted),
       key_ids_(options.keys, KeyId::Invalid()),
       sessions_(options.sessions) {
@@ -415,9 +415,10 @@ absl::Status Simulation::Complete(Session& s) {
   }
   if (!findings_.empty()) {
     if (t.fault == kNoFault) {
-      return absl::InternalError(fmt::format(
-          "simulator bug: fault-free transaction {} (seed {}) violates {} on key {}", rec.id,
-          options_.seed, report::AnomalyName(findings_[0].anomaly), findings_[0].key.value_or(-1)));
+      return absl::InternalError(
+          fmt::format("simulator bug: fault-free transaction {} (seed {}) violates {} on key {}",
+                      rec.id, options_.seed, verdict::AnomalyName(findings_[0].anomaly),
+                      findings_[0].key.value_or(-1)));
     }
     for (ExpectedViolation& e : findings_) {
       e.cause = static_cast<Fault>(t.fault);

@@ -11,12 +11,12 @@
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history_builder.h"
 #include "isowatch/history/value.h"
-#include "isowatch/sim/key_chooser.h"
 #include "isowatch/sim/mv_store.h"
-#include "isowatch/sim/rng.h"
 #include "isowatch/sim/simulator.h"
 #include "isowatch/sim/truth_auditor.h"
 #include "isowatch/sim/txn_log.h"
+#include "isowatch/workload/key_chooser.h"
+#include "isowatch/workload/rng.h"
 
 namespace isowatch::sim {
 
@@ -78,8 +78,8 @@ class Simulation {
     OpenTxn txn;
   };
 
-  bool Lists() const { return options_.data == DataKind::kList; }
-  bool Ser() const { return options_.level == report::IsolationLevel::kSerializable; }
+  bool Lists() const { return options_.data == history::DataModel::kList; }
+  bool Ser() const { return options_.level == verdict::IsolationLevel::kSerializable; }
   bool Has(const OpenTxn& t, Fault f) const { return t.fault == static_cast<int>(f); }
 
   // Whether another transaction may begin (WorkloadOptions::txns, count_committed).
@@ -107,8 +107,8 @@ class Simulation {
   absl::Status Record(const Session& s, const OpenTxn& t);
 
   WorkloadOptions options_;
-  Rng rng_;
-  KeyChooser chooser_;
+  workload::Rng rng_;
+  workload::KeyChooser chooser_;
   MvStore store_;
   TxnLog log_;
   TruthAuditor auditor_;

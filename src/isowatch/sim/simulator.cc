@@ -36,11 +36,12 @@ absl::Status Validate(const WorkloadOptions& o) {
   if (!IsProbability(o.key_reuse_rate)) {
     return absl::InvalidArgumentError("key_reuse_rate must be in [0, 1]");
   }
-  if (o.dist == Distribution::kZipfian && !(o.zipf_theta > 0.0 && std::isfinite(o.zipf_theta))) {
+  if (o.dist == workload::Distribution::kZipfian &&
+      !(o.zipf_theta > 0.0 && std::isfinite(o.zipf_theta))) {
     return absl::InvalidArgumentError("zipf_theta must be positive");
   }
   if (o.max_stale_lag == 0) return absl::InvalidArgumentError("max_stale_lag must be positive");
-  if (o.max_appends_per_key != 0 && o.data != DataKind::kList) {
+  if (o.max_appends_per_key != 0 && o.data != history::DataModel::kList) {
     return absl::InvalidArgumentError("max_appends_per_key applies to list data only");
   }
   for (const FaultSpec& f : o.faults) {
@@ -52,7 +53,7 @@ absl::Status Validate(const WorkloadOptions& o) {
       return absl::InvalidArgumentError(
           fmt::format("the rate of fault {} must be in [0, 1]", FaultName(f.fault)));
     }
-    if (f.fault == Fault::kIntermediateRead && o.data == DataKind::kList) {
+    if (f.fault == Fault::kIntermediateRead && o.data == history::DataModel::kList) {
       return absl::InvalidArgumentError(
           "fault intermediate-read needs key-value data: appends have no intermediate values");
     }

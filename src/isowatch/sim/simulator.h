@@ -12,12 +12,10 @@
 #include "absl/status/statusor.h"
 
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
+#include "isowatch/workload/key_chooser.h"
 
 namespace isowatch::sim {
-
-enum class Distribution { kUniform, kZipfian, kHotspot };
-enum class DataKind { kKeyValue, kList };
 
 // Faults the simulated store can inject; each causes a known violation (docs/simulator.md).
 enum class Fault {
@@ -57,10 +55,10 @@ struct WorkloadOptions {
   uint32_t ops_per_txn = 8;
   double read_ratio = 0.5;
   uint64_t keys = 1000;
-  Distribution dist = Distribution::kZipfian;
+  workload::Distribution dist = workload::Distribution::kZipfian;
   double zipf_theta = 0.99;
-  DataKind data = DataKind::kKeyValue;
-  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  history::DataModel data = history::DataModel::kKeyValue;
+  verdict::IsolationLevel level = verdict::IsolationLevel::kSnapshotIsolation;
   std::vector<FaultSpec> faults;
   uint64_t seed = 1;
   // Record aborted transactions in the history (status ABORTED).
@@ -81,10 +79,10 @@ struct WorkloadOptions {
 
 // A violation the checker must report for this history (docs/simulator.md: ground truth).
 struct ExpectedViolation {
-  report::Anomaly anomaly;
-  report::ExtKind ext_kind = report::ExtKind::kNone;  // EXT only
-  std::vector<std::string> txns;                      // ids, ordered as report::Violation::txns
-  std::optional<int64_t> key;                         // absent for SESSION
+  verdict::Anomaly anomaly;
+  verdict::ExtKind ext_kind = verdict::ExtKind::kNone;  // EXT only
+  std::vector<std::string> txns;                        // ids, ordered as verdict::Violation::txns
+  std::optional<int64_t> key;                           // absent for SESSION
   Fault cause;
 };
 
@@ -104,6 +102,6 @@ absl::StatusOr<SimResult> Simulate(const WorkloadOptions& options);
 
 // Writes the ground truth as JSON: {"level": ..., "expected": [{"anomaly", "ext_kind", "txns",
 // "key", "cause"}...]}.
-void WriteGroundTruth(const SimResult& result, report::IsolationLevel level, std::ostream& out);
+void WriteGroundTruth(const SimResult& result, verdict::IsolationLevel level, std::ostream& out);
 
 }  // namespace isowatch::sim

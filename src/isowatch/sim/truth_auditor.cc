@@ -8,9 +8,9 @@ namespace isowatch::sim {
 using history::OpKind;
 using history::TxnStatus;
 using history::Value;
-using report::Anomaly;
-using report::ExtKind;
-using report::IsolationLevel;
+using verdict::Anomaly;
+using verdict::ExtKind;
+using verdict::IsolationLevel;
 
 TruthAuditor::KeyView& TruthAuditor::View(uint64_t key) {
   for (size_t i = 0; i < views_used_; ++i) {

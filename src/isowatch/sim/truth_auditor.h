@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "isowatch/history/value.h"
-#include "isowatch/report/violation.h"
 #include "isowatch/sim/mv_store.h"
 #include "isowatch/sim/simulator.h"
 #include "isowatch/sim/txn_log.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::sim {
 
@@ -23,7 +23,7 @@ namespace isowatch::sim {
 // Holds references to the store and the log, which must outlive it. Thread-compatible.
 class TruthAuditor {
  public:
-  TruthAuditor(const MvStore& store, const TxnLog& log, report::IsolationLevel level,
+  TruthAuditor(const MvStore& store, const TxnLog& log, verdict::IsolationLevel level,
                bool aborted_recorded)
       : store_(store), log_(log), level_(level), aborted_recorded_(aborted_recorded) {}
 
@@ -47,7 +47,7 @@ class TruthAuditor {
     std::vector<history::Value> list;  // lists: last read then appends since, or appends so far
   };
   struct Finding {
-    report::ExtKind kind = report::ExtKind::kNever;
+    verdict::ExtKind kind = verdict::ExtKind::kNever;
     std::optional<uint32_t> writer;
   };
 
@@ -59,7 +59,7 @@ class TruthAuditor {
 
   const MvStore& store_;
   const TxnLog& log_;
-  report::IsolationLevel level_;
+  verdict::IsolationLevel level_;
   bool aborted_recorded_;
   std::vector<KeyView> views_;  // scratch, per audited transaction
   size_t views_used_ = 0;

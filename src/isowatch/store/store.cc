@@ -21,15 +21,18 @@
 #include "spdlog/spdlog.h"
 
 #include "isowatch/common/status_macros.h"
+#include "isowatch/rocks/rocksdb_memory.h"
+#include "isowatch/rocks/rocksdb_status.h"
 #include "isowatch/store/internal/codec.h"
-#include "isowatch/store/rocksdb_memory.h"
-#include "isowatch/store/rocksdb_status.h"
 
 namespace isowatch::store {
 namespace {
 
 using internal::DecodeNumberKey;
 using internal::EncodeNumberKey;
+using rocks::FromRocksStatus;
+using rocks::RocksDbMemory;
+using rocks::RocksDbMemoryBudget;
 
 constexpr std::string_view kMetaCf = "meta";
 constexpr std::string_view kLogCf = "log";

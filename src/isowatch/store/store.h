@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include "isowatch/history/timestamp.h"
-#include "isowatch/store/rocksdb_memory.h"
+#include "isowatch/rocks/rocksdb_memory.h"
 #include "isowatch/store/violation_record.h"
 
 namespace rocksdb {
@@ -229,7 +229,7 @@ class Store {
 
   // The memory RocksDB holds for the store now (bounded as docs/store-format.md, "Memory",
   // says).
-  RocksDbMemory rocksdb_memory() const;
+  rocks::RocksDbMemory rocksdb_memory() const;
 
  private:
   struct Handles;

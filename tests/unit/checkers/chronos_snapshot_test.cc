@@ -20,8 +20,8 @@ using ::isowatch::testing::PgScenario;
 using ::isowatch::testing::PgScenarios;
 using ::isowatch::testing::SummarizeAll;
 using ::isowatch::testing::TestHistory;
-using report::IsolationLevel;
 using ::testing::HasSubstr;
+using verdict::IsolationLevel;
 
 class ChronosSnapshotTest : public ::testing::TestWithParam<PgScenario> {};
 
@@ -50,7 +50,7 @@ TEST(ChronosSnapshotTest, ExplanationsNameTheSnapshot) {
   const history::History h = t.Build();
   const ChronosResult r = RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation});
   ASSERT_EQ(r.violations.size(), 2u);  // SESSION and EXT
-  for (const report::Violation& v : r.violations) {
+  for (const verdict::Violation& v : r.violations) {
     EXPECT_THAT(v.explanation, HasSubstr("101:102:101"));
   }
 }

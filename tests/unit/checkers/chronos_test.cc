@@ -12,10 +12,10 @@ namespace {
 using history::TxnStatus;
 using ::isowatch::testing::SummarizeAll;
 using ::isowatch::testing::TestHistory;
-using report::IsolationLevel;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
+using verdict::IsolationLevel;
 
 constexpr int64_t kX = 0;
 constexpr int64_t kY = 1;
@@ -264,7 +264,7 @@ TEST(ChronosTest, ViolationsCarryReadableDetails) {
   history::History h = t.Build();
   ChronosResult r = RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation});
   ASSERT_EQ(r.violations.size(), 1u);
-  const report::Violation& v = r.violations[0];
+  const verdict::Violation& v = r.violations[0];
   EXPECT_EQ(v.expected, "2");
   EXPECT_EQ(v.observed, "1");
   EXPECT_THAT(v.explanation, ::testing::HasSubstr("read key 0 = 1"));

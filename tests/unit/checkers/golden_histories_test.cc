@@ -17,6 +17,7 @@
 #include "isowatch/checkers/chronos/chronos.h"
 #include "isowatch/formats/timekiller.h"
 
+#include "tests/testing/source_dir.h"
 #include "tests/testing/test_history.h"
 
 namespace isowatch::checkers {
@@ -24,7 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path GoldenDir() { return fs::path(ISOWATCH_SOURCE_DIR) / "tests/histories/chronos"; }
+fs::path GoldenDir() {
+  return fs::path(isowatch::testing::SourceDir()) / "tests/histories/chronos";
+}
 
 std::vector<std::string> GoldenNames() {
   std::vector<std::string> names;
@@ -68,7 +71,7 @@ TEST_P(GoldenHistoryTest, ChronosReportsExactlyTheExpectedViolations) {
   auto h = formats::ReadTimeKillerFile(json.string(), e.options);
   ASSERT_TRUE(h.ok()) << h.status();
   for (const auto& [level_name, expected] : e.by_level) {
-    auto level = report::ParseIsolationLevel(level_name);
+    auto level = verdict::ParseIsolationLevel(level_name);
     ASSERT_TRUE(level.has_value()) << level_name;
     ChronosResult r = RunChronos(*h, {.level = *level});
     EXPECT_THAT(testing::SummarizeAll(*h, r.violations),

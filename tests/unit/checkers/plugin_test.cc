@@ -21,19 +21,20 @@
 #include "isowatch/formats/timekiller.h"
 #include "isowatch/sim/simulator.h"
 
+#include "tests/testing/source_dir.h"
 #include "tests/testing/test_history.h"
 
 namespace isowatch::checkers {
 namespace {
 
 namespace fs = std::filesystem;
-using report::IsolationLevel;
-using report::Violation;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
+using verdict::IsolationLevel;
+using verdict::Violation;
 
-fs::path Histories() { return fs::path(ISOWATCH_SOURCE_DIR) / "tests/histories"; }
+fs::path Histories() { return fs::path(isowatch::testing::SourceDir()) / "tests/histories"; }
 
 std::unique_ptr<Checker> Create(std::string_view name, const CheckerOptions& options = {}) {
   auto checker = CreateChecker(name, options);

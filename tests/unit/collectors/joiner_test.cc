@@ -11,10 +11,10 @@ namespace {
 constexpr uint64_t kEpoch = uint64_t{3} << 32;
 const absl::Time kT0 = absl::FromUnixSeconds(1'000'000);
 
-JoinerOptions Options(sim::DataKind data = sim::DataKind::kKeyValue) {
+JoinerOptions Options(history::DataModel data = history::DataModel::kKeyValue) {
   return JoinerOptions{.run = 2,
                        .message_prefix = "isowatch",
-                       .table = data == sim::DataKind::kList ? "isowatch_list" : "isowatch_kv",
+                       .table = data == history::DataModel::kList ? "isowatch_list" : "isowatch_kv",
                        .data = data,
                        .stream = "pg"};
 }
@@ -132,7 +132,7 @@ TEST(JoinerTest, CountsWritesTheWalDoesNotShow) {
 }
 
 TEST(JoinerTest, EarlierRunIsSentFromTheWalAlone) {
-  Joiner j(Options(sim::DataKind::kList));
+  Joiner j(Options(history::DataModel::kList));
   // A client record from this run sets the epoch used to widen decoded 32-bit xids.
   j.AddClient(Client(kEpoch + 100, 0, 0, v1::Transaction::ABORTED));
   j.AddDecoded(Decoded(kEpoch + 90, 700, "1:4:12", {{3, "{5,6,8}"}}, "isowatch_list"));

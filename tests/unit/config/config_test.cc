@@ -19,7 +19,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "isowatch/config/units.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
+
+#include "tests/testing/source_dir.h"
 
 namespace isowatch::config {
 namespace {
@@ -28,8 +30,8 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string ShippedFile() { return std::string(ISOWATCH_SOURCE_DIR) + "/config/isowatchd.yaml"; }
-std::string DocsFile() { return std::string(ISOWATCH_SOURCE_DIR) + "/docs/configuration.md"; }
+std::string ShippedFile() { return isowatch::testing::SourceDir() + "/config/isowatchd.yaml"; }
+std::string DocsFile() { return isowatch::testing::SourceDir() + "/docs/configuration.md"; }
 
 std::string Message(const absl::Status& s) { return {s.message().data(), s.message().size()}; }
 
@@ -154,7 +156,7 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
       {"log.format", "json", [p = &log_format] { return *p == LogFormat::kJson; }},
       {"log.file", "/tmp/log", [p = &log_file] { return *p == "/tmp/log"; }},
       {"engine.level", "ser",
-       [p = &engine_level] { return *p == report::IsolationLevel::kSerializable; }},
+       [p = &engine_level] { return *p == verdict::IsolationLevel::kSerializable; }},
       {"engine.finality_timeout", "250ms", [p = &finality_timeout] { return *p == 250ms; }},
       {"engine.retention", "1000", [p = &retention] { return *p == 1000; }},
       {"engine.memory_budget", "256MiB", [p = &memory_budget] { return *p == (256u << 20); }},
@@ -219,7 +221,7 @@ TEST(ConfigTest, Defaults) {
   EXPECT_EQ(c.ports_file, "");
   EXPECT_EQ(c.log.level, LogLevel::kInfo);
   EXPECT_EQ(c.log.format, LogFormat::kText);
-  EXPECT_EQ(c.engine.level, report::IsolationLevel::kSnapshotIsolation);
+  EXPECT_EQ(c.engine.level, verdict::IsolationLevel::kSnapshotIsolation);
   EXPECT_EQ(c.engine.finality_timeout, 5s);
   EXPECT_EQ(c.engine.retention, 0);
   EXPECT_EQ(c.ingest.max_batch_bytes, 16u << 20);
@@ -267,7 +269,7 @@ store:
   EXPECT_EQ(c->log.level, LogLevel::kWarn);
   EXPECT_EQ(c->log.format, LogFormat::kJson);
   EXPECT_EQ(c->log.file, "");
-  EXPECT_EQ(c->engine.level, report::IsolationLevel::kSerializable);
+  EXPECT_EQ(c->engine.level, verdict::IsolationLevel::kSerializable);
   EXPECT_EQ(c->engine.finality_timeout, 90s);
   EXPECT_EQ(c->engine.retention, 262144);
   EXPECT_EQ(c->ingest.max_batch_bytes, 4'000'000u);
@@ -361,7 +363,7 @@ TEST(ConfigTest, MissingFile) {
   auto c = LoadConfigFile("/nonexistent/isowatchd.yaml");
   EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/isowatchd.yaml"));
-  EXPECT_EQ(LoadConfigFile(ISOWATCH_SOURCE_DIR).status().code(),
+  EXPECT_EQ(LoadConfigFile(isowatch::testing::SourceDir()).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -375,7 +377,7 @@ TEST(ConfigTest, OverridesApplyOverTheFile) {
   ASSERT_TRUE(ApplyAssignment(&*c, "ports_file=").ok());
   ASSERT_TRUE(ApplyAssignment(&*c, "log.file=/var/log/a=b.log").ok());  // the first = splits
   EXPECT_EQ(c->grpc.port, 0);
-  EXPECT_EQ(c->engine.level, report::IsolationLevel::kSerializable);
+  EXPECT_EQ(c->engine.level, verdict::IsolationLevel::kSerializable);
   EXPECT_EQ(c->ports_file, "");
   EXPECT_EQ(c->log.file, "/var/log/a=b.log");
 }

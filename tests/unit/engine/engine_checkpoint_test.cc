@@ -14,13 +14,13 @@
 
 #include "isowatch/checkers/chronos/chronos.h"
 #include "isowatch/engine/clock.h"
-#include "isowatch/engine/delivery.h"
 #include "isowatch/engine/engine.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/sim/delivery.h"
 #include "isowatch/sim/simulator.h"
 #include "isowatch/v1/checkpoint.pb.h"
+#include "isowatch/verdict/violation.h"
 
 #include "tests/testing/test_history.h"
 #include "tests/testing/violation_entries.h"
@@ -28,6 +28,7 @@
 namespace isowatch::engine {
 namespace {
 
+using history::DataModel;
 using history::History;
 using history::Timestamp;
 using ::isowatch::testing::Entries;
@@ -35,9 +36,11 @@ using ::isowatch::testing::Minus;
 using ::isowatch::testing::Show;
 using ::isowatch::testing::TestHistory;
 using ::isowatch::testing::ViolationEntry;
-using report::IsolationLevel;
-using report::Violation;
-using sim::DataKind;
+using sim::BuildDeliverySchedule;
+using sim::DeliveryBatch;
+using sim::DeliverySchedule;
+using verdict::IsolationLevel;
+using verdict::Violation;
 
 // How the engines of one comparison are configured.
 enum class Mode {
@@ -142,7 +145,7 @@ std::vector<ViolationEntry> Repeated(const std::vector<ViolationEntry>& sorted) 
 
 struct Config {
   IsolationLevel level;
-  DataKind data;
+  DataModel data;
   bool faults;
 };
 
@@ -166,10 +169,10 @@ TEST_P(EngineCheckpointTest, RestoredEngineGoesOnAsIfNeverStopped) {
     o.ops_per_txn = 2 + static_cast<uint32_t>(seed % 5);
     o.keys = std::vector<uint64_t>{8, 30, 100, 400}[seed % 4];
     o.read_ratio = 0.6;
-    if (c.data == DataKind::kList) o.max_appends_per_key = 8;
+    if (c.data == DataModel::kList) o.max_appends_per_key = 8;
     if (c.faults) {
       for (sim::Fault f : sim::kAllFaults) {
-        if (f == sim::Fault::kIntermediateRead && c.data == DataKind::kList) continue;
+        if (f == sim::Fault::kIntermediateRead && c.data == DataModel::kList) continue;
         o.faults.push_back({f, 0.04, /*from_txn=*/0});
       }
     }
@@ -232,24 +235,24 @@ TEST_P(EngineCheckpointTest, RestoredEngineGoesOnAsIfNeverStopped) {
   if (c.faults) {
     EXPECT_GT(with_violations, 0u);
   }
-  if (c.data == DataKind::kKeyValue) {
+  if (c.data == DataModel::kKeyValue) {
     EXPECT_GT(evicted_runs, 0u);
   }
 }
 
 std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
   return fmt::format("{}_{}_{}", info.param.level == IsolationLevel::kSerializable ? "ser" : "si",
-                     info.param.data == DataKind::kList ? "list" : "kv",
+                     info.param.data == DataModel::kList ? "list" : "kv",
                      info.param.faults ? "faults" : "clean");
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, EngineCheckpointTest,
-    ::testing::Values(Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, false},
-                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, true},
-                      Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, true},
-                      Config{IsolationLevel::kSerializable, DataKind::kKeyValue, true},
-                      Config{IsolationLevel::kSerializable, DataKind::kList, true}),
+    ::testing::Values(Config{IsolationLevel::kSnapshotIsolation, DataModel::kKeyValue, false},
+                      Config{IsolationLevel::kSnapshotIsolation, DataModel::kKeyValue, true},
+                      Config{IsolationLevel::kSnapshotIsolation, DataModel::kList, true},
+                      Config{IsolationLevel::kSerializable, DataModel::kKeyValue, true},
+                      Config{IsolationLevel::kSerializable, DataModel::kList, true}),
     ConfigName);
 
 // A key's state in the checkpoint keeps what collection dropped: a late transaction whose read

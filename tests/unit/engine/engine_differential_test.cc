@@ -17,22 +17,28 @@
 #include <gtest/gtest.h>
 
 #include "isowatch/checkers/chronos/chronos.h"
-#include "isowatch/engine/delivery.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/sim/delivery.h"
 #include "isowatch/sim/simulator.h"
+#include "isowatch/verdict/violation.h"
 
 #include "tests/testing/violation_entries.h"
 
 namespace isowatch::engine {
 namespace {
 
+using history::DataModel;
 using history::History;
-using report::IsolationLevel;
-using sim::DataKind;
-using sim::Distribution;
+using sim::BuildDeliverySchedule;
+using sim::DeliveryOptions;
+using sim::DeliverySchedule;
 using sim::Fault;
+using sim::OnlineOptions;
+using sim::OnlineResult;
+using sim::RunOnline;
+using verdict::IsolationLevel;
+using workload::Distribution;
 
 constexpr uint64_t kSeeds = 10;      // fault-free and all-faults configurations
 constexpr uint64_t kFaultSeeds = 4;  // single-fault configurations
@@ -47,7 +53,7 @@ using ::isowatch::testing::Minus;
 using ::isowatch::testing::Show;
 
 // A small workload whose shape varies with the seed.
-sim::WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataKind data) {
+sim::WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataModel data) {
   sim::WorkloadOptions o;
   o.seed = seed;
   o.level = level;
@@ -60,7 +66,7 @@ sim::WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataKind data
   o.dist = std::vector<Distribution>{Distribution::kZipfian, Distribution::kUniform,
                                      Distribution::kHotspot}[seed % 3];
   o.max_stale_lag = 1 + static_cast<uint32_t>(seed % 40);
-  if (data == DataKind::kList) {
+  if (data == DataModel::kList) {
     if (seed % 6 == 0) {
       o.txns = std::min<uint64_t>(o.txns, 300);  // lists never retired: they grow long
     } else {
@@ -73,7 +79,7 @@ sim::WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataKind data
 struct Config {
   IsolationLevel generated;  // what the simulated store provides
   IsolationLevel checked;    // what is checked
-  DataKind data;
+  DataModel data;
   std::vector<Fault> faults;  // empty: fault-free; several: all at once
 };
 
@@ -81,8 +87,8 @@ std::string ConfigName(const Config& c) {
   std::string faults = "none";
   if (c.faults.size() == 1) faults = sim::FaultName(c.faults[0]);
   if (c.faults.size() > 1) faults = "all";
-  std::string name = fmt::format("{}_{}_{}", report::IsolationLevelName(c.generated),
-                                 c.data == DataKind::kList ? "list" : "kv", faults);
+  std::string name = fmt::format("{}_{}_{}", verdict::IsolationLevelName(c.generated),
+                                 c.data == DataModel::kList ? "list" : "kv", faults);
   if (c.checked != c.generated) name += fmt::format("_at_{}", IsolationLevelName(c.checked));
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -293,7 +299,7 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
   }
   // Under a budget of one byte, the registers of keys idle long enough leave memory (lists
   // keep their state).
-  if (c.data == DataKind::kKeyValue) {
+  if (c.data == DataModel::kKeyValue) {
     EXPECT_GT(evicted_runs, 0u);
   } else {
     EXPECT_EQ(evicted_runs, 0u);
@@ -306,11 +312,11 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
 std::vector<Config> Configs() {
   std::vector<Config> out;
   for (IsolationLevel level : {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable}) {
-    for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+    for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
       out.push_back({level, level, data, {}});
       std::vector<Fault> all;
       for (Fault f : sim::kAllFaults) {
-        if (f == Fault::kIntermediateRead && data == DataKind::kList) continue;
+        if (f == Fault::kIntermediateRead && data == DataModel::kList) continue;
         out.push_back({level, level, data, {f}});
         all.push_back(f);
       }
@@ -318,7 +324,7 @@ std::vector<Config> Configs() {
     }
   }
   // Snapshot-isolated histories checked at SER: write skew and the like become EXT violations.
-  for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+  for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     out.push_back({IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable, data, {}});
   }
   return out;

@@ -9,14 +9,17 @@
 #include <gtest/gtest.h>
 
 #include "isowatch/engine/clock.h"
-#include "isowatch/engine/delivery.h"
 #include "isowatch/engine/engine.h"
+#include "isowatch/sim/delivery.h"
 #include "isowatch/sim/simulator.h"
 
 namespace isowatch::engine {
 namespace {
 
-using report::IsolationLevel;
+using sim::BuildDeliverySchedule;
+using sim::DeliveryBatch;
+using sim::DeliverySchedule;
+using verdict::IsolationLevel;
 
 constexpr uint64_t kTxns = 60000;
 
@@ -77,7 +80,7 @@ TEST_P(EngineMemoryTest, StateStaysBoundedOnALongStream) {
   EXPECT_EQ(s.delivered, h.size());
   EXPECT_EQ(s.horizon_misses, 0u);
   const std::string where =
-      fmt::format("{}: first half {}; second half {}", report::IsolationLevelName(level),
+      fmt::format("{}: first half {}; second half {}", verdict::IsolationLevelName(level),
                   first.ToString(), second.ToString());
   // Far below the stream's length...
   EXPECT_LT(second.versions, h.size() / 10) << where;
@@ -98,7 +101,7 @@ INSTANTIATE_TEST_SUITE_P(Levels, EngineMemoryTest,
                          ::testing::Values(IsolationLevel::kSnapshotIsolation,
                                            IsolationLevel::kSerializable),
                          [](const ::testing::TestParamInfo<IsolationLevel>& p) {
-                           return std::string(report::IsolationLevelName(p.param));
+                           return std::string(verdict::IsolationLevelName(p.param));
                          });
 
 }  // namespace

@@ -29,7 +29,6 @@ using history::History;
 using history::Timestamp;
 using ::isowatch::testing::SummarizeAll;
 using ::isowatch::testing::TestHistory;
-using report::IsolationLevel;
 using ::testing::Contains;
 using ::testing::Each;
 using ::testing::ElementsAre;
@@ -37,6 +36,7 @@ using ::testing::IsEmpty;
 using ::testing::Lt;
 using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
+using verdict::IsolationLevel;
 
 constexpr int64_t kX = 0;
 constexpr int64_t kY = 1;
@@ -80,7 +80,7 @@ class Harness {
   }
   // The violations that became final since the last call, summarised.
   std::vector<std::string> Take() { return SummarizeAll(h_, engine_.TakeFinalViolations()); }
-  std::vector<report::Violation> TakeFull() { return engine_.TakeFinalViolations(); }
+  std::vector<verdict::Violation> TakeFull() { return engine_.TakeFinalViolations(); }
 
   const History& h() const { return h_; }
   // The durations EngineOptions::on_reload reported.
@@ -183,7 +183,7 @@ TEST(EngineRecheckTest, LateWriterCreatesAnExtViolation) {
   EXPECT_EQ(e.stats().flip_flops, 1u);
   EXPECT_THAT(e.Take(), IsEmpty());
   e.Deliver({}, /*watermark=*/6);
-  const std::vector<report::Violation> v = e.TakeFull();
+  const std::vector<verdict::Violation> v = e.TakeFull();
   EXPECT_THAT(SummarizeAll(e.h(), v), ElementsAre("EXT/before R,W1 k=0"));
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].expected, "2");
@@ -361,7 +361,7 @@ TEST(EngineRecheckTest, FlipFlopsCounted) {
   EXPECT_EQ(e.stats().provisional_violations, 0u);
   e.Deliver({"W2"}, /*watermark=*/6);
   EXPECT_EQ(e.stats().flip_flops, 2u);
-  const std::vector<report::Violation> v = e.TakeFull();
+  const std::vector<verdict::Violation> v = e.TakeFull();
   EXPECT_THAT(SummarizeAll(e.h(), v), ElementsAre("EXT/before R,W1 k=0"));
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].expected, "3");

@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "isowatch/checkers/chronos/chronos.h"
-#include "isowatch/engine/delivery.h"
 #include "isowatch/history/history.h"
+#include "isowatch/sim/delivery.h"
 
 #include "tests/testing/pg_histories.h"
 #include "tests/testing/pg_model.h"
@@ -27,10 +27,13 @@ using ::isowatch::testing::PgScenario;
 using ::isowatch::testing::PgScenarios;
 using ::isowatch::testing::SummarizeAll;
 using ::isowatch::testing::TestHistory;
-using report::IsolationLevel;
+using sim::DeliveryOptions;
+using sim::OnlineResult;
+using sim::RunOnline;
+using verdict::IsolationLevel;
 
 // What both checkers must agree on: summary, expected and observed values.
-std::vector<std::string> Entries(const History& h, const std::vector<report::Violation>& vs) {
+std::vector<std::string> Entries(const History& h, const std::vector<verdict::Violation>& vs) {
   std::vector<std::string> out = SummarizeAll(h, vs);
   for (size_t i = 0; i < vs.size(); ++i)
     out[i] += fmt::format(" {}/{}", vs[i].expected, vs[i].observed);

@@ -487,7 +487,7 @@ TEST(RocksVersionSpillTest, ReportsRocksDbMemoryWithinItsBounds) {
     (*spill)->Put(Name(KeyId(key)), v);
   }
   ASSERT_TRUE((*spill)->Flush().ok());
-  const store::RocksDbMemory m = (*spill)->rocksdb_memory();
+  const rocks::RocksDbMemory m = (*spill)->rocksdb_memory();
   EXPECT_GE(m.memtables, (*spill)->bytes());
   EXPECT_LE(m.memtables, uint64_t{64} << 20);
   EXPECT_LE(m.block_cache, uint64_t{64} << 20);

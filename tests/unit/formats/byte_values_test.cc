@@ -23,12 +23,12 @@ using history::OpKind;
 using history::Value;
 
 // The violations Chronos finds, by anomaly, key and the source ids of their transactions.
-std::set<std::string> Verdicts(const History& h, report::IsolationLevel level) {
+std::set<std::string> Verdicts(const History& h, verdict::IsolationLevel level) {
   checkers::ChronosOptions options;
   options.level = level;
   std::set<std::string> out;
-  for (const report::Violation& v : checkers::RunChronos(h, options).violations) {
-    std::string line = fmt::format("{} {}", report::AnomalyName(v.anomaly),
+  for (const verdict::Violation& v : checkers::RunChronos(h, options).violations) {
+    std::string line = fmt::format("{} {}", verdict::AnomalyName(v.anomaly),
                                    v.key.valid() ? h.KeyToString(v.key) : "-");
     for (TxnId t : v.txns) line += " " + h.TxnLabel(t);
     out.insert(line);
@@ -42,14 +42,14 @@ std::string Expected(const History& h, Value v) {
 }
 
 TEST(WithByteValues, SameTransactionsWithTextValuesAndTheSameVerdicts) {
-  for (const sim::DataKind data : {sim::DataKind::kKeyValue, sim::DataKind::kList}) {
+  for (const history::DataModel data : {history::DataModel::kKeyValue, history::DataModel::kList}) {
     sim::WorkloadOptions o;
     o.seed = 5;
     o.data = data;
     o.txns = 600;
     o.keys = 30;
     for (sim::Fault f : sim::kAllFaults) {
-      if (data == sim::DataKind::kList && f == sim::Fault::kIntermediateRead) continue;
+      if (data == history::DataModel::kList && f == sim::Fault::kIntermediateRead) continue;
       o.faults.push_back({f, 0.03, /*from_txn=*/20});
     }
     auto sim = sim::Simulate(o);
@@ -89,8 +89,8 @@ TEST(WithByteValues, SameTransactionsWithTextValuesAndTheSameVerdicts) {
       }
     }
     EXPECT_GT(byte_values, h.size());
-    for (const report::IsolationLevel level :
-         {report::IsolationLevel::kSnapshotIsolation, report::IsolationLevel::kSerializable}) {
+    for (const verdict::IsolationLevel level :
+         {verdict::IsolationLevel::kSnapshotIsolation, verdict::IsolationLevel::kSerializable}) {
       const std::set<std::string> expected = Verdicts(h, level);
       EXPECT_FALSE(expected.empty());
       EXPECT_EQ(Verdicts(b, level), expected);

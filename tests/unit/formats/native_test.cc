@@ -20,6 +20,8 @@
 #include "isowatch/history/history_builder.h"
 #include "isowatch/v1/history.pb.h"
 
+#include "tests/testing/source_dir.h"
+
 namespace isowatch::formats {
 namespace {
 
@@ -469,7 +471,7 @@ TEST(NativeTest, DetectsTheEncoding) {
 
 // The fenced blocks of `language` in docs/history-format.md.
 std::vector<std::string> DocBlocks(std::string_view language) {
-  std::ifstream in(std::string(ISOWATCH_SOURCE_DIR) + "/docs/history-format.md");
+  std::ifstream in(isowatch::testing::SourceDir() + "/docs/history-format.md");
   std::vector<std::string> blocks;
   std::string line;
   bool inside = false;

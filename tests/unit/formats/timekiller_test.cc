@@ -18,6 +18,8 @@
 #include "isowatch/formats/internal/timekiller_internal.h"
 #include "isowatch/history/history_builder.h"
 
+#include "tests/testing/source_dir.h"
+
 namespace isowatch::formats {
 namespace {
 
@@ -35,7 +37,7 @@ using ::testing::StartsWith;
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
 std::string SamplePath(std::string_view name) {
-  return fmt::format("{}/tests/histories/timekiller/{}", ISOWATCH_SOURCE_DIR, name);
+  return fmt::format("{}/tests/histories/timekiller/{}", isowatch::testing::SourceDir(), name);
 }
 
 std::string ReadFileToString(const std::string& path) {

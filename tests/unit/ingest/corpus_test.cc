@@ -18,6 +18,7 @@
 #include "isowatch/ingest/memory_id_registry.h"
 #include "isowatch/ingest/validate.h"
 
+#include "tests/testing/source_dir.h"
 #include "tests/unit/ingest/txn_builder.h"
 
 namespace isowatch::ingest {
@@ -135,7 +136,8 @@ std::vector<std::pair<std::string, v1::IngestBatch>> Seeds() {
 }
 
 std::filesystem::path CorpusDir() {
-  return std::filesystem::path(ISOWATCH_SOURCE_DIR) / "tests/fuzz/corpus/ingest_batch_fuzz";
+  return std::filesystem::path(isowatch::testing::SourceDir()) /
+         "tests/fuzz/corpus/ingest_batch_fuzz";
 }
 
 TEST(IngestCorpus, SeedsMatchTheCheckedInFiles) {

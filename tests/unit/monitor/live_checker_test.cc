@@ -24,27 +24,29 @@
 
 #include "isowatch/checkers/chronos/chronos.h"
 #include "isowatch/engine/clock.h"
-#include "isowatch/engine/delivery.h"
 #include "isowatch/formats/byte_values.h"
 #include "isowatch/formats/native.h"
 #include "isowatch/history/history_builder.h"
 #include "isowatch/report/check_report.h"
+#include "isowatch/sim/delivery.h"
 #include "isowatch/sim/simulator.h"
 #include "isowatch/v1/checkpoint.pb.h"
+
+#include "tests/testing/source_dir.h"
 
 namespace isowatch::monitor {
 namespace {
 
+using history::DataModel;
 using history::History;
-using report::IsolationLevel;
-using sim::DataKind;
 using sim::Fault;
+using verdict::IsolationLevel;
 
 // The batches a set of collectors would send for `h`: the delivery schedule's batches, dealt
 // round-robin to `streams` streams, each with the schedule's watermark (which covers every
 // transaction collected so far, so it is a true promise for each stream), the last batch of each
 // stream ending it.
-std::vector<v1::IngestBatch> Batches(const History& h, const engine::DeliverySchedule& schedule,
+std::vector<v1::IngestBatch> Batches(const History& h, const sim::DeliverySchedule& schedule,
                                      int streams) {
   std::vector<v1::IngestBatch> out;
   std::vector<uint64_t> seq(streams, 0);
@@ -230,7 +232,7 @@ std::map<std::string, std::string> Offline(const History& h, IsolationLevel leve
   options.level = level;
   checkers::ChronosResult result = checkers::RunChronos(h, options);
   std::map<std::string, std::string> out;
-  for (report::Violation v : result.violations) {
+  for (verdict::Violation v : result.violations) {
     v.checker = "online";
     out.emplace(StableViolationId(h, v), report::ViolationToJson(h, v));
   }
@@ -239,7 +241,7 @@ std::map<std::string, std::string> Offline(const History& h, IsolationLevel leve
 
 struct Config {
   IsolationLevel level;
-  DataKind data;
+  DataModel data;
   int streams;
   bool budget = false;          // RunLive's budget
   bool bytes = false;           // values are byte strings (formats::WithByteValues)
@@ -259,9 +261,9 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
     o.txns = 400;
     o.sessions = 6;
     o.keys = 20 + seed * 7;
-    if (c.data == DataKind::kList) o.max_appends_per_key = 8;
+    if (c.data == DataModel::kList) o.max_appends_per_key = 8;
     for (Fault f : sim::kAllFaults) {
-      if (c.data == DataKind::kList && f == Fault::kIntermediateRead) continue;  // kv only
+      if (c.data == DataModel::kList && f == Fault::kIntermediateRead) continue;  // kv only
       o.faults.push_back({f, 0.03, /*from_txn=*/seed * 10});
     }
     auto sim = sim::Simulate(o);
@@ -273,7 +275,7 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
       with_bytes = *std::move(converted);
     }
     const History& h = c.bytes ? *with_bytes : sim->history;
-    auto schedule = engine::BuildDeliverySchedule(
+    auto schedule = sim::BuildDeliverySchedule(
         h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = seed, .rate_tps = 2000});
     const auto batches = Batches(h, schedule, c.streams);
     const std::vector<store::ViolationRecord> live =
@@ -281,7 +283,7 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
     std::set<std::string> live_ids;
     for (const auto& r : live) {
       EXPECT_TRUE(live_ids.insert(r.id).second) << "reported twice: " << r.json;
-      EXPECT_EQ(r.level, report::IsolationLevelName(c.level));
+      EXPECT_EQ(r.level, verdict::IsolationLevelName(c.level));
       EXPECT_FALSE(r.streams.empty());
       EXPECT_EQ(r.json.front(), '{');
     }
@@ -325,23 +327,23 @@ TEST_P(LiveCheckerTest, EqualsChronosOverStreamsWithDisorder) {
 INSTANTIATE_TEST_SUITE_P(
     Configs, LiveCheckerTest,
     ::testing::Values(
-        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 1},
-        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 3},
-        Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2},
-        Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 3},
-        Config{IsolationLevel::kSerializable, DataKind::kList, 2},
-        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 3, true},
-        Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2, true},
-        Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 2, true},
-        Config{IsolationLevel::kSerializable, DataKind::kList, 1, true},
-        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 2, true, true},
-        Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 2, true, true},
-        Config{IsolationLevel::kSerializable, DataKind::kKeyValue, 3, true, true},
-        Config{IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, 2, true, true, 100},
-        Config{IsolationLevel::kSnapshotIsolation, DataKind::kList, 1, true, true, 100}),
+        Config{IsolationLevel::kSnapshotIsolation, DataModel::kKeyValue, 1},
+        Config{IsolationLevel::kSnapshotIsolation, DataModel::kKeyValue, 3},
+        Config{IsolationLevel::kSnapshotIsolation, DataModel::kList, 2},
+        Config{IsolationLevel::kSerializable, DataModel::kKeyValue, 3},
+        Config{IsolationLevel::kSerializable, DataModel::kList, 2},
+        Config{IsolationLevel::kSnapshotIsolation, DataModel::kKeyValue, 3, true},
+        Config{IsolationLevel::kSnapshotIsolation, DataModel::kList, 2, true},
+        Config{IsolationLevel::kSerializable, DataModel::kKeyValue, 2, true},
+        Config{IsolationLevel::kSerializable, DataModel::kList, 1, true},
+        Config{IsolationLevel::kSnapshotIsolation, DataModel::kKeyValue, 2, true, true},
+        Config{IsolationLevel::kSnapshotIsolation, DataModel::kList, 2, true, true},
+        Config{IsolationLevel::kSerializable, DataModel::kKeyValue, 3, true, true},
+        Config{IsolationLevel::kSnapshotIsolation, DataModel::kKeyValue, 2, true, true, 100},
+        Config{IsolationLevel::kSnapshotIsolation, DataModel::kList, 1, true, true, 100}),
     [](const ::testing::TestParamInfo<Config>& p) {
-      return fmt::format("{}_{}_{}streams{}{}{}", report::IsolationLevelName(p.param.level),
-                         p.param.data == DataKind::kList ? "list" : "kv", p.param.streams,
+      return fmt::format("{}_{}_{}streams{}{}{}", verdict::IsolationLevelName(p.param.level),
+                         p.param.data == DataModel::kList ? "list" : "kv", p.param.streams,
                          p.param.budget ? "_budget" : "", p.param.bytes ? "_bytes" : "",
                          p.param.spill_retention > 0 ? "_pruned" : "");
     });
@@ -361,7 +363,7 @@ FaultyRun MakeFaultyRun(sim::WorkloadOptions o, uint32_t batch) {
   EXPECT_TRUE(simulated.ok()) << simulated.status();
   FaultyRun run{.sim = *std::move(simulated)};
   const History& h = run.sim.history;
-  auto schedule = engine::BuildDeliverySchedule(
+  auto schedule = sim::BuildDeliverySchedule(
       h, {.mean_ms = 50, .sigma_ms = 20, .batch = batch, .seed = o.seed, .rate_tps = 2000});
   run.batches = Batches(h, schedule, 2);
   run.offline = Offline(h, IsolationLevel::kSnapshotIsolation);
@@ -429,7 +431,7 @@ TEST(LiveChecker, RestoresASpillSnapshotOfTheEarlierFormat) {
   o.seed = 5;
   o.txns = 3000;
   o.keys = 3000;  // most keys written once or twice: idle, then evicted
-  o.dist = sim::Distribution::kUniform;
+  o.dist = workload::Distribution::kUniform;
   const FaultyRun run = MakeFaultyRun(o, 4);
   ASSERT_FALSE(run.offline.empty());
   const auto& batches = run.batches;
@@ -687,19 +689,19 @@ std::string RenderWindow(const windows::Window& w) {
 // for later windows) are the windows cut without a budget, value for value; and so are those cut
 // by checkers saved and restored from a checkpoint every few batches (the cutter saved with them).
 TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
-  for (const DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+  for (const DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     sim::WorkloadOptions o;
     o.seed = 3;
     o.data = data;
     o.txns = 600;
     o.keys = 40;
-    if (data == DataKind::kList) o.max_appends_per_key = 8;
+    if (data == DataModel::kList) o.max_appends_per_key = 8;
     o.faults.push_back({Fault::kLostUpdate, 0.05, 100});
     auto sim = sim::Simulate(o);
     ASSERT_TRUE(sim.ok()) << sim.status();
     absl::StatusOr<History> h = formats::WithByteValues(sim->history);
     ASSERT_TRUE(h.ok()) << h.status();
-    const auto schedule = engine::BuildDeliverySchedule(
+    const auto schedule = sim::BuildDeliverySchedule(
         *h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = 3, .rate_tps = 2000});
     const auto batches = Batches(*h, schedule, 2);
     auto run = [&](bool budget, size_t checkpoint_every) {
@@ -934,9 +936,9 @@ TEST(LiveChecker, BudgetReleaseKeepsWhatLaterChecksRead) {
 // 15) and t2 (key 1 := 7, committed at 40, not final yet). Restored, the checker goes on from
 // there: a read of key 1 after 40 sees 7, one between 15 and 40 sees t1's 5.
 TEST(LiveChecker, RestoresAHandWrittenCheckpoint) {
-  std::ifstream in(
-      std::filesystem::path(ISOWATCH_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint_fuzz/small",
-      std::ios::binary);
+  std::ifstream in(std::filesystem::path(isowatch::testing::SourceDir()) /
+                       "tests/fuzz/corpus/checkpoint_fuzz/small",
+                   std::ios::binary);
   ASSERT_TRUE(in.good());
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   v1::LiveCheckpoint c;

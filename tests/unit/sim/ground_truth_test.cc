@@ -11,15 +11,17 @@
 
 #include "isowatch/checkers/chronos/chronos.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
 #include "isowatch/sim/simulator.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::sim {
 namespace {
 
+using history::DataModel;
 using history::History;
-using report::Anomaly;
-using report::IsolationLevel;
+using verdict::Anomaly;
+using verdict::IsolationLevel;
+using workload::Distribution;
 
 constexpr int kSeeds = 30;
 
@@ -27,9 +29,9 @@ constexpr int kSeeds = 30;
 // pair unordered), key (-1 for SESSION).
 using Entry = std::tuple<std::string, std::string, std::vector<std::string>, int64_t>;
 
-Entry Make(Anomaly anomaly, report::ExtKind kind, std::vector<std::string> txns, int64_t key) {
+Entry Make(Anomaly anomaly, verdict::ExtKind kind, std::vector<std::string> txns, int64_t key) {
   if (anomaly == Anomaly::kNoConflict) std::sort(txns.begin(), txns.end());
-  return {report::AnomalyName(anomaly), report::ExtKindName(kind), std::move(txns), key};
+  return {verdict::AnomalyName(anomaly), verdict::ExtKindName(kind), std::move(txns), key};
 }
 
 std::vector<Entry> Expected(const SimResult& r) {
@@ -44,7 +46,7 @@ std::vector<Entry> Expected(const SimResult& r) {
 std::vector<Entry> Reported(const History& h, IsolationLevel level) {
   checkers::ChronosResult result = checkers::RunChronos(h, {.level = level});
   std::vector<Entry> out;
-  for (const report::Violation& v : result.violations) {
+  for (const verdict::Violation& v : result.violations) {
     std::vector<std::string> txns;
     for (TxnId t : v.txns) txns.emplace_back(h.txn_name(t));
     const int64_t key = v.key.valid() ? h.key(v.key).payload : -1;
@@ -70,7 +72,7 @@ std::vector<Entry> Minus(const std::vector<Entry>& a, const std::vector<Entry>& 
 }
 
 // A small workload whose shape varies with the seed, so that many corners are exercised.
-WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataKind data) {
+WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataModel data) {
   WorkloadOptions o;
   o.seed = seed;
   o.level = level;
@@ -83,7 +85,7 @@ WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataKind data) {
   o.dist = std::vector<Distribution>{Distribution::kZipfian, Distribution::kUniform,
                                      Distribution::kHotspot}[seed % 3];
   o.max_stale_lag = 1 + static_cast<uint32_t>(seed % 40);
-  if (data == DataKind::kList && seed % 3 != 0) {
+  if (data == DataModel::kList && seed % 3 != 0) {
     o.max_appends_per_key = 4 + static_cast<uint32_t>(seed % 20);
   }
   return o;
@@ -91,7 +93,7 @@ WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataKind data) {
 
 struct Config {
   IsolationLevel level;
-  DataKind data;
+  DataModel data;
   std::vector<Fault> faults;  // empty: fault-free; several: all at once
   bool record_aborted = true;
 };
@@ -101,8 +103,8 @@ std::string ConfigName(const Config& c) {
   if (c.faults.empty()) faults = "none";
   if (c.faults.size() == 1) faults = FaultName(c.faults[0]);
   if (c.faults.size() > 1) faults = "all";
-  std::string name = fmt::format("{}_{}_{}{}", report::IsolationLevelName(c.level),
-                                 c.data == DataKind::kList ? "list" : "kv", faults,
+  std::string name = fmt::format("{}_{}_{}{}", verdict::IsolationLevelName(c.level),
+                                 c.data == DataModel::kList ? "list" : "kv", faults,
                                  c.record_aborted ? "" : "_unrecorded");
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -148,17 +150,17 @@ TEST_P(GroundTruthTest, ChronosReportsExactlyTheGroundTruth) {
 std::vector<Config> Configs() {
   std::vector<Config> out;
   for (IsolationLevel level : {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable}) {
-    for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+    for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
       out.push_back({level, data, {}});
       std::vector<Fault> all;
       for (Fault f : kAllFaults) {
-        if (f == Fault::kIntermediateRead && data == DataKind::kList) continue;
+        if (f == Fault::kIntermediateRead && data == DataModel::kList) continue;
         out.push_back({level, data, {f}});
         all.push_back(f);
       }
       out.push_back({level, data, all});
     }
-    out.push_back({level, DataKind::kKeyValue, {Fault::kAbortedRead}, /*record_aborted=*/false});
+    out.push_back({level, DataModel::kKeyValue, {Fault::kAbortedRead}, /*record_aborted=*/false});
   }
   return out;
 }
@@ -167,7 +169,7 @@ INSTANTIATE_TEST_SUITE_P(Configs, GroundTruthTest, ::testing::ValuesIn(Configs()
 
 // A serializable store also gives snapshot isolation.
 TEST(GroundTruthCrossLevelTest, SerializableHistoriesAreSnapshotIsolated) {
-  for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+  for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
       auto r = Simulate(Workload(seed, IsolationLevel::kSerializable, data));
       ASSERT_TRUE(r.ok()) << r.status();
@@ -179,7 +181,7 @@ TEST(GroundTruthCrossLevelTest, SerializableHistoriesAreSnapshotIsolated) {
 
 // Under contention a snapshot-isolated store lets write skew through: valid SI, invalid SER.
 TEST(GroundTruthCrossLevelTest, ContendedSnapshotIsolationIsNotSerializable) {
-  for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+  for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     WorkloadOptions o;
     o.keys = 10;
     o.sessions = 20;

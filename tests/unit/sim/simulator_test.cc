@@ -13,19 +13,21 @@
 #include <rapidjson/document.h>
 
 #include "isowatch/history/history.h"
-#include "isowatch/sim/key_chooser.h"
-#include "isowatch/sim/rng.h"
+#include "isowatch/workload/key_chooser.h"
+#include "isowatch/workload/rng.h"
 
 namespace isowatch::sim {
 namespace {
 
+using history::DataModel;
 using history::History;
 using history::OpKind;
 using history::Transaction;
 using history::TxnStatus;
-using report::Anomaly;
-using report::ExtKind;
-using report::IsolationLevel;
+using verdict::Anomaly;
+using verdict::ExtKind;
+using verdict::IsolationLevel;
+using workload::Distribution;
 
 WorkloadOptions Small(uint64_t seed = 1) {
   WorkloadOptions o;
@@ -69,8 +71,8 @@ std::string Dump(const History& h) {
 std::string DumpExpected(const std::vector<ExpectedViolation>& expected) {
   std::string out;
   for (const auto& e : expected) {
-    out += fmt::format("{} {} [{}] {} {}\n", report::AnomalyName(e.anomaly),
-                       report::ExtKindName(e.ext_kind), fmt::join(e.txns, ","), e.key.value_or(-1),
+    out += fmt::format("{} {} [{}] {} {}\n", verdict::AnomalyName(e.anomaly),
+                       verdict::ExtKindName(e.ext_kind), fmt::join(e.txns, ","), e.key.value_or(-1),
                        FaultName(e.cause));
   }
   return out;
@@ -97,7 +99,7 @@ TEST(SimulatorTest, SameOptionsGiveTheSameHistory) {
 }
 
 TEST(SimulatorTest, CountsAddUp) {
-  for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+  for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     for (bool record_aborted : {true, false}) {
       WorkloadOptions o = Small();
       o.data = data;
@@ -217,7 +219,7 @@ TEST(SimulatorTest, IdsAreSequentialNumbers) {
 }
 
 TEST(SimulatorTest, WrittenValuesAreUnique) {
-  for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+  for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     WorkloadOptions o = Small();
     o.data = data;
     SimResult r = RunSim(o);
@@ -232,20 +234,20 @@ TEST(SimulatorTest, WrittenValuesAreUnique) {
           EXPECT_TRUE(seen.insert(op.value().as_int()).second);
         } else {
           ++reads;
-          EXPECT_EQ(op.kind(), data == DataKind::kList ? OpKind::kListRead : OpKind::kRead);
+          EXPECT_EQ(op.kind(), data == DataModel::kList ? OpKind::kListRead : OpKind::kRead);
         }
       }
     }
     EXPECT_GT(writes, 1000u);
     EXPECT_GT(reads, 1000u);
     EXPECT_EQ(r.history.data_model(),
-              data == DataKind::kList ? history::DataModel::kList : history::DataModel::kKeyValue);
+              data == DataModel::kList ? history::DataModel::kList : history::DataModel::kKeyValue);
   }
 }
 
 TEST(SimulatorTest, ListsGrowByAppends) {
   WorkloadOptions o = Small();
-  o.data = DataKind::kList;
+  o.data = DataModel::kList;
   o.keys = 5;
   SimResult r = RunSim(o);
   size_t longest = 0;
@@ -261,7 +263,7 @@ TEST(SimulatorTest, ListsGrowByAppends) {
 
 TEST(SimulatorTest, RetiredListKeysKeepListsShort) {
   WorkloadOptions o = Small();
-  o.data = DataKind::kList;
+  o.data = DataModel::kList;
   o.keys = 5;
   o.max_appends_per_key = 10;
   SimResult r = RunSim(o);
@@ -276,7 +278,7 @@ TEST(SimulatorTest, RetiredListKeysKeepListsShort) {
   EXPECT_LE(longest, 10u);
   EXPECT_GE(longest, 5u);
   EXPECT_GT(r.history.key_count(), 50u);  // about 600 * 6 / 2 appends, 10 per key
-  o.data = DataKind::kKeyValue;
+  o.data = DataModel::kKeyValue;
   EXPECT_FALSE(Simulate(o).ok());
 }
 
@@ -293,47 +295,6 @@ TEST(SimulatorTest, RepeatedReadsAndDoubleWritesOccur) {
   }
   EXPECT_GT(repeated_reads, 50u);
   EXPECT_GT(double_writes, 50u);
-}
-
-// Share of draws that fall on the hottest 10% of keys.
-double HotShare(Distribution dist) {
-  KeyChooser chooser(dist, 1000, 0.99);
-  Rng rng(3);
-  int hot = 0;
-  constexpr int kDraws = 100000;
-  for (int i = 0; i < kDraws; ++i) {
-    uint64_t k = chooser.Next(rng);
-    EXPECT_LT(k, 1000u);
-    hot += k < 100;
-  }
-  return static_cast<double>(hot) / kDraws;
-}
-
-TEST(KeyChooserTest, SkewedDistributionsFavourHotKeys) {
-  double uniform = HotShare(Distribution::kUniform);
-  double zipf = HotShare(Distribution::kZipfian);
-  double hotspot = HotShare(Distribution::kHotspot);
-  EXPECT_NEAR(uniform, 0.10, 0.01);
-  EXPECT_NEAR(hotspot, 0.40, 0.02);  // half of the hot 20% take 80%
-  EXPECT_GT(zipf, 0.6);              // sum_{i<=100} i^-0.99 / sum_{i<=1000} i^-0.99 ~ 0.68
-  KeyChooser chooser(Distribution::kZipfian, 1000, 0.99);
-  Rng rng(4);
-  std::vector<int> count(1000);
-  for (int i = 0; i < 100000; ++i) ++count[chooser.Next(rng)];
-  EXPECT_GT(count[0], 10 * count[99]);
-  EXPECT_GT(count[0], count[1]);
-}
-
-TEST(KeyChooserTest, TinyKeySpaces) {
-  Rng rng(1);
-  for (Distribution d : {Distribution::kUniform, Distribution::kZipfian, Distribution::kHotspot}) {
-    KeyChooser one(d, 1, 0.99);
-    for (int i = 0; i < 100; ++i) EXPECT_EQ(one.Next(rng), 0u);
-    KeyChooser three(d, 3, 0.99);
-    std::set<uint64_t> seen;
-    for (int i = 0; i < 1000; ++i) seen.insert(three.Next(rng));
-    EXPECT_EQ(seen.size(), 3u);
-  }
 }
 
 TEST(SimulatorTest, WorkloadSkewShowsInTheHistory) {
@@ -374,7 +335,7 @@ TEST(SimulatorTest, RejectsInvalidOptions) {
   EXPECT_TRUE(invalid([](WorkloadOptions& o) { o.zipf_theta = 0; }));
   EXPECT_TRUE(invalid([](WorkloadOptions& o) { o.faults = {{Fault::kLostUpdate, -0.1}}; }));
   EXPECT_TRUE(invalid([](WorkloadOptions& o) {
-    o.data = DataKind::kList;
+    o.data = DataModel::kList;
     o.faults = {{Fault::kIntermediateRead, 0.1}};
   }));
 }
@@ -393,7 +354,7 @@ TEST(SimulatorTest, FaultNamesRoundTrip) {
 
 TEST(SimulatorTest, FaultFreeRunsExpectNothing) {
   for (IsolationLevel level : {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable}) {
-    for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+    for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
       WorkloadOptions o = Small();
       o.level = level;
       o.data = data;
@@ -434,13 +395,13 @@ std::set<Shape> AllowedShapes(Fault f, IsolationLevel level, bool record_aborted
 struct FaultCase {
   Fault fault;
   IsolationLevel level;
-  DataKind data;
+  DataModel data;
   bool record_aborted = true;
 };
 
 void PrintTo(const FaultCase& c, std::ostream* os) {
-  *os << FaultName(c.fault) << "/" << report::IsolationLevelName(c.level) << "/"
-      << (c.data == DataKind::kList ? "list" : "kv") << (c.record_aborted ? "" : "/unrecorded");
+  *os << FaultName(c.fault) << "/" << verdict::IsolationLevelName(c.level) << "/"
+      << (c.data == DataModel::kList ? "list" : "kv") << (c.record_aborted ? "" : "/unrecorded");
 }
 
 class SimulatorFaultTest : public ::testing::TestWithParam<FaultCase> {};
@@ -516,7 +477,7 @@ TEST_P(SimulatorFaultTest, InjectsAndExpectsTheRightViolations) {
         }
         break;
       default:  // the simulator's ground truth holds only the four anomalies above
-        ADD_FAILURE() << report::AnomalyName(e.anomaly);
+        ADD_FAILURE() << verdict::AnomalyName(e.anomaly);
         break;
     }
     if (e.anomaly != Anomaly::kNoConflict) faulty.insert(e.txns[0]);
@@ -538,8 +499,8 @@ TEST_P(SimulatorFaultTest, InjectsAndExpectsTheRightViolations) {
 
 std::string CaseName(const ::testing::TestParamInfo<FaultCase>& info) {
   std::string name = fmt::format("{}_{}_{}{}", FaultName(info.param.fault),
-                                 report::IsolationLevelName(info.param.level),
-                                 info.param.data == DataKind::kList ? "list" : "kv",
+                                 verdict::IsolationLevelName(info.param.level),
+                                 info.param.data == DataModel::kList ? "list" : "kv",
                                  info.param.record_aborted ? "" : "_unrecorded");
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -550,14 +511,14 @@ std::vector<FaultCase> AllCases() {
   for (Fault f : kAllFaults) {
     for (IsolationLevel level :
          {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable}) {
-      for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
-        if (f == Fault::kIntermediateRead && data == DataKind::kList) continue;
+      for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
+        if (f == Fault::kIntermediateRead && data == DataModel::kList) continue;
         cases.push_back({f, level, data});
       }
     }
   }
   cases.push_back(
-      {Fault::kAbortedRead, IsolationLevel::kSnapshotIsolation, DataKind::kKeyValue, false});
+      {Fault::kAbortedRead, IsolationLevel::kSnapshotIsolation, DataModel::kKeyValue, false});
   return cases;
 }
 
@@ -601,14 +562,14 @@ TEST(SimulatorTest, GroundTruthJson) {
   for (rapidjson::SizeType i = 0; i < expected.Size(); ++i) {
     const auto& e = expected[i];
     const ExpectedViolation& want = r.expected[i];
-    EXPECT_STREQ(e["anomaly"].GetString(), report::AnomalyName(want.anomaly));
+    EXPECT_STREQ(e["anomaly"].GetString(), verdict::AnomalyName(want.anomaly));
     EXPECT_STREQ(e["cause"].GetString(), FaultName(want.cause));
     ASSERT_EQ(e["txns"].Size(), want.txns.size());
     for (rapidjson::SizeType j = 0; j < want.txns.size(); ++j) {
       EXPECT_EQ(e["txns"][j].GetString(), want.txns[j]);
     }
     if (want.anomaly == Anomaly::kExt) {
-      EXPECT_STREQ(e["ext_kind"].GetString(), report::ExtKindName(want.ext_kind));
+      EXPECT_STREQ(e["ext_kind"].GetString(), verdict::ExtKindName(want.ext_kind));
     } else {
       EXPECT_FALSE(e.HasMember("ext_kind"));
     }

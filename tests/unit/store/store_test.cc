@@ -36,6 +36,7 @@ namespace isowatch::store {
 namespace {
 
 using history::Timestamp;
+using rocks::RocksDbMemory;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

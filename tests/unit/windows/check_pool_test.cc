@@ -21,7 +21,7 @@ class FakeChecker final : public checkers::Checker {
  public:
   explicit FakeChecker(std::string name) : name_(std::move(name)) {}
   std::string_view name() const override { return name_; }
-  const std::vector<report::IsolationLevel>& levels() const override { return levels_; }
+  const std::vector<verdict::IsolationLevel>& levels() const override { return levels_; }
   checkers::CheckerResult Check(const history::History& /*h*/, const checkers::WindowScope* scope,
                                 const checkers::CheckLimits& limits) const override {
     started.fetch_add(1);
@@ -29,12 +29,12 @@ class FakeChecker final : public checkers::Checker {
     while (block.load()) {
       if (limits.expired()) {
         r.complete = false;
-        r.violations.push_back(report::Violation{});  // must not reach the caller
+        r.violations.push_back(verdict::Violation{});  // must not reach the caller
         return r;
       }
       std::this_thread::sleep_for(1ms);
     }
-    report::Violation v;
+    verdict::Violation v;
     v.checker = name_;
     v.explanation = fmt_index(scope);
     r.violations.push_back(v);
@@ -49,7 +49,7 @@ class FakeChecker final : public checkers::Checker {
 
  private:
   std::string name_;
-  std::vector<report::IsolationLevel> levels_ = {report::IsolationLevel::kSerializable};
+  std::vector<verdict::IsolationLevel> levels_ = {verdict::IsolationLevel::kSerializable};
 };
 
 Window MakeWindow(uint64_t index) {

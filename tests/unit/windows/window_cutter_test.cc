@@ -574,7 +574,7 @@ struct Arrivals {
   sim::SimResult sim;
   std::vector<std::pair<int64_t, TxnId>> order;  // (arrival time, transaction)
 };
-Arrivals SimulatedArrivals(sim::DataKind data, uint64_t seed, std::mt19937_64& rng) {
+Arrivals SimulatedArrivals(history::DataModel data, uint64_t seed, std::mt19937_64& rng) {
   sim::WorkloadOptions o;
   o.sessions = 6;
   o.txns = 400;
@@ -597,7 +597,7 @@ Arrivals SimulatedArrivals(sim::DataKind data, uint64_t seed, std::mt19937_64& r
   return out;
 }
 
-void CheckSimulatedStream(sim::DataKind data, WindowOptions options, uint64_t seed) {
+void CheckSimulatedStream(history::DataModel data, WindowOptions options, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const Arrivals a = SimulatedArrivals(data, seed, rng);
   const sim::SimResult* r = &a.sim;
@@ -680,20 +680,21 @@ void CheckSimulatedStream(sim::DataKind data, WindowOptions options, uint64_t se
 }
 
 TEST(WindowCutterTest, SimulatedKeyValueStreamBySpan) {
-  CheckSimulatedStream(sim::DataKind::kKeyValue, WindowOptions{.span = 40, .overlap = 10}, 1);
+  CheckSimulatedStream(history::DataModel::kKeyValue, WindowOptions{.span = 40, .overlap = 10}, 1);
 }
 
 TEST(WindowCutterTest, SimulatedListStreamBySpan) {
-  CheckSimulatedStream(sim::DataKind::kList, WindowOptions{.span = 25}, 2);
+  CheckSimulatedStream(history::DataModel::kList, WindowOptions{.span = 25}, 2);
 }
 
 TEST(WindowCutterTest, SimulatedKeyValueStreamByCount) {
-  CheckSimulatedStream(sim::DataKind::kKeyValue, WindowOptions{.transactions = 50, .overlap = 8},
-                       3);
+  CheckSimulatedStream(history::DataModel::kKeyValue,
+                       WindowOptions{.transactions = 50, .overlap = 8}, 3);
 }
 
 TEST(WindowCutterTest, SimulatedListStreamByCount) {
-  CheckSimulatedStream(sim::DataKind::kList, WindowOptions{.transactions = 37, .overlap = 5}, 4);
+  CheckSimulatedStream(history::DataModel::kList, WindowOptions{.transactions = 37, .overlap = 5},
+                       4);
 }
 
 // Everything a window says, as text: its history in the native format and its other fields.
@@ -723,7 +724,7 @@ Window SavedAndLoaded(const Window& w) {
 // A cutter saved, serialized, parsed and restored into a fresh one, at random points of a
 // simulated stream, cuts the windows an uninterrupted cutter cuts, with the same counts; and
 // each of its windows, saved and loaded again, is the same window.
-void CheckRestoredStream(sim::DataKind data, WindowOptions options, uint64_t seed) {
+void CheckRestoredStream(history::DataModel data, WindowOptions options, uint64_t seed) {
   std::mt19937_64 rng(seed);
   Arrivals a = SimulatedArrivals(data, seed, rng);
   const History& src = a.sim.history;
@@ -775,20 +776,21 @@ void CheckRestoredStream(sim::DataKind data, WindowOptions options, uint64_t see
 }
 
 TEST(WindowCutterTest, RestoredCutterCutsTheSameKeyValueWindowsBySpan) {
-  CheckRestoredStream(sim::DataKind::kKeyValue, WindowOptions{.span = 40, .overlap = 10}, 11);
+  CheckRestoredStream(history::DataModel::kKeyValue, WindowOptions{.span = 40, .overlap = 10}, 11);
 }
 
 TEST(WindowCutterTest, RestoredCutterCutsTheSameListWindowsBySpan) {
-  CheckRestoredStream(sim::DataKind::kList, WindowOptions{.span = 25}, 12);
+  CheckRestoredStream(history::DataModel::kList, WindowOptions{.span = 25}, 12);
 }
 
 TEST(WindowCutterTest, RestoredCutterCutsTheSameKeyValueWindowsByCount) {
-  CheckRestoredStream(sim::DataKind::kKeyValue, WindowOptions{.transactions = 50, .overlap = 8},
-                      13);
+  CheckRestoredStream(history::DataModel::kKeyValue,
+                      WindowOptions{.transactions = 50, .overlap = 8}, 13);
 }
 
 TEST(WindowCutterTest, RestoredCutterCutsTheSameListWindowsByCount) {
-  CheckRestoredStream(sim::DataKind::kList, WindowOptions{.transactions = 37, .overlap = 5}, 14);
+  CheckRestoredStream(history::DataModel::kList, WindowOptions{.transactions = 37, .overlap = 5},
+                      14);
 }
 
 TEST(WindowCutterTest, RestoreRefusesOtherOptionsAndMalformedCheckpoints) {
@@ -861,7 +863,7 @@ TEST(WindowCutterTest, RestoreRefusesOtherOptionsAndMalformedCheckpoints) {
 
 TEST(WindowCutterTest, LoadingASavedWindowRefusesMalformedOnes) {
   std::mt19937_64 rng(5);
-  const Arrivals a = SimulatedArrivals(sim::DataKind::kKeyValue, 5, rng);
+  const Arrivals a = SimulatedArrivals(history::DataModel::kKeyValue, 5, rng);
   WindowCutter cutter(WindowOptions{.transactions = 50, .overlap = 8});
   for (const auto& [at, id] : a.order) cutter.Add(a.sim.history, id);
   std::vector<Window> sealed = cutter.Flush(a.sim.history);

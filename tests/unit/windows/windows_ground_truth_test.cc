@@ -31,23 +31,23 @@ namespace isowatch::windows {
 namespace {
 
 using history::History;
-using report::Anomaly;
-using report::IsolationLevel;
+using verdict::Anomaly;
+using verdict::IsolationLevel;
 
 // A finding as both runs can name it: checker level, anomaly, the transactions at fault (for EXT
 // the reader alone: the writer it names depends on what the history holds) and the key.
-std::string Canonical(const History& h, const report::Violation& v) {
+std::string Canonical(const History& h, const verdict::Violation& v) {
   std::vector<std::string> txns;
   const size_t n = v.anomaly == Anomaly::kExt ? std::min<size_t>(1, v.txns.size()) : v.txns.size();
   for (size_t i = 0; i < n; ++i) txns.emplace_back(h.txn_name(v.txns[i]));
-  return fmt::format("{} {} [{}] {}", report::IsolationLevelName(v.level),
-                     report::AnomalyName(v.anomaly), fmt::join(txns, ","),
+  return fmt::format("{} {} [{}] {}", verdict::IsolationLevelName(v.level),
+                     verdict::AnomalyName(v.anomaly), fmt::join(txns, ","),
                      v.key.valid() ? h.KeyToString(v.key) : "");
 }
 
 // The transaction whose snapshot a chronos finding at SI judges (plug-in trust rule); none for
 // INT.
-std::optional<size_t> Judged(const report::Violation& v) {
+std::optional<size_t> Judged(const verdict::Violation& v) {
   switch (v.anomaly) {
     case Anomaly::kSession:
     case Anomaly::kExt:
@@ -61,14 +61,15 @@ std::optional<size_t> Judged(const report::Violation& v) {
 
 struct Case {
   uint64_t seed;
-  sim::DataKind data;
+  history::DataModel data;
   IsolationLevel level;
   WindowOptions cut;
 };
 
 std::string Name(const Case& c) {
-  return fmt::format("seed {} {} {} {}", c.seed, c.data == sim::DataKind::kList ? "list" : "kv",
-                     report::IsolationLevelName(c.level),
+  return fmt::format("seed {} {} {} {}", c.seed,
+                     c.data == history::DataModel::kList ? "list" : "kv",
+                     verdict::IsolationLevelName(c.level),
                      c.cut.span > 0 ? fmt::format("span {}", c.cut.span)
                                     : fmt::format("count {}", c.cut.transactions));
 }
@@ -119,7 +120,7 @@ std::vector<Window> Cut(const History& h, const WindowOptions& options, uint64_t
 TEST(WindowsGroundTruth, PluginsOnWindowsAgreeWithTheWholeHistory) {
   std::vector<Case> cases;
   for (uint64_t seed : {11, 12, 13}) {
-    for (sim::DataKind data : {sim::DataKind::kKeyValue, sim::DataKind::kList}) {
+    for (history::DataModel data : {history::DataModel::kKeyValue, history::DataModel::kList}) {
       for (IsolationLevel level :
            {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable}) {
         cases.push_back({seed, data, level, WindowOptions{.transactions = 150, .overlap = 40}});
@@ -141,10 +142,10 @@ TEST(WindowsGroundTruth, PluginsOnWindowsAgreeWithTheWholeHistory) {
     o.keys = 40;
     o.level = c.level;
     o.data = c.data;
-    if (c.data == sim::DataKind::kList) o.max_appends_per_key = 32;
+    if (c.data == history::DataModel::kList) o.max_appends_per_key = 32;
     for (sim::Fault f : sim::kAllFaults) {
       // Appends have no intermediate values.
-      if (f == sim::Fault::kIntermediateRead && c.data == sim::DataKind::kList) continue;
+      if (f == sim::Fault::kIntermediateRead && c.data == history::DataModel::kList) continue;
       o.faults.push_back({f, 0.01, 0});
     }
     absl::StatusOr<sim::SimResult> sim = sim::Simulate(o);
@@ -154,17 +155,17 @@ TEST(WindowsGroundTruth, PluginsOnWindowsAgreeWithTheWholeHistory) {
     // The whole history.
     const checkers::ChronosResult whole =
         checkers::RunChronos(h, {.level = c.level, .limits = nullptr});
-    std::map<std::string, const report::Violation*> whole_set;
-    for (const report::Violation& v : whole.violations) whole_set.emplace(Canonical(h, v), &v);
+    std::map<std::string, const verdict::Violation*> whole_set;
+    for (const verdict::Violation& v : whole.violations) whole_set.emplace(Canonical(h, v), &v);
     const checkers::adya::AdyaResult whole_adya = checkers::adya::CheckAdya(h);
     std::set<IsolationLevel> adya_violated;
-    for (const report::Violation& v : whole_adya.violations) {
+    for (const verdict::Violation& v : whole_adya.violations) {
       if (v.levels.empty()) adya_violated.insert(v.level);
       for (IsolationLevel l : v.levels) adya_violated.insert(l);
     }
 
     auto chronos =
-        checkers::CreateChecker("chronos", {{"levels", report::IsolationLevelName(c.level)}});
+        checkers::CreateChecker("chronos", {{"levels", verdict::IsolationLevelName(c.level)}});
     ASSERT_TRUE(chronos.ok()) << chronos.status();
     auto adya = checkers::CreateChecker("adya", {});
     ASSERT_TRUE(adya.ok()) << adya.status();
@@ -181,7 +182,7 @@ TEST(WindowsGroundTruth, PluginsOnWindowsAgreeWithTheWholeHistory) {
       }
       const checkers::CheckerResult r = (*chronos)->Check(w.history, &w.scope, {});
       ASSERT_TRUE(r.complete);
-      for (const report::Violation& v : r.violations) {
+      for (const verdict::Violation& v : r.violations) {
         const std::string key = Canonical(w.history, v);
         EXPECT_TRUE(whole_set.contains(key))
             << "window " << w.scope.index << ": " << key << " is no finding of the whole history";
@@ -189,12 +190,12 @@ TEST(WindowsGroundTruth, PluginsOnWindowsAgreeWithTheWholeHistory) {
       }
       const checkers::CheckerResult a = (*adya)->Check(w.history, &w.scope, {});
       ASSERT_TRUE(a.complete);
-      for (const report::Violation& v : a.violations) {
+      for (const verdict::Violation& v : a.violations) {
         std::vector<IsolationLevel> levels = v.levels;
         if (levels.empty()) levels.push_back(v.level);
         for (IsolationLevel l : levels) {
           EXPECT_TRUE(adya_violated.contains(l))
-              << "window " << w.scope.index << ": adya finds " << report::IsolationLevelName(l)
+              << "window " << w.scope.index << ": adya finds " << verdict::IsolationLevelName(l)
               << " violated, the whole history does not: " << v.explanation;
         }
       }
@@ -262,7 +263,7 @@ TEST(WindowsGroundTruth, SnapshotHistoriesOnWindows) {
     const checkers::ChronosResult whole =
         checkers::RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation});
     std::set<std::string> whole_set;
-    for (const report::Violation& v : whole.violations) whole_set.insert(Canonical(h, v));
+    for (const verdict::Violation& v : whole.violations) whole_set.insert(Canonical(h, v));
     whole_total += whole_set.size();
     auto chronos = checkers::CreateChecker("chronos", {{"levels", "si"}});
     ASSERT_TRUE(chronos.ok()) << chronos.status();
@@ -271,7 +272,7 @@ TEST(WindowsGroundTruth, SnapshotHistoriesOnWindows) {
       for (const Window& w : Cut(h, cut, seed)) {
         const checkers::CheckerResult r = (*chronos)->Check(w.history, &w.scope, {});
         ASSERT_TRUE(r.complete);
-        for (const report::Violation& v : r.violations) {
+        for (const verdict::Violation& v : r.violations) {
           const std::string key = Canonical(w.history, v);
           EXPECT_TRUE(whole_set.contains(key))
               << "seed " << seed << " window " << w.scope.index << ": " << key;

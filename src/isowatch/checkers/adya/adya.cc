@@ -21,9 +21,9 @@ namespace {
 using history::History;
 using history::Op;
 using history::Transaction;
-using report::Anomaly;
-using report::IsolationLevel;
-using report::Violation;
+using verdict::Anomaly;
+using verdict::IsolationLevel;
+using verdict::Violation;
 
 // The levels in the order findings list them.
 constexpr std::array<IsolationLevel, 4> kCanonicalOrder = {
@@ -92,7 +92,7 @@ const char* Title(Anomaly anomaly) {
     case Anomaly::kGSIb:
       return "G-SIb (missed effects)";
     default:
-      return report::AnomalyName(anomaly);
+      return verdict::AnomalyName(anomaly);
   }
 }
 

@@ -8,17 +8,17 @@
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::checkers::adya {
 
 struct AdyaOptions {
   // The levels to judge. A finding is reported if it violates at least one of them, and names
-  // those it violates (report::Violation::levels, in this canonical order: read committed,
+  // those it violates (verdict::Violation::levels, in this canonical order: read committed,
   // repeatable read, snapshot isolation, serializable).
-  std::vector<report::IsolationLevel> levels = {
-      report::IsolationLevel::kReadCommitted, report::IsolationLevel::kRepeatableRead,
-      report::IsolationLevel::kSnapshotIsolation, report::IsolationLevel::kSerializable};
+  std::vector<verdict::IsolationLevel> levels = {
+      verdict::IsolationLevel::kReadCommitted, verdict::IsolationLevel::kRepeatableRead,
+      verdict::IsolationLevel::kSnapshotIsolation, verdict::IsolationLevel::kSerializable};
   // Edges a typed cycle search may examine, per strongly connected component and cycle class,
   // before it settles for the shortest cycle found so far (AdyaStats::truncated_searches).
   uint64_t max_search_steps = uint64_t{1} << 24;
@@ -51,7 +51,7 @@ struct AdyaResult {
   // invalid (UNKNOWN), and `violations` is empty.
   bool complete = true;
   // Non-cyclic findings (G1a, G1b, G-SIa, G-SIb) in history order, then cycles per component.
-  std::vector<report::Violation> violations;
+  std::vector<verdict::Violation> violations;
   AdyaStats stats;
   // Committed transactions that wrote but have no commit timestamp, so their versions could not
   // be placed in the version order.

@@ -18,7 +18,7 @@ namespace isowatch::checkers {
 namespace {
 
 using history::History;
-using report::IsolationLevel;
+using verdict::IsolationLevel;
 
 constexpr std::string_view kName = "adya";
 

@@ -7,11 +7,11 @@
 #include <span>
 #include <vector>
 
-#include "isowatch/checkers/chronos/internal/explain.h"
-#include "isowatch/checkers/chronos/internal/ext_rules.h"
-#include "isowatch/checkers/chronos/internal/read_walker.h"
-#include "isowatch/checkers/chronos/internal/snapshot_rules.h"
-#include "isowatch/checkers/chronos/internal/write_index.h"
+#include "isowatch/axioms/explain.h"
+#include "isowatch/axioms/ext_rules.h"
+#include "isowatch/axioms/read_walker.h"
+#include "isowatch/axioms/snapshot_rules.h"
+#include "isowatch/axioms/write_index.h"
 #include "isowatch/common/strong_id.h"
 
 namespace isowatch::checkers {
@@ -23,10 +23,10 @@ using history::OpKind;
 using history::Timestamp;
 using history::Transaction;
 using history::Value;
-using report::Anomaly;
-using report::ExtKind;
-using report::IsolationLevel;
-using report::Violation;
+using verdict::Anomaly;
+using verdict::ExtKind;
+using verdict::IsolationLevel;
+using verdict::Violation;
 
 // A point of the replay. Phases order the events that share a timestamp: commits first, then
 // transactions whose start equals their commit (start and commit handled together), then starts.
@@ -214,11 +214,11 @@ class Replayer {
     const Transaction& t = h_.txn(id);
     TxnId pred = committed_pred_[id.value()];
     if (pred.valid()) {
-      const std::optional<bool> broken = internal::SessionBroken(h_, level_, id, pred);
+      const std::optional<bool> broken = axioms::SessionBroken(h_, level_, id, pred);
       if (!broken) {
         ++result_.stats.snapshot_unjudged;
       } else if (*broken) {
-        Emit(internal::ExplainSession(h_, level_, id, pred));
+        Emit(axioms::ExplainSession(h_, level_, id, pred));
       }
     }
     const bool snapshot = HasSnapshot(id);
@@ -238,20 +238,20 @@ class Replayer {
 
   void CheckExternalRegister(TxnId reader, const Op& op) {
     const RegisterVersion& current = registers_[op.key().value()];
-    if (internal::RegisterReadMatches(op.value(), current.value,
-                                      !current.writer.valid() && h_.AbsentReadsInitial(op.key()))) {
+    if (axioms::RegisterReadMatches(op.value(), current.value,
+                                    !current.writer.valid() && h_.AbsentReadsInitial(op.key()))) {
       return;
     }
-    Emit(internal::RegisterViolation(h_, write_index_, level_, reader, op.key(), current.value,
-                                     current.writer, op.value()));
+    Emit(axioms::RegisterViolation(h_, write_index_, level_, reader, op.key(), current.value,
+                                   current.writer, op.value()));
   }
 
   void CheckExternalList(TxnId reader, const Op& op, std::span<const Value> own) {
     const std::vector<Value>& committed = lists_[op.key().value()];
     auto observed = h_.list_elements(op);
-    if (internal::ListReadMatches(committed, own, observed)) return;
-    Emit(internal::ListViolation(h_, write_index_, level_, reader, op.key(), committed, own,
-                                 observed));
+    if (axioms::ListReadMatches(committed, own, observed)) return;
+    Emit(axioms::ListViolation(h_, write_index_, level_, reader, op.key(), committed, own,
+                               observed));
   }
 
   // EXT for a reader with a snapshot: the newest version of the key it sees (registers), or the
@@ -263,33 +263,33 @@ class Replayer {
     ChainCursor c{chain, chain.size()};
     TxnId w;
     if (op.kind() != OpKind::kListRead) {
-      switch (internal::NewestVisible(h_, t, c, &w)) {
-        case internal::SnapshotStop::kVisible:
-          if (!internal::RegisterReadMatches(op.value(), chain[c.at].value, false)) {
-            Emit(internal::RegisterViolation(h_, write_index_, level_, reader, key,
-                                             chain[c.at].value, w, op.value()));
+      switch (axioms::NewestVisible(h_, t, c, &w)) {
+        case axioms::SnapshotStop::kVisible:
+          if (!axioms::RegisterReadMatches(op.value(), chain[c.at].value, false)) {
+            Emit(axioms::RegisterViolation(h_, write_index_, level_, reader, key, chain[c.at].value,
+                                           w, op.value()));
           }
           return;
-        case internal::SnapshotStop::kUnknown:
+        case axioms::SnapshotStop::kUnknown:
           ++result_.stats.snapshot_unjudged;
           return;
         default: {
           const Value initial = h_.InitialValue(key);
-          if (!internal::RegisterReadMatches(op.value(), initial, h_.AbsentReadsInitial(key))) {
-            Emit(internal::RegisterViolation(h_, write_index_, level_, reader, key, initial,
-                                             TxnId::Invalid(), op.value()));
+          if (!axioms::RegisterReadMatches(op.value(), initial, h_.AbsentReadsInitial(key))) {
+            Emit(axioms::RegisterViolation(h_, write_index_, level_, reader, key, initial,
+                                           TxnId::Invalid(), op.value()));
           }
           return;
         }
       }
     }
-    const internal::SnapshotStop stop = internal::VisibleWriters(h_, t, c, &visible_, &w);
-    if (stop == internal::SnapshotStop::kUnknown) {
+    const axioms::SnapshotStop stop = axioms::VisibleWriters(h_, t, c, &visible_, &w);
+    if (stop == axioms::SnapshotStop::kUnknown) {
       ++result_.stats.snapshot_unjudged;
       return;
     }
     committed_.clear();
-    if (stop == internal::SnapshotStop::kBoundary) {
+    if (stop == axioms::SnapshotStop::kBoundary) {
       const std::vector<Value>& list = lists_[key.value()];
       committed_.assign(list.begin(), list.begin() + static_cast<ptrdiff_t>(chain[c.at].list_end));
     } else {
@@ -297,11 +297,11 @@ class Replayer {
       committed_.assign(init.begin(), init.end());
     }
     for (size_t i = visible_.size(); i-- > 0;) {
-      internal::AppendsOf(h_, visible_[i], key, &committed_);
+      axioms::AppendsOf(h_, visible_[i], key, &committed_);
     }
     auto observed = h_.list_elements(op);
-    if (internal::ListReadMatches(committed_, own, observed)) return;
-    Emit(internal::ListViolation(h_, write_index_, level_, reader, key, committed_, own, observed));
+    if (axioms::ListReadMatches(committed_, own, observed)) return;
+    Emit(axioms::ListViolation(h_, write_index_, level_, reader, key, committed_, own, observed));
   }
 
   // NOCONFLICT for a writer with a snapshot: the writers of each key it writes that committed
@@ -315,8 +315,8 @@ class Replayer {
       if (slot_stamp_[k] == stamp_) continue;
       slot_stamp_[k] = stamp_;
       ChainCursor c{chains_[k], chains_[k].size()};
-      internal::ConcurrentWriters(
-          h_, t, c, [&](TxnId u) { Emit(internal::ExplainNoConflict(h_, u, id, op.key())); },
+      axioms::ConcurrentWriters(
+          h_, t, c, [&](TxnId u) { Emit(axioms::ExplainNoConflict(h_, u, id, op.key())); },
           &snapshot_unjudged_pairs_);
     }
   }
@@ -351,7 +351,7 @@ class Replayer {
       auto& open = ongoing_[k];
       for (uint64_t other : open) {
         if (other == id.value()) continue;
-        Emit(internal::ExplainNoConflict(h_, id, TxnId(other), op.key()));
+        Emit(axioms::ExplainNoConflict(h_, id, TxnId(other), op.key()));
       }
       // A transaction with a snapshot was never open.
       if (auto it = std::find(open.begin(), open.end(), id.value()); it != open.end()) {
@@ -383,8 +383,8 @@ class Replayer {
   const History& h_;
   IsolationLevel level_;
   LimitPoller poller_;
-  internal::WriteIndex write_index_;
-  internal::ReadWalker walker_;
+  axioms::WriteIndex write_index_;
+  axioms::ReadWalker walker_;
   std::vector<RegisterVersion> registers_;
   std::vector<std::vector<Value>> lists_;
   std::vector<std::vector<uint64_t>> ongoing_;

@@ -6,12 +6,12 @@
 
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::checkers {
 
 struct ChronosOptions {
-  report::IsolationLevel level = report::IsolationLevel::kSnapshotIsolation;
+  verdict::IsolationLevel level = verdict::IsolationLevel::kSnapshotIsolation;
   // When to stop (polled every 1024 replayed events); nullptr: never. Not owned.
   const CheckLimits* limits = nullptr;
 };
@@ -31,7 +31,7 @@ struct ChronosResult {
   // False: the limits expired before the replay ended. The history is then neither valid nor
   // invalid (UNKNOWN), and `violations` is empty.
   bool complete = true;
-  std::vector<report::Violation> violations;  // in replay order
+  std::vector<verdict::Violation> violations;  // in replay order
   ChronosStats stats;
 };
 

@@ -14,9 +14,9 @@ namespace {
 
 using history::History;
 using history::Transaction;
-using report::Anomaly;
-using report::IsolationLevel;
-using report::Violation;
+using verdict::Anomaly;
+using verdict::IsolationLevel;
+using verdict::Violation;
 
 constexpr std::string_view kName = "chronos";
 

@@ -15,6 +15,7 @@
 #include "isowatch/checkers/adya/adya.h"
 #include "isowatch/formats/native.h"
 
+#include "tests/testing/source_dir.h"
 #include "tests/unit/checkers/adya/summary.h"
 
 namespace isowatch::checkers::adya {
@@ -22,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path GoldenDir() { return fs::path(ISOWATCH_SOURCE_DIR) / "tests/histories/adya"; }
+fs::path GoldenDir() { return fs::path(isowatch::testing::SourceDir()) / "tests/histories/adya"; }
 
 std::vector<std::string> GoldenNames() {
   std::vector<std::string> names;
@@ -60,7 +61,7 @@ TEST_P(AdyaGoldenTest, ReportsExactlyTheExpectedFindings) {
   ASSERT_TRUE(h.ok()) << h.status();
   AdyaResult r = CheckAdya(*h);
   EXPECT_THAT(SummarizeAll(*h, r.violations), ::testing::UnorderedElementsAreArray(it->second));
-  for (const report::Violation& v : r.violations) {
+  for (const verdict::Violation& v : r.violations) {
     EXPECT_EQ(v.checker, "adya");
     EXPECT_FALSE(v.explanation.empty());
     if (!v.levels.empty()) {

@@ -22,13 +22,13 @@
 namespace isowatch::checkers::adya {
 namespace {
 
-using report::Anomaly;
-using report::IsolationLevel;
-using sim::DataKind;
+using history::DataModel;
 using sim::Fault;
 using sim::WorkloadOptions;
+using verdict::Anomaly;
+using verdict::IsolationLevel;
 
-WorkloadOptions Workload(uint64_t seed, IsolationLevel store, DataKind data) {
+WorkloadOptions Workload(uint64_t seed, IsolationLevel store, DataModel data) {
   WorkloadOptions o;
   o.seed = seed;
   o.txns = 2000;
@@ -36,7 +36,7 @@ WorkloadOptions Workload(uint64_t seed, IsolationLevel store, DataKind data) {
   o.keys = 60;
   o.level = store;
   o.data = data;
-  if (data == DataKind::kList) o.max_appends_per_key = 32;
+  if (data == DataModel::kList) o.max_appends_per_key = 32;
   return o;
 }
 
@@ -50,9 +50,9 @@ sim::SimResult RunSim(const WorkloadOptions& o) {
 }
 
 // Anomaly name -> count.
-std::map<std::string, int> Names(const std::vector<report::Violation>& vs) {
+std::map<std::string, int> Names(const std::vector<verdict::Violation>& vs) {
   std::map<std::string, int> out;
-  for (const auto& v : vs) ++out[report::AnomalyName(v.anomaly)];
+  for (const auto& v : vs) ++out[verdict::AnomalyName(v.anomaly)];
   return out;
 }
 
@@ -66,12 +66,12 @@ bool ChronosValid(const history::History& h, IsolationLevel level) {
   return RunChronos(h, {.level = level}).violations.empty();
 }
 
-std::vector<report::Violation> Adya(const history::History& h, IsolationLevel level) {
+std::vector<verdict::Violation> Adya(const history::History& h, IsolationLevel level) {
   return CheckAdya(h, {.levels = {level}}).violations;
 }
 
 TEST(AdyaSimulatorTest, SerializableStoreWithoutFaultsIsAcyclic) {
-  for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+  for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     for (uint64_t seed = 1; seed <= 3; ++seed) {
       sim::SimResult r = RunSim(Workload(seed, IsolationLevel::kSerializable, data));
       ASSERT_TRUE(ChronosValid(r.history, IsolationLevel::kSerializable));
@@ -86,7 +86,7 @@ TEST(AdyaSimulatorTest, SerializableStoreWithoutFaultsIsAcyclic) {
 
 TEST(AdyaSimulatorTest, WriteSkewIsSnapshotValidAndG2ItemForSerializable) {
   int skews = 0;
-  for (DataKind data : {DataKind::kKeyValue, DataKind::kList}) {
+  for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     for (uint64_t seed = 1; seed <= 3; ++seed) {
       sim::SimResult r = RunSim(Workload(seed, IsolationLevel::kSnapshotIsolation, data));
       ASSERT_TRUE(ChronosValid(r.history, IsolationLevel::kSnapshotIsolation));
@@ -107,15 +107,15 @@ TEST(AdyaSimulatorTest, WriteSkewIsSnapshotValidAndG2ItemForSerializable) {
 struct FaultCase {
   Fault fault;
   IsolationLevel store;
-  DataKind data;
+  DataModel data;
   // The class adya must report at the store's level.
   Anomaly expected;
 };
 
 std::string CaseName(const ::testing::TestParamInfo<FaultCase>& info) {
   std::string name = fmt::format("{}_{}_{}", sim::FaultName(info.param.fault),
-                                 report::IsolationLevelName(info.param.store),
-                                 info.param.data == DataKind::kList ? "list" : "kv");
+                                 verdict::IsolationLevelName(info.param.store),
+                                 info.param.data == DataModel::kList ? "list" : "kv");
   for (char& c : name) {
     if (c == '-') c = '_';
   }
@@ -134,40 +134,41 @@ TEST_P(AdyaFaultTest, FindsTheFaultsClassAndAgreesWithChronos) {
     const history::History& h = r.history;
     for (IsolationLevel level :
          {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable}) {
-      std::vector<report::Violation> found = Adya(h, level);
+      std::vector<verdict::Violation> found = Adya(h, level);
       if (ChronosValid(h, level)) {
-        EXPECT_TRUE(found.empty()) << "seed " << seed << " at " << report::IsolationLevelName(level)
-                                   << ": chronos valid, adya " << Show(Names(found));
+        EXPECT_TRUE(found.empty())
+            << "seed " << seed << " at " << verdict::IsolationLevelName(level)
+            << ": chronos valid, adya " << Show(Names(found));
       }
     }
     if (r.injected[static_cast<int>(c.fault)] == 0) continue;
     std::map<std::string, int> names = Names(Adya(h, c.store));
-    expected_found += names[report::AnomalyName(c.expected)];
+    expected_found += names[verdict::AnomalyName(c.expected)];
     EXPECT_FALSE(ChronosValid(h, c.store));
   }
-  EXPECT_GT(expected_found, 0) << report::AnomalyName(c.expected) << " never found";
+  EXPECT_GT(expected_found, 0) << verdict::AnomalyName(c.expected) << " never found";
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Faults, AdyaFaultTest,
     ::testing::Values(FaultCase{Fault::kLostUpdate, IsolationLevel::kSnapshotIsolation,
-                                DataKind::kKeyValue, Anomaly::kGSIa},
+                                DataModel::kKeyValue, Anomaly::kGSIa},
                       FaultCase{Fault::kLostUpdate, IsolationLevel::kSerializable,
-                                DataKind::kKeyValue, Anomaly::kGSingle},
-                      FaultCase{Fault::kLostUpdate, IsolationLevel::kSerializable, DataKind::kList,
+                                DataModel::kKeyValue, Anomaly::kGSingle},
+                      FaultCase{Fault::kLostUpdate, IsolationLevel::kSerializable, DataModel::kList,
                                 Anomaly::kGSingle},
                       FaultCase{Fault::kStaleSnapshot, IsolationLevel::kSnapshotIsolation,
-                                DataKind::kKeyValue, Anomaly::kGSIb},
+                                DataModel::kKeyValue, Anomaly::kGSIb},
                       FaultCase{Fault::kStaleSnapshot, IsolationLevel::kSnapshotIsolation,
-                                DataKind::kList, Anomaly::kGSIb},
+                                DataModel::kList, Anomaly::kGSIb},
                       FaultCase{Fault::kAbortedRead, IsolationLevel::kSerializable,
-                                DataKind::kKeyValue, Anomaly::kG1a},
+                                DataModel::kKeyValue, Anomaly::kG1a},
                       FaultCase{Fault::kAbortedRead, IsolationLevel::kSnapshotIsolation,
-                                DataKind::kList, Anomaly::kG1a},
+                                DataModel::kList, Anomaly::kG1a},
                       FaultCase{Fault::kIntermediateRead, IsolationLevel::kSerializable,
-                                DataKind::kKeyValue, Anomaly::kG1b},
+                                DataModel::kKeyValue, Anomaly::kG1b},
                       FaultCase{Fault::kFracturedVisibility, IsolationLevel::kSnapshotIsolation,
-                                DataKind::kKeyValue, Anomaly::kGSIb}),
+                                DataModel::kKeyValue, Anomaly::kGSIb}),
     CaseName);
 
 }  // namespace

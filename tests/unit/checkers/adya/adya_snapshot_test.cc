@@ -19,15 +19,15 @@
 namespace isowatch::checkers::adya {
 namespace {
 
-using report::IsolationLevel;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using verdict::IsolationLevel;
 
 // The findings that violate `level`.
 std::vector<std::string> Violating(const history::History& h, const AdyaResult& r,
                                    IsolationLevel level) {
   std::vector<std::string> out;
-  for (const report::Violation& v : r.violations) {
+  for (const verdict::Violation& v : r.violations) {
     if (std::find(v.levels.begin(), v.levels.end(), level) != v.levels.end()) {
       out.push_back(Summarize(h, v));
     }
@@ -55,8 +55,8 @@ TEST(AdyaSnapshotTest, LostUpdateAndReadSkewViolateSi) {
   const std::vector<std::string> si = Violating(h, r, IsolationLevel::kSnapshotIsolation);
   EXPECT_THAT(fmt::format("{}", fmt::join(si, "; ")), HasSubstr("G-SIa"));
   bool explained = false;
-  for (const report::Violation& v : r.violations) {
-    if (v.anomaly == report::Anomaly::kGSIa) {
+  for (const verdict::Violation& v : r.violations) {
+    if (v.anomaly == verdict::Anomaly::kGSIa) {
       EXPECT_THAT(v.explanation, HasSubstr("snapshot 101:101:"));
       explained = true;
     }

@@ -20,12 +20,12 @@
 namespace isowatch::checkers::adya {
 namespace {
 
-using report::IsolationLevel;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::TestHistory;
 using ::testing::UnorderedElementsAre;
+using verdict::IsolationLevel;
 
 history::History LostUpdate() {
   TestHistory t;
@@ -54,8 +54,8 @@ TEST(AdyaTest, LostUpdateIsExplainedEdgeByEdge) {
   AdyaResult r = CheckAdya(h);
   ASSERT_THAT(SummarizeAll(h, r.violations),
               UnorderedElementsAre("G-SIa [si] 2,1 k=1", "G-single [rr,si,ser] 2,1 k=1"));
-  for (const report::Violation& v : r.violations) {
-    if (v.anomaly == report::Anomaly::kGSingle) {
+  for (const verdict::Violation& v : r.violations) {
+    if (v.anomaly == verdict::Anomaly::kGSingle) {
       EXPECT_EQ(v.level, IsolationLevel::kRepeatableRead);
       EXPECT_EQ(v.explanation,
                 "G-single (single anti-dependency cycle): T2 read 10 from key 1 and T1 overwrote "
@@ -89,11 +89,11 @@ TEST(AdyaTest, JsonNamesEveryLevelBroken) {
   history::History lost = LostUpdate();
   const AdyaResult r = CheckAdya(lost);
   ASSERT_FALSE(r.violations.empty());
-  for (const report::Violation& v : r.violations) {
+  for (const verdict::Violation& v : r.violations) {
     const std::string json = report::ViolationToJson(lost, v);
     std::string levels = "\"levels\":[";
     for (size_t i = 0; i < v.levels.size(); ++i) {
-      levels += fmt::format("{}\"{}\"", i > 0 ? "," : "", report::IsolationLevelName(v.levels[i]));
+      levels += fmt::format("{}\"{}\"", i > 0 ? "," : "", verdict::IsolationLevelName(v.levels[i]));
     }
     EXPECT_THAT(json, HasSubstr(levels + "]"));
     EXPECT_FALSE(v.levels.empty()) << json;
@@ -176,8 +176,8 @@ TEST(AdyaTest, ListReadsNameTheVersionOfTheirLastElement) {
   EXPECT_EQ(r.stats.incompatible_reads, 0u);
   EXPECT_THAT(SummarizeAll(h, r.violations),
               UnorderedElementsAre("G-single [rr,si,ser] 2,3 k=5", "G-SIa [si] 2,3 k=5"));
-  for (const report::Violation& v : r.violations) {
-    if (v.anomaly == report::Anomaly::kGSingle) {
+  for (const verdict::Violation& v : r.violations) {
+    if (v.anomaly == verdict::Anomaly::kGSingle) {
       EXPECT_THAT(v.explanation,
                   HasSubstr("T2 read [1, 2] from key 5 and T3 installed the next version, "
                             "appending 4 (rw); T3 appended 4 to key 5 and T2 appended 3 after it "

@@ -14,7 +14,7 @@ using history::Op;
 using history::OpKind;
 using history::Transaction;
 using history::Value;
-using report::IsolationLevel;
+using verdict::IsolationLevel;
 
 constexpr size_t kListTail = 6;  // list reads longer than this show their last elements only
 

@@ -7,7 +7,7 @@
 
 #include "isowatch/checkers/adya/dependency_graph.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::checkers::adya::internal {
 
@@ -25,7 +25,7 @@ std::string DescribeEdge(const history::History& h, const Edge& e);
 std::string DescribeCycle(const history::History& h, std::span<const Edge> cycle);
 
 // "read committed, repeatable read and serializable".
-std::string LevelList(std::span<const report::IsolationLevel> levels);
+std::string LevelList(std::span<const verdict::IsolationLevel> levels);
 
 // What a read observed: "1 from key 5" or "[1, 2, 3] from key 5" (long lists shortened to their
 // last elements).

@@ -19,7 +19,7 @@ using history::OpKind;
 using history::Transaction;
 using history::TxnStatus;
 using history::Value;
-using report::Anomaly;
+using verdict::Anomaly;
 
 constexpr uint32_t kNoPos = std::numeric_limits<uint32_t>::max();
 

@@ -8,13 +8,13 @@
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::checkers::adya::internal {
 
 // A read that observed a version outside the version order: G1a or G1b.
 struct ReadFinding {
-  report::Anomaly anomaly;  // kG1a or kG1b
+  verdict::Anomaly anomaly;  // kG1a or kG1b
   TxnId reader;
   TxnId writer;
   uint32_t op;        // the read, within the reader

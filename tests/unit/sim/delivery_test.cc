@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/engine/delivery.h"
+#include "isowatch/sim/delivery.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include "isowatch/history/history_builder.h"
 #include "isowatch/sim/simulator.h"
 
-namespace isowatch::engine {
+namespace isowatch::sim {
 namespace {
 
 using history::History;
@@ -288,4 +288,4 @@ TEST(DeliveryTest, LateAbortedTransactionHoldsTheWatermark) {
 }
 
 }  // namespace
-}  // namespace isowatch::engine
+}  // namespace isowatch::sim

@@ -8,9 +8,9 @@
 
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
-namespace isowatch::checkers::internal {
+namespace isowatch::axioms {
 
 // The axioms for a transaction that reads from a PostgreSQL snapshot (docs/engine.md,
 // "Snapshots"), shared by Chronos and the online engine. Both hold, per key, the committed
@@ -90,11 +90,11 @@ SnapshotStop ConcurrentWriters(const history::History& h, const history::Transac
 // SESSION: whether `t` breaks its session's order against its committed predecessor `pred`:
 // under SI, t's snapshot does not see pred (nullopt: pred has no xid, not judged), or, for a
 // transaction with a start, pred committed after it; under SER, pred committed after t.
-inline std::optional<bool> SessionBroken(const history::History& h, report::IsolationLevel level,
+inline std::optional<bool> SessionBroken(const history::History& h, verdict::IsolationLevel level,
                                          TxnId t, TxnId pred) {
   const history::Transaction& tt = h.txn(t);
   const history::Transaction& p = h.txn(pred);
-  if (level == report::IsolationLevel::kSerializable) return p.commit > tt.commit;
+  if (level == verdict::IsolationLevel::kSerializable) return p.commit > tt.commit;
   if (h.has_snapshot(tt)) {
     const history::Visibility v = h.SnapshotSees(tt, p);
     if (v == history::Visibility::kUnknown) return std::nullopt;
@@ -115,4 +115,4 @@ inline void AppendsOf(const history::History& h, TxnId writer, KeyId key,
   }
 }
 
-}  // namespace isowatch::checkers::internal
+}  // namespace isowatch::axioms

@@ -3,11 +3,11 @@
 
 #include <span>
 
-#include "isowatch/checkers/chronos/internal/write_index.h"
+#include "isowatch/axioms/write_index.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
-namespace isowatch::checkers::internal {
+namespace isowatch::axioms {
 
 // The EXT axiom's comparisons, shared by Chronos and the online engine.
 
@@ -25,16 +25,16 @@ bool ListReadMatches(std::span<const history::Value> committed, std::span<const 
                      std::span<const history::Value> observed);
 
 // The EXT violation of a register read. REQUIRES: !RegisterReadMatches(...).
-report::Violation RegisterViolation(const history::History& h, WriteIndex& writes,
-                                    report::IsolationLevel level, TxnId reader, KeyId key,
-                                    history::Value expected, TxnId expected_writer,
-                                    history::Value observed);
+verdict::Violation RegisterViolation(const history::History& h, WriteIndex& writes,
+                                     verdict::IsolationLevel level, TxnId reader, KeyId key,
+                                     history::Value expected, TxnId expected_writer,
+                                     history::Value observed);
 
 // The EXT violation of a list read. REQUIRES: !ListReadMatches(committed, own, observed).
-report::Violation ListViolation(const history::History& h, WriteIndex& writes,
-                                report::IsolationLevel level, TxnId reader, KeyId key,
-                                std::span<const history::Value> committed,
-                                std::span<const history::Value> own,
-                                std::span<const history::Value> observed);
+verdict::Violation ListViolation(const history::History& h, WriteIndex& writes,
+                                 verdict::IsolationLevel level, TxnId reader, KeyId key,
+                                 std::span<const history::Value> committed,
+                                 std::span<const history::Value> own,
+                                 std::span<const history::Value> observed);
 
-}  // namespace isowatch::checkers::internal
+}  // namespace isowatch::axioms

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "isowatch/sim/rng.h"
-#include "isowatch/sim/simulator.h"
+#include "isowatch/workload/rng.h"
 
-namespace isowatch::sim {
+namespace isowatch::workload {
+
+// How a workload picks its keys (KeyChooser).
+enum class Distribution { kUniform, kZipfian, kHotspot };
 
 // Draws keys 0..n-1 from a distribution. Key 0 is the hottest:
 //  - kUniform: every key equally likely;
@@ -43,4 +45,4 @@ class KeyChooser {
   std::vector<Column> table_;
 };
 
-}  // namespace isowatch::sim
+}  // namespace isowatch::workload

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/checkers/chronos/internal/write_index.h"
+#include "isowatch/axioms/write_index.h"
 
 #include <algorithm>
 #include <tuple>
 #include <vector>
 
-namespace isowatch::checkers::internal {
+namespace isowatch::axioms {
 
 using history::OpKind;
 using history::Transaction;
 using history::TxnStatus;
 using history::Value;
-using report::ExtKind;
-using report::IsolationLevel;
+using verdict::ExtKind;
+using verdict::IsolationLevel;
 
 void WriteIndex::Build() {
   last_write_stamp_.resize(h_.key_count(), 0);
@@ -99,4 +99,4 @@ ExtFinding WriteIndex::Classify(TxnId reader, KeyId key, Value value, IsolationL
   return {ExtKind::kAfter, w};
 }
 
-}  // namespace isowatch::checkers::internal
+}  // namespace isowatch::axioms

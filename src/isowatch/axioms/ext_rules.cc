@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/checkers/chronos/internal/ext_rules.h"
+#include "isowatch/axioms/ext_rules.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "isowatch/checkers/chronos/internal/explain.h"
+#include "isowatch/axioms/explain.h"
 
-namespace isowatch::checkers::internal {
+namespace isowatch::axioms {
 
 using history::Value;
-using report::ExtKind;
+using verdict::ExtKind;
 
 bool ListReadMatches(std::span<const Value> committed, std::span<const Value> own,
                      std::span<const Value> observed) {
@@ -18,17 +18,17 @@ bool ListReadMatches(std::span<const Value> committed, std::span<const Value> ow
          std::equal(own.begin(), own.end(), observed.begin() + committed.size());
 }
 
-report::Violation RegisterViolation(const history::History& h, WriteIndex& writes,
-                                    report::IsolationLevel level, TxnId reader, KeyId key,
-                                    Value expected, TxnId expected_writer, Value observed) {
+verdict::Violation RegisterViolation(const history::History& h, WriteIndex& writes,
+                                     verdict::IsolationLevel level, TxnId reader, KeyId key,
+                                     Value expected, TxnId expected_writer, Value observed) {
   ExtFinding f = writes.Classify(reader, key, observed, level);
   return ExplainExtRegister(h, level, reader, key, expected, expected_writer, observed, f);
 }
 
-report::Violation ListViolation(const history::History& h, WriteIndex& writes,
-                                report::IsolationLevel level, TxnId reader, KeyId key,
-                                std::span<const Value> committed, std::span<const Value> own,
-                                std::span<const Value> observed) {
+verdict::Violation ListViolation(const history::History& h, WriteIndex& writes,
+                                 verdict::IsolationLevel level, TxnId reader, KeyId key,
+                                 std::span<const Value> committed, std::span<const Value> own,
+                                 std::span<const Value> observed) {
   std::vector<Value> expected(committed.begin(), committed.end());
   expected.insert(expected.end(), own.begin(), own.end());
   // Judge what the read says of the committed list: when it ends with the transaction's own
@@ -50,4 +50,4 @@ report::Violation ListViolation(const history::History& h, WriteIndex& writes,
                         j == judged.size() ? observed.size() : j, f);
 }
 
-}  // namespace isowatch::checkers::internal
+}  // namespace isowatch::axioms

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/store/rocksdb_memory.h"
+#include "isowatch/rocks/rocksdb_memory.h"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/write_buffer_manager.h"
 
-namespace isowatch::store {
+namespace isowatch::rocks {
 
 RocksDbMemoryBudget::RocksDbMemoryBudget(size_t memtable_bytes, size_t block_bytes)
     : memtable_bytes_(memtable_bytes),
@@ -59,4 +59,4 @@ RocksDbMemory RocksDbMemoryBudget::Measure(rocksdb::DB& db) const {
   return m;
 }
 
-}  // namespace isowatch::store
+}  // namespace isowatch::rocks

@@ -9,13 +9,13 @@
 
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
-namespace isowatch::checkers::internal {
+namespace isowatch::axioms {
 
 // Who wrote the value an external read returned, judged against the reader's snapshot point.
 struct ExtFinding {
-  report::ExtKind kind = report::ExtKind::kNever;
+  verdict::ExtKind kind = verdict::ExtKind::kNever;
   TxnId writer;  // invalid for kNever and for the initial value
 };
 
@@ -28,7 +28,7 @@ class WriteIndex {
   explicit WriteIndex(const history::History& h) : h_(h) {}
 
   // Classifies the observation `value` of `key` by `reader` (docs/checkers/chronos.md).
-  ExtFinding Classify(TxnId reader, KeyId key, history::Value value, report::IsolationLevel level);
+  ExtFinding Classify(TxnId reader, KeyId key, history::Value value, verdict::IsolationLevel level);
 
   // A live history is about to forget `txn`: drops its writes from the index. A value whose
   // writer is forgotten is then classified kUnknown.
@@ -43,7 +43,7 @@ class WriteIndex {
 
   void Build();
   // Whether committed `w` precedes `reader`'s snapshot point.
-  bool Precedes(TxnId w, TxnId reader, report::IsolationLevel level) const;
+  bool Precedes(TxnId w, TxnId reader, verdict::IsolationLevel level) const;
 
   const history::History& h_;
   uint64_t indexed_ = 0;                    // transactions [0, indexed_) are in index_
@@ -52,4 +52,4 @@ class WriteIndex {
   absl::flat_hash_map<std::pair<KeyId, history::Value>, Entry> index_;
 };
 
-}  // namespace isowatch::checkers::internal
+}  // namespace isowatch::axioms

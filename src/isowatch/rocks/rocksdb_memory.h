@@ -13,7 +13,7 @@ struct DBOptions;
 class WriteBufferManager;
 }  // namespace rocksdb
 
-namespace isowatch::store {
+namespace isowatch::rocks {
 
 // The memory one RocksDB database holds, as RocksDB counts it.
 struct RocksDbMemory {
@@ -66,4 +66,4 @@ class RocksDbMemoryBudget {
   std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
 };
 
-}  // namespace isowatch::store
+}  // namespace isowatch::rocks

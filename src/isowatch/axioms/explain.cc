@@ -1,21 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/checkers/chronos/internal/explain.h"
+#include "isowatch/axioms/explain.h"
 
 #include <cstdint>
 
 #include <fmt/format.h>
 
-#include "isowatch/report/check_report.h"
-
-namespace isowatch::checkers::internal {
+namespace isowatch::axioms {
 
 using history::History;
 using history::Transaction;
 using history::Value;
-using report::Anomaly;
-using report::ExtKind;
-using report::IsolationLevel;
-using report::Violation;
+using verdict::Anomaly;
+using verdict::ExtKind;
+using verdict::IsolationLevel;
+using verdict::Violation;
 
 std::string DescribeTxn(const History& h, TxnId id, std::string_view released_name) {
   if (!h.has_txn(id)) {
@@ -175,11 +173,11 @@ Violation ExplainNoConflict(const History& h, TxnId first, TxnId second, KeyId k
   v.explanation = fmt::format(
       "Transactions {} and {} both wrote key {} and ran concurrently ({}); under snapshot "
       "isolation one of them must abort (a lost update).",
-      DescribeTxn(h, first, report::TxnLabel(h, v, first)),
-      DescribeTxn(h, second, report::TxnLabel(h, v, second)), h.KeyToString(key),
+      DescribeTxn(h, first, verdict::TxnLabel(h, v, first)),
+      DescribeTxn(h, second, verdict::TxnLabel(h, v, second)), h.KeyToString(key),
       snapshot ? "the first committed, but the snapshot of the second does not see it"
                : "each started before the other committed");
   return v;
 }
 
-}  // namespace isowatch::checkers::internal
+}  // namespace isowatch::axioms

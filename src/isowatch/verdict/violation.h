@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "isowatch/common/strong_id.h"
+#include "isowatch/history/history.h"
 
-namespace isowatch::report {
+namespace isowatch::verdict {
 
 enum class IsolationLevel : uint8_t {
   kSnapshotIsolation = 0,
@@ -82,4 +83,12 @@ struct Violation {
   std::vector<IsolationLevel> levels;
 };
 
-}  // namespace isowatch::report
+// The source id of transaction `id` of `v`: from the history, else from v.released_names, else
+// "#<index>".
+std::string TxnLabel(const history::History& h, const Violation& v, TxnId id);
+
+// Sorts violations into a deterministic order that does not depend on when they became final:
+// by anomaly, transactions (history order), key, EXT kind, expected and observed values.
+void SortViolations(std::vector<Violation>& violations);
+
+}  // namespace isowatch::verdict

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
-namespace isowatch::report {
+#include <algorithm>
+#include <tuple>
+
+namespace isowatch::verdict {
 
 const char* IsolationLevelName(IsolationLevel level) {
   switch (level) {
@@ -84,4 +87,21 @@ const char* ExtKindName(ExtKind kind) {
   return "?";
 }
 
-}  // namespace isowatch::report
+std::string TxnLabel(const history::History& h, const Violation& v, TxnId id) {
+  if (!h.has_txn(id)) {
+    for (const auto& [r, name] : v.released_names) {
+      if (r == id) return name;
+    }
+  }
+  return h.TxnLabel(id);
+}
+
+void SortViolations(std::vector<Violation>& violations) {
+  auto rank = [](const Violation& v) {
+    return std::tie(v.anomaly, v.txns, v.key, v.ext_kind, v.expected, v.observed);
+  };
+  std::stable_sort(violations.begin(), violations.end(),
+                   [&](const Violation& a, const Violation& b) { return rank(a) < rank(b); });
+}
+
+}  // namespace isowatch::verdict

@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
-#include "isowatch/checkers/chronos/internal/explain.h"
+#include "isowatch/axioms/explain.h"
 #include "isowatch/history/history.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
-namespace isowatch::checkers::internal {
+namespace isowatch::axioms {
 
 // The per-transaction half of the axioms, shared by Chronos and the online engine: walks one
 // transaction's operations in program order, checks INT (once per key), and hands each first
@@ -32,7 +32,7 @@ class ReadWalker {
   // Walks transaction `id`: for its first external read of each key calls
   // `on_external(op_index, op, own_appends)`; for each INT violation calls `on_int(violation)`.
   template <typename OnExternal, typename OnInt>
-  void Walk(TxnId id, report::IsolationLevel level, OnExternal&& on_external, OnInt&& on_int) {
+  void Walk(TxnId id, verdict::IsolationLevel level, OnExternal&& on_external, OnInt&& on_int) {
     ++stamp_;
     locals_.clear();
     lists_used_ = 0;
@@ -136,4 +136,4 @@ class ReadWalker {
   uint64_t internal_reads_ = 0;
 };
 
-}  // namespace isowatch::checkers::internal
+}  // namespace isowatch::axioms

@@ -12,9 +12,9 @@
 #include "isowatch/engine/engine.h"
 #include "isowatch/history/history.h"
 #include "isowatch/history/timestamp.h"
-#include "isowatch/report/violation.h"
+#include "isowatch/verdict/violation.h"
 
-namespace isowatch::engine {
+namespace isowatch::sim {
 
 // Simulated asynchrony between a database and the engine (seed 000 §VI-C): a collector picks up
 // the transactions of a history in commit order at a steady rate, each one reaches the engine
@@ -89,7 +89,7 @@ struct OnlineOptions {
   int64_t retention = 0;
   // EngineOptions::spill, spill_collected, memory_budget, spill_retention, on_spill_pause and
   // on_reload.
-  VersionSpill* spill = nullptr;
+  engine::VersionSpill* spill = nullptr;
   bool spill_collected = false;
   uint64_t memory_budget = 0;
   int64_t spill_retention = 0;
@@ -100,9 +100,9 @@ struct OnlineOptions {
 // The outcome of one online run.
 struct OnlineResult {
   // Every final violation, in the order the engine made them final.
-  std::vector<report::Violation> violations;
+  std::vector<verdict::Violation> violations;
   // The engine's counters at the end of the run.
-  EngineStats stats;
+  engine::EngineStats stats;
   // Maxima of the engine's gauges, sampled after every batch.
   uint64_t max_provisional_reads = 0;
   uint64_t max_retained_versions = 0;
@@ -117,15 +117,11 @@ struct OnlineResult {
 // each batch, sets a FakeClock to the batch's time (rounded up to a millisecond), delivers the
 // batch with its watermark, calls Tick() and takes the violations that became final; at the end
 // calls Finish() and takes the rest.
-OnlineResult RunOnline(const history::History& h, report::IsolationLevel level,
+OnlineResult RunOnline(const history::History& h, verdict::IsolationLevel level,
                        const DeliveryOptions& delivery, const OnlineOptions& online = {});
 
 // The same, over a schedule built beforehand.
-OnlineResult RunOnline(const history::History& h, report::IsolationLevel level,
+OnlineResult RunOnline(const history::History& h, verdict::IsolationLevel level,
                        const DeliverySchedule& schedule, const OnlineOptions& online = {});
 
-// Sorts violations into a deterministic order that does not depend on when they became final:
-// by anomaly, transactions (history order), key, EXT kind, expected and observed values.
-void SortViolations(std::vector<report::Violation>& violations);
-
-}  // namespace isowatch::engine
+}  // namespace isowatch::sim

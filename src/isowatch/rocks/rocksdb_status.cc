@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/store/rocksdb_status.h"
+#include "isowatch/rocks/rocksdb_status.h"
 
 #include <string>
 
 #include "fmt/format.h"
 
-namespace isowatch::store {
+namespace isowatch::rocks {
 
 absl::Status FromRocksStatus(const rocksdb::Status& status, std::string_view context) {
   if (status.ok()) return absl::OkStatus();
@@ -40,4 +40,4 @@ absl::Status FromRocksStatus(const rocksdb::Status& status, std::string_view con
   return absl::InternalError(message);
 }
 
-}  // namespace isowatch::store
+}  // namespace isowatch::rocks

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/sim/key_chooser.h"
+#include "isowatch/workload/key_chooser.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-namespace isowatch::sim {
+namespace isowatch::workload {
 
 KeyChooser::KeyChooser(Distribution dist, uint64_t n, double theta) : dist_(dist), n_(n) {
   switch (dist_) {
@@ -73,4 +73,4 @@ uint64_t KeyChooser::Next(Rng& rng) const {
   return 0;
 }
 
-}  // namespace isowatch::sim
+}  // namespace isowatch::workload

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/engine/delivery.h"
+#include "isowatch/sim/delivery.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "isowatch/engine/clock.h"
-#include "isowatch/sim/rng.h"
+#include "isowatch/workload/rng.h"
 
-namespace isowatch::engine {
+namespace isowatch::sim {
 namespace {
 
 using history::History;
@@ -19,7 +19,7 @@ using history::Timestamp;
 using history::Transaction;
 
 // A standard normal draw (Box-Muller, one value per pair of uniforms).
-double StandardNormal(sim::Rng& rng) {
+double StandardNormal(workload::Rng& rng) {
   const double u1 = 1.0 - rng.UniformDouble();  // (0, 1]: the logarithm is finite
   const double u2 = rng.UniformDouble();
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
@@ -58,7 +58,7 @@ DeliverySchedule BuildDeliverySchedule(const History& h, const DeliveryOptions& 
   CollectionOrder(h, collected, key);
 
   // Arrival times, in collection order.
-  sim::Rng rng(options.seed);
+  workload::Rng rng(options.seed);
   const double period_ms = 1000.0 / options.rate_tps;
   std::vector<double> arrival(n);
   for (size_t i = 0; i < n; ++i) {
@@ -125,36 +125,36 @@ DeliverySchedule BuildDeliverySchedule(const History& h, const DeliveryOptions& 
   return s;
 }
 
-OnlineResult RunOnline(const History& h, report::IsolationLevel level,
+OnlineResult RunOnline(const History& h, verdict::IsolationLevel level,
                        const DeliveryOptions& delivery, const OnlineOptions& online) {
   return RunOnline(h, level, BuildDeliverySchedule(h, delivery), online);
 }
 
-OnlineResult RunOnline(const History& h, report::IsolationLevel level,
+OnlineResult RunOnline(const History& h, verdict::IsolationLevel level,
                        const DeliverySchedule& schedule, const OnlineOptions& online) {
   OnlineResult result;
-  FakeClock clock(0);
-  Engine engine(h, {.level = level,
-                    .finality_timeout_ms = online.finality_timeout_ms,
-                    .clock = &clock,
-                    .retention = online.retention,
-                    .spill = online.spill,
-                    .spill_collected = online.spill_collected,
-                    .memory_budget = online.memory_budget,
-                    .spill_retention = online.spill_retention,
-                    .on_spill_pause = online.on_spill_pause,
-                    .on_reload = online.on_reload});
-  const StreamId stream = engine.AddStream("simulated");
+  engine::FakeClock clock(0);
+  engine::Engine engine(h, {.level = level,
+                            .finality_timeout_ms = online.finality_timeout_ms,
+                            .clock = &clock,
+                            .retention = online.retention,
+                            .spill = online.spill,
+                            .spill_collected = online.spill_collected,
+                            .memory_budget = online.memory_budget,
+                            .spill_retention = online.spill_retention,
+                            .on_spill_pause = online.on_spill_pause,
+                            .on_reload = online.on_reload});
+  const engine::StreamId stream = engine.AddStream("simulated");
 
-  std::set<std::tuple<report::Anomaly, std::vector<TxnId>, KeyId>> seen;
+  std::set<std::tuple<verdict::Anomaly, std::vector<TxnId>, KeyId>> seen;
   auto take = [&] {
-    for (report::Violation& v : engine.TakeFinalViolations()) {
+    for (verdict::Violation& v : engine.TakeFinalViolations()) {
       if (!seen.emplace(v.anomaly, v.txns, v.key).second) ++result.repeated_reports;
       result.violations.push_back(std::move(v));
     }
   };
   auto sample = [&] {
-    const EngineStats& st = engine.stats();
+    const engine::EngineStats& st = engine.stats();
     result.max_provisional_reads = std::max(result.max_provisional_reads, st.provisional_reads);
     result.max_retained_versions = std::max(result.max_retained_versions, st.retained_versions);
     result.max_retained_txns = std::max(result.max_retained_txns, st.retained_txns);
@@ -176,13 +176,4 @@ OnlineResult RunOnline(const History& h, report::IsolationLevel level,
   return result;
 }
 
-void SortViolations(std::vector<report::Violation>& violations) {
-  auto rank = [](const report::Violation& v) {
-    return std::tie(v.anomaly, v.txns, v.key, v.ext_kind, v.expected, v.observed);
-  };
-  std::stable_sort(
-      violations.begin(), violations.end(),
-      [&](const report::Violation& a, const report::Violation& b) { return rank(a) < rank(b); });
-}
-
-}  // namespace isowatch::engine
+}  // namespace isowatch::sim

@@ -5,7 +5,7 @@
 #include <limits>
 #include <random>
 
-namespace isowatch::sim {
+namespace isowatch::workload {
 
 // The simulator's source of randomness: a seeded 64-bit Mersenne Twister (whose output sequence
 // the C++ standard fixes) and mappings to ranges written out here rather than taken from
@@ -37,4 +37,4 @@ class Rng {
   std::mt19937_64 engine_;
 };
 
-}  // namespace isowatch::sim
+}  // namespace isowatch::workload
