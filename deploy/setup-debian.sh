@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build pkg-config git clang clang-format clang-tidy
+  build-essential cmake ninja-build pkg-config git ccache clang clang-format clang-tidy
   libclang-rt-14-dev
   # libraries
   libabsl-dev libprotobuf-dev protobuf-compiler libsimdjson-dev libcli11-dev
