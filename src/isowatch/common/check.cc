@@ -27,6 +27,8 @@ void BugDetected(const char* file, int line, const char* cond, const char* msg) 
   if constexpr (kDebugChecks) std::abort();
 }
 
+void AddInternalBugsForTest(uint64_t n) { bug_count.fetch_add(n, std::memory_order_relaxed); }
+
 uint64_t InternalBugCount() { return bug_count.load(std::memory_order_relaxed); }
 
 }  // namespace isowatch::common

@@ -30,6 +30,10 @@ void BugDetected(const char* file, int line, const char* cond, const char* msg);
 // Internal bugs detected (and survived) since the process started. Thread-safe.
 uint64_t InternalBugCount();
 
+// Counts `n` internal bugs as BugDetected does, without logging or aborting: for tests of what
+// exports the count.
+void AddInternalBugsForTest(uint64_t n);
+
 // Whether this build aborts on ISOWATCH_DCHECK and ISOWATCH_BUG (a build without NDEBUG).
 constexpr bool kDebugChecks =
 #ifdef NDEBUG
@@ -40,11 +44,11 @@ constexpr bool kDebugChecks =
 
 }  // namespace isowatch::common
 
-#define ISOWATCH_CHECK(cond, msg)                                          \
-  do {                                                                     \
-    if (ABSL_PREDICT_FALSE(!(cond))) {                                     \
-      ::isowatch::common::CheckFailed(__FILE__, __LINE__, #cond, (msg));   \
-    }                                                                      \
+#define ISOWATCH_CHECK(cond, msg)                                        \
+  do {                                                                   \
+    if (ABSL_PREDICT_FALSE(!(cond))) {                                   \
+      ::isowatch::common::CheckFailed(__FILE__, __LINE__, #cond, (msg)); \
+    }                                                                    \
   } while (false)
 
 #ifdef NDEBUG
@@ -57,7 +61,7 @@ constexpr bool kDebugChecks =
 #define ISOWATCH_DCHECK(cond, msg) ISOWATCH_CHECK(cond, msg)
 #endif
 
-#define ISOWATCH_BUG(cond, msg)                                                   \
-  (ABSL_PREDICT_TRUE(static_cast<bool>(cond))                                     \
-       ? true                                                                     \
+#define ISOWATCH_BUG(cond, msg)               \
+  (ABSL_PREDICT_TRUE(static_cast<bool>(cond)) \
+       ? true                                 \
        : (::isowatch::common::BugDetected(__FILE__, __LINE__, #cond, (msg)), false))

@@ -6,6 +6,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "isowatch/common/check.h"
 #include "isowatch/server/process_memory.h"
 
 namespace isowatch::server {
@@ -432,6 +433,14 @@ std::string DaemonMetrics::Serialize() {
   }
   uptime_seconds_->Set(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  // Bugs caught by ISOWATCH_BUG anywhere in the process since the last scrape. Only the scrape
+  // that raises the exported mark adds the difference, so concurrent scrapes count each once.
+  const uint64_t bugs = common::InternalBugCount();
+  uint64_t exported = bugs_exported_.load(std::memory_order_relaxed);
+  while (bugs > exported &&
+         !bugs_exported_.compare_exchange_weak(exported, bugs, std::memory_order_relaxed)) {
+  }
+  if (bugs > exported) internal_bugs_->Increment(static_cast<double>(bugs - exported));
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, registry_->Collect());
   return std::move(out).str();

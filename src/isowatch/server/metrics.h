@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -141,7 +143,8 @@ class DaemonMetrics {
   // at every scrape of /metrics.
   prometheus::Gauge& ready() { return *ready_; }
 
-  // "Can't happen" conditions the daemon survived (see ISOWATCH_BUG in the style guide).
+  // "Can't happen" conditions the daemon survived: those counted here directly, and at every
+  // Serialize() those ISOWATCH_BUG caught (common/check.h).
   prometheus::Counter& internal_bugs() { return *internal_bugs_; }
 
   // The registry, to add metrics of other components or to collect it directly. Serialize()
@@ -217,6 +220,8 @@ class DaemonMetrics {
   prometheus::Family<prometheus::Histogram>* window_seconds_family_;
   prometheus::Gauge* ready_;
   prometheus::Counter* internal_bugs_;
+  // common::InternalBugCount() as last added to internal_bugs_. Relaxed: a mark only raised.
+  std::atomic<uint64_t> bugs_exported_{0};
   prometheus::Gauge* resident_memory_bytes_;
   prometheus::Gauge* start_time_seconds_;
   prometheus::Gauge* uptime_seconds_;

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "isowatch/common/check.h"
 #include "isowatch/server/http_server.h"
 #include "isowatch/server/metrics.h"
 
@@ -582,6 +583,24 @@ TEST(DaemonMetricsTest, RemoveStreamDropsItsSeries) {
   std::string text = metrics.Serialize();
   EXPECT_THAT(text, ::testing::Not(HasSubstr("stream=\"gone\"")));
   EXPECT_THAT(text, HasSubstr("isowatch_ingested_transactions_total{stream=\"kept\"} 1"));
+}
+
+// The value of an unlabelled counter or gauge in a scrape.
+double ScrapedValue(const std::string& text, const std::string& name) {
+  const auto pos = text.find("\n" + name + " ");
+  if (pos == std::string::npos) return -1;
+  return std::stod(text.substr(pos + name.size() + 2));
+}
+
+TEST(DaemonMetricsTest, InternalBugsCountWhatTheProcessCaughtOnce) {
+  DaemonMetrics metrics("v");
+  metrics.internal_bugs().Increment();
+  const double start = ScrapedValue(metrics.Serialize(), "isowatch_internal_bugs_total");
+  ASSERT_GE(start, 1.0);
+  common::AddInternalBugsForTest(3);
+  EXPECT_EQ(ScrapedValue(metrics.Serialize(), "isowatch_internal_bugs_total"), start + 3);
+  // A second scrape adds nothing new.
+  EXPECT_EQ(ScrapedValue(metrics.Serialize(), "isowatch_internal_bugs_total"), start + 3);
 }
 
 TEST(DaemonMetricsTest, ResidentMemoryIsReadAtScrapeTime) {
