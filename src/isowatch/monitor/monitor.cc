@@ -11,12 +11,15 @@ namespace isowatch::monitor {
 absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(store::Store* store,
                                                        server::DaemonMetrics* metrics,
                                                        MonitorOptions options) {
+  // One clock for every part, the live checker's included.
+  if (options.clock == nullptr) options.clock = &common::SystemClock::Get();
+  if (options.live.clock == nullptr) options.live.clock = options.clock;
   std::unique_ptr<WindowTracker> windows;
   if (!options.window_checkers.empty()) {
     if (!options.live.windows) {
       return absl::InvalidArgumentError("window checkers need windows (LiveOptions::windows)");
     }
-    ASSIGN_OR_RETURN(windows, WindowTracker::Create(store, metrics, &common::SystemClock::Get(),
+    ASSIGN_OR_RETURN(windows, WindowTracker::Create(store, metrics, options.clock,
                                                     options.window_checkers, options.pool));
   }
   std::unique_ptr<Monitor> m(new Monitor(store, metrics, std::move(options), std::move(windows)));
@@ -33,12 +36,11 @@ Monitor::Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOpt
                  std::unique_ptr<WindowTracker> windows)
     : store_(store),
       options_(std::move(options)),
-      clock_(&common::SystemClock::Get()),
-      start_unix_ms_(clock_->NowUnixMs()),
+      start_unix_ms_(options_.clock->NowUnixMs()),
       registry_(options_.remembered_ids),
       queue_(options_.queue_batches),
       windows_(std::move(windows)),
-      log_(store, metrics, &queue_, clock_, options_.live.default_model),
+      log_(store, metrics, &queue_, options_.clock, options_.live.default_model),
       engine_(store, metrics, options_, &registry_, &queue_, &log_, windows_.get(),
               start_unix_ms_) {}
 
@@ -114,7 +116,8 @@ absl::StatusOr<store::ViolationPage> Monitor::Query(const store::ViolationFilter
 
 absl::StatusOr<server::DaemonStatus> Monitor::GetStatus() {
   server::DaemonStatus status = engine_.status();
-  status.uptime_seconds = static_cast<double>(clock_->NowUnixMs() - start_unix_ms_) / 1000.0;
+  status.uptime_seconds =
+      static_cast<double>(options_.clock->NowUnixMs() - start_unix_ms_) / 1000.0;
   status.memory.resident_bytes = server::ProcessResidentMemoryBytes().value_or(0);
   for (server::StreamStatus& s : status.streams) {
     if (absl::StatusOr<store::StreamRecord> r = store_->GetStream(s.name); r.ok()) {

@@ -50,7 +50,7 @@ class Monitor final : public ingest::BatchSink,
                       public server::StatusSource {
  public:
   // Replays `store`'s log (recovery) and returns a monitor ready to Start.
-  // REQUIRES: `store` and `metrics` outlive the monitor.
+  // REQUIRES: `store`, `metrics` and `options.clock` outlive the monitor.
   static absl::StatusOr<std::unique_ptr<Monitor>> Open(store::Store* store,
                                                        server::DaemonMetrics* metrics,
                                                        MonitorOptions options);
@@ -100,8 +100,7 @@ class Monitor final : public ingest::BatchSink,
 
   // Declared in the order they are built; each part refers only to those above it.
   store::Store* const store_;
-  const MonitorOptions options_;
-  const common::Clock* const clock_;
+  const MonitorOptions options_;  // its clocks resolved: never null
   const int64_t start_unix_ms_;
   ingest::MemoryIdRegistry registry_;
   internal::BatchQueue queue_;

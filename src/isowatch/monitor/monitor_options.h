@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "isowatch/checkers/plugin.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/monitor/live_checker.h"
 #include "isowatch/v1/checkpoint.pb.h"
@@ -43,6 +44,9 @@ struct MonitorOptions {
   // their options; empty: no windows are checked.
   std::vector<std::pair<std::string, checkers::CheckerOptions>> window_checkers;
   windows::PoolOptions pool;
+  // Every reading of time the core makes (not owned; it outlives the monitor), `live.clock`'s
+  // too when that is not set. nullptr: the system clock.
+  const common::Clock* clock = nullptr;
 };
 
 }  // namespace isowatch::monitor
