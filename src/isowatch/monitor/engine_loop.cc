@@ -141,17 +141,24 @@ void EngineLoop::Join() {
 void EngineLoop::Run() {
   const int64_t tick_us = std::max<int64_t>(options_.tick_ms, 1) * 1000;
   int64_t last_tick_us = clock_->NowMicros();
+  uint64_t served = 0;  // tick requests served
   std::vector<internal::DurableBatch> work;
   while (true) {
+    // Acquire: pairs with AwaitTickForTest's release, so that this round's Take sees every batch
+    // queued before the request.
+    const uint64_t requested = tick_requests_.load(std::memory_order_acquire);
     const int64_t wait_us = last_tick_us + tick_us - clock_->NowMicros();
     const bool done = queue_->Take(absl::Microseconds(std::max<int64_t>(wait_us, 0)), &work);
     const int64_t now = clock_->NowUnixMs();
     for (internal::DurableBatch& q : work) ApplyOne(q, now);
     work.clear();
     const int64_t steady_now_us = clock_->NowMicros();
-    if (done || steady_now_us - last_tick_us >= tick_us) {
+    if (done || steady_now_us - last_tick_us >= tick_us || requested > served) {
       last_tick_us = steady_now_us;
       Tick(now, /*last=*/done);
+      served = requested;
+      absl::MutexLock l(&mu_);
+      ticks_served_ = served;
     }
     if (done) break;
   }
@@ -290,6 +297,15 @@ absl::Status EngineLoop::error() const {
 void EngineLoop::SetError(absl::Status error) {
   absl::MutexLock l(&mu_);
   error_ = std::move(error);
+}
+
+bool EngineLoop::AwaitTickForTest(absl::Duration timeout) {
+  // Release: pairs with the acquire in Run.
+  const uint64_t request = tick_requests_.fetch_add(1, std::memory_order_release) + 1;
+  absl::MutexLock l(&mu_);
+  auto served = [this, request]()
+                    ABSL_SHARED_LOCKS_REQUIRED(mu_) { return ticks_served_ >= request; };
+  return mu_.AwaitWithTimeout(absl::Condition(&served), timeout);
 }
 
 }  // namespace isowatch::monitor

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 #include "isowatch/common/clock.h"
 #include "isowatch/ingest/memory_id_registry.h"
@@ -36,7 +37,7 @@ namespace isowatch::monitor {
 //
 // Thread-safety: the LiveChecker and the loop's bookkeeping are engine-thread only (Recover runs
 // on the owner's thread before Start, and Join orders everything after the thread's end);
-// status(), error() and late_refusals() are thread-safe. Owns the
+// status(), error(), late_refusals() and AwaitTickForTest() are thread-safe. Owns the
 // LiveChecker, the MetricsExporter and the thread; the store, the metrics, the id registry, the
 // queue, the log, the window tracker (nullable) and the clock belong to the caller and outlive
 // it.
@@ -72,6 +73,11 @@ class EngineLoop {
     // Relaxed: a counter read on its own.
     return late_refusals_.load(std::memory_order_relaxed);
   }
+  // Has the engine thread take one more tick, whatever the clock says (it sees the request within
+  // MonitorOptions::tick_ms of real time), and waits until it has: every batch acknowledged
+  // before the call (with every batch below it in the log) is applied, what was final by then is
+  // stored and the status refreshed. Returns false if `timeout` (real time) passes first.
+  bool AwaitTickForTest(absl::Duration timeout);
 
  private:
   void Run();
@@ -110,10 +116,15 @@ class EngineLoop {
   // Counter, bumped by the engine thread and read by any. Relaxed: read on its own, it orders
   // nothing else.
   std::atomic<uint64_t> late_refusals_{0};
+  // Counter of the ticks AwaitTickForTest asked for. Release (the request) and acquire (the
+  // engine thread's read): the batches acknowledged before a request are queued when it is seen.
+  std::atomic<uint64_t> tick_requests_{0};
 
   mutable absl::Mutex mu_;
   server::DaemonStatus status_ ABSL_GUARDED_BY(mu_);  // refreshed at each tick
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  // The tick requests seen before the last finished tick's round began.
+  uint64_t ticks_served_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::thread thread_;  // started by Start, joined by Join (on the owner's thread)
 };

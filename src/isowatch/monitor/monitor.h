@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 #include "isowatch/common/clock.h"
 #include "isowatch/ingest/batch_sink.h"
@@ -77,6 +78,8 @@ class Monitor final : public ingest::BatchSink,
   // Transactions the live history refused after their batch was acknowledged (an id it already
   // holds; a history conflict the ConflictRegistry let through, which should not happen).
   uint64_t late_refusals() const { return engine_.late_refusals(); }
+  // EngineLoop::AwaitTickForTest.
+  bool AwaitTickForTest(absl::Duration timeout) { return engine_.AwaitTickForTest(timeout); }
 
   // ingest::BatchSink
   ingest::StreamPosition Position(std::string_view stream) override;
