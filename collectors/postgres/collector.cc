@@ -6,13 +6,14 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -109,6 +110,24 @@ absl::StatusOr<Probe> ProbeStream(const CollectorOptions& o) {
   return Probe{.durable_seq = ack.durable_seq(), .known = ack.duplicate()};
 }
 
+// The client records the workload's sessions hand over to the collector's loop. Thread-safe.
+class Inbox {
+ public:
+  void Add(ClientTxn t) {
+    absl::MutexLock lock(&mu_);
+    txns_.push_back(std::move(t));
+  }
+  // Everything added since the last call.
+  std::vector<ClientTxn> Take() {
+    absl::MutexLock lock(&mu_);
+    return std::exchange(txns_, {});
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<ClientTxn> txns_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
 
 absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
@@ -156,12 +175,8 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
 
   WorkloadOptions wo = options.workload;
   wo.run = state.run;
-  std::mutex inbox_mu;
-  std::vector<ClientTxn> inbox;
-  Workload workload(wo, [&](ClientTxn t) {
-    std::lock_guard<std::mutex> lock(inbox_mu);
-    inbox.push_back(std::move(t));
-  });
+  Inbox inbox;
+  Workload workload(wo, [&](ClientTxn t) { inbox.Add(std::move(t)); });
   RETURN_IF_ERROR(workload.Prepare(/*reset=*/!loaded.has_value()));
   ASSIGN_OR_RETURN(std::unique_ptr<CommitFeed> feed, open_feed());
 
@@ -176,6 +191,8 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       options.target, options.stream,
       ingest::ClientOptions{.max_in_flight = kMaxInFlight, .first_seq = probe.durable_seq + 1});
 
+  // Flag, set once the workload's sessions have ended. Sequentially consistent (the default): it
+  // is set and read once per loop, so the strongest order costs nothing.
   std::atomic<bool> workload_done{false};
   workload.Start();
   std::thread waiter([&] {
@@ -310,11 +327,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     }
     if (!failure.ok()) break;
     // Client records.
-    std::vector<ClientTxn> arrived;
-    {
-      std::lock_guard<std::mutex> lock(inbox_mu);
-      arrived.swap(inbox);
-    }
+    std::vector<ClientTxn> arrived = inbox.Take();
     for (ClientTxn& t : arrived) joiner.AddClient(std::move(t));
     const bool done = workload_done.load() && arrived.empty();
     if (done && !done_at) done_at = absl::Now();
@@ -346,11 +359,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   finish_workload();
   if (failure.ok()) {
     // Whatever is ready goes out; the stream ends only when the workload ran to its end.
-    {
-      std::lock_guard<std::mutex> lock(inbox_mu);
-      for (ClientTxn& t : inbox) joiner.AddClient(std::move(t));
-      inbox.clear();
-    }
+    for (ClientTxn& t : inbox.Take()) joiner.AddClient(std::move(t));
     take_ready();
     failure = send(false);
   }

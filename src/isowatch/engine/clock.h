@@ -1,34 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+
+#include "isowatch/common/clock.h"
 
 namespace isowatch::engine {
 
-// A source of wall-clock time in milliseconds, injected so that timeouts are deterministic in
-// tests. Implementations are thread-safe.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual int64_t NowMs() const = 0;
-};
+// The engine takes the process-wide clock interface (common/clock.h) under its own names.
+using Clock = common::Clock;
+using SystemClock = common::SystemClock;
 
-// The process's steady clock.
-class SystemClock final : public Clock {
- public:
-  int64_t NowMs() const override {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-};
-
-// A clock that moves only when told to. Thread-compatible.
+// A clock that moves only when told to, in whole milliseconds; its wall-clock time is its steady
+// time. The simulated delivery (delivery.h) runs the engine on one. Thread-compatible.
 class FakeClock final : public Clock {
  public:
   explicit FakeClock(int64_t now_ms = 0) : now_ms_(now_ms) {}
-  int64_t NowMs() const override { return now_ms_; }
+  int64_t NowMicros() const override { return now_ms_ * 1000; }
+  int64_t NowUnixMs() const override { return now_ms_; }
   void Advance(int64_t ms) { now_ms_ += ms; }
   void Set(int64_t ms) { now_ms_ = ms; }
 

@@ -4,9 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <mutex>
 #include <system_error>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include <fmt/format.h>
 #include <rocksdb/compaction_filter.h>
 #include <rocksdb/db.h>
@@ -294,8 +295,10 @@ namespace {
 // How far the spill may prune, shared with the compaction filters RocksDB's background threads
 // run, and what they dropped.
 struct PruneState {
-  std::mutex mu;
-  history::Timestamp point = history::Timestamp::Min();  // guarded by mu
+  absl::Mutex mu;
+  history::Timestamp point ABSL_GUARDED_BY(mu) = history::Timestamp::Min();
+  // Counters, bumped by the filters and read by the engine thread. Relaxed: each is read on its
+  // own, and orders nothing else.
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> dropped_bytes{0};
 };
@@ -334,7 +337,7 @@ class PruneFilterFactory final : public rocksdb::CompactionFilterFactory {
       const rocksdb::CompactionFilter::Context& /*context*/) override {
     history::Timestamp point;
     {
-      std::lock_guard<std::mutex> l(state_->mu);
+      absl::MutexLock l(&state_->mu);
       point = state_->point;
     }
     if (point == history::Timestamp::Min()) return nullptr;
@@ -561,7 +564,7 @@ absl::StatusOr<std::optional<SpilledVersion>> RocksVersionSpill::Find(
 }
 
 void RocksVersionSpill::PruneUpTo(history::Timestamp point) {
-  std::lock_guard<std::mutex> l(db_->prune.mu);
+  absl::MutexLock l(&db_->prune.mu);
   db_->prune.point = std::max(db_->prune.point, point);
 }
 

@@ -74,7 +74,8 @@ absl::Status ConfigureLogging(const config::LogConfig& log) {
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig& config,
-                                                      std::string version) {
+                                                      std::string version,
+                                                      const common::Clock* clock) {
   RETURN_IF_ERROR(config::Validate(config));
   std::unique_ptr<Daemon> d(new Daemon());
   std::error_code ec;
@@ -89,6 +90,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   d->metrics_ = std::make_unique<server::DaemonMetrics>(version);
   d->metrics_->engine_memory_budget_bytes().Set(static_cast<double>(config.engine.memory_budget));
   MonitorOptions options;
+  options.clock = clock;
   options.live.level = config.engine.level;
   options.live.finality_timeout_ms = config.engine.finality_timeout.count();
   options.live.retention = config.engine.retention;

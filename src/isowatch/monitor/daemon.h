@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
+#include "isowatch/common/clock.h"
 #include "isowatch/config/config.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/ingest/service.h"
@@ -24,9 +25,11 @@ namespace isowatch::monitor {
 // program and by `isowatch demo`, which runs one in-process.
 class Daemon {
  public:
-  // Opens the store, recovers, binds both ports and starts serving.
+  // Opens the store, recovers, binds both ports and starts serving. `clock`: every reading of
+  // time the monitor makes (nullptr: the system clock). REQUIRES: `clock` outlives the daemon.
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const config::DaemonConfig& config,
-                                                       std::string version);
+                                                       std::string version,
+                                                       const common::Clock* clock = nullptr);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;

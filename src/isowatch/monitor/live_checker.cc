@@ -2,7 +2,6 @@
 #include "isowatch/monitor/live_checker.h"
 
 #include <algorithm>
-#include <chrono>
 #include <malloc.h>
 #include <utility>
 
@@ -308,9 +307,9 @@ void LiveChecker::MaybeRelease() {
   // (the engine thread's own, mostly): hand the free pages back, or RSS stays at the high-water
   // mark of the last release. At most once a second: a trim hands back every thread's free
   // pages, which the gRPC threads then fault in again for the next batches (bench/README.md).
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_trim_ >= std::chrono::seconds(1)) {
-    last_trim_ = now;
+  const int64_t now_us = clock().NowMicros();
+  if (now_us >= next_trim_us_) {
+    next_trim_us_ = now_us + 1'000'000;
     malloc_trim(0);
   }
 #endif
@@ -330,7 +329,7 @@ bool CollectionDue(size_t held, size_t kept, uint64_t least) {
 void LiveChecker::MaybeCollectBytes() {
   const History& h = builder_.live_history();
   if (!CollectionDue(h.byte_strings_held(), bytes_kept_, options_.min_bytes_collect)) return;
-  const auto start = std::chrono::steady_clock::now();
+  const int64_t start_us = clock().NowMicros();
   byte_marks_.assign((h.byte_count() + 63) / 64, 0);
   engine_->MarkBytes(byte_marks_);
   if (cutter_ != nullptr) cutter_->MarkBytes(byte_marks_);
@@ -339,8 +338,7 @@ void LiveChecker::MaybeCollectBytes() {
   bytes_kept_ = h.byte_strings_held();
   ++byte_collections_;
   if (options_.on_byte_collection) {
-    options_.on_byte_collection(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), forgotten);
+    options_.on_byte_collection(clock().SecondsSince(start_us), forgotten);
   }
 }
 
@@ -350,7 +348,7 @@ void LiveChecker::MaybeCollectKeys() {
   if (options_.spill == nullptr || cutter_ != nullptr) return;
   const History& h = builder_.live_history();
   if (!CollectionDue(h.keys_held(), keys_kept_, options_.min_keys_collect)) return;
-  const auto start = std::chrono::steady_clock::now();
+  const int64_t start_us = clock().NowMicros();
   byte_marks_.assign((h.key_count() + 63) / 64, 0);
   engine_->MarkKeys(byte_marks_);
   const std::vector<KeyId> forgotten = builder_.CollectKeys(byte_marks_);
@@ -359,9 +357,7 @@ void LiveChecker::MaybeCollectKeys() {
   keys_kept_ = h.keys_held();
   ++key_collections_;
   if (options_.on_key_collection) {
-    options_.on_key_collection(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-        forgotten.size());
+    options_.on_key_collection(clock().SecondsSince(start_us), forgotten.size());
   }
 }
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,13 +13,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 
-#include "isowatch/engine/clock.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/engine/engine.h"
 #include "isowatch/formats/proto_decoder.h"
 #include "isowatch/history/history_builder.h"
+#include "isowatch/verdict/violation.h"
 #include "isowatch/store/violation_record.h"
 #include "isowatch/v1/ingest.pb.h"
-#include "isowatch/verdict/violation.h"
 #include "isowatch/windows/window_cutter.h"
 
 namespace isowatch::v1 {
@@ -43,8 +42,8 @@ struct LiveOptions {
   int64_t spill_retention = 0;
   std::function<void(double)> on_spill_pause;
   std::function<void(double)> on_reload;
-  // Source of time for the timeout; nullptr = the system clock.
-  const engine::Clock* clock = nullptr;
+  // Source of time for the timeout and for what the checker measures; nullptr: the system clock.
+  const common::Clock* clock = nullptr;
   // Under a memory budget the live history forgets final transactions (but those the engine
   // still reads) once at least this many, and twice as many as it holds, are final.
   uint64_t min_release = 4096;
@@ -194,6 +193,9 @@ class LiveChecker {
   Stream& StreamFor(std::string_view name);
   void StartIfNeeded(const v1::IngestBatch& batch);
   std::unique_ptr<engine::Engine> MakeEngine() const;
+  const common::Clock& clock() const {
+    return options_.clock != nullptr ? *options_.clock : common::SystemClock::Get();
+  }
   store::ViolationRecord Render(const verdict::Violation& v, int64_t now_unix_ms) const;
 
   LiveOptions options_;
@@ -206,8 +208,9 @@ class LiveChecker {
   absl::flat_hash_map<std::string, size_t> stream_index_;
   uint64_t release_end_ = 0;  // transactions below it are final
   uint64_t releases_ = 0;
-  // When the last release handed free memory back to the system (malloc_trim).
-  std::chrono::steady_clock::time_point last_trim_;
+  // Steady time (microseconds) before which a release does not hand free memory back to the
+  // system again (malloc_trim).
+  int64_t next_trim_us_ = 0;
   uint64_t byte_collections_ = 0;
   uint64_t bytes_forgotten_ = 0;
   size_t bytes_kept_ = 0;  // byte strings the history held after the last collection

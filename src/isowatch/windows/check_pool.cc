@@ -35,7 +35,7 @@ void CheckPool::Submit(Window window) { Submit(std::make_shared<const Window>(st
 void CheckPool::Submit(std::shared_ptr<const Window> window) {
   std::shared_ptr<const Window> dropped;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     if (queue_.size() >= std::max<size_t>(options_.max_queued, 1)) {
       dropped = std::move(queue_.front());
@@ -43,36 +43,36 @@ void CheckPool::Submit(std::shared_ptr<const Window> window) {
     }
     queue_.push_back(std::move(window));
   }
-  work_cv_.notify_one();
+  // The dropped window counts as done for Drain, which sees it gone from the queue.
   if (dropped != nullptr && on_drop_) on_drop_(*dropped);
-  // The dropped window counts as done for Drain.
-  if (dropped != nullptr) idle_cv_.notify_all();
 }
 
 void CheckPool::Drain() {
-  std::unique_lock lock(mu_);
-  idle_cv_.wait(lock, [this] { return (queue_.empty() && running_ == 0) || stopping_; });
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return (queue_.empty() && running_ == 0) || stopping_;
+  };
+  mu_.Await(absl::Condition(&idle));
 }
 
 void CheckPool::Stop() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
     queue_.clear();
   }
+  // Relaxed: see cancel_.
   cancel_.store(true, std::memory_order_relaxed);
-  work_cv_.notify_all();
-  idle_cv_.notify_all();
 }
 
 size_t CheckPool::queued() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return queue_.size();
 }
 
 size_t CheckPool::running() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return running_;
 }
 
@@ -81,8 +81,10 @@ void CheckPool::Work() {
   for (;;) {
     std::shared_ptr<const Window> window;
     {
-      std::unique_lock lock(mu_);
-      work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]()
+                          ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
+      mu_.Await(absl::Condition(&has_work));
       if (stopping_) return;
       window = std::move(queue_.front());
       queue_.pop_front();
@@ -98,15 +100,12 @@ void CheckPool::Work() {
         outcome.result.complete = false;  // a window that could not be built: UNKNOWN
       }
       outcome.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-      outcome.cancelled = cancel_.load(std::memory_order_relaxed);
+      outcome.cancelled = cancel_.load(std::memory_order_relaxed);  // relaxed: see cancel_
       if (!outcome.result.complete) outcome.result.violations.clear();
       if (on_result_) on_result_(*window, *checker, std::move(outcome));
     }
-    {
-      std::lock_guard lock(mu_);
-      --running_;
-    }
-    idle_cv_.notify_all();
+    absl::MutexLock lock(&mu_);
+    --running_;
   }
 }
 

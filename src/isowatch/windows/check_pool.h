@@ -3,15 +3,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/windows/window_cutter.h"
@@ -39,7 +40,8 @@ struct CheckOutcome {
 // queue is full the oldest waiting window is dropped and reported through `on_drop`.
 //
 // Thread-safe. The callbacks run on the worker threads (on_drop on the caller of Submit), and
-// may run concurrently with one another.
+// may run concurrently with one another. Owns the checkers and the worker threads (joined by the
+// destructor).
 class CheckPool {
  public:
   using ResultFn = std::function<void(const Window&, const checkers::Checker&, CheckOutcome)>;
@@ -74,14 +76,14 @@ class CheckPool {
   const std::vector<std::unique_ptr<checkers::Checker>> checkers_;
   const ResultFn on_result_;
   const DropFn on_drop_;
+  // Flag, set once by Stop and polled by the running checks (CheckLimits). Relaxed: it orders
+  // nothing; what the checks must see of the stop is only the flag itself.
   std::atomic<bool> cancel_{false};
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;
-  std::condition_variable idle_cv_;
-  std::deque<std::shared_ptr<const Window>> queue_;
-  size_t running_ = 0;
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
+  mutable absl::Mutex mu_;
+  std::deque<std::shared_ptr<const Window>> queue_ ABSL_GUARDED_BY(mu_);
+  size_t running_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;  // started by the constructor, joined by the destructor
 };
 
 }  // namespace isowatch::windows

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -36,6 +35,7 @@
 #include "isowatch/ingest/validate.h"
 #include "isowatch/store/violation_record.h"
 
+#include "tests/testing/fake_clock.h"
 #include "tests/unit/server/http_test_client.h"
 
 namespace isowatch::monitor {
@@ -65,17 +65,6 @@ class TempDir {
  private:
   std::string path_;
 };
-
-// Polls `done` every 20 ms until it holds or `timeout` passes; returns its last answer.
-template <typename F>
-bool WaitFor(F done, absl::Duration timeout = kWait) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() > deadline) return done();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
 
 // --- transactions -----------------------------------------------------------------------------
 // Every transaction has its own session and the interval [10 id, 10 id + 5]: transactions never
@@ -195,8 +184,10 @@ class DaemonTest : public ::testing::Test {
     if (daemon_ != nullptr) daemon_->Shutdown();
   }
 
-  void Start(const config::DaemonConfig& config) {
-    auto d = Daemon::Start(config, kVersion);
+  // Starts a daemon on `config`; with `clock` (clock_), every reading of time the monitor makes
+  // is the clock's (the engine thread then ticks only when the clock moves or Tick asks it to).
+  void Start(const config::DaemonConfig& config, testing::FakeClock* clock = nullptr) {
+    auto d = Daemon::Start(config, kVersion, clock);
     ASSERT_TRUE(d.ok()) << d.status();
     daemon_ = *std::move(d);
     ASSERT_GT(daemon_->grpc_port(), 0);
@@ -205,6 +196,10 @@ class DaemonTest : public ::testing::Test {
                                          ClientOptions());
     stub_ = v1::Ingest::NewStub(channel_);
   }
+
+  // Waits until the engine thread has taken a tick after every batch acknowledged so far: they
+  // are applied, what became final is stored, the status and the metrics are refreshed.
+  void Tick() { ASSERT_TRUE(daemon_->monitor().AwaitTickForTest(kWait)); }
 
   void Stop() {
     stub_.reset();
@@ -301,6 +296,18 @@ class DaemonTest : public ::testing::Test {
     });
   }
 
+  // Tries `done` until it holds or kWait passes, and returns its last answer. Each try after the
+  // first follows one more tick of the engine thread, after which the status and the metrics are
+  // refreshed (a fake clock, which does not move by itself, does not hold the ticks back).
+  template <typename F>
+  bool WaitFor(F done) {
+    const absl::Time deadline = absl::Now() + kWait;
+    while (!done()) {
+      if (absl::Now() > deadline || !daemon_->monitor().AwaitTickForTest(kWait)) return done();
+    }
+    return true;
+  }
+
   // Every page of /api/v1/violations (pages of `limit`), or nullopt on any error.
   std::optional<std::vector<Seen>> Violations(int limit = 2, std::string_view filter = "") {
     std::vector<Seen> out;
@@ -337,6 +344,7 @@ class DaemonTest : public ::testing::Test {
     return std::nullopt;
   }
 
+  testing::FakeClock clock_;  // for tests that give it to the daemon; outlives it
   std::unique_ptr<Daemon> daemon_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Ingest::Stub> stub_;
@@ -1102,18 +1110,26 @@ TEST_F(DaemonTest, StreamWithWatermarkFromItsFirstBatchIsNotFinalisedByTimeout) 
   ASSERT_FALSE(dir.Path().empty());
   config::DaemonConfig config = TestConfig(dir.Path());
   config.engine.finality_timeout = std::chrono::milliseconds(200);
-  ASSERT_NO_FATAL_FAILURE(Start(config));
+  ASSERT_NO_FATAL_FAILURE(Start(config, &clock_));
   const std::string s = "first-watermark";
 
   v1::IngestBatch first = Batch(s, 1, {Reader(2, 1, 100)});
   first.mutable_watermark()->set_physical(9);  // the writer commits at 15
   absl::StatusOr<v1::IngestAck> ack = Push(first);
   ASSERT_TRUE(ack.ok()) << ack.status();
-  // Ten timeouts pass; the reader stays pending (only the watermark can make it final).
-  absl::SleepFor(absl::Seconds(2));
+  ASSERT_NO_FATAL_FAILURE(Tick());
   auto st = StreamStatus(s);
   ASSERT_TRUE(st.has_value());
   EXPECT_EQ((*st)["pending_transactions"], "1");
+  // Ten timeouts pass, and the engine thread ticks after them: the reader stays pending (only
+  // the watermark can make it final).
+  clock_.Advance(absl::Seconds(2));
+  ASSERT_NO_FATAL_FAILURE(Tick());
+  st = StreamStatus(s);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ((*st)["pending_transactions"], "1");
+  // The status is the one of the tick after them.
+  EXPECT_EQ(std::stod((*st)["lag_seconds"]), 2.0);
 
   std::optional<std::vector<Seen>> seen;
   ASSERT_NO_FATAL_FAILURE(FinishWithWriter(s, &seen));
@@ -1133,17 +1149,22 @@ TEST_F(DaemonTest, StreamWithoutWatermarkYetFinalisesByTimeoutAndCountsLateArriv
   ASSERT_FALSE(dir.Path().empty());
   config::DaemonConfig config = TestConfig(dir.Path());
   config.engine.finality_timeout = std::chrono::milliseconds(200);
-  ASSERT_NO_FATAL_FAILURE(Start(config));
+  ASSERT_NO_FATAL_FAILURE(Start(config, &clock_));
   const std::string s = "no-watermark-yet";
 
   absl::StatusOr<v1::IngestAck> ack = Push(Batch(s, 1, {Reader(2, 1, 100)}));
   ASSERT_TRUE(ack.ok()) << ack.status();
-  WaitFor(
-      [&] {
-        auto st = StreamStatus(s);
-        return st && (*st)["ingested_transactions"] == "1" && (*st)["pending_transactions"] == "0";
-      },
-      absl::Seconds(10));
+  ASSERT_NO_FATAL_FAILURE(Tick());
+  auto st = StreamStatus(s);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ((*st)["pending_transactions"], "1");
+  // The timeout passes: the read is final.
+  clock_.Advance(absl::Milliseconds(200));
+  ASSERT_NO_FATAL_FAILURE(Tick());
+  st = StreamStatus(s);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ((*st)["ingested_transactions"], "1");
+  EXPECT_EQ((*st)["pending_transactions"], "0");
   std::optional<std::vector<Seen>> seen;
   ASSERT_NO_FATAL_FAILURE(FinishWithWriter(s, &seen));
   ASSERT_TRUE(seen.has_value());

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/windows/check_pool.h"
 
-#include <atomic>
 #include <chrono>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include <gtest/gtest.h>
 
 namespace isowatch::windows {
@@ -15,8 +15,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A checker whose behaviour the test controls: it reports one violation per window, or, when
-// `block` is set, waits until released or out of time.
+constexpr absl::Duration kWait = absl::Seconds(60);
+
+// A checker whose behaviour the test controls: it reports one violation per window, or, while
+// blocked, waits until released or out of time.
 class FakeChecker final : public checkers::Checker {
  public:
   explicit FakeChecker(std::string name) : name_(std::move(name)) {}
@@ -24,15 +26,17 @@ class FakeChecker final : public checkers::Checker {
   const std::vector<verdict::IsolationLevel>& levels() const override { return levels_; }
   checkers::CheckerResult Check(const history::History& /*h*/, const checkers::WindowScope* scope,
                                 const checkers::CheckLimits& limits) const override {
-    started.fetch_add(1);
     checkers::CheckerResult r;
-    while (block.load()) {
+    absl::MutexLock lock(&mu_);
+    ++started_;
+    // Like a real checker, it polls its limits every few milliseconds of work.
+    auto released = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !blocked_; };
+    while (!mu_.AwaitWithTimeout(absl::Condition(&released), absl::Milliseconds(1))) {
       if (limits.expired()) {
         r.complete = false;
         r.violations.push_back(verdict::Violation{});  // must not reach the caller
         return r;
       }
-      std::this_thread::sleep_for(1ms);
     }
     verdict::Violation v;
     v.checker = name_;
@@ -44,12 +48,27 @@ class FakeChecker final : public checkers::Checker {
     return scope == nullptr ? "none" : std::to_string(scope->index);
   }
 
-  mutable std::atomic<int> started{0};
-  std::atomic<bool> block{false};
+  void set_blocked(bool blocked) {
+    absl::MutexLock lock(&mu_);
+    blocked_ = blocked;
+  }
+  int started() const {
+    absl::MutexLock lock(&mu_);
+    return started_;
+  }
+  // Waits until `n` checks have started; false after kWait.
+  bool AwaitStarted(int n) const {
+    absl::MutexLock lock(&mu_);
+    auto reached = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return started_ >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&reached), kWait);
+  }
 
  private:
   std::string name_;
   std::vector<verdict::IsolationLevel> levels_ = {verdict::IsolationLevel::kSerializable};
+  mutable absl::Mutex mu_;
+  mutable int started_ ABSL_GUARDED_BY(mu_) = 0;
+  bool blocked_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 Window MakeWindow(uint64_t index) {
@@ -71,7 +90,7 @@ class Recorder {
  public:
   CheckPool::ResultFn OnResult() {
     return [this](const Window& w, const checkers::Checker& c, CheckOutcome o) {
-      std::lock_guard lock(mu);
+      absl::MutexLock lock(&mu);
       results.push_back(
           {.window = w.scope.index,
            .checker = std::string(c.name()),
@@ -83,11 +102,12 @@ class Recorder {
   }
   CheckPool::DropFn OnDrop() {
     return [this](const Window& w) {
-      std::lock_guard lock(mu);
+      absl::MutexLock lock(&mu);
       dropped.push_back(w.scope.index);
     };
   }
-  std::mutex mu;
+  absl::Mutex mu;
+  // Read by the test once the pool has drained or stopped; written under mu.
   std::vector<Recorded> results;
   std::vector<uint64_t> dropped;
 };
@@ -120,7 +140,7 @@ TEST(CheckPool, RunsEveryCheckerOnEveryWindow) {
 TEST(CheckPool, OutOfTimeIsUnknownWithoutFindings) {
   Recorder rec;
   auto slow = std::make_unique<FakeChecker>("slow");
-  slow->block = true;
+  slow->set_blocked(true);
   std::vector<std::unique_ptr<checkers::Checker>> cs;
   cs.push_back(std::move(slow));
   cs.push_back(std::make_unique<FakeChecker>("fast"));
@@ -158,27 +178,27 @@ TEST(CheckPool, ADefectiveWindowIsUnknownForEveryChecker) {
     EXPECT_FALSE(r.cancelled);
     EXPECT_EQ(r.violations, 0u);
   }
-  EXPECT_EQ(pa->started.load(), 0);  // not even run
+  EXPECT_EQ(pa->started(), 0);  // not even run
 }
 
 TEST(CheckPool, FullQueueDropsTheOldestWaitingWindow) {
   Recorder rec;
   auto gate = std::make_unique<FakeChecker>("gate");
   FakeChecker* g = gate.get();
-  g->block = true;
+  g->set_blocked(true);
   std::vector<std::unique_ptr<checkers::Checker>> cs;
   cs.push_back(std::move(gate));
   CheckPool pool({.threads = 1, .max_queued = 2, .time_limit = 60s}, std::move(cs), rec.OnResult(),
                  rec.OnDrop());
   pool.Submit(MakeWindow(0));
-  while (g->started.load() == 0) std::this_thread::sleep_for(1ms);  // window 0 is running
-  for (uint64_t i = 1; i <= 4; ++i) pool.Submit(MakeWindow(i));     // the queue holds two
+  ASSERT_TRUE(g->AwaitStarted(1));                               // window 0 is running
+  for (uint64_t i = 1; i <= 4; ++i) pool.Submit(MakeWindow(i));  // the queue holds two
   EXPECT_EQ(pool.queued(), 2u);
   {
-    std::lock_guard lock(rec.mu);
+    absl::MutexLock lock(&rec.mu);
     EXPECT_EQ(rec.dropped, (std::vector<uint64_t>{1, 2}));
   }
-  g->block = false;
+  g->set_blocked(false);
   pool.Drain();
   ASSERT_EQ(rec.results.size(), 3u);
   EXPECT_EQ(rec.results[0].window, 0u);
@@ -190,7 +210,7 @@ TEST(CheckPool, StopCancelsTheRunningCheckAndDropsTheQueue) {
   Recorder rec;
   auto gate = std::make_unique<FakeChecker>("gate");
   FakeChecker* g = gate.get();
-  g->block = true;
+  g->set_blocked(true);
   std::vector<std::unique_ptr<checkers::Checker>> cs;
   cs.push_back(std::move(gate));
   auto pool =
@@ -198,12 +218,12 @@ TEST(CheckPool, StopCancelsTheRunningCheckAndDropsTheQueue) {
                                   std::move(cs), rec.OnResult(), rec.OnDrop());
   pool->Submit(MakeWindow(0));
   pool->Submit(MakeWindow(1));
-  while (g->started.load() == 0) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(g->AwaitStarted(1));
   pool->Stop();
   pool->Stop();                 // idempotent
   pool->Drain();                // returns at once once stopping
   pool->Submit(MakeWindow(2));  // ignored
-  const int started = g->started.load();
+  const int started = g->started();
   pool.reset();  // joins, and destroys the checker
   ASSERT_EQ(rec.results.size(), 1u);
   EXPECT_EQ(rec.results[0].window, 0u);

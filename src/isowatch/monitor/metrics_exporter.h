@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+
+#include "isowatch/engine/engine.h"
+#include "isowatch/engine/version_spill.h"
+#include "isowatch/history/timestamp.h"
+#include "isowatch/ingest/service.h"
+#include "isowatch/monitor/live_checker.h"
+#include "isowatch/monitor/window_tracker.h"
+#include "isowatch/server/metrics.h"
+#include "isowatch/server/status_source.h"
+#include "isowatch/rocks/rocksdb_memory.h"
+#include "isowatch/store/store.h"
+
+namespace isowatch::monitor {
+
+// Exports what the daemon's parts count to its metrics (docs/operations.md, "Metrics") and builds
+// the status /api/v1/status serves. The live engine and the ingest service keep running totals;
+// the exporter remembers the totals it last exported and adds only what they grew by to the
+// counters, sets the gauges, observes the check latency of the transactions that became final,
+// and measures each stream's lag from when its watermark last moved.
+//
+// Engine-thread only (thread-compatible), but SetIngestCounters, which is thread-safe. Owns its
+// bookkeeping only; the store, the metrics, the spill and the ingest counters belong to the
+// caller and outlive it.
+class MetricsExporter {
+ public:
+  // What the status says of the daemon itself.
+  struct Options {
+    std::string version;
+    int64_t start_unix_ms = 0;
+    uint64_t memory_budget = 0;                        // 0: none
+    engine::RocksVersionSpill* rocks_spill = nullptr;  // nullptr: no RocksDB spill
+  };
+  // What the engine thread's other parts count, as of one refresh.
+  struct Inputs {
+    size_t queued_batches = 0;
+    uint64_t late_refusals = 0;              // refused by the live history after their ack
+    size_t remembered_ids = 0;               // by the ingest id registry
+    const WindowTracker* windows = nullptr;  // nullptr: no windows are checked
+  };
+
+  MetricsExporter(store::Store* store, server::DaemonMetrics* metrics, Options options);
+  MetricsExporter(const MetricsExporter&) = delete;
+  MetricsExporter& operator=(const MetricsExporter&) = delete;
+
+  // The ingest service whose counters Refresh exports (refusals by reason, duplicate batches).
+  // May be null. Thread-safe.
+  void SetIngestCounters(const ingest::IngestCounters* counters);
+
+  // Exports what changed since the last call, as of wall-clock time `now_ms` (Unix ms), and
+  // returns the daemon's status. Forgets in `live` the transactions that became final
+  // (LiveChecker::CollectFinal), observing their check latency.
+  server::DaemonStatus Refresh(int64_t now_ms, LiveChecker& live, const Inputs& in);
+
+ private:
+  // Adds to `counter` what the running total grew by since `*last`, then remembers it.
+  static void AddGrowth(prometheus::Counter& counter, uint64_t total, uint64_t* last);
+  void ExportEngineStats(int64_t now_ms, const engine::EngineStats& st);
+  // Exports the ingest counters' refusals and duplicates; returns the refusals in all.
+  uint64_t ExportIngestCounters(const ingest::IngestCounters& counters);
+  // Sets database `db`'s RocksDB memory gauges and adds it to `out`.
+  void ReportRocksDbMemory(std::string_view db, const rocks::RocksDbMemory& m,
+                           server::MemoryStatus& out);
+  // Builds the status of each stream and sets its gauges; returns the transactions ingested.
+  uint64_t ExportStreams(int64_t now_ms, const LiveChecker& live, server::DaemonStatus& status);
+
+  store::Store* const store_;
+  server::DaemonMetrics* const metrics_;
+  const Options options_;
+
+  absl::Mutex counters_mu_;
+  const ingest::IngestCounters* counters_ ABSL_GUARDED_BY(counters_mu_) = nullptr;
+
+  // The totals last exported.
+  engine::EngineStats last_stats_;
+  std::vector<uint64_t> last_refusals_;
+  uint64_t last_duplicates_ = 0;
+  uint64_t last_window_late_ = 0;
+  // The horizon-miss warning is logged at most once a minute.
+  static constexpr int64_t kHorizonWarningIntervalMs = 60'000;
+  int64_t last_horizon_warning_ms_ = -kHorizonWarningIntervalMs;
+  // When each stream's watermark last moved (wall-clock ms), and to what.
+  absl::flat_hash_map<std::string, int64_t> watermark_moved_ms_;
+  absl::flat_hash_map<std::string, std::optional<history::Timestamp>> last_watermark_;
+  std::vector<int64_t> latencies_;  // scratch
+};
+
+}  // namespace isowatch::monitor
