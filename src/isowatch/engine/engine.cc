@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "isowatch/common/check.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/engine/internal/engine_impl.h"
 #include "isowatch/engine/version_spill.h"
@@ -270,6 +271,35 @@ const EngineStats& EngineImpl::stats() {
   return stats;
 }
 
+void EngineImpl::CheckInvariants() const {
+  const History& h = ctx_.h();
+  ISOWATCH_CHECK(delivered_.end() <= h.size() && delivered_.base() <= h.first_txn(),
+                 "the delivered set reaches past the history");
+  ISOWATCH_CHECK(keys_.size() <= h.key_count() && sessions_.size() <= h.session_count(),
+                 "the key table or the sessions reach past the history");
+  finality_.CheckInvariants();
+  spill_.CheckInvariants();
+  keys_.CheckInvariants();
+  sessions_.CheckInvariants();
+  reads_.CheckInvariants();
+  snapshots_.CheckInvariants();
+  collector_.CheckInvariants();
+  versions_.CheckInvariants();
+  // What the engine still reads was delivered, and Needs says so.
+  for (uint32_t k = 0; k < keys_.size(); ++k) {
+    const KeyState* ks = keys_.table().Find(k);
+    if (ks == nullptr) continue;
+    for (auto it = ks->readers.begin(); it != ks->readers.end(); ++it) {
+      ISOWATCH_CHECK(delivered_.Contains(it.key().txn()), "a pending read of an undelivered txn");
+    }
+    for (auto it = ks->versions.begin(); it != ks->versions.end(); ++it) {
+      const TxnId writer(it.key().txn());
+      ISOWATCH_CHECK(delivered_.Contains(writer.value()), "a version of an undelivered txn");
+      ISOWATCH_CHECK(Needs(writer), "a version's writer could be released");
+    }
+  }
+}
+
 Engine::Engine(const History& history, EngineOptions options)
     : impl_(std::make_unique<EngineImpl>(history, std::move(options))) {}
 Engine::~Engine() = default;
@@ -296,6 +326,9 @@ absl::Status Engine::SaveCheckpoint(v1::EngineCheckpoint* out) {
 absl::Status Engine::RestoreCheckpoint(const v1::EngineCheckpoint& checkpoint,
                                        std::span<const HeldTxn> held) {
   return impl_->RestoreCheckpoint(checkpoint, held);
+}
+void Engine::CheckInvariantsForTest() const {
+  if constexpr (common::kDebugChecks) impl_->CheckInvariants();
 }
 
 std::string SpillKeyName(const History& h, KeyId key) {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "isowatch/common/check.h"
+
 namespace isowatch::engine::internal {
 
 using history::Timestamp;
@@ -97,6 +99,29 @@ void Collector::Trim(KeyId key, KeyState& ks, const Timestamp& g, const Timestam
   if (ks.base_in_spill && ks.spilled_base < ks.versions.front_key() && !spill_.broken()) {
     keys_.ReplaceSpilledBase(key, ks, ks.versions.front_key().ts);
   }
+}
+
+void Collector::CheckInvariants() const {
+  uint64_t queued = 0;
+  uint64_t base_values = 0;
+  for (uint32_t k = 0; k < keys_.size(); ++k) {
+    const KeyState* ks = keys_.table().Find(k);
+    if (ks == nullptr) continue;
+    queued += ks->in_gc ? 1 : 0;
+    base_values += ks->base_list.size();
+    const bool is_list = ctx_.h().key(KeyId(k)).is_list;
+    ISOWATCH_CHECK(ks->in_gc || ks->versions.size() < (is_list ? 1U : 2U),
+                   "a key with versions to collect is not in the collection queue");
+    if (!ks->trimmed) {
+      ISOWATCH_CHECK(ks->base_list.empty() && ks->trim_point == Timestamp::Min() &&
+                         ks->dropped_upto == kBeforeAll,
+                     "a key that was never trimmed has dropped something");
+    } else {
+      ISOWATCH_CHECK(ks->dropped_upto.ts <= ks->trim_point, "a version dropped above trim_point");
+    }
+  }
+  ISOWATCH_CHECK(queued == queue_.size(), "the collection queue and in_gc disagree");
+  ISOWATCH_CHECK(base_values == base_list_values_, "base_list_values out of step");
 }
 
 }  // namespace isowatch::engine::internal

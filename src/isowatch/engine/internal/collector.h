@@ -65,6 +65,8 @@ class Collector {
   uint64_t base_list_values() const { return base_list_values_; }
   uint64_t MemoryBytes() const { return base_list_values_ * sizeof(history::Value); }
 
+  void CheckInvariants() const;
+
  private:
   // Collects the versions of `key` at or below `g` (keeping, for a register, the newest of
   // them). With a spill, the ones the normal collection point `normal` would have kept (for a

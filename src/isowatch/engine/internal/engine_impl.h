@@ -31,7 +31,9 @@
 
 namespace isowatch::engine {
 
-// Invariants (besides each part's):
+class EnginePeer;
+
+// Invariants (besides each part's, which CheckInvariants checks too):
 //  1. Between calls, the engine's arrays reach at most the history's sizes: the delivered set
 //     ends at or below its transactions, the key table and the sessions at or below its keys and
 //     sessions (Deliver grows them first).
@@ -72,8 +74,11 @@ class EngineImpl {
   absl::Status SaveCheckpoint(v1::EngineCheckpoint* out) { return checkpointer_.Save(out); }
   absl::Status RestoreCheckpoint(const v1::EngineCheckpoint& c, std::span<const HeldTxn> held);
   const EngineStats& stats();
+  void CheckInvariants() const;
 
  private:
+  friend class EnginePeer;
+
   // Makes room for the transactions, keys and sessions the history added since the last
   // delivery (a live history appended to by the daemon).
   void Grow();

@@ -3,6 +3,9 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+
+#include "isowatch/common/check.h"
 #include "isowatch/engine/version_spill.h"
 
 namespace isowatch::engine::internal {
@@ -175,6 +178,56 @@ uint64_t ExtReads::MemoryBytes() const {
   // A pending read twice over: a leaf off the tree's edges is at least half full.
   constexpr uint64_t kReadEntry = sizeof(OrderKey) + sizeof(ReadInfo);
   return ctx_.stats().provisional_reads * 2 * kReadEntry + pending_.window() * sizeof(uint32_t);
+}
+
+void ExtReads::CheckInvariants() const {
+  pending_.CheckInvariants();
+  const history::History& h = ctx_.h();
+  const Timestamp f = finality_.final_point();
+  absl::flat_hash_map<uint64_t, uint32_t> per_txn;
+  uint64_t reads = 0;
+  uint64_t wrong = 0;
+  uint64_t keys_with_reads = 0;
+  for (uint32_t k = 0; k < keys_.size(); ++k) {
+    const KeyState* ks = keys_.table().Find(k);
+    if (ks == nullptr) continue;
+    if (ks->readers.empty()) {
+      ISOWATCH_CHECK(ks->finality_at == Timestamp::Max(), "finality_at without a pending read");
+      continue;
+    }
+    ++keys_with_reads;
+    ISOWATCH_CHECK(ks->finality_at == ks->readers.front_key().ts,
+                   "finality_at is not the first pending read's");
+    const KeyId key(k);
+    for (auto it = ks->readers.begin(); it != ks->readers.end(); ++it) {
+      ++reads;
+      wrong += it.value().wrong ? 1 : 0;
+      ++per_txn[it.key().txn()];
+      ISOWATCH_CHECK(f < it.key().ts, "a pending read at or below the final point");
+      if (h.key(key).is_list) continue;
+      // A register's verdict is current: against the version memory shows at its point, or the
+      // initial value when nothing was collected.
+      if (const auto v = VisibleVersion(*ks, it.key())) {
+        ISOWATCH_CHECK(it.value().wrong == !checkers::internal::RegisterReadMatches(
+                                               it.value().observed, v->info->value, false),
+                       "a pending read's verdict is stale");
+      } else if (!ks->trimmed) {
+        ISOWATCH_CHECK(it.value().wrong ==
+                           !checkers::internal::RegisterReadMatches(
+                               it.value().observed, h.InitialValue(key), h.AbsentReadsInitial(key)),
+                       "a pending read's verdict against the initial value is stale");
+      }
+    }
+  }
+  const EngineStats& stats = ctx_.stats();
+  ISOWATCH_CHECK(reads == stats.provisional_reads, "provisional_reads out of step");
+  ISOWATCH_CHECK(wrong == stats.provisional_violations, "provisional_violations out of step");
+  ISOWATCH_CHECK(per_txn.size() == pending_.transactions(), "pending transactions out of step");
+  for (const auto& [txn, count] : per_txn) {
+    ISOWATCH_CHECK(pending_.Count(txn) == count, "a transaction's pending count is off");
+  }
+  ISOWATCH_CHECK(finality_queue_.size() >= keys_with_reads,
+                 "a key with pending reads is not in the finality queue");
 }
 
 }  // namespace isowatch::engine::internal

@@ -128,6 +128,8 @@ class ExtReads {
   size_t pending_txns() const { return pending_.transactions(); }
   uint64_t MemoryBytes() const;
 
+  void CheckInvariants() const;
+
  private:
   // The newest version of a register visible at `point`.
   struct Visible {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "isowatch/common/check.h"
+
 namespace isowatch::engine::internal {
 
 using history::Timestamp;
@@ -52,6 +54,18 @@ bool Finality::Advance() {
   final_point_ = f;
   ++advances_;
   return true;
+}
+
+void Finality::CheckInvariants() const {
+  Timestamp f = streams_.empty() ? Timestamp::Min() : Timestamp::Max();
+  for (const Stream& s : streams_) {
+    if (!s.closed) f = std::min(f, s.watermark);
+    ISOWATCH_CHECK(!s.has_watermark || s.arrivals.empty(),
+                   "a stream with explicit watermarks keeps arrivals");
+  }
+  ISOWATCH_CHECK(final_point_ >= f, "the final point is below the open streams' watermarks");
+  ISOWATCH_CHECK(final_point_ == Timestamp::Min() || advances_ > 0,
+                 "the final point moved without an advance");
 }
 
 }  // namespace isowatch::engine::internal

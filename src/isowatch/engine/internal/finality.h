@@ -82,6 +82,8 @@ class Finality {
   // RestoreCheckpoint: a stream as it was saved. REQUIRES: nothing delivered yet.
   void RestoreStream(Stream s) { streams_.push_back(std::move(s)); }
 
+  void CheckInvariants() const;
+
  private:
   EngineContext& ctx_;
   SystemClock system_clock_;

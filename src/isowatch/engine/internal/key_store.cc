@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
+
+#include "isowatch/common/check.h"
+
 namespace isowatch::engine::internal {
 
 using history::Timestamp;
@@ -234,6 +238,43 @@ uint64_t KeyStore::MemoryBytes() const {
          (table_.resident() - leafless_keys_) * kSmallLeaf +
          idle_keys_.size() * sizeof(std::pair<uint64_t, uint32_t>) +
          base_values_.capacity() * (sizeof(std::pair<uint32_t, Value>) + 1);
+}
+
+void KeyStore::CheckInvariants() const {
+  ISOWATCH_CHECK(table_.size() == key_stamp_.size(), "a key without a stamp");
+  absl::flat_hash_set<uint32_t> idle;
+  for (const auto& [advance, key] : idle_keys_) {
+    ISOWATCH_CHECK(advance <= finality_.advances(), "an idle entry from a future advance");
+    idle.insert(key);
+  }
+  for (size_t i = 1; i < idle_keys_.size(); ++i) {
+    ISOWATCH_CHECK(idle_keys_[i - 1].first <= idle_keys_[i].first, "idle queue out of order");
+  }
+  uint64_t leafless = 0;
+  uint64_t bases = 0;
+  uint64_t resident = 0;
+  for (uint32_t k = 0; k < table_.size(); ++k) {
+    const KeyState* ks = table_.Find(k);
+    if (ks == nullptr) continue;
+    ++resident;
+    const bool has_base = base_values_.contains(k);
+    ISOWATCH_CHECK(has_base == ks->base_in_spill, "a base value without a spilled base");
+    if (ks->base_in_spill) {
+      ++bases;
+      if (ks->versions.empty()) ++leafless;
+      ISOWATCH_CHECK(ks->trimmed && ks->spilled_base.ts <= ks->trim_point,
+                     "a spilled base above the trim point");
+    }
+    ISOWATCH_CHECK(!evicting_ || !ks->idle_queued || idle.contains(k),
+                   "a key queued as idle is not in the idle queue");
+  }
+  ISOWATCH_CHECK(resident == table_.resident(), "resident key count out of step");
+  ISOWATCH_CHECK(bases == base_values_.size(), "a base value of a key not in memory");
+  ISOWATCH_CHECK(leafless == leafless_keys_, "leafless key count out of step");
+  ISOWATCH_CHECK(evicting_
+                     ? idle_advances_ >= kMinIdleAdvances && idle_advances_ <= kMaxIdleAdvances
+                     : idle_advances_ == kIdleAdvances,
+                 "idle wait out of range");
 }
 
 }  // namespace isowatch::engine::internal

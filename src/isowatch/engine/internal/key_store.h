@@ -178,6 +178,8 @@ class KeyStore {
   // evicted keys' base values (docs/engine.md, "Memory").
   uint64_t MemoryBytes() const;
 
+  void CheckInvariants() const;
+
   static constexpr uint64_t kIdleAdvances = 64;
 
  private:

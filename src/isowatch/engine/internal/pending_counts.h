@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "isowatch/common/check.h"
 #include "isowatch/engine/internal/front_window.h"
 
 namespace isowatch::engine::internal {
@@ -34,6 +35,7 @@ class PendingCounts {
   }
   // REQUIRES: txn has a pending read.
   void Remove(uint64_t txn) {
+    ISOWATCH_DCHECK(Has(txn), "a pending read is removed from a transaction without one");
     if (--counts_[txn - base_] == 0) --transactions_;
     size_t zeros = 0;
     while (zeros < counts_.size() && counts_[zeros] == 0) ++zeros;
@@ -46,6 +48,14 @@ class PendingCounts {
   }
   size_t transactions() const { return transactions_; }
   size_t window() const { return counts_.size(); }
+
+  // Checks invariants 1 and 2 (O(window)).
+  void CheckInvariants() const {
+    ISOWATCH_CHECK(counts_.empty() || counts_[0] > 0, "the pending-count window starts at zero");
+    size_t nonzero = 0;
+    for (size_t i = 0; i < counts_.size(); ++i) nonzero += counts_[i] > 0 ? 1 : 0;
+    ISOWATCH_CHECK(nonzero == transactions_, "pending-count transactions out of step");
+  }
 
  private:
   FrontWindow<uint32_t> counts_;  // counts_[i]: transaction base_ + i

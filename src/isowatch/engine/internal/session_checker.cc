@@ -5,6 +5,7 @@
 
 #include "isowatch/checkers/chronos/internal/explain.h"
 #include "isowatch/checkers/chronos/internal/snapshot_rules.h"
+#include "isowatch/common/check.h"
 
 namespace isowatch::engine::internal {
 
@@ -68,6 +69,38 @@ void SessionChecker::CheckBack(const Session& ss, uint32_t seq, TxnId id) {
     }
     return;
   }
+}
+
+void SessionChecker::CheckInvariants() const {
+  const history::History& h = ctx_.h();
+  uint64_t entries = 0;
+  for (size_t s = 0; s < sessions_.size(); ++s) {
+    const Session& ss = sessions_[s];
+    ISOWATCH_CHECK(ss.prefix <= ss.entries.size(), "a session's prefix past its window");
+    ISOWATCH_CHECK(ss.prefix == ss.entries.size() || !ss.entries[ss.prefix].id.valid(),
+                   "a session's delivered prefix stops short");
+    ISOWATCH_CHECK(
+        !ss.has_anchor || (ss.anchor == 0 && !ss.entries.empty() && ss.entries[0].participates),
+        "a session's anchor is not its window's first participant");
+    for (size_t i = 0; i < ss.entries.size(); ++i) {
+      const Session::Entry& e = ss.entries[i];
+      if (!e.id.valid()) {
+        ISOWATCH_CHECK(i >= ss.prefix, "a hole in a session's delivered prefix");
+        continue;
+      }
+      ++entries;
+      ISOWATCH_CHECK(e.id.value() < h.size() && h.has_txn(e.id),
+                     "a session's window holds a transaction the history does not");
+      const history::Transaction& t = h.txn(e.id);
+      ISOWATCH_CHECK(t.session.value() == s && t.seq == ss.base + i,
+                     "a transaction at another session's position");
+      ISOWATCH_CHECK(e.participates == ctx_.Participates(t), "a session entry's role is stale");
+      // Once the prefix holds a participant, the window starts at the newest one.
+      ISOWATCH_CHECK(!(i > 0 && i < ss.prefix && e.participates) || !ss.has_anchor,
+                     "a participant of the delivered prefix after the anchor");
+    }
+  }
+  ISOWATCH_CHECK(entries == entries_, "session entry count out of step");
 }
 
 }  // namespace isowatch::engine::internal

@@ -57,6 +57,7 @@ class SessionChecker {
   uint64_t MemoryBytes() const {
     return entries_ * sizeof(Session::Entry) * 2 + sessions_.capacity() * sizeof(Session);
   }
+  void CheckInvariants() const;
 
  private:
   // How far past the first position of a session not delivered yet a position may lie and still

@@ -6,6 +6,7 @@
 #include "isowatch/checkers/chronos/internal/explain.h"
 #include "isowatch/checkers/chronos/internal/ext_rules.h"
 #include "isowatch/checkers/chronos/internal/snapshot_rules.h"
+#include "isowatch/common/check.h"
 #include "isowatch/engine/internal/chain_map.h"
 
 namespace isowatch::engine::internal {
@@ -145,6 +146,11 @@ void SnapshotJudge::JudgeRead(TxnId reader, const Transaction& t, const OrderKey
   if (checkers::internal::ListReadMatches(committed_scratch_, own, observed)) return;
   ctx_.Emit(checkers::internal::ListViolation(h, ctx_.write_index(), ctx_.level(), reader, key,
                                               committed_scratch_, own, observed));
+}
+
+void SnapshotJudge::CheckInvariants() const {
+  ISOWATCH_CHECK(pending_ == due_queue_.size(), "pending snapshots and their queue disagree");
+  ISOWATCH_CHECK(pending_ == 0 || seen_, "a snapshot pending, none seen");
 }
 
 }  // namespace isowatch::engine::internal

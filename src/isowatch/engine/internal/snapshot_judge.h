@@ -62,6 +62,7 @@ class SnapshotJudge {
 
   uint64_t pending() const { return pending_; }
   uint64_t MemoryBytes() const { return pending_ * 24; }
+  void CheckInvariants() const;
 
  private:
   void JudgeDueNow();

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "isowatch/common/check.h"
+
 namespace isowatch::engine::internal {
 
 using history::Timestamp;
@@ -128,6 +130,18 @@ void SpillAccess::MarkBytes(std::vector<uint64_t>& marks) {
       history::MarkBytes(Value::BytesRef(it->first), marks);
       ++it;
     }
+  }
+}
+
+void SpillAccess::CheckInvariants() const {
+  ISOWATCH_CHECK(!broken_ || spill_ != nullptr, "a spill that is not there has failed");
+  ISOWATCH_CHECK(spill_ != nullptr || (ctx_.stats().spilled_versions == 0 && pins_.empty() &&
+                                       pruned_point_ == Timestamp::Min()),
+                 "versions spilled without a spill");
+  ISOWATCH_CHECK(ctx_.options().memory_budget > 0 || pins_.empty(),
+                 "spilled strings pinned without a memory budget");
+  for (const auto& [index, pin] : pins_) {
+    ISOWATCH_CHECK(pin.unbounded >= 0, "a pin counts fewer than no version");
   }
 }
 

@@ -126,6 +126,8 @@ class SpillAccess {
   uint64_t pruned() const { return spill_ != nullptr ? spill_->pruned() : 0; }
   uint64_t MemoryBytes() const { return pins_.capacity() * (sizeof(std::pair<uint32_t, Pin>) + 1); }
 
+  void CheckInvariants() const;
+
  private:
   std::string Name(KeyId key) const { return SpillKeyName(ctx_.h(), key); }
   // Counts the byte strings of spilled version `v` in (`delta` +1) or out (-1) of pins_.

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "isowatch/common/check.h"
 #include "isowatch/engine/version_spill.h"
 
 namespace isowatch::engine::internal {
@@ -63,6 +64,30 @@ uint64_t VersionChains::MemoryBytes() const {
   // A version twice over: a leaf off the tree's edges is at least half full.
   constexpr uint64_t kVersionEntry = sizeof(OrderKey) + sizeof(VersionInfo);
   return ctx_.stats().retained_versions * 2 * kVersionEntry;
+}
+
+void VersionChains::CheckInvariants() const {
+  const history::History& h = ctx_.h();
+  uint64_t versions = 0;
+  for (uint32_t k = 0; k < keys_.size(); ++k) {
+    const KeyState* ks = keys_.table().Find(k);
+    if (ks == nullptr) continue;
+    for (auto it = ks->versions.begin(); it != ks->versions.end(); ++it) {
+      ++versions;
+      const TxnId writer(it.key().txn());
+      ISOWATCH_CHECK(writer.value() < h.size() && h.has_txn(writer),
+                     "a version's writer is not in the history");
+      const Transaction& w = h.txn(writer);
+      ISOWATCH_CHECK(ctx_.Participates(w), "a version of a transaction that takes no part");
+      ISOWATCH_CHECK(EngineContext::VersionKey(writer, w) == it.key(),
+                     "a version is not under its writer's version key");
+      if (ctx_.si() && w.has_start) {
+        ISOWATCH_CHECK(ks->max_duration >= w.commit.physical - w.start.physical,
+                       "a key's max_duration is below one of its writers'");
+      }
+    }
+  }
+  ISOWATCH_CHECK(versions == ctx_.stats().retained_versions, "retained_versions out of step");
 }
 
 }  // namespace isowatch::engine::internal

@@ -94,6 +94,7 @@ class VersionChains {
   void Reinsert(TxnId id, const absl::flat_hash_map<uint32_t, OrderKey>& fronts);
 
   uint64_t MemoryBytes() const;
+  void CheckInvariants() const;
 
  private:
   // Some writers overlapping `t` may have been collected: they are in the spill, or, without
