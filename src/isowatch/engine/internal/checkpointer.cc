@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "isowatch/common/check.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/v1/checkpoint.pb.h"
 
@@ -98,9 +99,13 @@ absl::Status Checkpointer::Save(v1::EngineCheckpoint* out) {
     p->set_max_duration(ks->max_duration);
     ToProto(ks->dropped_upto, p->mutable_dropped_upto());
     if (ks->base_in_spill) {
+      const Value* base = keys_.BaseValue(KeyId(k));
+      if (!ISOWATCH_BUG(base != nullptr, "a spilled base without its value")) {
+        return absl::InternalError("engine checkpoint: a spilled base has lost its value");
+      }
       p->set_base_in_spill(true);
       ToProto(ks->spilled_base, p->mutable_spilled_base());
-      ToProto(*keys_.BaseValue(KeyId(k)), p->mutable_base_value());  // set with base_in_spill
+      ToProto(*base, p->mutable_base_value());
     }
     for (const Value& v : ks->base_list) ToProto(v, p->add_base_list());
     if (!ks->versions.empty()) ToProto(ks->versions.front_key(), p->mutable_front());

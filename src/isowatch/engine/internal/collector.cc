@@ -32,7 +32,9 @@ void Collector::Collect(absl::FunctionRef<uint64_t()> memory_bytes) {
   // A key in the queue keeps its state (neither eviction nor a fresh state lets it go).
   queue_.TakeUpTo(g, [this](uint64_t k) {
     const KeyId key(static_cast<uint32_t>(k));
-    keys_.table().Find(key.value())->in_gc = false;
+    KeyState* ks = keys_.Find(key);
+    if (!ISOWATCH_BUG(ks != nullptr, "a key due for collection has no state")) return;
+    ks->in_gc = false;
     due_.push_back(key);
   });
   KeyTable& table = keys_.table();

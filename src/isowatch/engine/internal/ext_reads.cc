@@ -84,7 +84,10 @@ bool ExtReads::VisibleList(KeyId key, const KeyState& ks, const OrderKey& point,
       return true;
     });
     if (!s.ok()) return spill_.Failed(s);
-    if (after > ks.base_list.size()) return false;  // cannot happen: the spill is a subset
+    if (!ISOWATCH_BUG(after <= ks.base_list.size(),
+                      "the spill holds more appends after a point than the list base")) {
+      return false;
+    }
     out->assign(ks.base_list.begin(), ks.base_list.end() - static_cast<ptrdiff_t>(after));
   } else if (ks.trimmed) {
     out->assign(ks.base_list.begin(), ks.base_list.end());
@@ -112,7 +115,7 @@ bool ExtReads::VisibleRegister(KeyId key, const KeyState& ks, const OrderKey& po
       // than the base: the point sees the base, whose value came back with the key's state
       // (KeyStore). Not a reload: the spill was read, and counted, when the state came back.
       const Value* base = keys_.BaseValue(key);
-      if (base == nullptr) return false;  // cannot happen
+      if (!ISOWATCH_BUG(base != nullptr, "a spilled base without its value")) return false;
       *out = RegisterView{*base, TxnId(ks.spilled_base.txn())};
       return true;
     }

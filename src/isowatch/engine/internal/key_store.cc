@@ -87,7 +87,7 @@ void KeyStore::ReleaseIdleKeys(absl::FunctionRef<bool()> may_evict) {
     const KeyId key(idle_keys_.front().second);
     idle_keys_.pop_front();
     KeyState* state = Find(key);
-    // Cannot happen: a key's state leaves memory only as its entry is taken here.
+    // A stale entry: the key's state was let go since (ForgetKeys releases fresh ones).
     if (state == nullptr) continue;
     KeyState& ks = *state;
     if (evicting_) {

@@ -11,7 +11,9 @@ namespace isowatch::engine::internal {
 
 void SessionChecker::OnArrival(TxnId id, const history::Transaction& t) {
   Session& ss = sessions_[t.session.value()];
-  if (t.seq < ss.base) return;  // cannot happen: positions below base were all delivered
+  // Positions below base were all delivered: a second transaction at one of them (bad input) is
+  // left out of its session.
+  if (t.seq < ss.base) return;
   const size_t index = t.seq - ss.base;
   const bool participates = ctx_.Participates(t);
   if (index >= ss.entries.size()) {

@@ -52,7 +52,8 @@ void VersionChains::Reinsert(TxnId id, const absl::flat_hash_map<uint32_t, Order
   keys_.ForEachWrite(id, [&](KeyId key, history::Value value) {
     const auto front = fronts.find(key.value());
     if (front == fronts.end() || vkey < front->second) return;
-    KeyState* ks = keys_.Find(key);  // every key with a front has its state
+    KeyState* ks = keys_.Find(key);
+    if (!ISOWATCH_BUG(ks != nullptr, "a restored key with versions has no state")) return;
     keys_.WillInsertVersion(*ks);
     ks->versions.insert(vkey, VersionInfo{value});
     ++ctx_.stats().retained_versions;
