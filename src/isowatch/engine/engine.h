@@ -125,6 +125,7 @@ struct HeldTxn {
 };
 
 class EngineImpl;
+class EnginePeer;
 
 // The name under which the engine's spill keeps `key` of `h` (spill_format::EncodeIntKeyName,
 // EncodeBytesKeyName).
@@ -223,7 +224,14 @@ class Engine {
   absl::Status RestoreCheckpoint(const v1::EngineCheckpoint& checkpoint,
                                  std::span<const HeldTxn> held);
 
+  // Checks the invariants every part of the engine states (src/isowatch/engine/internal/*.h),
+  // aborting on the first one broken (ISOWATCH_CHECK). O(state): for tests, between calls. Does
+  // nothing in builds with NDEBUG.
+  void CheckInvariantsForTest() const;
+
  private:
+  friend class EnginePeer;  // tests/unit/engine: reaches the parts to break an invariant
+
   std::unique_ptr<EngineImpl> impl_;
 };
 

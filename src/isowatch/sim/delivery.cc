@@ -161,15 +161,21 @@ OnlineResult RunOnline(const History& h, verdict::IsolationLevel level,
     result.max_memory_bytes = std::max(result.max_memory_bytes, st.memory_bytes);
   };
 
+  auto after_call = [&] {
+    if (online.after_call) online.after_call(engine);
+  };
   for (const DeliveryBatch& b : schedule.batches) {
     const auto now = static_cast<int64_t>(std::ceil(b.time_ms));
     if (now > clock.NowMs()) clock.Set(now);
     engine.Deliver(stream, schedule.txns(b), b.watermark);
+    after_call();
     sample();
     engine.Tick();
+    after_call();
     take();
   }
   engine.Finish();
+  after_call();
   take();
   result.stats = engine.stats();
   result.batches = schedule.batches.size();

@@ -95,6 +95,9 @@ struct OnlineOptions {
   int64_t spill_retention = 0;
   std::function<void(double)> on_spill_pause;
   std::function<void(double)> on_reload;
+  // Called with the engine after each Deliver, Tick and Finish (a test checks its invariants
+  // there: Engine::CheckInvariantsForTest). May be empty.
+  std::function<void(const Engine&)> after_call;
 };
 
 // The outcome of one online run.

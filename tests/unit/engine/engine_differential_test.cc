@@ -52,6 +52,9 @@ using ::isowatch::testing::Entries;
 using ::isowatch::testing::Minus;
 using ::isowatch::testing::Show;
 
+// Every run checks the engine's invariants after each call (Engine::CheckInvariantsForTest).
+void CheckInvariants(const Engine& engine) { engine.CheckInvariantsForTest(); }
+
 // A small workload whose shape varies with the seed.
 sim::WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataModel data) {
   sim::WorkloadOptions o;
@@ -140,7 +143,7 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
         longest = std::max(longest, t.commit.physical - t.start.physical);
       }
     }
-    const OnlineOptions retained{.retention = longest + 1};
+    const OnlineOptions retained{.retention = longest + 1, .after_call = CheckInvariants};
 
     const uint32_t batch = BatchFor(seed);
     const double span_ms = 1000.0 * batch / kRateTps;
@@ -174,7 +177,8 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
       // than all before it may find versions collected (a horizon miss); a run without one
       // must still be exact.
       if (d.sigma_in_batch_spans == 1) {
-        const OnlineResult tight = RunOnline(h, c.checked, delivery);
+        const OnlineResult tight =
+            RunOnline(h, c.checked, delivery, {.after_call = CheckInvariants});
         if (tight.stats.horizon_misses == 0) {
           ++exact_without_retention;
           const std::vector<Entry> got = Entries(h, tight.violations);
@@ -217,7 +221,8 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
                                                  {.spill = spill.get(),
                                                   .spill_collected = var.collected,
                                                   .memory_budget = var.budget ? 1U : 0U,
-                                                  .spill_retention = var.prune ? longest + 1 : 0});
+                                                  .spill_retention = var.prune ? longest + 1 : 0,
+                                                  .after_call = CheckInvariants});
           const std::string how =
               fmt::format("{}, retention 0, spill{}{}{}", where,
                           var.collected ? " of everything collected" : "",
@@ -271,9 +276,10 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
                                      .watermarks = false};
       const DeliverySchedule schedule = BuildDeliverySchedule(h, delivery);
       const auto timeout = static_cast<int64_t>(std::ceil(schedule.max_disorder_ms)) + 2;
-      const OnlineResult online =
-          RunOnline(h, c.checked, schedule,
-                    {.finality_timeout_ms = timeout, .retention = retained.retention});
+      const OnlineResult online = RunOnline(h, c.checked, schedule,
+                                            {.finality_timeout_ms = timeout,
+                                             .retention = retained.retention,
+                                             .after_call = CheckInvariants});
       const std::vector<Entry> reported = Entries(h, online.violations);
       const std::string where =
           fmt::format("seed {} batch {} timeout {} ms, no watermarks ({} txns, {} ms long)", seed,

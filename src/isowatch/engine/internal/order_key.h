@@ -51,4 +51,27 @@ struct OrderKey {
 };
 static_assert(sizeof(OrderKey) == 24);
 
+// The phases of an OrderKey.
+inline constexpr uint32_t kCommitPhase = 0;
+inline constexpr uint32_t kPointPhase = 1;
+inline constexpr uint32_t kStartPhase = 2;
+
+// Before the key of every version.
+inline constexpr OrderKey kBeforeAll{history::Timestamp::Min(), 0, 0};
+
+// The smallest key after `k`.
+constexpr OrderKey After(const OrderKey& k) {
+  OrderKey after = k;
+  ++after.tie;
+  return after;
+}
+
+// The greatest key before `k` (for scans that must include k itself).
+constexpr OrderKey Before(const OrderKey& k) {
+  if (k.tie == 0) return OrderKey::Last(history::Timestamp{k.ts.physical, k.ts.logical - 1});
+  OrderKey before = k;
+  --before.tie;  // from (phase, 0) to (phase - 1, the greatest transaction)
+  return before;
+}
+
 }  // namespace isowatch::engine::internal
