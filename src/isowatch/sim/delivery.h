@@ -97,7 +97,7 @@ struct OnlineOptions {
   std::function<void(double)> on_reload;
   // Called with the engine after each Deliver, Tick and Finish (a test checks its invariants
   // there: Engine::CheckInvariantsForTest). May be empty.
-  std::function<void(const Engine&)> after_call;
+  std::function<void(const engine::Engine&)> after_call;
 };
 
 // The outcome of one online run.
