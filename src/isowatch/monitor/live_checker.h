@@ -17,9 +17,9 @@
 #include "isowatch/engine/engine.h"
 #include "isowatch/formats/proto_decoder.h"
 #include "isowatch/history/history_builder.h"
-#include "isowatch/verdict/violation.h"
 #include "isowatch/store/violation_record.h"
 #include "isowatch/v1/ingest.pb.h"
+#include "isowatch/verdict/violation.h"
 #include "isowatch/windows/window_cutter.h"
 
 namespace isowatch::v1 {

@@ -18,9 +18,9 @@
 #include "isowatch/ingest/service.h"
 #include "isowatch/monitor/live_checker.h"
 #include "isowatch/monitor/window_tracker.h"
+#include "isowatch/rocks/rocksdb_memory.h"
 #include "isowatch/server/metrics.h"
 #include "isowatch/server/status_source.h"
-#include "isowatch/rocks/rocksdb_memory.h"
 #include "isowatch/store/store.h"
 
 namespace isowatch::monitor {

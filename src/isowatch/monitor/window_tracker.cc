@@ -203,7 +203,8 @@ void WindowTracker::Done(uint64_t index) {
   }
 }
 
-store::ViolationRecord WindowTracker::Render(const windows::Window& w, const verdict::Violation& v) {
+store::ViolationRecord WindowTracker::Render(const windows::Window& w,
+                                             const verdict::Violation& v) {
   store::ViolationRecord r;
   {
     absl::MutexLock l(&mu_);

@@ -17,12 +17,12 @@
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/common/clock.h"
 #include "isowatch/monitor/live_checker.h"
-#include "isowatch/verdict/violation.h"
 #include "isowatch/server/metrics.h"
 #include "isowatch/server/status_source.h"
 #include "isowatch/store/store.h"
 #include "isowatch/store/violation_record.h"
 #include "isowatch/v1/checkpoint.pb.h"
+#include "isowatch/verdict/violation.h"
 #include "isowatch/windows/check_pool.h"
 #include "isowatch/windows/window_cutter.h"
 

@@ -36,26 +36,24 @@ std::optional<bool> ExtReads::Judge(KeyId key, const KeyState& ks, const OrderKe
     if (!VisibleList(key, ks, point, &committed_scratch_)) return std::nullopt;
     own_scratch_.clear();
     ctx_.AppendsOf(reader, key, &own_scratch_, op_index);
-    if (axioms::ListReadMatches(committed_scratch_, own_scratch_,
-                                            h.list_elements(op))) {
+    if (axioms::ListReadMatches(committed_scratch_, own_scratch_, h.list_elements(op))) {
       return false;
     }
     if (violation != nullptr) {
-      *violation =
-          axioms::ListViolation(h, ctx_.write_index(), ctx_.level(), reader, key,
-                                            committed_scratch_, own_scratch_, h.list_elements(op));
+      *violation = axioms::ListViolation(h, ctx_.write_index(), ctx_.level(), reader, key,
+                                         committed_scratch_, own_scratch_, h.list_elements(op));
     }
     return true;
   }
   RegisterView v;
   if (!VisibleRegister(key, ks, point, &v)) return std::nullopt;
   if (axioms::RegisterReadMatches(op.value(), v.value,
-                                              !v.writer.valid() && h.AbsentReadsInitial(key))) {
+                                  !v.writer.valid() && h.AbsentReadsInitial(key))) {
     return false;
   }
   if (violation != nullptr) {
-    *violation = axioms::RegisterViolation(h, ctx_.write_index(), ctx_.level(), reader,
-                                                       key, v.value, v.writer, op.value());
+    *violation = axioms::RegisterViolation(h, ctx_.write_index(), ctx_.level(), reader, key,
+                                           v.value, v.writer, op.value());
   }
   return true;
 }
@@ -211,13 +209,13 @@ void ExtReads::CheckInvariants() const {
       // A register's verdict is current: against the version memory shows at its point, or the
       // initial value when nothing was collected.
       if (const auto v = VisibleVersion(*ks, it.key())) {
-        ISOWATCH_CHECK(it.value().wrong == !axioms::RegisterReadMatches(
-                                               it.value().observed, v->info->value, false),
+        ISOWATCH_CHECK(it.value().wrong ==
+                           !axioms::RegisterReadMatches(it.value().observed, v->info->value, false),
                        "a pending read's verdict is stale");
       } else if (!ks->trimmed) {
-        ISOWATCH_CHECK(it.value().wrong ==
-                           !axioms::RegisterReadMatches(
-                               it.value().observed, h.InitialValue(key), h.AbsentReadsInitial(key)),
+        ISOWATCH_CHECK(it.value().wrong == !axioms::RegisterReadMatches(it.value().observed,
+                                                                        h.InitialValue(key),
+                                                                        h.AbsentReadsInitial(key)),
                        "a pending read's verdict against the initial value is stale");
       }
     }

@@ -99,9 +99,8 @@ class ExtReads {
       if (bounded && limit < it.key()) break;
       // A register read between the new version and the next one now sees exactly the new
       // version; a list read sees one more append somewhere in its list.
-      bool wrong =
-          is_list ? Wrong(key, ks, it.key(), it.value())
-                  : !axioms::RegisterReadMatches(it.value().observed, value, false);
+      bool wrong = is_list ? Wrong(key, ks, it.key(), it.value())
+                           : !axioms::RegisterReadMatches(it.value().observed, value, false);
       if (wrong == it.value().wrong) continue;
       ++stats.flip_flops;
       if (wrong) {
@@ -190,7 +189,7 @@ class ExtReads {
       }
       if (!ks.trimmed || !spill_.present()) {
         return !axioms::RegisterReadMatches(op.value(), ctx_.h().InitialValue(key),
-                                                        ctx_.h().AbsentReadsInitial(key));
+                                            ctx_.h().AbsentReadsInitial(key));
       }
     }
     const std::optional<bool> wrong = Judge(key, ks, point, op, op_index, nullptr);
@@ -214,7 +213,7 @@ class ExtReads {
                                               const history::Op& op, uint32_t op_index,
                                               verdict::Violation* violation);
   verdict::Violation Explain(KeyId key, const KeyState& ks, const OrderKey& point,
-                            const ReadInfo& r);
+                             const ReadInfo& r);
   // The newest version of register `key` visible at `point`; from the spill when memory holds
   // nothing before the point and versions were collected. False if the spill could not be read.
   bool VisibleRegister(KeyId key, const KeyState& ks, const OrderKey& point, RegisterView* out);

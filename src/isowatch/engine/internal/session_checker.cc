@@ -62,8 +62,7 @@ void SessionChecker::CheckBack(const Session& ss, uint32_t seq, TxnId id) {
     if (prev_entry == nullptr) return;  // not delivered yet: checked when it arrives
     if (!prev_entry->participates) continue;
     const TxnId prev = prev_entry->id;
-    const std::optional<bool> broken =
-        axioms::SessionBroken(ctx_.h(), ctx_.level(), id, prev);
+    const std::optional<bool> broken = axioms::SessionBroken(ctx_.h(), ctx_.level(), id, prev);
     if (!broken) {
       ++ctx_.stats().snapshot_unjudged;
     } else if (*broken) {

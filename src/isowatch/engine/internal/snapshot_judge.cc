@@ -86,8 +86,7 @@ void SnapshotJudge::Judge(TxnId id) {
     const KeyState& ks = keys_.State(op.key());
     ChainCursor c(ks.versions, vkey);
     const auto stop = axioms::ConcurrentWriters(
-        h, t, c,
-        [&](TxnId u) { ctx_.Emit(axioms::ExplainNoConflict(h, u, id, op.key())); },
+        h, t, c, [&](TxnId u) { ctx_.Emit(axioms::ExplainNoConflict(h, u, id, op.key())); },
         &ctx_.stats().snapshot_unjudged);
     if (stop == SnapshotStop::kEnd && ks.trimmed) ++ctx_.stats().horizon_misses;
   });
@@ -113,11 +112,9 @@ void SnapshotJudge::JudgeRead(TxnId reader, const Transaction& t, const OrderKey
     }
     const bool initial = stop == SnapshotStop::kEnd;
     const Value expected = initial ? h.InitialValue(key) : c.it().value().value;
-    if (!axioms::RegisterReadMatches(op.value(), expected,
-                                                 initial && h.AbsentReadsInitial(key))) {
-      ctx_.Emit(axioms::RegisterViolation(h, ctx_.write_index(), ctx_.level(), reader,
-                                                      key, expected, initial ? TxnId::Invalid() : w,
-                                                      op.value()));
+    if (!axioms::RegisterReadMatches(op.value(), expected, initial && h.AbsentReadsInitial(key))) {
+      ctx_.Emit(axioms::RegisterViolation(h, ctx_.write_index(), ctx_.level(), reader, key,
+                                          expected, initial ? TxnId::Invalid() : w, op.value()));
     }
     return;
   }
@@ -145,7 +142,7 @@ void SnapshotJudge::JudgeRead(TxnId reader, const Transaction& t, const OrderKey
   const auto observed = h.list_elements(op);
   if (axioms::ListReadMatches(committed_scratch_, own, observed)) return;
   ctx_.Emit(axioms::ListViolation(h, ctx_.write_index(), ctx_.level(), reader, key,
-                                              committed_scratch_, own, observed));
+                                  committed_scratch_, own, observed));
 }
 
 void SnapshotJudge::CheckInvariants() const {

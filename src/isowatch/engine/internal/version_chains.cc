@@ -31,10 +31,10 @@ bool VersionChains::SpilledOverlaps(TxnId id, const Transaction& t, KeyId key, c
       const bool u_first = u.at < vkey;
       // The other writer may be one the history no longer holds: the spill has its name.
       std::pair<TxnId, std::string> released{other, u.writer_name};
-      ctx_.Emit(axioms::ExplainNoConflict(
-          h, u_first ? other : id, u_first ? id : other, key,
-          h.has_txn(other) ? std::span<const std::pair<TxnId, std::string>>()
-                           : std::span(&released, 1)));
+      ctx_.Emit(axioms::ExplainNoConflict(h, u_first ? other : id, u_first ? id : other, key,
+                                          h.has_txn(other)
+                                              ? std::span<const std::pair<TxnId, std::string>>()
+                                              : std::span(&released, 1)));
     }
     return true;
   });

@@ -74,8 +74,7 @@ class VersionChains {
         const bool u_first = it.key() < vkey;
         if (other.has_start ? other.start < t.commit : u_first) {
           const TxnId u(it.key().txn());
-          ctx_.Emit(axioms::ExplainNoConflict(ctx_.h(), u_first ? u : id,
-                                                          u_first ? id : u, key));
+          ctx_.Emit(axioms::ExplainNoConflict(ctx_.h(), u_first ? u : id, u_first ? id : u, key));
         }
       }
       ks.max_duration = std::max(ks.max_duration, duration);
