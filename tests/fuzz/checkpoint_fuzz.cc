@@ -47,9 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!checkpoint.ParseFromArray(data, static_cast<int>(size))) return 0;
   isowatch::engine::FakeClock clock;
   isowatch::engine::MemoryVersionSpill spill;
-  isowatch::monitor::LiveOptions options{.clock = &clock};
-  options.spill = &spill;
-  options.memory_budget = 1;
+  isowatch::monitor::LiveOptions options{.engine = {.clock = &clock}};
+  options.engine.spill = &spill;
+  options.engine.memory_budget = 1;
   // A checkpoint with a window cutter is restored by a checker cutting windows the way it did
   // (when that way is a valid one), so that the cutter's restore is fed too.
   if (checkpoint.has_cutter()) {

@@ -320,6 +320,7 @@ void Engine::WillRelease(TxnId id) { impl_->WillRelease(id); }
 void Engine::MarkBytes(std::vector<uint64_t>& marks) { impl_->MarkBytes(marks); }
 void Engine::MarkKeys(std::vector<uint64_t>& marks) const { impl_->MarkKeys(marks); }
 void Engine::ForgetKeys(std::span<const KeyId> keys) { impl_->ForgetKeys(keys); }
+bool Engine::PinsKeys() const { return impl_->PinsKeys(); }
 absl::Status Engine::SaveCheckpoint(v1::EngineCheckpoint* out) {
   return impl_->SaveCheckpoint(out);
 }

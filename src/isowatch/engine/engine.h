@@ -15,6 +15,7 @@
 #include "isowatch/engine/clock.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/history/history.h"
+#include "isowatch/history/live_history.h"
 #include "isowatch/verdict/violation.h"
 
 namespace isowatch::v1 {
@@ -140,12 +141,15 @@ std::string SpillKeyName(const history::History& h, KeyId key);
 //
 // Transactions are named by their TxnId in `history`, which holds their contents and interns
 // keys and values; the engine keeps its own state per transaction only until it is final.
+// A live history it reads (history::LiveHistory) may forget what the engine no longer needs: the
+// engine registers there as a holder of the transactions, keys and byte strings it keeps.
+//
 // Engine-thread only (thread-compatible).
-class Engine {
+class Engine final : public history::HistoryHolder {
  public:
   // REQUIRES: `history` outlives the engine.
   Engine(const history::History& history, EngineOptions options);
-  ~Engine();
+  ~Engine() override;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -178,26 +182,28 @@ class Engine {
 
   // Whether transaction `id` has been delivered and nothing about it can change any more: its
   // reads are final. A live history may then release it (HistoryBuilder::ReleaseLive).
-  bool IsFinal(TxnId id) const;
+  bool IsFinal(TxnId id) const override;
   // The history is about to forget final transaction `id`. Returns whether the engine still
   // reads it (it is in a chain of versions or in its session's window); if not, the engine
   // drops what it keeps about it for explanations. Ask again about a retired transaction at each
   // release: the answer turns false once its versions are collected.
   // REQUIRES: IsFinal(id).
-  bool Release(TxnId id);
+  bool Release(TxnId id) override;
   // A hint that Release(id) is asked soon (a few calls ahead, as HistoryBuilder::ReleaseLive's
   // `ahead` tells): the engine asks for the memory it will read then. Changes nothing else.
-  void WillRelease(TxnId id);
+  void WillRelease(TxnId id) override;
   // Adds to `marks` (history::MarkBytes) every byte string of the history the engine holds
   // outside the history's transactions: in its chains, list bases and evicted keys' bases, and
   // in the spill's versions that can still be read (HistoryBuilder::CollectBytes). The spill's
   // strings are tracked under a memory budget only (EngineOptions::memory_budget): call it only
   // then.
-  void MarkBytes(std::vector<uint64_t>& marks);
+  void MarkBytes(std::vector<uint64_t>& marks) override;
   // Sets in `marks` (a bit per key id, grown to the key table) the bit of every key whose state
   // in memory holds anything a fresh one would not: the keys the history must not forget
   // (HistoryBuilder::CollectKeys).
-  void MarkKeys(std::vector<uint64_t>& marks) const;
+  void MarkKeys(std::vector<uint64_t>& marks) const override;
+  // Without a spill an evicted key's state would have nowhere to wait for it: keys stay.
+  bool PinsKeys() const override;
   // The history forgot `keys` (HistoryBuilder::CollectKeys, after MarkKeys): their ids will name
   // other keys. The spill keeps the states of those that were evicted, by name, and from now on
   // the first read or write of a key the history interns (under a forgotten id or a new one)
@@ -206,7 +212,7 @@ class Engine {
   // Does nothing without a memory budget and a spill. REQUIRES: none of `keys` was marked by
   // MarkKeys since the keys were last delivered (such a key keeps its state, which the id's next
   // key would then inherit).
-  void ForgetKeys(std::span<const KeyId> keys);
+  void ForgetKeys(std::span<const KeyId> keys) override;
 
   // Checkpoints (docs/engine.md, "Checkpoints"). Writes to `out` what a restarted engine needs
   // besides the history it reads (as it is now) and the spill (as it is now, flushed here):

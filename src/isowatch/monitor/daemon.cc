@@ -91,9 +91,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   d->metrics_->engine_memory_budget_bytes().Set(static_cast<double>(config.engine.memory_budget));
   MonitorOptions options;
   options.clock = clock;
-  options.live.level = config.engine.level;
-  options.live.finality_timeout_ms = config.engine.finality_timeout.count();
-  options.live.retention = config.engine.retention;
+  options.live.engine.level = config.engine.level;
+  options.live.engine.finality_timeout_ms = config.engine.finality_timeout.count();
+  options.live.engine.retention = config.engine.retention;
   // The last checkpoint (docs/operations.md, "Checkpoints"): the monitor restores it, then
   // replays the log written after it.
   ASSIGN_OR_RETURN(const std::optional<store::CheckpointRecord> saved, d->store_->GetCheckpoint());
@@ -120,23 +120,23 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
       // engine, which spills again what it collects.
       ASSIGN_OR_RETURN(d->spill_, engine::RocksVersionSpill::Open(spill_dir));
     }
-    options.live.spill = d->spill_.get();
+    options.live.engine.spill = d->spill_.get();
     options.rocks_spill = d->spill_.get();
-    options.live.spill_collected = config.engine.spill_collected;
-    options.live.memory_budget = config.engine.memory_budget;
-    options.live.spill_retention = config.engine.spill_retention;
+    options.live.engine.spill_collected = config.engine.spill_collected;
+    options.live.engine.memory_budget = config.engine.memory_budget;
+    options.live.engine.spill_retention = config.engine.spill_retention;
     server::DaemonMetrics* metrics = d->metrics_.get();
-    options.live.on_spill_pause = [metrics](double seconds) {
+    options.live.engine.on_spill_pause = [metrics](double seconds) {
       metrics->spill_pause().Observe(seconds);
     };
-    options.live.on_reload = [metrics](double seconds) {
+    options.live.engine.on_reload = [metrics](double seconds) {
       metrics->spill_reload().Observe(seconds);
     };
-    options.live.on_byte_collection = [metrics](double seconds, uint64_t forgotten) {
+    options.live.history.on_byte_collection = [metrics](double seconds, uint64_t forgotten) {
       metrics->byte_collection().Observe(seconds);
       metrics->byte_strings_forgotten().Increment(static_cast<double>(forgotten));
     };
-    options.live.on_key_collection = [metrics](double seconds, uint64_t forgotten) {
+    options.live.history.on_key_collection = [metrics](double seconds, uint64_t forgotten) {
       metrics->key_collection().Observe(seconds);
       metrics->keys_forgotten().Increment(static_cast<double>(forgotten));
     };

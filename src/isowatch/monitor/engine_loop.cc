@@ -63,7 +63,7 @@ EngineLoop::EngineLoop(store::Store* store, server::DaemonMetrics* metrics,
       exporter_(store, metrics,
                 MetricsExporter::Options{.version = options.version,
                                          .start_unix_ms = start_unix_ms,
-                                         .memory_budget = options.live.memory_budget,
+                                         .memory_budget = options.live.engine.memory_budget,
                                          .rocks_spill = options.rocks_spill}) {}
 
 // --- recovery ----------------------------------------------------------------------------------

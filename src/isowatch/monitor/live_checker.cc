@@ -2,7 +2,6 @@
 #include "isowatch/monitor/live_checker.h"
 
 #include <algorithm>
-#include <malloc.h>
 #include <utility>
 
 #include <fmt/format.h>
@@ -49,34 +48,41 @@ std::string StableViolationId(const History& h, const verdict::Violation& v) {
   return fmt::format("{:016x}", hash);
 }
 
-LiveChecker::LiveChecker(LiveOptions options) : options_(options) {
-  if (options_.windows) cutter_ = std::make_unique<windows::WindowCutter>(*options_.windows);
+LiveChecker::LiveChecker(LiveOptions options)
+    : options_(std::move(options)), live_(options_.history, clock()) {
+  if (options_.windows) {
+    cutter_ = std::make_unique<windows::WindowCutter>(*options_.windows);
+    live_.Register(cutter_.get());
+  }
+  live_.Register(&renderer_);
 }
 
 LiveChecker::~LiveChecker() = default;
+
+void LiveChecker::SetEngine(std::unique_ptr<engine::Engine> engine) {
+  if (engine_ != nullptr) live_.Unregister(engine_.get());
+  engine_ = std::move(engine);
+  // First, so that the engine decides what is final before anyone else is asked.
+  live_.Register(engine_.get());
+}
+
+void LiveChecker::Renderer::BeforeRelease() {
+  for (const verdict::Violation& v : checker_.engine_->TakeFinalViolations()) {
+    checker_.rendered_.push_back(checker_.Render(v, 0));
+  }
+}
 
 void LiveChecker::StartIfNeeded(const v1::IngestBatch& batch) {
   if (started_) return;
   started_ = true;
   // The same rule as ConflictRegistry's, which decides at ingest what this history will refuse.
-  builder_.StartLive((batch.has_header() ? ingest::DataModelOf(batch.header()) : std::nullopt)
-                         .value_or(options_.default_model));
-  engine_ = MakeEngine();
+  live_.Start((batch.has_header() ? ingest::DataModelOf(batch.header()) : std::nullopt)
+                  .value_or(options_.default_model));
+  SetEngine(MakeEngine());
 }
 
 std::unique_ptr<engine::Engine> LiveChecker::MakeEngine() const {
-  return std::make_unique<engine::Engine>(
-      builder_.live_history(),
-      engine::EngineOptions{.level = options_.level,
-                            .finality_timeout_ms = options_.finality_timeout_ms,
-                            .clock = options_.clock,
-                            .retention = options_.retention,
-                            .spill = options_.spill,
-                            .spill_collected = options_.spill_collected,
-                            .memory_budget = options_.memory_budget,
-                            .spill_retention = options_.spill_retention,
-                            .on_spill_pause = options_.on_spill_pause,
-                            .on_reload = options_.on_reload});
+  return std::make_unique<engine::Engine>(live_.history(), options_.engine);
 }
 
 absl::Status LiveChecker::SaveCheckpoint(v1::LiveCheckpoint* out) {
@@ -89,11 +95,17 @@ absl::Status LiveChecker::SaveCheckpoint(v1::LiveCheckpoint* out) {
   out->Clear();
   out->set_started(started_);
   out->set_ignored_headers(ignored_headers_);
-  out->set_release_end(release_end_);
-  out->set_releases(releases_);
-  if (!started_) return absl::OkStatus();
+  if (!started_) {
+    out->set_release_end(0);
+    out->set_releases(0);
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(engine_->SaveCheckpoint(out->mutable_engine()));
-  builder_.SaveLive(out->mutable_history());
+  uint64_t release_end = 0;
+  uint64_t releases = 0;
+  live_.Save(out->mutable_history(), &release_end, &releases);
+  out->set_release_end(release_end);
+  out->set_releases(releases);
   if (cutter_ != nullptr) cutter_->Save(out->mutable_cutter());
   for (const Stream& s : streams_) {
     v1::LiveStream* p = out->add_streams();
@@ -120,8 +132,8 @@ absl::Status LiveChecker::RestoreCheckpoint(const v1::LiveCheckpoint& c, int64_t
         "windows.checkers: the store holds a checkpoint taken without windows, and windows "
         "cannot be cut from one; use a new data_dir to check windows");
   }
-  RETURN_IF_ERROR(builder_.RestoreLive(c.history()));
-  const History& h = builder_.live_history();
+  RETURN_IF_ERROR(live_.Restore(c.history(), c.release_end(), c.releases()));
+  const History& h = live_.history();
   if (cutter_ != nullptr) {
     // A checkpoint taken with windows restores them where they were (without, its cutter is
     // left unread: no windows are cut).
@@ -134,10 +146,11 @@ absl::Status LiveChecker::RestoreCheckpoint(const v1::LiveCheckpoint& c, int64_t
                  : s;
     }
   }
-  if (options_.spill != nullptr && options_.spill->named_by_key_id()) {
+  engine::VersionSpill* spill = options_.engine.spill;
+  if (spill != nullptr && spill->named_by_key_id()) {
     // A spill snapshot written by an earlier isowatch names keys by id: the history saved with
     // it names them (docs/spill-format.md, "Earlier format").
-    RETURN_IF_ERROR(options_.spill->RenameKeyIds([&h](KeyId k) -> std::optional<std::string> {
+    RETURN_IF_ERROR(spill->RenameKeyIds([&h](KeyId k) -> std::optional<std::string> {
       if (k.value() >= h.key_count() || h.key(k).forgotten) return std::nullopt;
       return engine::SpillKeyName(h, k);
     }));
@@ -181,14 +194,11 @@ absl::Status LiveChecker::RestoreCheckpoint(const v1::LiveCheckpoint& c, int64_t
       streams[t.origin].unfinal.push_back({t.commit, now_ms});
     }
   }
-  engine_ = std::move(engine);
+  SetEngine(std::move(engine));
   streams_ = std::move(streams);
   stream_index_ = std::move(index);
   started_ = true;
   ignored_headers_ = c.ignored_headers();
-  release_end_ = c.release_end();
-  releases_ = c.releases();
-  bytes_kept_ = builder_.live_history().byte_strings_held();
   return absl::OkStatus();
 }
 
@@ -212,7 +222,7 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
     return stream_index_.find(batch.stream())->second;
   }();
   if (batch.has_header()) {
-    if (builder_.txn_count() == 0) {
+    if (live_.builder().txn_count() == 0) {
       if (absl::Status s = decoder_.ApplyInitialState(batch.header().initial()); !s.ok()) {
         ++ignored_headers_;
       }
@@ -235,7 +245,7 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
       continue;
     }
     scratch_.push_back(*id);
-    builder_.SetOrigin(*id, static_cast<uint16_t>(stream_index));
+    live_.builder().SetOrigin(*id, static_cast<uint16_t>(stream_index));
   }
   Stream& s = streams_[stream_index];
   std::optional<Timestamp> watermark;
@@ -244,7 +254,7 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
     if (!s.watermark || *watermark > *s.watermark) s.watermark = watermark;
   }
   engine_->Deliver(s.id, scratch_, watermark);
-  const History& h = builder_.live_history();
+  const History& h = live_.history();
   for (TxnId id : scratch_) {
     const Transaction& t = h.txn(id);
     if (cutter_ != nullptr) cutter_->Add(h, id);
@@ -261,13 +271,14 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
     CollectFinal(now_ms, nullptr);
   }
   SealWindows();
-  MaybeRelease();
+  // Under a memory budget, the live history forgets what has become final and nobody holds.
+  if (options_.engine.memory_budget > 0) live_.MaybeForget();
   return refused;
 }
 
 void LiveChecker::SealWindows() {
   if (cutter_ == nullptr || engine_ == nullptr) return;
-  const History& h = builder_.live_history();
+  const History& h = live_.history();
   const bool all_closed =
       std::all_of(streams_.begin(), streams_.end(), [](const Stream& s) { return s.closed; });
   // Every commit at or below the final point has arrived, but one at the same physical time and
@@ -278,87 +289,6 @@ void LiveChecker::SealWindows() {
                                : Timestamp{f.physical - 1, Timestamp::Max().logical};
   std::vector<windows::Window> windows = all_closed ? cutter_->Flush(h) : cutter_->Seal(h, sealed);
   for (windows::Window& w : windows) sealed_.push_back(std::move(w));
-}
-
-void LiveChecker::MaybeRelease() {
-  if (options_.memory_budget == 0) return;
-  const History& h = builder_.live_history();
-  release_end_ = std::max<uint64_t>(release_end_, h.first_txn());
-  while (release_end_ < h.size() && engine_->IsFinal(TxnId(release_end_))) {
-    ++release_end_;
-  }
-  // Each release costs about what stays held (and asks again about every retired one): release
-  // once at least twice as much goes.
-  const uint64_t releasable = release_end_ - h.first_txn();
-  const uint64_t held = h.size() - release_end_ + h.retired_count();
-  if (releasable < std::max<uint64_t>(options_.min_release, 1) || releasable < 2 * held) return;
-  // Render what has become final while every transaction it names is still held.
-  for (const verdict::Violation& v : engine_->TakeFinalViolations()) {
-    rendered_.push_back(Render(v, 0));
-  }
-  builder_.ReleaseLive(
-      TxnId(release_end_), [this](TxnId id) { return engine_->Release(id); },
-      [this](TxnId id) { engine_->WillRelease(id); });
-  ++releases_;
-  MaybeCollectKeys();
-  MaybeCollectBytes();
-#if defined(__GLIBC__)
-  // The release frees the history's old buffers, and glibc keeps freed memory in its arenas
-  // (the engine thread's own, mostly): hand the free pages back, or RSS stays at the high-water
-  // mark of the last release. At most once a second: a trim hands back every thread's free
-  // pages, which the gRPC threads then fault in again for the next batches (bench/README.md).
-  const int64_t now_us = clock().NowMicros();
-  if (now_us >= next_trim_us_) {
-    next_trim_us_ = now_us + 1'000'000;
-    malloc_trim(0);
-  }
-#endif
-}
-
-namespace {
-
-// Whether a collection of what the live history holds is due, given `held` now, `kept` at the
-// last collection and the least worth collecting (0: always). Each collection costs about what
-// stays: collect once at least as many were added since.
-bool CollectionDue(size_t held, size_t kept, uint64_t least) {
-  return least == 0 || (held >= least && held - std::min(held, kept) >= kept);
-}
-
-}  // namespace
-
-void LiveChecker::MaybeCollectBytes() {
-  const History& h = builder_.live_history();
-  if (!CollectionDue(h.byte_strings_held(), bytes_kept_, options_.min_bytes_collect)) return;
-  const int64_t start_us = clock().NowMicros();
-  byte_marks_.assign((h.byte_count() + 63) / 64, 0);
-  engine_->MarkBytes(byte_marks_);
-  if (cutter_ != nullptr) cutter_->MarkBytes(byte_marks_);
-  const size_t forgotten = builder_.CollectBytes(byte_marks_);
-  bytes_forgotten_ += forgotten;
-  bytes_kept_ = h.byte_strings_held();
-  ++byte_collections_;
-  if (options_.on_byte_collection) {
-    options_.on_byte_collection(clock().SecondsSince(start_us), forgotten);
-  }
-}
-
-void LiveChecker::MaybeCollectKeys() {
-  // A key whose state was evicted is forgotten: the spill keeps the state by the key's name. The
-  // window cutter keeps the stream's state by key id, so with windows keys stay.
-  if (options_.spill == nullptr || cutter_ != nullptr) return;
-  const History& h = builder_.live_history();
-  if (!CollectionDue(h.keys_held(), keys_kept_, options_.min_keys_collect)) return;
-  const int64_t start_us = clock().NowMicros();
-  byte_marks_.assign((h.key_count() + 63) / 64, 0);
-  engine_->MarkKeys(byte_marks_);
-  const std::vector<KeyId> forgotten = builder_.CollectKeys(byte_marks_);
-  engine_->ForgetKeys(forgotten);
-  keys_forgotten_ += forgotten.size();
-  keys_kept_ = h.keys_held();
-  ++key_collections_;
-  if (options_.on_key_collection) {
-    options_.on_key_collection(clock().SecondsSince(start_us), forgotten.size());
-  }
 }
 
 void LiveChecker::CollectFinal(int64_t now_ms, std::vector<int64_t>* latencies_ms) {
@@ -406,7 +336,7 @@ store::ViolationRecord RenderViolation(const History& h, const verdict::Violatio
 }
 
 store::ViolationRecord LiveChecker::Render(const verdict::Violation& v, int64_t now_unix_ms) const {
-  const History& h = builder_.live_history();
+  const History& h = live_.history();
   store::ViolationRecord r = RenderViolation(h, v, [&](TxnId id) -> std::string_view {
     return h.has_txn(id) ? stream_name(h.txn(id).origin) : std::string_view();
   });

@@ -17,6 +17,7 @@
 #include "isowatch/engine/engine.h"
 #include "isowatch/formats/proto_decoder.h"
 #include "isowatch/history/history_builder.h"
+#include "isowatch/history/live_history.h"
 #include "isowatch/store/violation_record.h"
 #include "isowatch/v1/ingest.pb.h"
 #include "isowatch/verdict/violation.h"
@@ -29,37 +30,11 @@ class LiveCheckpoint;
 namespace isowatch::monitor {
 
 struct LiveOptions {
-  verdict::IsolationLevel level = verdict::IsolationLevel::kSnapshotIsolation;
-  // Streams without watermarks: a verdict is final this long after its transaction arrived.
-  int64_t finality_timeout_ms = 5000;
-  // engine::EngineOptions::retention.
-  int64_t retention = 0;
-  // engine::EngineOptions::spill (not owned), spill_collected, memory_budget, spill_retention,
-  // on_spill_pause, on_reload.
-  engine::VersionSpill* spill = nullptr;
-  bool spill_collected = false;
-  uint64_t memory_budget = 0;
-  int64_t spill_retention = 0;
-  std::function<void(double)> on_spill_pause;
-  std::function<void(double)> on_reload;
-  // Source of time for the timeout and for what the checker measures; nullptr: the system clock.
-  const common::Clock* clock = nullptr;
-  // Under a memory budget the live history forgets final transactions (but those the engine
-  // still reads) once at least this many, and twice as many as it holds, are final.
-  uint64_t min_release = 4096;
-  // Under a memory budget, after a release, the live history forgets the byte strings nothing
-  // holds any more (docs/engine.md, "Byte strings") once it holds at least this many, and as
-  // many more as it kept at the last collection. 0: after every release.
-  uint64_t min_bytes_collect = 65536;
-  // Called after each such collection with the time it took and how many strings it forgot.
-  std::function<void(double, uint64_t)> on_byte_collection;
-  // Under a memory budget, without windows, after a release, the live history forgets the
-  // register keys that neither it nor the engine's memory holds (their states are in the spill;
-  // docs/engine.md, "Forgetting keys") once it holds at least this many keys, and as many more
-  // as it kept at the last collection. 0: after every release.
-  uint64_t min_keys_collect = 65536;
-  // Called after each such collection with the time it took and how many keys it forgot.
-  std::function<void(double, uint64_t)> on_key_collection;
+  // The online engine's options. Its clock is also the checker's (nullptr: the system clock).
+  // Under a memory budget (engine.memory_budget) the live history forgets what neither the engine
+  // nor the window cutter holds, as `history` says.
+  engine::EngineOptions engine;
+  history::LiveHistoryOptions history;
   // How reads of absent values are taken when no stream header says (metadata "data_model":
   // "kv", "list" or "mixed"): docs/operations.md, "Data model".
   history::DataModel default_model = history::DataModel::kMixed;
@@ -135,21 +110,15 @@ class LiveChecker {
   std::vector<LiveStreamStatus> Streams() const;
   uint64_t ignored_headers() const { return ignored_headers_; }
   // Bytes held by the live history (transactions, operations, interned keys and values).
-  size_t history_bytes() const { return builder_.live_history().MemoryUsage(); }
+  size_t history_bytes() const { return live_.history().MemoryUsage(); }
   // Keys the live history holds (HistoryBuilder::CollectKeys forgets the others).
-  size_t history_keys() const { return builder_.live_history().keys_held(); }
-  // Times the live history released final transactions (under a memory budget).
-  uint64_t history_releases() const { return releases_; }
-  // Times the live history forgot the byte strings nothing held, and how many it forgot (under a
-  // memory budget; counted since this checker started or was restored).
-  uint64_t byte_collections() const { return byte_collections_; }
-  uint64_t bytes_forgotten() const { return bytes_forgotten_; }
-  uint64_t key_collections() const { return key_collections_; }
-  uint64_t keys_forgotten() const { return keys_forgotten_; }
-  const history::History& history() const { return builder_.live_history(); }
+  size_t history_keys() const { return live_.history().keys_held(); }
+  // What the live history forgot (under a memory budget).
+  const history::LiveHistoryStats& history_stats() const { return live_.stats(); }
+  const history::History& history() const { return live_.history(); }
   // The live history's builder (what it decided about keys and sessions), for ingest's
   // ConflictRegistry after a restart from a checkpoint.
-  const history::HistoryBuilder& builder() const { return builder_; }
+  const history::HistoryBuilder& builder() const { return live_.builder(); }
 
   // Checkpoints (docs/operations.md, "Checkpoints"). Writes everything this checker holds to
   // `out`: the live history, the engine's state (flushing its spill), the streams and the
@@ -179,14 +148,6 @@ class LiveChecker {
     std::vector<Unfinal> unfinal;
   };
 
-  // Under a memory budget: once enough delivered transactions are final, the live history
-  // forgets them, except those the engine still reads (docs/engine.md, "Memory").
-  void MaybeRelease();
-  // After a release: the live history forgets the byte strings that neither it, the engine nor
-  // the window cutter holds, once enough were added since the last time.
-  void MaybeCollectBytes();
-  // After a release: forgets the keys nothing holds (HistoryBuilder::CollectKeys) now and then.
-  void MaybeCollectKeys();
   // Seals the windows the engine's final point has passed (all of them once every stream is
   // closed).
   void SealWindows();
@@ -194,35 +155,37 @@ class LiveChecker {
   void StartIfNeeded(const v1::IngestBatch& batch);
   std::unique_ptr<engine::Engine> MakeEngine() const;
   const common::Clock& clock() const {
-    return options_.clock != nullptr ? *options_.clock : common::SystemClock::Get();
+    return options_.engine.clock != nullptr ? *options_.engine.clock : common::SystemClock::Get();
   }
+  // Sets the engine, registered with the live history (the one before, if any, is let go).
+  void SetEngine(std::unique_ptr<engine::Engine> engine);
+
+  // Renders, before the live history forgets transactions, the violations that became final
+  // while every transaction they name is still held.
+  class Renderer final : public history::HistoryHolder {
+   public:
+    explicit Renderer(LiveChecker& checker) : checker_(checker) {}
+    void BeforeRelease() override;
+
+   private:
+    LiveChecker& checker_;
+  };
   store::ViolationRecord Render(const verdict::Violation& v, int64_t now_unix_ms) const;
 
   LiveOptions options_;
-  history::HistoryBuilder builder_;
-  formats::ProtoDecoder decoder_{builder_};
+  history::LiveHistory live_;
+  formats::ProtoDecoder decoder_{live_.builder()};
   std::unique_ptr<engine::Engine> engine_;
   bool started_ = false;
   uint64_t ignored_headers_ = 0;
   std::vector<Stream> streams_;
   absl::flat_hash_map<std::string, size_t> stream_index_;
-  uint64_t release_end_ = 0;  // transactions below it are final
-  uint64_t releases_ = 0;
-  // Steady time (microseconds) before which a release does not hand free memory back to the
-  // system again (malloc_trim).
-  int64_t next_trim_us_ = 0;
-  uint64_t byte_collections_ = 0;
-  uint64_t bytes_forgotten_ = 0;
-  size_t bytes_kept_ = 0;  // byte strings the history held after the last collection
-  std::vector<uint64_t> byte_marks_;
-  uint64_t key_collections_ = 0;
-  uint64_t keys_forgotten_ = 0;
-  size_t keys_kept_ = 0;  // keys the history held after the last collection
   // Violations rendered before a release, for the next TakeViolations.
   std::vector<store::ViolationRecord> rendered_;
   std::vector<TxnId> scratch_;
   std::unique_ptr<windows::WindowCutter> cutter_;
   std::vector<windows::Window> sealed_;
+  Renderer renderer_{*this};
   engine::EngineStats no_stats_;  // before the first batch
 };
 

@@ -13,7 +13,7 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(store::Store* store,
                                                        MonitorOptions options) {
   // One clock for every part, the live checker's included.
   if (options.clock == nullptr) options.clock = &common::SystemClock::Get();
-  if (options.live.clock == nullptr) options.live.clock = options.clock;
+  if (options.live.engine.clock == nullptr) options.live.engine.clock = options.clock;
   std::unique_ptr<WindowTracker> windows;
   if (!options.window_checkers.empty()) {
     if (!options.live.windows) {

@@ -20,13 +20,13 @@ namespace isowatch::monitor {
 // How the daemon core (Monitor and its parts) runs.
 struct MonitorOptions {
   LiveOptions live;
-  // The RocksDB spill behind `live.spill`, when it is one (not owned): the monitor reports its
+  // The RocksDB spill behind `live.engine.spill`, when it is one (not owned): the monitor reports its
   // memory with the store's, and snapshots it with each checkpoint.
   engine::RocksVersionSpill* rocks_spill = nullptr;
   // Checkpoints (docs/operations.md, "Checkpoints"): how often to save one (0: never), the
   // directory the spill's snapshots go under (the data directory), and the checkpoint the store
   // held at start, parsed, which Open restores before it replays the log after it (null: none;
-  // its spill snapshot is already behind `live.spill`).
+  // its spill snapshot is already behind `live.engine.spill`).
   int64_t checkpoint_interval_ms = 0;
   std::string data_dir;
   std::shared_ptr<const v1::DaemonCheckpoint> checkpoint;
@@ -44,7 +44,7 @@ struct MonitorOptions {
   // their options; empty: no windows are checked.
   std::vector<std::pair<std::string, checkers::CheckerOptions>> window_checkers;
   windows::PoolOptions pool;
-  // Every reading of time the core makes (not owned; it outlives the monitor), `live.clock`'s
+  // Every reading of time the core makes (not owned; it outlives the monitor), `live.engine.clock`'s
   // too when that is not set. nullptr: the system clock.
   const common::Clock* clock = nullptr;
 };

@@ -891,7 +891,7 @@ WindowCutter::WindowCutter(WindowOptions options)
 
 WindowCutter::~WindowCutter() = default;
 
-void WindowCutter::MarkBytes(std::vector<uint64_t>& marks) const {
+void WindowCutter::MarkBytes(std::vector<uint64_t>& marks) {
   impl_->staged.MarkBytes(marks);
   impl_->open.MarkBytes(marks);
   impl_->retained.MarkBytes(marks);

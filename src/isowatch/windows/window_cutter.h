@@ -12,6 +12,7 @@
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
+#include "isowatch/history/live_history.h"
 #include "isowatch/history/timestamp.h"
 
 namespace isowatch::v1 {
@@ -73,16 +74,16 @@ struct CutterStats {
 // of every key written before the retained transactions) to give each window its initial state.
 //
 // The cutter copies what it takes: keys and values as `src`'s ids, so every call must pass the
-// same history, whose interning of keys and values must be stable: a live history cut into windows
-// never forgets a key (HistoryBuilder::CollectKeys is not called then), HistoryBuilder::ReleaseLive
-// may forget transactions once they are added, and HistoryBuilder::CollectBytes may forget byte
-// strings that MarkBytes did not mark. Transactions are placed by commit timestamp; those without
+// same history, whose interning of keys and values must be stable. It is a holder of a live
+// history (history::LiveHistory) that pins keys: the history never forgets a key while it is
+// registered, may forget transactions once they are added, and may forget byte strings that
+// MarkBytes did not mark. Transactions are placed by commit timestamp; those without
 // one (aborted, unknown) by start timestamp, else after everything added before them.
 // Thread-compatible.
-class WindowCutter {
+class WindowCutter final : public history::HistoryHolder {
  public:
   explicit WindowCutter(WindowOptions options);
-  ~WindowCutter();
+  ~WindowCutter() override;
   WindowCutter(const WindowCutter&) = delete;
   WindowCutter& operator=(const WindowCutter&) = delete;
 
@@ -100,7 +101,9 @@ class WindowCutter {
 
   // Adds every byte string of `src` the cutter holds (in the transactions it keeps and in the
   // stream's state) to `marks` (history::MarkBytes).
-  void MarkBytes(std::vector<uint64_t>& marks) const;
+  void MarkBytes(std::vector<uint64_t>& marks) override;
+  // The stream's state is kept by key id.
+  bool PinsKeys() const override { return true; }
 
   // Writes what the cutter holds and where it is (v1::CutterCheckpoint) to `out`, whose previous
   // contents are replaced. Keys, values and sessions are saved as `src`'s ids: the checkpoint

@@ -102,7 +102,7 @@ struct LiveRunStats {
 };
 
 void AddRunStats(const LiveChecker& live, LiveRunStats& to) {
-  to.keys_forgotten += live.keys_forgotten();
+  to.keys_forgotten += live.history_stats().keys_forgotten;
   to.forgotten_returns += live.stats().forgotten_returns;
   to.new_key_lookups += live.stats().new_key_lookups;
   to.horizon_misses += live.stats().horizon_misses;
@@ -122,14 +122,14 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
                                             LiveRunStats* run_stats = nullptr) {
   engine::FakeClock clock;
   engine::MemoryVersionSpill spill;
-  LiveOptions options{.level = level, .clock = &clock};
+  LiveOptions options{.engine = {.level = level, .clock = &clock}};
   if (budget) {
-    options.spill = &spill;
-    options.memory_budget = 1;
-    options.min_release = 16;
-    options.min_bytes_collect = 0;  // forget unused byte strings at every release
-    options.min_keys_collect = 0;   // and keys
-    options.spill_retention = spill_retention;
+    options.engine.spill = &spill;
+    options.engine.memory_budget = 1;
+    options.history.min_release = 16;
+    options.history.min_bytes_collect = 0;  // forget unused byte strings at every release
+    options.history.min_keys_collect = 0;   // and keys
+    options.engine.spill_retention = spill_retention;
   }
   auto live_owner = std::make_unique<LiveChecker>(options);
   std::vector<store::ViolationRecord> out;
@@ -192,7 +192,7 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
   }
   if (budget) {
     const History& h = live.history();
-    EXPECT_GT(live.history_releases(), 0u);
+    EXPECT_GT(live.history_stats().releases, 0u);
     EXPECT_GT(h.first_txn(), first_txn);
     // Held: the transactions since the last release and those the engine still reads (but for
     // the streams over many keys of the tests that ask for stats, where the writer of each
@@ -205,9 +205,9 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
     // Byte values the history and the engine no longer hold were forgotten, and their indices
     // handed out again to later values.
     if (checkpoint_every == 0) {
-      EXPECT_EQ(live.byte_collections(), live.history_releases());
+      EXPECT_EQ(live.history_stats().byte_collections, live.history_stats().releases);
       if (h.byte_count() > 0) {
-        EXPECT_GT(live.bytes_forgotten(), 0u);
+        EXPECT_GT(live.history_stats().bytes_forgotten, 0u);
       }
       // Every spilled version holds a value of its own (the simulator never writes one twice),
       // which the history keeps while the spill may be read for it: with pruning, some are let
@@ -245,7 +245,7 @@ struct Config {
   int streams;
   bool budget = false;          // RunLive's budget
   bool bytes = false;           // values are byte strings (formats::WithByteValues)
-  int64_t spill_retention = 0;  // with budget (LiveOptions::spill_retention, in ticks)
+  int64_t spill_retention = 0;  // with budget (EngineOptions::spill_retention, in ticks)
 };
 
 class LiveCheckerTest : public ::testing::TestWithParam<Config> {};
@@ -441,12 +441,12 @@ TEST(LiveChecker, RestoresASpillSnapshotOfTheEarlierFormat) {
       std::filesystem::path(::testing::TempDir()) / fmt::format("live_legacy_spill_{}", getpid());
   std::filesystem::remove_all(base);
   engine::FakeClock clock;
-  LiveOptions options{.level = IsolationLevel::kSnapshotIsolation, .clock = &clock};
-  options.memory_budget = 1;
-  options.min_release = 16;
+  LiveOptions options{.engine = {.level = IsolationLevel::kSnapshotIsolation, .clock = &clock}};
+  options.engine.memory_budget = 1;
+  options.history.min_release = 16;
   auto spill = engine::RocksVersionSpill::Open((base / "spill").string());
   ASSERT_TRUE(spill.ok()) << spill.status();
-  options.spill = spill->get();
+  options.engine.spill = spill->get();
   auto live = std::make_unique<LiveChecker>(options);
   std::set<std::string> ids;
   int64_t now = 1000;
@@ -457,7 +457,8 @@ TEST(LiveChecker, RestoresASpillSnapshotOfTheEarlierFormat) {
   }
   ASSERT_GT(live->stats().evicted_keys, 0u)
       << live->stats().resident_keys << " resident; " << live->stats().spilled_versions
-      << " spilled; " << live->history_releases() << " releases; " << live->stats().memory_bytes;
+      << " spilled; " << live->history_stats().releases << " releases; "
+      << live->stats().memory_bytes;
   v1::LiveCheckpoint saved;
   ASSERT_TRUE(live->SaveCheckpoint(&saved).ok());
   ASSERT_TRUE((*spill)->Snapshot((base / "snapshot").string()).ok());
@@ -517,7 +518,7 @@ TEST(LiveChecker, RestoresASpillSnapshotOfTheEarlierFormat) {
                                                       (base / "snapshot").string());
   ASSERT_TRUE(spill.ok()) << spill.status();
   ASSERT_TRUE((*spill)->named_by_key_id());
-  options.spill = spill->get();
+  options.engine.spill = spill->get();
   live = std::make_unique<LiveChecker>(options);
   const absl::Status r = live->RestoreCheckpoint(saved, now);
   ASSERT_TRUE(r.ok()) << r;
@@ -554,7 +555,7 @@ void AddOp(v1::Transaction* t, v1::Operation::Kind kind, int64_t key, int64_t va
 
 TEST(LiveChecker, RefusesAKeyUsedAsRegisterAndListAndKeepsTheRest) {
   engine::FakeClock clock;
-  LiveChecker live(LiveOptions{.clock = &clock});
+  LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   v1::IngestBatch b;
   b.set_stream("s");
   b.set_seq(1);
@@ -591,14 +592,14 @@ TEST(LiveChecker, RefusesAKeyUsedAsRegisterAndListAndKeepsTheRest) {
 TEST(LiveChecker, AValueOnlyTheSpillHoldsIsNotForgotten) {
   engine::FakeClock clock;
   engine::MemoryVersionSpill spill;
-  LiveOptions options{.clock = &clock};
-  options.spill = &spill;
-  options.memory_budget = 1;
-  options.min_release = 16;
-  options.min_bytes_collect = 0;
+  LiveOptions options{.engine = {.clock = &clock}};
+  options.engine.spill = &spill;
+  options.engine.memory_budget = 1;
+  options.history.min_release = 16;
+  options.history.min_bytes_collect = 0;
   uint64_t collections = 0;
   uint64_t forgotten = 0;
-  options.on_byte_collection = [&](double seconds, uint64_t n) {
+  options.history.on_byte_collection = [&](double seconds, uint64_t n) {
     EXPECT_GE(seconds, 0.0);
     ++collections;
     forgotten += n;
@@ -648,9 +649,9 @@ TEST(LiveChecker, AValueOnlyTheSpillHoldsIsNotForgotten) {
   EXPECT_GT(live.stats().evicted_keys, 0u);
   EXPECT_LT(live.history().txns().size() + live.history().retired_count(), 2000u);
   EXPECT_FALSE(live.history().has_txn(TxnId(0)));
-  EXPECT_GT(live.bytes_forgotten(), 1000u);
-  EXPECT_EQ(forgotten, live.bytes_forgotten());
-  EXPECT_EQ(collections, live.byte_collections());
+  EXPECT_GT(live.history_stats().bytes_forgotten, 1000u);
+  EXPECT_EQ(forgotten, live.history_stats().bytes_forgotten);
+  EXPECT_EQ(collections, live.history_stats().byte_collections);
   EXPECT_LT(live.history().byte_strings_held(), 2000u);
   batch(20, true);
   EXPECT_GT(live.stats().restored_keys, 0u);
@@ -707,13 +708,13 @@ TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
     auto run = [&](bool budget, size_t checkpoint_every) {
       engine::FakeClock clock;
       engine::MemoryVersionSpill spill;
-      LiveOptions options{.clock = &clock};
+      LiveOptions options{.engine = {.clock = &clock}};
       options.windows = windows::WindowOptions{.transactions = 50, .overlap = 10};
       if (budget) {
-        options.spill = &spill;
-        options.memory_budget = 1;
-        options.min_release = 16;
-        options.min_bytes_collect = 0;
+        options.engine.spill = &spill;
+        options.engine.memory_budget = 1;
+        options.history.min_release = 16;
+        options.history.min_bytes_collect = 0;
       }
       auto live = std::make_unique<LiveChecker>(options);
       std::vector<std::string> out;
@@ -725,7 +726,7 @@ TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
         for (const windows::Window& w : live->TakeSealedWindows()) out.push_back(RenderWindow(w));
         if (checkpoint_every > 0 && (i + 1) % checkpoint_every == 0) {
           live->TakeViolations(0);
-          forgotten += live->bytes_forgotten();
+          forgotten += live->history_stats().bytes_forgotten;
           v1::LiveCheckpoint saved;
           const absl::Status st = live->SaveCheckpoint(&saved);
           EXPECT_TRUE(st.ok()) << st;
@@ -739,7 +740,7 @@ TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
         }
       }
       if (budget) {
-        EXPECT_GT(forgotten + live->bytes_forgotten(), 0u);
+        EXPECT_GT(forgotten + live->history_stats().bytes_forgotten, 0u);
       }
       if (checkpoint_every > 0) {
         EXPECT_GT(restores, 5u);
@@ -759,7 +760,7 @@ TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
 // make room for every position in between, and the transaction's other checks are made.
 TEST(LiveChecker, AFarSessionPositionIsLeftOutOfItsSessionAndCounted) {
   engine::FakeClock clock;
-  LiveChecker live(LiveOptions{.clock = &clock});
+  LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   v1::IngestBatch b;
   b.set_stream("s");
   b.set_seq(1);
@@ -804,7 +805,7 @@ TEST(LiveChecker, AFarSessionPositionIsLeftOutOfItsSessionAndCounted) {
 
 TEST(LiveChecker, HeaderAfterTransactionsIsIgnoredAndCounted) {
   engine::FakeClock clock;
-  LiveChecker live(LiveOptions{.clock = &clock});
+  LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   v1::IngestBatch first;
   first.set_stream("a");
   first.set_seq(1);
@@ -834,7 +835,7 @@ TEST(LiveChecker, HeaderAfterTransactionsIsIgnoredAndCounted) {
 
 TEST(LiveChecker, PendingCountsTransactionsHeldBackByAnOpenStream) {
   engine::FakeClock clock;
-  LiveChecker live(LiveOptions{.clock = &clock});
+  LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   v1::IngestBatch a;
   a.set_stream("a");
   a.set_seq(1);
@@ -881,8 +882,8 @@ TEST(LiveChecker, PendingCountsTransactionsHeldBackByAnOpenStream) {
 TEST(LiveChecker, BudgetReleaseKeepsWhatLaterChecksRead) {
   engine::FakeClock clock;
   engine::MemoryVersionSpill spill;
-  LiveChecker live(
-      LiveOptions{.spill = &spill, .memory_budget = 1, .clock = &clock, .min_release = 8});
+  LiveChecker live(LiveOptions{.engine = {.clock = &clock, .spill = &spill, .memory_budget = 1},
+                               .history = {.min_release = 8}});
   uint64_t seq = 0;
   auto batch = [&](int64_t watermark) {
     v1::IngestBatch b;
@@ -902,7 +903,7 @@ TEST(LiveChecker, BudgetReleaseKeepsWhatLaterChecksRead) {
   ASSERT_TRUE(live.Apply(first, All(first)).empty());
   ASSERT_TRUE(live.TakeViolations(1).empty());
   const History& h = live.history();
-  ASSERT_GT(live.history_releases(), 0u);
+  ASSERT_GT(live.history_stats().releases, 0u);
   EXPECT_GT(h.first_txn(), 50u);
   EXPECT_TRUE(h.has_txn(TxnId(0))) << "transaction 1 wrote the newest version of x";
   EXPECT_FALSE(h.has_txn(TxnId(5))) << "released: its key has a newer version";
@@ -944,7 +945,7 @@ TEST(LiveChecker, RestoresAHandWrittenCheckpoint) {
   v1::LiveCheckpoint c;
   ASSERT_TRUE(c.ParseFromString(bytes));
   engine::FakeClock clock;
-  LiveChecker live(LiveOptions{.clock = &clock});
+  LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   const absl::Status s = live.RestoreCheckpoint(c, 0);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(live.history().size(), 2u);
@@ -968,7 +969,7 @@ TEST(LiveChecker, RestoresAHandWrittenCheckpoint) {
   for (const store::ViolationRecord& r : live.TakeViolations(1)) found.push_back(r.json);
   ASSERT_EQ(found.size(), 1u);
   // A checker that cuts windows cannot start from a checkpoint (taken without windows).
-  LiveOptions with_windows{.clock = &clock};
+  LiveOptions with_windows{.engine = {.clock = &clock}};
   with_windows.windows = windows::WindowOptions{.transactions = 10};
   LiveChecker windowed(with_windows);
   EXPECT_EQ(windowed.RestoreCheckpoint(c, 0).code(), absl::StatusCode::kFailedPrecondition);

@@ -71,6 +71,7 @@ class EngineImpl {
   void MarkBytes(std::vector<uint64_t>& marks);
   void MarkKeys(std::vector<uint64_t>& marks) const { keys_.MarkKeys(marks); }
   void ForgetKeys(std::span<const KeyId> keys) { keys_.ForgetKeys(keys); }
+  bool PinsKeys() const { return ctx_.options().spill == nullptr; }
   absl::Status SaveCheckpoint(v1::EngineCheckpoint* out) { return checkpointer_.Save(out); }
   absl::Status RestoreCheckpoint(const v1::EngineCheckpoint& c, std::span<const HeldTxn> held);
   const EngineStats& stats();
