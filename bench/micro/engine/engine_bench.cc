@@ -118,13 +118,15 @@ void RunEngine(benchmark::State& state, IsolationLevel level, const RunConfig& r
     }
     pauses.clear();
     reloads.clear();
-    last = sim::RunOnline(f.sim.history, level, f.schedule,
-                          {.spill = rocks.get(),
-                           .spill_collected = run.spill_collected,
-                           .memory_budget = run.budget,
-                           .spill_retention = run.spill_retention,
-                           .on_spill_pause = [&pauses](double s) { pauses.push_back(s); },
-                           .on_reload = [&reloads](double s) { reloads.push_back(s); }});
+    last =
+        sim::RunOnline(f.sim.history, f.schedule,
+                       {.engine = {.level = level,
+                                   .spill = rocks.get(),
+                                   .spill_collected = run.spill_collected,
+                                   .memory_budget = run.budget,
+                                   .spill_retention = run.spill_retention,
+                                   .on_spill_pause = [&pauses](double s) { pauses.push_back(s); },
+                                   .on_reload = [&reloads](double s) { reloads.push_back(s); }}});
     benchmark::DoNotOptimize(last.violations.data());
     if (rocks != nullptr) {
       // What the spill holds once its pruning has run (untimed).

@@ -236,13 +236,14 @@ int CheckCommand::Run() {
       spill = *std::move(opened);
     }
     const sim::DeliverySchedule schedule = sim::BuildDeliverySchedule(*h, delivery);
-    sim::OnlineResult result = sim::RunOnline(*h, *level, schedule,
-                                              {.finality_timeout_ms = timeout_ms_,
-                                               .retention = retention_,
-                                               .spill = spill.get(),
-                                               .spill_collected = spill_collected_,
-                                               .memory_budget = budget,
-                                               .spill_retention = spill_retention_});
+    sim::OnlineResult result = sim::RunOnline(*h, schedule,
+                                              {.engine = {.level = *level,
+                                                          .finality_timeout_ms = timeout_ms_,
+                                                          .retention = retention_,
+                                                          .spill = spill.get(),
+                                                          .spill_collected = spill_collected_,
+                                                          .memory_budget = budget,
+                                                          .spill_retention = spill_retention_}});
     if (spill != nullptr) {
       std::cerr << fmt::format(
           "isowatch check: spill: {} versions written, {} pruned, {} reloads, {} keys evicted, "

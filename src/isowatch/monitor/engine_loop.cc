@@ -60,11 +60,7 @@ EngineLoop::EngineLoop(store::Store* store, server::DaemonMetrics* metrics,
       log_(log),
       windows_(windows),
       live_(options.live),
-      exporter_(store, metrics,
-                MetricsExporter::Options{.version = options.version,
-                                         .start_unix_ms = start_unix_ms,
-                                         .memory_budget = options.live.engine.memory_budget,
-                                         .rocks_spill = options.rocks_spill}) {}
+      exporter_(store, metrics, options, start_unix_ms) {}
 
 // --- recovery ----------------------------------------------------------------------------------
 

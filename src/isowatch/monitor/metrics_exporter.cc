@@ -12,8 +12,8 @@
 namespace isowatch::monitor {
 
 MetricsExporter::MetricsExporter(store::Store* store, server::DaemonMetrics* metrics,
-                                 Options options)
-    : store_(store), metrics_(metrics), options_(std::move(options)) {}
+                                 const MonitorOptions& options, int64_t start_unix_ms)
+    : store_(store), metrics_(metrics), options_(options), start_unix_ms_(start_unix_ms) {}
 
 void MetricsExporter::SetIngestCounters(const ingest::IngestCounters* counters) {
   absl::MutexLock l(&counters_mu_);
@@ -150,7 +150,7 @@ server::DaemonStatus MetricsExporter::Refresh(int64_t now_ms, LiveChecker& live,
 
   server::DaemonStatus status;
   status.version = options_.version;
-  status.start_unix_ms = options_.start_unix_ms;
+  status.start_unix_ms = start_unix_ms_;
   status.counts.ingested_transactions = ExportStreams(now_ms, live, status);
   status.counts.queued_batches = in.queued_batches;
   status.counts.violations = store_->CountViolations();
@@ -161,7 +161,7 @@ server::DaemonStatus MetricsExporter::Refresh(int64_t now_ms, LiveChecker& live,
   status.memory.engine_bytes = st.memory_bytes;
   status.memory.history_bytes = history_bytes;
   status.memory.spill_bytes = st.spill_bytes;
-  status.memory.budget_bytes = options_.memory_budget;
+  status.memory.budget_bytes = options_.live.engine.memory_budget;
   status.memory.retained_versions = st.retained_versions;
   status.memory.retained_transactions = st.retained_txns;
   status.memory.retained_provisional_reads = st.provisional_reads;

@@ -17,6 +17,7 @@
 #include "isowatch/history/timestamp.h"
 #include "isowatch/ingest/service.h"
 #include "isowatch/monitor/live_checker.h"
+#include "isowatch/monitor/monitor_options.h"
 #include "isowatch/monitor/window_tracker.h"
 #include "isowatch/rocks/rocksdb_memory.h"
 #include "isowatch/server/metrics.h"
@@ -36,13 +37,6 @@ namespace isowatch::monitor {
 // caller and outlive it.
 class MetricsExporter {
  public:
-  // What the status says of the daemon itself.
-  struct Options {
-    std::string version;
-    int64_t start_unix_ms = 0;
-    uint64_t memory_budget = 0;                        // 0: none
-    engine::RocksVersionSpill* rocks_spill = nullptr;  // nullptr: no RocksDB spill
-  };
   // What the engine thread's other parts count, as of one refresh.
   struct Inputs {
     size_t queued_batches = 0;
@@ -51,7 +45,10 @@ class MetricsExporter {
     const WindowTracker* windows = nullptr;  // nullptr: no windows are checked
   };
 
-  MetricsExporter(store::Store* store, server::DaemonMetrics* metrics, Options options);
+  // The status says what `options` (the monitor's, which outlive this) say of the daemon: its
+  // version, memory budget and spill; and that it started at `start_unix_ms`.
+  MetricsExporter(store::Store* store, server::DaemonMetrics* metrics,
+                  const MonitorOptions& options, int64_t start_unix_ms);
   MetricsExporter(const MetricsExporter&) = delete;
   MetricsExporter& operator=(const MetricsExporter&) = delete;
 
@@ -78,7 +75,8 @@ class MetricsExporter {
 
   store::Store* const store_;
   server::DaemonMetrics* const metrics_;
-  const Options options_;
+  const MonitorOptions& options_;
+  const int64_t start_unix_ms_;
 
   absl::Mutex counters_mu_;
   const ingest::IngestCounters* counters_ ABSL_GUARDED_BY(counters_mu_) = nullptr;

@@ -125,25 +125,18 @@ DeliverySchedule BuildDeliverySchedule(const History& h, const DeliveryOptions& 
   return s;
 }
 
-OnlineResult RunOnline(const History& h, verdict::IsolationLevel level,
-                       const DeliveryOptions& delivery, const OnlineOptions& online) {
-  return RunOnline(h, level, BuildDeliverySchedule(h, delivery), online);
+OnlineResult RunOnline(const History& h, const DeliveryOptions& delivery,
+                       const OnlineOptions& online) {
+  return RunOnline(h, BuildDeliverySchedule(h, delivery), online);
 }
 
-OnlineResult RunOnline(const History& h, verdict::IsolationLevel level,
-                       const DeliverySchedule& schedule, const OnlineOptions& online) {
+OnlineResult RunOnline(const History& h, const DeliverySchedule& schedule,
+                       const OnlineOptions& online) {
   OnlineResult result;
   engine::FakeClock clock(0);
-  engine::Engine engine(h, {.level = level,
-                            .finality_timeout_ms = online.finality_timeout_ms,
-                            .clock = &clock,
-                            .retention = online.retention,
-                            .spill = online.spill,
-                            .spill_collected = online.spill_collected,
-                            .memory_budget = online.memory_budget,
-                            .spill_retention = online.spill_retention,
-                            .on_spill_pause = online.on_spill_pause,
-                            .on_reload = online.on_reload});
+  engine::EngineOptions options = online.engine;
+  options.clock = &clock;
+  engine::Engine engine(h, std::move(options));
   const engine::StreamId stream = engine.AddStream("simulated");
 
   std::set<std::tuple<verdict::Anomaly, std::vector<TxnId>, KeyId>> seen;

@@ -83,18 +83,9 @@ DeliverySchedule BuildDeliverySchedule(const history::History& h, const Delivery
 
 // How RunOnline configures the engine.
 struct OnlineOptions {
-  // EngineOptions::finality_timeout_ms.
-  int64_t finality_timeout_ms = 5000;
-  // EngineOptions::retention.
-  int64_t retention = 0;
-  // EngineOptions::spill, spill_collected, memory_budget, spill_retention, on_spill_pause and
-  // on_reload.
-  engine::VersionSpill* spill = nullptr;
-  bool spill_collected = false;
-  uint64_t memory_budget = 0;
-  int64_t spill_retention = 0;
-  std::function<void(double)> on_spill_pause;
-  std::function<void(double)> on_reload;
+  // The engine's options (its level among them), but the clock: the run sets the engine's clock
+  // to its own simulated one.
+  engine::EngineOptions engine;
   // Called with the engine after each Deliver, Tick and Finish (a test checks its invariants
   // there: Engine::CheckInvariantsForTest). May be empty.
   std::function<void(const engine::Engine&)> after_call;
@@ -120,11 +111,11 @@ struct OnlineResult {
 // each batch, sets a FakeClock to the batch's time (rounded up to a millisecond), delivers the
 // batch with its watermark, calls Tick() and takes the violations that became final; at the end
 // calls Finish() and takes the rest.
-OnlineResult RunOnline(const history::History& h, verdict::IsolationLevel level,
-                       const DeliveryOptions& delivery, const OnlineOptions& online = {});
+OnlineResult RunOnline(const history::History& h, const DeliveryOptions& delivery,
+                       const OnlineOptions& online = {});
 
 // The same, over a schedule built beforehand.
-OnlineResult RunOnline(const history::History& h, verdict::IsolationLevel level,
-                       const DeliverySchedule& schedule, const OnlineOptions& online = {});
+OnlineResult RunOnline(const history::History& h, const DeliverySchedule& schedule,
+                       const OnlineOptions& online = {});
 
 }  // namespace isowatch::sim

@@ -143,7 +143,8 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
         longest = std::max(longest, t.commit.physical - t.start.physical);
       }
     }
-    const OnlineOptions retained{.retention = longest + 1, .after_call = CheckInvariants};
+    const OnlineOptions retained{.engine = {.level = c.checked, .retention = longest + 1},
+                                 .after_call = CheckInvariants};
 
     const uint32_t batch = BatchFor(seed);
     const double span_ms = 1000.0 * batch / kRateTps;
@@ -154,7 +155,7 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
                                      .seed = seed * 31 + 7,
                                      .rate_tps = kRateTps,
                                      .watermarks = true};
-      const OnlineResult online = RunOnline(h, c.checked, delivery, retained);
+      const OnlineResult online = RunOnline(h, delivery, retained);
       const std::vector<Entry> reported = Entries(h, online.violations);
       const std::string where =
           fmt::format("seed {} batch {} disorder {} ({} txns)", seed, batch, d.name, h.size());
@@ -178,7 +179,7 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
       // must still be exact.
       if (d.sigma_in_batch_spans == 1) {
         const OnlineResult tight =
-            RunOnline(h, c.checked, delivery, {.after_call = CheckInvariants});
+            RunOnline(h, delivery, {.engine = {.level = c.checked}, .after_call = CheckInvariants});
         if (tight.stats.horizon_misses == 0) {
           ++exact_without_retention;
           const std::vector<Entry> got = Entries(h, tight.violations);
@@ -217,12 +218,14 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
           } else {
             spill = std::make_unique<MemoryVersionSpill>();
           }
-          const OnlineResult spilled = RunOnline(h, c.checked, delivery,
-                                                 {.spill = spill.get(),
-                                                  .spill_collected = var.collected,
-                                                  .memory_budget = var.budget ? 1U : 0U,
-                                                  .spill_retention = var.prune ? longest + 1 : 0,
-                                                  .after_call = CheckInvariants});
+          const OnlineResult spilled =
+              RunOnline(h, delivery,
+                        {.engine = {.level = c.checked,
+                                    .spill = spill.get(),
+                                    .spill_collected = var.collected,
+                                    .memory_budget = var.budget ? 1U : 0U,
+                                    .spill_retention = var.prune ? longest + 1 : 0},
+                         .after_call = CheckInvariants});
           const std::string how =
               fmt::format("{}, retention 0, spill{}{}{}", where,
                           var.collected ? " of everything collected" : "",
@@ -276,9 +279,10 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
                                      .watermarks = false};
       const DeliverySchedule schedule = BuildDeliverySchedule(h, delivery);
       const auto timeout = static_cast<int64_t>(std::ceil(schedule.max_disorder_ms)) + 2;
-      const OnlineResult online = RunOnline(h, c.checked, schedule,
-                                            {.finality_timeout_ms = timeout,
-                                             .retention = retained.retention,
+      const OnlineResult online = RunOnline(h, schedule,
+                                            {.engine = {.level = c.checked,
+                                                        .finality_timeout_ms = timeout,
+                                                        .retention = retained.engine.retention},
                                              .after_call = CheckInvariants});
       const std::vector<Entry> reported = Entries(h, online.violations);
       const std::string where =

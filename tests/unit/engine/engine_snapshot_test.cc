@@ -57,7 +57,8 @@ Run Online(const History& h, double sigma_ms, uint32_t batch, uint64_t seed, int
                                  .rate_tps = 1000,
                                  .watermarks = true};
   const OnlineResult r =
-      RunOnline(h, IsolationLevel::kSnapshotIsolation, delivery, {.retention = retention});
+      RunOnline(h, delivery,
+                {.engine = {.level = IsolationLevel::kSnapshotIsolation, .retention = retention}});
   return Run{Entries(h, r.violations), r.stats, r.repeated_reports};
 }
 
