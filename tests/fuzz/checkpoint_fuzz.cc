@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "isowatch/engine/clock.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/monitor/live_checker.h"
 #include "isowatch/v1/checkpoint.pb.h"
@@ -45,7 +45,7 @@ isowatch::v1::IngestBatch ProbeBatch(const std::string& stream) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   isowatch::v1::LiveCheckpoint checkpoint;
   if (!checkpoint.ParseFromArray(data, static_cast<int>(size))) return 0;
-  isowatch::engine::FakeClock clock;
+  isowatch::common::ManualClock clock;
   isowatch::engine::MemoryVersionSpill spill;
   isowatch::monitor::LiveOptions options{.engine = {.clock = &clock}};
   options.engine.spill = &spill;

@@ -48,4 +48,19 @@ class SystemClock final : public Clock {
   }
 };
 
+// A clock that moves only when told to, in whole milliseconds; its wall-clock time is its steady
+// time. Simulations (sim::RunOnline) and single-threaded tests run on one; tests/testing/
+// fake_clock.h has a thread-safe one. Thread-compatible.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(int64_t now_ms = 0) : now_ms_(now_ms) {}
+  int64_t NowMicros() const override { return now_ms_ * 1000; }
+  int64_t NowUnixMs() const override { return now_ms_; }
+  void Advance(int64_t ms) { now_ms_ += ms; }
+  void Set(int64_t ms) { now_ms_ = ms; }
+
+ private:
+  int64_t now_ms_;
+};
+
 }  // namespace isowatch::common

@@ -11,8 +11,8 @@
 
 #include "absl/status/status.h"
 
+#include "isowatch/common/clock.h"
 #include "isowatch/common/strong_id.h"
-#include "isowatch/engine/clock.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/history/history.h"
 #include "isowatch/history/live_history.h"
@@ -32,8 +32,8 @@ struct EngineOptions {
   // Streams that never send a watermark: a provisional verdict becomes final this long after the
   // transaction arrived (Aion's timeout).
   int64_t finality_timeout_ms = 5000;
-  // Source of time for the timeout; nullptr = a SystemClock owned by the engine.
-  const Clock* clock = nullptr;
+  // Source of time for the timeout; nullptr = the system clock.
+  const common::Clock* clock = nullptr;
   // Versions are collected only below (final point - retention), in the physical unit of the
   // timestamps: room for transactions whose start lies that far below the final point when they
   // arrive. Longer ones are still checked against what is retained and counted as horizon misses.

@@ -8,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#include "isowatch/engine/clock.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/workload/rng.h"
 
 namespace isowatch::sim {
@@ -133,7 +133,7 @@ OnlineResult RunOnline(const History& h, const DeliveryOptions& delivery,
 OnlineResult RunOnline(const History& h, const DeliverySchedule& schedule,
                        const OnlineOptions& online) {
   OnlineResult result;
-  engine::FakeClock clock(0);
+  common::ManualClock clock(0);
   engine::EngineOptions options = online.engine;
   options.clock = &clock;
   engine::Engine engine(h, std::move(options));

@@ -108,7 +108,7 @@ struct OnlineResult {
 };
 
 // Feeds `h` to one Engine through one stream, following BuildDeliverySchedule(h, delivery): for
-// each batch, sets a FakeClock to the batch's time (rounded up to a millisecond), delivers the
+// each batch, sets a common::ManualClock to the batch's time (rounded up to a millisecond), delivers the
 // batch with its watermark, calls Tick() and takes the violations that became final; at the end
 // calls Finish() and takes the rest.
 OnlineResult RunOnline(const history::History& h, const DeliveryOptions& delivery,

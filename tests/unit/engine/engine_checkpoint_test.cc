@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "isowatch/checkers/chronos/chronos.h"
-#include "isowatch/engine/clock.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/engine/engine.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/history/history.h"
@@ -72,7 +72,7 @@ struct Outcome {
 };
 
 EngineOptions Options(IsolationLevel level, Mode mode, int64_t longest, VersionSpill* spill,
-                      const Clock* clock) {
+                      const common::Clock* clock) {
   EngineOptions o{.level = level, .clock = clock};
   if (mode == Mode::kRetained) o.retention = longest + 1;
   if (mode == Mode::kBudget) {
@@ -88,7 +88,7 @@ EngineOptions Options(IsolationLevel level, Mode mode, int64_t longest, VersionS
 Outcome RunSplit(const History& h, IsolationLevel level, Mode mode, int64_t longest,
                  const DeliverySchedule& schedule, size_t at) {
   Outcome out;
-  FakeClock clock;
+  common::ManualClock clock;
   MemoryVersionSpill spill;  // outlives both engines: the restored one reads what was spilled
   const EngineOptions options = Options(level, mode, longest, &spill, &clock);
   auto engine = std::make_unique<Engine>(h, options);
@@ -266,7 +266,7 @@ TEST(EngineCheckpointTest, RestoredKeyKeepsWhatCollectionDropped) {
   t.Txn("R", "d", 15, 16).R(0, 1);  // late: right, but W1 is no longer held anywhere
   const History h = t.Build();
   MemoryVersionSpill spill;
-  FakeClock clock;
+  common::ManualClock clock;
   const EngineOptions options{.clock = &clock, .spill = &spill, .memory_budget = 1};
   Engine a(h, options);
   const StreamId s = a.AddStream("s");

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "isowatch/common/check.h"
-#include "isowatch/engine/clock.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/engine/engine.h"
 #include "isowatch/engine/internal/engine_impl.h"
 #include "isowatch/history/history.h"
@@ -60,7 +60,7 @@ class EngineInvariantsTest : public ::testing::Test {
   void DeliverAllButT4() { Deliver({"T1", "T2", "T3", "T5"}, /*watermark=*/6); }
   internal::KeyState& X() { return EnginePeer::State(engine_, h_.FindIntKey(kX)); }
 
-  FakeClock clock_{0};
+  common::ManualClock clock_{0};
   History h_;
   Engine engine_;
   StreamId stream_ = 0;

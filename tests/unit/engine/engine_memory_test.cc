@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "isowatch/engine/clock.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/engine/engine.h"
 #include "isowatch/sim/delivery.h"
 #include "isowatch/sim/simulator.h"
@@ -59,7 +59,7 @@ TEST_P(EngineMemoryTest, StateStaysBoundedOnALongStream) {
       BuildDeliverySchedule(h, {.mean_ms = 100, .sigma_ms = 10, .batch = 500, .seed = 3});
   ASSERT_GT(schedule.overtaken, 0u);
 
-  FakeClock clock;
+  common::ManualClock clock;
   Engine engine(h, {.level = level, .clock = &clock});
   const StreamId stream = engine.AddStream("long");
   Gauges first;

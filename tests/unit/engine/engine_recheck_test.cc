@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "isowatch/checkers/chronos/chronos.h"
-#include "isowatch/engine/clock.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/engine/engine.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/history/history.h"
@@ -86,12 +86,12 @@ class Harness {
   // The durations EngineOptions::on_reload reported.
   const std::vector<double>& reload_seconds() const { return reload_seconds_; }
   Engine& engine() { return engine_; }
-  FakeClock& clock() { return clock_; }
+  common::ManualClock& clock() { return clock_; }
   StreamId stream() const { return stream_; }
   const EngineStats& stats() const { return engine_.stats(); }
 
  private:
-  FakeClock clock_{0};
+  common::ManualClock clock_{0};
   History h_;
   Engine engine_;
   StreamId stream_;
@@ -936,7 +936,7 @@ TEST(EngineRecheckTest, AllOrdersOfASmallHistoryAgreeWithChronos) {
     std::sort(expected.begin(), expected.end());
     std::vector<uint32_t> perm = {0, 1, 2, 3, 4};
     do {
-      FakeClock clock;
+      common::ManualClock clock;
       Engine engine(h, {.level = level, .clock = &clock});
       const StreamId s = engine.AddStream("x");
       for (uint32_t i : perm) {

@@ -23,7 +23,7 @@
 #include <rocksdb/db.h>
 
 #include "isowatch/checkers/chronos/chronos.h"
-#include "isowatch/engine/clock.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/formats/byte_values.h"
 #include "isowatch/formats/native.h"
 #include "isowatch/history/history_builder.h"
@@ -120,7 +120,7 @@ std::vector<store::ViolationRecord> RunLive(const std::vector<v1::IngestBatch>& 
                                             size_t checkpoint_every = 0, uint64_t first_txn = 0,
                                             int64_t spill_retention = 0,
                                             LiveRunStats* run_stats = nullptr) {
-  engine::FakeClock clock;
+  common::ManualClock clock;
   engine::MemoryVersionSpill spill;
   LiveOptions options{.engine = {.level = level, .clock = &clock}};
   if (budget) {
@@ -440,7 +440,7 @@ TEST(LiveChecker, RestoresASpillSnapshotOfTheEarlierFormat) {
   const std::filesystem::path base =
       std::filesystem::path(::testing::TempDir()) / fmt::format("live_legacy_spill_{}", getpid());
   std::filesystem::remove_all(base);
-  engine::FakeClock clock;
+  common::ManualClock clock;
   LiveOptions options{.engine = {.level = IsolationLevel::kSnapshotIsolation, .clock = &clock}};
   options.engine.memory_budget = 1;
   options.history.min_release = 16;
@@ -554,7 +554,7 @@ void AddOp(v1::Transaction* t, v1::Operation::Kind kind, int64_t key, int64_t va
 }
 
 TEST(LiveChecker, RefusesAKeyUsedAsRegisterAndListAndKeepsTheRest) {
-  engine::FakeClock clock;
+  common::ManualClock clock;
   LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   v1::IngestBatch b;
   b.set_stream("s");
@@ -590,7 +590,7 @@ TEST(LiveChecker, RefusesAKeyUsedAsRegisterAndListAndKeepsTheRest) {
 // alone holds the value. Much later a read of that value must still match it, and a read of
 // another must not.
 TEST(LiveChecker, AValueOnlyTheSpillHoldsIsNotForgotten) {
-  engine::FakeClock clock;
+  common::ManualClock clock;
   engine::MemoryVersionSpill spill;
   LiveOptions options{.engine = {.clock = &clock}};
   options.engine.spill = &spill;
@@ -706,7 +706,7 @@ TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
         *h, {.mean_ms = 50, .sigma_ms = 20, .batch = 16, .seed = 3, .rate_tps = 2000});
     const auto batches = Batches(*h, schedule, 2);
     auto run = [&](bool budget, size_t checkpoint_every) {
-      engine::FakeClock clock;
+      common::ManualClock clock;
       engine::MemoryVersionSpill spill;
       LiveOptions options{.engine = {.clock = &clock}};
       options.windows = windows::WindowOptions{.transactions = 50, .overlap = 10};
@@ -759,7 +759,7 @@ TEST(LiveChecker, WindowsAreTheSameWhileByteValuesAreForgotten) {
 // collector that skips positions) is left out of its session and counted; the engine does not
 // make room for every position in between, and the transaction's other checks are made.
 TEST(LiveChecker, AFarSessionPositionIsLeftOutOfItsSessionAndCounted) {
-  engine::FakeClock clock;
+  common::ManualClock clock;
   LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   v1::IngestBatch b;
   b.set_stream("s");
@@ -804,7 +804,7 @@ TEST(LiveChecker, AFarSessionPositionIsLeftOutOfItsSessionAndCounted) {
 }
 
 TEST(LiveChecker, HeaderAfterTransactionsIsIgnoredAndCounted) {
-  engine::FakeClock clock;
+  common::ManualClock clock;
   LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   v1::IngestBatch first;
   first.set_stream("a");
@@ -834,7 +834,7 @@ TEST(LiveChecker, HeaderAfterTransactionsIsIgnoredAndCounted) {
 }
 
 TEST(LiveChecker, PendingCountsTransactionsHeldBackByAnOpenStream) {
-  engine::FakeClock clock;
+  common::ManualClock clock;
   LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   v1::IngestBatch a;
   a.set_stream("a");
@@ -880,7 +880,7 @@ TEST(LiveChecker, PendingCountsTransactionsHeldBackByAnOpenStream) {
 // long before, are still there (named, with their timestamps) when a late writer and a late
 // session successor arrive.
 TEST(LiveChecker, BudgetReleaseKeepsWhatLaterChecksRead) {
-  engine::FakeClock clock;
+  common::ManualClock clock;
   engine::MemoryVersionSpill spill;
   LiveChecker live(LiveOptions{.engine = {.clock = &clock, .spill = &spill, .memory_budget = 1},
                                .history = {.min_release = 8}});
@@ -944,7 +944,7 @@ TEST(LiveChecker, RestoresAHandWrittenCheckpoint) {
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   v1::LiveCheckpoint c;
   ASSERT_TRUE(c.ParseFromString(bytes));
-  engine::FakeClock clock;
+  common::ManualClock clock;
   LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
   const absl::Status s = live.RestoreCheckpoint(c, 0);
   ASSERT_TRUE(s.ok()) << s;

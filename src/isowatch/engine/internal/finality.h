@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "isowatch/engine/clock.h"
+#include "isowatch/common/clock.h"
 #include "isowatch/engine/engine.h"
 #include "isowatch/engine/internal/engine_context.h"
 #include "isowatch/history/history.h"
@@ -44,7 +44,9 @@ class Finality {
   };
 
   explicit Finality(EngineContext& ctx)
-      : ctx_(ctx), clock_(ctx.options().clock != nullptr ? ctx.options().clock : &system_clock_) {}
+      : ctx_(ctx),
+        clock_(ctx.options().clock != nullptr ? ctx.options().clock : &common::SystemClock::Get()) {
+  }
   Finality(const Finality&) = delete;
   Finality& operator=(const Finality&) = delete;
 
@@ -86,8 +88,7 @@ class Finality {
 
  private:
   EngineContext& ctx_;
-  SystemClock system_clock_;
-  const Clock* clock_;
+  const common::Clock* clock_;
   std::vector<Stream> streams_;
   history::Timestamp final_point_ = history::Timestamp::Min();
   uint64_t advances_ = 0;
