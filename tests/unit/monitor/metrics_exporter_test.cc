@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// The daemon's metric export on its own (monitor::MetricsExporter): running totals are exported
+// as their growth, each once; a stream's lag is the age of its watermark; the status says what
+// the options say of the daemon.
+#include "isowatch/monitor/metrics_exporter.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "isowatch/common/clock.h"
+#include "isowatch/ingest/validate.h"
+#include "isowatch/monitor/live_checker.h"
+#include "isowatch/monitor/monitor_options.h"
+#include "isowatch/server/metrics.h"
+#include "isowatch/store/store.h"
+
+namespace isowatch::monitor {
+namespace {
+
+class MetricsExporterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/isowatch-exporter-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    auto store = store::Store::Open(dir_, {.sync_writes = false});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    options_.version = "1.2.3";
+    options_.live.engine.clock = &clock_;
+    live_ = std::make_unique<LiveChecker>(options_.live);
+    exporter_ = std::make_unique<MetricsExporter>(store_.get(), &metrics_, options_, 1000);
+  }
+  void TearDown() override {
+    exporter_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Applies batch `seq` of stream "s": one writer, transaction `seq`, and the watermark.
+  void Apply(uint64_t seq, int64_t watermark) {
+    v1::IngestBatch b;
+    b.set_stream("s");
+    b.set_seq(seq);
+    v1::Transaction* t = b.add_txns();
+    t->set_id_int(static_cast<int64_t>(seq));
+    t->set_session_int(1);
+    t->set_status(v1::Transaction::COMMITTED);
+    t->mutable_start()->set_physical(static_cast<int64_t>(10 * seq));
+    t->mutable_commit()->set_physical(static_cast<int64_t>(10 * seq + 5));
+    v1::Operation* op = t->add_ops();
+    op->set_kind(v1::Operation::WRITE);
+    op->mutable_key()->set_int_(1);
+    op->mutable_value()->set_int_(static_cast<int64_t>(seq));
+    b.mutable_watermark()->set_physical(watermark);
+    const std::vector<uint32_t> all = {0};
+    EXPECT_TRUE(live_->Apply(b, all, clock_.NowMs()).empty());
+  }
+
+  std::string dir_;
+  std::unique_ptr<store::Store> store_;
+  server::DaemonMetrics metrics_{"test"};
+  common::ManualClock clock_{0};
+  MonitorOptions options_;
+  std::unique_ptr<LiveChecker> live_;
+  std::unique_ptr<MetricsExporter> exporter_;
+};
+
+TEST_F(MetricsExporterTest, CountersGrowByWhatTheTotalsGrew) {
+  ingest::IngestCounters counters;
+  exporter_->SetIngestCounters(&counters);
+  const auto reason = v1::KEY_KIND_CONFLICT;
+  prometheus::Counter& refused = metrics_.RefusedTransactions(ingest::RefusalReasonName(reason));
+  counters.refusals[reason] = 3;
+  counters.batches_duplicate = 2;
+  server::DaemonStatus status = exporter_->Refresh(0, *live_, {.late_refusals = 1});
+  EXPECT_EQ(refused.Value(), 3);
+  EXPECT_EQ(metrics_.duplicate_batches().Value(), 2);
+  EXPECT_EQ(status.counts.refused_transactions, 4u);  // with the late one
+  EXPECT_EQ(status.counts.duplicate_batches, 2u);
+
+  // Refreshing again exports nothing new; growth is exported once.
+  exporter_->Refresh(100, *live_, {});
+  EXPECT_EQ(refused.Value(), 3);
+  counters.refusals[reason] = 5;
+  exporter_->Refresh(200, *live_, {});
+  EXPECT_EQ(refused.Value(), 5);
+  EXPECT_EQ(metrics_.duplicate_batches().Value(), 2);
+}
+
+TEST_F(MetricsExporterTest, LagIsTheAgeOfTheWatermark) {
+  Apply(1, 15);
+  server::DaemonStatus status = exporter_->Refresh(10'000, *live_, {});
+  ASSERT_EQ(status.streams.size(), 1u);
+  EXPECT_EQ(status.streams[0].name, "s");
+  ASSERT_TRUE(status.streams[0].lag_seconds.has_value());
+  EXPECT_EQ(*status.streams[0].lag_seconds, 0.0);
+  EXPECT_EQ(status.counts.ingested_transactions, 1u);
+
+  // The watermark has not moved for 4 s.
+  status = exporter_->Refresh(14'000, *live_, {});
+  EXPECT_EQ(*status.streams[0].lag_seconds, 4.0);
+  EXPECT_EQ(metrics_.StreamLagSeconds("s").Value(), 4.0);
+
+  // It moves: the lag starts again.
+  Apply(2, 25);
+  status = exporter_->Refresh(15'000, *live_, {});
+  EXPECT_EQ(*status.streams[0].lag_seconds, 0.0);
+  EXPECT_EQ(status.counts.ingested_transactions, 2u);
+}
+
+TEST_F(MetricsExporterTest, StatusSaysWhatTheOptionsSay) {
+  const server::DaemonStatus status = exporter_->Refresh(0, *live_, {});
+  EXPECT_EQ(status.version, "1.2.3");
+  EXPECT_EQ(status.start_unix_ms, 1000);
+  EXPECT_EQ(status.memory.budget_bytes, 0u);
+  // The store's RocksDB, and no spill.
+  ASSERT_EQ(status.memory.rocksdb.size(), 1u);
+  EXPECT_EQ(status.memory.rocksdb[0].db, "store");
+}
+
+}  // namespace
+}  // namespace isowatch::monitor
