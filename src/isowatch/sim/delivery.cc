@@ -154,21 +154,21 @@ OnlineResult RunOnline(const History& h, const DeliverySchedule& schedule,
     result.max_memory_bytes = std::max(result.max_memory_bytes, st.memory_bytes);
   };
 
-  auto after_call = [&] {
-    if (online.after_call) online.after_call(engine);
+  auto after_call = [&](EngineCall call) {
+    if (online.after_call) online.after_call(engine, call);
   };
   for (const DeliveryBatch& b : schedule.batches) {
     const auto now = static_cast<int64_t>(std::ceil(b.time_ms));
     if (now > clock.NowMs()) clock.Set(now);
     engine.Deliver(stream, schedule.txns(b), b.watermark);
-    after_call();
+    after_call(EngineCall::kDeliver);
     sample();
     engine.Tick();
-    after_call();
+    after_call(EngineCall::kTick);
     take();
   }
   engine.Finish();
-  after_call();
+  after_call(EngineCall::kFinish);
   take();
   result.stats = engine.stats();
   result.batches = schedule.batches.size();

@@ -81,14 +81,17 @@ struct DeliverySchedule {
 // (delays come from a seeded std::mt19937_64 through a Box-Muller transform).
 DeliverySchedule BuildDeliverySchedule(const history::History& h, const DeliveryOptions& options);
 
+// An engine call RunOnline makes.
+enum class EngineCall : uint8_t { kDeliver, kTick, kFinish };
+
 // How RunOnline configures the engine.
 struct OnlineOptions {
   // The engine's options (its level among them), but the clock: the run sets the engine's clock
   // to its own simulated one.
   engine::EngineOptions engine;
-  // Called with the engine after each Deliver, Tick and Finish (a test checks its invariants
-  // there: Engine::CheckInvariantsForTest). May be empty.
-  std::function<void(const engine::Engine&)> after_call;
+  // Called with the engine after each Deliver, Tick and Finish, and which of them it was (a test
+  // checks its invariants there: Engine::CheckInvariantsForTest). May be empty.
+  std::function<void(const engine::Engine&, EngineCall)> after_call;
 };
 
 // The outcome of one online run.
@@ -108,9 +111,9 @@ struct OnlineResult {
 };
 
 // Feeds `h` to one Engine through one stream, following BuildDeliverySchedule(h, delivery): for
-// each batch, sets a common::ManualClock to the batch's time (rounded up to a millisecond), delivers the
-// batch with its watermark, calls Tick() and takes the violations that became final; at the end
-// calls Finish() and takes the rest.
+// each batch, sets a common::ManualClock to the batch's time (rounded up to a millisecond),
+// delivers the batch with its watermark, calls Tick() and takes the violations that became final;
+// at the end calls Finish() and takes the rest.
 OnlineResult RunOnline(const history::History& h, const DeliveryOptions& delivery,
                        const OnlineOptions& online = {});
 

@@ -52,8 +52,16 @@ using ::isowatch::testing::Entries;
 using ::isowatch::testing::Minus;
 using ::isowatch::testing::Show;
 
-// Every run checks the engine's invariants after each call (Engine::CheckInvariantsForTest).
-void CheckInvariants(const Engine& engine) { engine.CheckInvariantsForTest(); }
+// Every run checks the engine's invariants (Engine::CheckInvariantsForTest) after each delivery
+// and at the end. A Tick only finalises what timed out, which with a watermark on every batch is
+// rarely anything, and what it changes is checked after the next delivery; the runs that
+// finalise by timeout check after each Tick too.
+void CheckInvariants(const Engine& engine, sim::EngineCall call) {
+  if (call != sim::EngineCall::kTick) engine.CheckInvariantsForTest();
+}
+void CheckInvariantsAfterEveryCall(const Engine& engine, sim::EngineCall /*call*/) {
+  engine.CheckInvariantsForTest();
+}
 
 // A small workload whose shape varies with the seed.
 sim::WorkloadOptions Workload(uint64_t seed, IsolationLevel level, DataModel data) {
@@ -283,7 +291,7 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
                                             {.engine = {.level = c.checked,
                                                         .finality_timeout_ms = timeout,
                                                         .retention = retained.engine.retention},
-                                             .after_call = CheckInvariants});
+                                             .after_call = CheckInvariantsAfterEveryCall});
       const std::vector<Entry> reported = Entries(h, online.violations);
       const std::string where =
           fmt::format("seed {} batch {} timeout {} ms, no watermarks ({} txns, {} ms long)", seed,
