@@ -16,7 +16,13 @@
 
 int main(int argc, char** argv) {
   isowatch::SetReleaseMutexMode();
-  using namespace isowatch::cli;
+  using isowatch::cli::CheckCommand;
+  using isowatch::cli::CheckersCommand;
+  using isowatch::cli::DemoCommand;
+  using isowatch::cli::GenCommand;
+  using isowatch::cli::kExitBadInput;
+  using isowatch::cli::kExitInternalError;
+  using isowatch::cli::ReplayCommand;
   CLI::App app("isowatch: checks that a database provides the isolation level it promises");
   app.require_subcommand(1);
   CheckCommand check;

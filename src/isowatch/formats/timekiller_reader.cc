@@ -50,7 +50,6 @@ namespace isowatch::formats {
 namespace {
 
 using internal::FileSource;
-using internal::MemorySource;
 
 namespace od = simdjson::ondemand;
 using history::HistoryBuilder;
