@@ -85,7 +85,7 @@ std::atomic<bool> g_stop{false};
 int RunBare(const CollectorOptions& o) {
   isowatch::pg::WorkloadOptions wo = o.workload;
   wo.record = false;
-  isowatch::pg::Workload workload(wo, [](isowatch::pg::ClientTxn) {});
+  isowatch::pg::Workload workload(wo, [](const isowatch::pg::ClientTxn&) {});
   if (absl::Status s = workload.Prepare(/*reset=*/false); !s.ok()) {
     fmt::print(stderr, "isowatch-pg: {}\n", std::string(s.message()));
     return 1;
