@@ -91,12 +91,12 @@ constexpr size_t kBlockCacheBytes = 16 << 20;
 
 // LZ4 where this RocksDB has it, else its default, Snappy.
 rocksdb::CompressionType LogCompression() {
-  static const bool lz4 = [] {
+  static const bool kHasLz4 = [] {
     const std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
     return std::find(supported.begin(), supported.end(), rocksdb::kLZ4Compression) !=
            supported.end();
   }();
-  return lz4 ? rocksdb::kLZ4Compression : rocksdb::kSnappyCompression;
+  return kHasLz4 ? rocksdb::kLZ4Compression : rocksdb::kSnappyCompression;
 }
 
 // The log takes every ingested batch: memtables large enough that flushes stay rare, and room
