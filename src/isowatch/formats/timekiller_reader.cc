@@ -1400,10 +1400,12 @@ void TimeKillerParser::ReserveFor(uint64_t source_size, uint64_t sample_bytes,
   // The sample's proportions, with some slack, but never more than the smallest transactions
   // and ops could fill: the reservation is an estimate, and the history still grows past it.
   const double scale = 1.03 * static_cast<double>(source_size) / static_cast<double>(sample_bytes);
-  const auto txns = static_cast<uint64_t>(
-      std::min(scale * kSizingSample, static_cast<double>(source_size / kMinTxnBytes)));
-  const auto ops = static_cast<uint64_t>(std::min(scale * static_cast<double>(sample_ops),
-                                                  static_cast<double>(source_size / kMinOpBytes)));
+  const uint64_t max_txns = source_size / kMinTxnBytes;
+  const uint64_t max_ops = source_size / kMinOpBytes;
+  const auto txns =
+      static_cast<uint64_t>(std::min(scale * kSizingSample, static_cast<double>(max_txns)));
+  const auto ops = static_cast<uint64_t>(
+      std::min(scale * static_cast<double>(sample_ops), static_cast<double>(max_ops)));
   builder_->Reserve(static_cast<size_t>(txns), static_cast<size_t>(ops));
 }
 
