@@ -397,9 +397,10 @@ absl::Status Workload::Prepare(bool reset) {
   if (reset) {
     const std::string truncate = fmt::format("TRUNCATE {}", table);
     s = ExecOrStatus(conn.get(), truncate.c_str());
-    if (!s.ok())
+    if (!s.ok()) {
       return absl::Status(s.code(),
                           fmt::format("emptying {}: {}", table, std::string(s.message())));
+    }
   }
   return absl::OkStatus();
 }

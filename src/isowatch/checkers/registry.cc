@@ -35,6 +35,7 @@ std::vector<std::string_view> SplitList(std::string_view list) {
 
 std::string LevelNames(const std::vector<IsolationLevel>& levels) {
   std::vector<std::string_view> names;
+  names.reserve(levels.size());
   for (IsolationLevel level : levels) names.emplace_back(verdict::IsolationLevelName(level));
   return fmt::format("{}", fmt::join(names, ", "));
 }

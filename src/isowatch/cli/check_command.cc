@@ -346,6 +346,7 @@ absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckR
   ASSIGN_OR_RETURN(std::vector<std::unique_ptr<checkers::Checker>> plugins, CreateCheckers());
   if (level_option_->count() == 0) rep.level.reset();
   std::vector<std::string_view> names;
+  names.reserve(plugins.size());
   for (const auto& checker : plugins) names.push_back(checker->name());
   rep.checker = fmt::format("{}", fmt::join(names, ","));
   for (const auto& checker : plugins) {

@@ -16,6 +16,7 @@ namespace {
 
 std::string Levels(const std::vector<verdict::IsolationLevel>& levels, std::string_view sep) {
   std::vector<std::string_view> names;
+  names.reserve(levels.size());
   for (verdict::IsolationLevel level : levels) names.emplace_back(IsolationLevelName(level));
   return fmt::format("{}", fmt::join(names, sep));
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -14,7 +15,7 @@ namespace isowatch::cli {
 // The simulator's workload flags, shared by `gen` and `demo`.
 class SimFlags {
  public:
-  explicit SimFlags(sim::WorkloadOptions defaults) : options_(defaults) {}
+  explicit SimFlags(sim::WorkloadOptions defaults) : options_(std::move(defaults)) {}
 
   void Register(CLI::App& cmd);
   // The workload options the flags describe. Errors (InvalidArgument): a bad value.

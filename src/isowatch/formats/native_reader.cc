@@ -33,9 +33,6 @@ namespace pb = ::isowatch::v1;
 namespace io = ::google::protobuf::io;
 using history::History;
 using history::HistoryBuilder;
-using history::Timestamp;
-using history::TxnHeader;
-using history::TxnStatus;
 using history::Value;
 using ::isowatch::KeyId;
 

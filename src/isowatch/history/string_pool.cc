@@ -121,7 +121,8 @@ size_t StringPool::Retain(std::span<const uint64_t> keep) {
     const auto index = static_cast<uint32_t>(i);
     if (forgotten(index) || !kept(i)) {
       if (!forgotten(index)) ++dropped;
-      views_[i] = std::string_view(&kHole, 0);
+      // An empty view into kHole, not an empty string: its data pointer marks the hole.
+      views_[i] = std::string_view(&kHole, 0);  // NOLINT(bugprone-string-constructor)
       free_.push_back(index);
       continue;
     }

@@ -110,6 +110,10 @@ class BatchSink {
   //    and the collector sends the batches again).
   //  - An error: the batch was not taken, and `on_durable` is never called.
   // `on_durable` must not block or call the sink. The default runs Submit and then the callback.
+  //
+  // `on_durable` is taken by value because the sinks that override this keep it until the batch
+  // is durable; only this default just calls it.
+  // NOLINTBEGIN(performance-unnecessary-value-param)
   virtual absl::StatusOr<std::vector<v1::Refusal>> SubmitAsync(ValidatedBatch batch,
                                                                DurableCallback on_durable) {
     absl::StatusOr<SinkAck> durable = Submit(std::move(batch));
@@ -118,6 +122,7 @@ class BatchSink {
     on_durable(*std::move(durable));
     return refusals;
   }
+  // NOLINTEND(performance-unnecessary-value-param)
 
   // The refusals of durable batch `seq` of `stream`, all of them (the service's and the sink's,
   // in batch order), for the ack of the batch when it is sent again: its first ack may never

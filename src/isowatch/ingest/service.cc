@@ -473,7 +473,7 @@ absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state,
 }
 
 void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire,
-                               std::function<void(absl::StatusOr<v1::IngestAck>)> done) {
+                               const std::function<void(absl::StatusOr<v1::IngestAck>)>& done) {
   Bump(counters_.batches_received);
   if (absl::Status s = CheckStreamName(batch->stream()); !s.ok()) return done(s);
   if (batch->seq() == 0) {

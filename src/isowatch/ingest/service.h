@@ -182,7 +182,7 @@ class IngestService final : public v1::Ingest::Service {
   // The pipelined Apply of the streaming RPC: calls `done` exactly once, with the ack once the
   // batch is durable (or at once), or with an error.
   void ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire,
-                  std::function<void(absl::StatusOr<v1::IngestAck>)> done);
+                  const std::function<void(absl::StatusOr<v1::IngestAck>)>& done);
   // Counts a batch made durable and completes its ack, with the sink's refusals.
   void Finish(Prepared& prepared, const SinkAck& sink_ack);
   void CountRefusals(const v1::IngestAck& ack);

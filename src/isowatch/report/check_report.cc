@@ -103,6 +103,7 @@ const char* Role(const Violation& v, size_t i) {
 
 std::string LevelNames(const std::vector<IsolationLevel>& levels) {
   std::vector<std::string_view> names;
+  names.reserve(levels.size());
   for (IsolationLevel level : levels) names.emplace_back(IsolationLevelName(level));
   return fmt::format("{}", fmt::join(names, ", "));
 }

@@ -27,7 +27,6 @@ namespace internal {
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
 namespace net = boost::asio;
-using tcp = boost::asio::ip::tcp;
 
 class Session;
 
@@ -63,7 +62,7 @@ class HttpServerCore {
 
  private:
   void DoAccept();
-  void OnAccept(beast::error_code ec, tcp::socket socket);
+  void OnAccept(beast::error_code ec, net::ip::tcp::socket socket);
 
   const HttpServer& server_;
 
@@ -72,7 +71,7 @@ class HttpServerCore {
   absl::flat_hash_map<Session*, std::weak_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
 
   net::io_context io_context_;
-  tcp::acceptor acceptor_;  // used on its strand only
+  net::ip::tcp::acceptor acceptor_;  // used on its strand only
   net::steady_timer retry_timer_;
 };
 
@@ -80,7 +79,8 @@ class HttpServerCore {
 // alive. All its work runs on its own strand.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(HttpServerCore& core, tcp::socket socket) : core_(core), stream_(std::move(socket)) {}
+  Session(HttpServerCore& core, net::ip::tcp::socket socket)
+      : core_(core), stream_(std::move(socket)) {}
   ~Session() { core_.Unregister(this); }
 
   Session(const Session&) = delete;
@@ -198,7 +198,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     closed_ = true;
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
     stream_.socket().close(ignored);
   }
 
@@ -214,7 +214,7 @@ absl::StatusOr<uint16_t> HttpServerCore::Listen(const std::string& host, uint16_
   beast::error_code ec;
   net::ip::address address = net::ip::make_address(host, ec);
   if (ec) return absl::InvalidArgumentError(fmt::format("'{}' is not an IP address", host));
-  tcp::endpoint endpoint(address, port);
+  net::ip::tcp::endpoint endpoint(address, port);
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
@@ -223,7 +223,7 @@ absl::StatusOr<uint16_t> HttpServerCore::Listen(const std::string& host, uint16_
     return absl::UnavailableError(
         fmt::format("cannot listen on {}:{}: {}", host, port, ec.message()));
   }
-  tcp::endpoint local = acceptor_.local_endpoint(ec);
+  net::ip::tcp::endpoint local = acceptor_.local_endpoint(ec);
   if (ec) return absl::UnavailableError(fmt::format("cannot read bound port: {}", ec.message()));
   return local.port();
 }
@@ -273,7 +273,7 @@ void HttpServerCore::DoAccept() {
                          beast::bind_front_handler(&HttpServerCore::OnAccept, this));
 }
 
-void HttpServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
+void HttpServerCore::OnAccept(beast::error_code ec, net::ip::tcp::socket socket) {
   if (!acceptor_.is_open() || ec == net::error::operation_aborted) return;
   if (ec) {
     // Out of file descriptors and the like: wait a little instead of spinning.

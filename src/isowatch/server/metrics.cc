@@ -30,15 +30,15 @@ constexpr std::array<double, 14> kIngestLatencyBuckets = {
 }  // namespace
 
 const std::vector<double>& DaemonMetrics::CheckLatencyBuckets() {
-  static const std::vector<double> buckets(kCheckLatencyBuckets.begin(),
-                                           kCheckLatencyBuckets.end());
-  return buckets;
+  static const std::vector<double> kBuckets(kCheckLatencyBuckets.begin(),
+                                            kCheckLatencyBuckets.end());
+  return kBuckets;
 }
 
 const std::vector<double>& DaemonMetrics::IngestLatencyBuckets() {
-  static const std::vector<double> buckets(kIngestLatencyBuckets.begin(),
-                                           kIngestLatencyBuckets.end());
-  return buckets;
+  static const std::vector<double> kBuckets(kIngestLatencyBuckets.begin(),
+                                            kIngestLatencyBuckets.end());
+  return kBuckets;
 }
 
 DaemonMetrics::DaemonMetrics(std::string_view version)
@@ -422,9 +422,9 @@ Counter& DaemonMetrics::WindowChecks(std::string_view checker, std::string_view 
 }
 
 prometheus::Histogram& DaemonMetrics::WindowCheckSeconds(std::string_view checker) {
-  static const std::vector<double>* const buckets =
+  static const std::vector<double>* const kBuckets =
       new std::vector<double>{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300};
-  return window_seconds_family_->Add({{"checker", std::string(checker)}}, *buckets);
+  return window_seconds_family_->Add({{"checker", std::string(checker)}}, *kBuckets);
 }
 
 std::string DaemonMetrics::Serialize() {

@@ -301,6 +301,7 @@ class Checker {
 
   void ReportCycle(const DependencyGraph& g, CycleClass cls, const std::vector<uint32_t>& ids) {
     std::vector<Edge> cycle;
+    cycle.reserve(ids.size());
     for (uint32_t i : ids) cycle.push_back(g.edge(i));
     Violation* v = Add(ToAnomaly(cls), EdgeKey(cycle.front()));
     if (v == nullptr) return;

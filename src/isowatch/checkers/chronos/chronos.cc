@@ -23,8 +23,6 @@ using history::OpKind;
 using history::Timestamp;
 using history::Transaction;
 using history::Value;
-using verdict::Anomaly;
-using verdict::ExtKind;
 using verdict::IsolationLevel;
 using verdict::Violation;
 

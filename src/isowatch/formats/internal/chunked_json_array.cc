@@ -386,7 +386,7 @@ BlockMasks ClassifyBlock(const unsigned char* p) {
   const __m128i close = _mm_set1_epi8('}');
   BlockMasks m;
   for (int i = 0; i < 4; ++i) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + ptrdiff_t{16} * i));
     const __m128i folded = _mm_or_si128(v, case_bit);
     const int shift = 16 * i;
     m.quote |=

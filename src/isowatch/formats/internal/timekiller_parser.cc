@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+// TimeKillerParser's driver: reads the transaction array element by element, has each
+// transaction parsed (by ParseUsualTxn, or else by the general parser) and gives it to the
+// HistoryBuilder; and reads the initial transaction.
+#include "isowatch/formats/internal/timekiller_parser.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "isowatch/common/status_macros.h"
+#include "isowatch/formats/internal/chunked_json_array.h"
+#include "isowatch/formats/internal/timekiller_text.h"
+#include "isowatch/formats/internal/timekiller_txn.h"
+#include "isowatch/formats/internal/timekiller_usual_txn.h"
+#include "isowatch/history/history_builder.h"
+
+namespace isowatch::formats::internal {
+namespace {
+
+using history::Timestamp;
+using history::Value;
+
+// How a key has been used so far.
+constexpr uint8_t kUsedAsRegister = 1;
+constexpr uint8_t kUsedAsList = 2;
+
+constexpr size_t kMinParserCapacity = size_t{64} << 10;
+
+}  // namespace
+
+bool TimeKillerParser::UseKey(KeyId key, int64_t key_value, uint8_t use, size_t op_index,
+                              const char* where) {
+  if (key.value() >= key_use_.size()) key_use_.resize(key.value() + 1, 0);
+  uint8_t& used = key_use_[key.value()];
+  if ((used | use) == (kUsedAsRegister | kUsedAsList)) {
+    return Fail(where,
+                use == kUsedAsList
+                    ? fmt::format("op #{}: key {} is used as a list here (appended to or read as "
+                                  "an array) but as a register elsewhere",
+                                  op_index, key_value)
+                    : fmt::format("op #{}: key {} is used as a register here (written or read as "
+                                  "a scalar) but as a list elsewhere",
+                                  op_index, key_value));
+  }
+  used |= use;
+  return true;
+}
+
+bool TimeKillerParser::EmitTxn(const char* start, uint64_t offset) {
+  history::TxnHeader header{
+      .id = txn_.tid,
+      .id_numeric = txn_.tid_numeric,
+      .session = txn_.sid,
+      .session_numeric = txn_.sid_numeric,
+      .start = txn_.has_sts ? std::optional<Timestamp>(txn_.sts) : std::nullopt,
+      .commit = txn_.cts,
+      .source_offset = offset,
+      .xid = txn_.xid};
+  if (txn_.has_snapshot) header.snapshot = history::SnapshotView{txn_.xmin, txn_.xmax, txn_.xip};
+  if (absl::Status s = builder_->BeginTxn(header); !s.ok()) {
+    return Fail(start, std::string(s.message()));
+  }
+  for (size_t i = 0; i < txn_.ops.size(); ++i) {
+    const PendingOp& op = txn_.ops[i];
+    const KeyId key = InternKey(op.key);
+    if (key.value() >= key_use_.size()) key_use_.resize(key.value() + 1, 0);
+    uint8_t use = 0;
+    if (op.type == OpType::kAppend || op.form == ValueForm::kList) {
+      use = kUsedAsList;
+    } else if (op.type == OpType::kWrite || op.form == ValueForm::kInt) {
+      use = kUsedAsRegister;
+    }
+    if (use != 0 && !UseKey(key, op.key, use, i, op.where)) {
+      builder_->AbandonTxn();
+      return false;
+    }
+    switch (op.type) {
+      case OpType::kWrite:
+        builder_->Write(key, op.form == ValueForm::kInt ? Value::Int(op.value) : Value::Absent());
+        break;
+      case OpType::kAppend:
+        builder_->Append(key, Value::Int(op.value));
+        break;
+      case OpType::kRead:
+        if (op.form == ValueForm::kList) {
+          builder_->ListReadBegin(key);
+          for (uint32_t e = 0; e < op.list_size; ++e) {
+            builder_->ListReadElement(Value::Int(txn_.elements[op.list_begin + e]));
+          }
+          builder_->ListReadEnd();
+        } else {
+          builder_->Read(key, op.form == ValueForm::kInt ? Value::Int(op.value) : Value::Absent());
+        }
+        break;
+    }
+  }
+  builder_->EndTxn();
+  return true;
+}
+
+absl::Status TimeKillerParser::ReadHistory(ByteSource* source, const std::string& source_name,
+                                           size_t chunk_size) {
+  const std::optional<uint64_t> source_size = source->SizeHint();
+  ChunkedJsonArray array(source, source_name, "transaction", chunk_size);
+  ArrayElement element;
+  uint64_t ops_read = 0;
+  while (true) {
+    std::string_view window;
+    ASSIGN_OR_RETURN(bool more, array.Start(&window));
+    if (!more) break;
+    // Most transactions are read by ParseUsualTxn straight from the buffer; the rest are first
+    // delimited by the array splitter.
+    const char* usual_end =
+        usual_first_ ? ParseUsualTxn(window.data(), window.data() + window.size(), &txn_) : nullptr;
+    if (usual_end != nullptr) {
+      array.Take(static_cast<size_t>(usual_end - window.data()), &element);
+    } else {
+      ASSIGN_OR_RETURN(more, array.Next(&element));
+      if (!more) break;
+    }
+    const char* start = element.data;
+    const char* end = element.data + element.size;
+    auto failure = [&]() {
+      return array.ErrorAt(fail_where_ != nullptr ? fail_where_ : start,
+                           fmt::format("transaction #{}: {}", element.index, fail_message_));
+    };
+    if (*start != '{') {
+      return array.ErrorAt(
+          start, fmt::format("transaction #{}: expected an object, found an array", element.index));
+    }
+    // A transaction that did not fit in the window may still be a usual one.
+    if (usual_end == nullptr && (!usual_first_ || element.size <= window.size() ||
+                                 ParseUsualTxn(start, end, &txn_) != end)) {
+      if (parser_.capacity() < element.size) {
+        size_t capacity = std::max({element.size, 2 * parser_.capacity(), kMinParserCapacity});
+        if (auto error = parser_.allocate(capacity)) {
+          return array.ErrorAt(
+              start, fmt::format("transaction #{}: cannot parse {} bytes: {}", element.index,
+                                 element.size, simdjson::error_message(error)));
+        }
+      }
+      od::document doc;
+      if (auto error = parser_.iterate(start, element.size, element.padded_size).get(doc)) {
+        FailIterate(error, start, end);
+        return failure();
+      }
+      od::object obj;
+      if (auto error = doc.get_object().get(obj)) {
+        FailJson(start, error, "a transaction object");
+        return failure();
+      }
+      if (!ParseTxn(obj, start)) return failure();
+      if (!AtEnd(doc)) {
+        Fail(start, "unexpected content after the transaction object");
+        return failure();
+      }
+    }
+    if (!EmitTxn(start, element.offset)) return failure();
+    ops_read += txn_.ops.size();
+    if (element.index + 1 == kSizingSample && source_size) {
+      ReserveFor(*source_size, element.offset + element.size, ops_read);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void TimeKillerParser::ReserveFor(uint64_t source_size, uint64_t sample_bytes,
+                                  uint64_t sample_ops) {
+  if (sample_bytes == 0 || source_size <= 2 * sample_bytes) return;
+  // The sample's proportions, with some slack, but never more than the smallest transactions
+  // and ops could fill: the reservation is an estimate, and the history still grows past it.
+  const double scale = 1.03 * static_cast<double>(source_size) / static_cast<double>(sample_bytes);
+  const uint64_t max_txns = source_size / kMinTxnBytes;
+  const uint64_t max_ops = source_size / kMinOpBytes;
+  const auto txns =
+      static_cast<uint64_t>(std::min(scale * kSizingSample, static_cast<double>(max_txns)));
+  const auto ops = static_cast<uint64_t>(
+      std::min(scale * static_cast<double>(sample_ops), static_cast<double>(max_ops)));
+  builder_->Reserve(static_cast<size_t>(txns), static_cast<size_t>(ops));
+}
+
+void TimeKillerParser::MarkUndecidedKeysAsLists() {
+  bool any_list = false;
+  for (uint8_t use : key_use_) {
+    if (use & kUsedAsRegister) return;
+    if (use & kUsedAsList) any_list = true;
+  }
+  if (!any_list) return;
+  for (size_t k = 0; k < key_use_.size(); ++k) {
+    // An empty initial list is what an unlisted list starts with anyway.
+    if (key_use_[k] == 0) builder_->SetInitialList(KeyId(static_cast<uint32_t>(k)), {});
+  }
+}
+
+absl::Status TimeKillerParser::ReadInitial(std::string_view json, const std::string& source_name) {
+  const char* begin = json.data();
+  const char* end = json.data() + json.size();
+  auto failure = [&]() {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}:{}: initial transaction: {}", source_name,
+        LineColumnIn(begin, fail_where_ != nullptr ? fail_where_ : begin), fail_message_));
+  };
+  txn_.ops.clear();
+  txn_.elements.clear();
+  od::document doc;
+  if (auto error =
+          parser_.iterate(json.data(), json.size(), json.size() + kSimdjsonPadding).get(doc)) {
+    FailIterate(error, begin, end);
+    return failure();
+  }
+  od::json_type type;
+  if (auto error = doc.type().get(type)) {
+    FailJson(begin, error, "a JSON object with \"ops\"");
+    return failure();
+  }
+  if (type != od::json_type::object) {
+    Fail(begin, "expected a JSON object with \"ops\"");
+    return failure();
+  }
+  od::object obj;
+  if (auto error = doc.get_object().get(obj)) {
+    FailJson(begin, error, "a JSON object with \"ops\"");
+    return failure();
+  }
+  const char* ops_where = nullptr;
+  for (auto field_result : obj) {
+    if (auto error = field_result.error()) {
+      FailJson(begin, error, "an object");
+      return failure();
+    }
+    od::field& field = field_result.value_unsafe();
+    const char* member_where = field.key().raw() - 1;
+    std::string_view key;
+    if (auto error = FieldName(field, &key)) {
+      FailJson(member_where, error, "a member name");
+      return failure();
+    }
+    if (key != "ops") continue;
+    if (ops_where != nullptr) {
+      Fail(member_where, "two members \"ops\"");
+      return failure();
+    }
+    ops_where = member_where;
+    od::value& value = field.value();
+    if (!ParseOps(value, member_where)) return failure();
+  }
+  if (!AtEnd(doc)) {
+    Fail(begin, "unexpected content after the object");
+    return failure();
+  }
+  if (ops_where == nullptr) {
+    Fail(begin, "missing \"ops\"");
+    return failure();
+  }
+
+  // Registers: the last write wins. Lists: the appends, in order.
+  std::vector<KeyId> list_keys;
+  absl::flat_hash_map<KeyId, std::vector<Value>> lists;
+  for (size_t i = 0; i < txn_.ops.size(); ++i) {
+    const PendingOp& op = txn_.ops[i];
+    if (op.type == OpType::kRead) continue;
+    const KeyId key = InternKey(op.key);
+    const bool is_list = op.type == OpType::kAppend;
+    if (!UseKey(key, op.key, is_list ? kUsedAsList : kUsedAsRegister, i, op.where)) {
+      return failure();
+    }
+    if (is_list) {
+      auto [it, inserted] = lists.try_emplace(key);
+      if (inserted) list_keys.push_back(key);
+      it->second.push_back(Value::Int(op.value));
+    } else {
+      builder_->SetInitialRegister(
+          key, op.form == ValueForm::kInt ? Value::Int(op.value) : Value::Absent());
+    }
+  }
+  for (KeyId key : list_keys) builder_->SetInitialList(key, lists[key]);
+  txn_.ops.clear();
+  txn_.elements.clear();
+  return absl::OkStatus();
+}
+
+}  // namespace isowatch::formats::internal

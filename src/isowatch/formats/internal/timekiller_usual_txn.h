@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// Private to the TimeKiller reader: the parser of transactions of the usual shape, which most
+// transactions have. It reads a transaction straight from the chunk buffer and finds where it
+// ends; what it does not accept is left to the general parser (TimeKillerParser::ParseTxn).
+
+#include "isowatch/formats/internal/timekiller_txn.h"
+
+namespace isowatch::formats::internal {
+
+// The transaction object at `begin`, if it has the usual shape and ends before `limit`: the five
+// members "tid", "sid", "sts", "cts" and "ops" once each, timestamps of integers or decimal
+// strings, ids that are integers or strings, ops {"t", "k", "v"} with integer keys and values,
+// no "-0" and no integer of more than 18 digits, no escapes nor non-ASCII bytes in strings, and
+// members of other names only with numbers, strings, true, false or null as values (but not the
+// isowatch extension's "xid" and "snapshot"). Fills `*txn` and returns the end of the object, or
+// returns nullptr, leaving `*txn` in an unspecified state and the transaction to the general
+// parser, which accepts everything this accepts, with the same meaning, and more. At least
+// ChunkedJsonArray::kPadding bytes past `limit` must be readable.
+const char* ParseUsualTxn(const char* begin, const char* limit, ParsedTxn* txn);
+
+}  // namespace isowatch::formats::internal
