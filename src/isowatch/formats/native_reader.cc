@@ -21,6 +21,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "isowatch/common/status_macros.h"
+#include "isowatch/common/string_view.h"
 #include "isowatch/formats/native.h"
 #include "isowatch/formats/proto_decoder.h"
 #include "isowatch/history/history_builder.h"
@@ -42,8 +43,6 @@ using ::isowatch::KeyId;
 constexpr size_t kMaxBinaryLeadingWhitespace = 64;
 // Bytes a binary length prefix (a varint32) takes at most.
 constexpr int kMaxLengthPrefixBytes = 5;
-
-std::string_view View(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
 // A ZeroCopyInputStream over bytes held by the caller, handed out in blocks that fit an int.
 class ViewInputStream final : public io::ZeroCopyInputStream {
@@ -218,14 +217,15 @@ class Decoder {
         status = absl::InvalidArgumentError("expected a record holding a header or a txn");
         break;
     }
-    if (!status.ok()) return Error(pos, View(status.message()));
+    if (!status.ok()) return Error(pos, common::StdView(status.message()));
     return absl::OkStatus();
   }
 
   absl::StatusOr<History> Finish() && {
     absl::StatusOr<History> h = std::move(builder_).Finish();
     if (!h.ok()) {
-      return absl::InvalidArgumentError(fmt::format("{}: {}", source_, View(h.status().message())));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: {}", source_, common::StdView(h.status().message())));
     }
     return h;
   }
@@ -364,7 +364,7 @@ absl::Status ReadJsonLines(ByteSource& src, Decoder& decoder) {
     if (std::all_of(line.begin(), line.end(), [](char c) { return IsJsonSpace(c); })) continue;
     ++pos.record;
     if (absl::Status status = ParseJsonLine(line, &record); !status.ok()) {
-      return decoder.Error(pos, View(status.message()));
+      return decoder.Error(pos, common::StdView(status.message()));
     }
     RETURN_IF_ERROR(decoder.Apply(record, pos));
   }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/common/status_macros.h"
+#include "isowatch/common/string_view.h"
 
 namespace isowatch::formats {
 namespace {
@@ -18,8 +19,6 @@ using history::Timestamp;
 using history::TxnHeader;
 using history::TxnStatus;
 using history::Value;
-
-std::string_view View(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
 bool HasValue(const pb::Datum& d) { return d.kind_case() != pb::Datum::KIND_NOT_SET; }
 
@@ -168,8 +167,8 @@ absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t 
   for (int i = 0; i < t.ops_size(); ++i) {
     if (absl::Status status = ApplyOp(t.ops(i)); !status.ok()) {
       builder_.AbandonTxn();
-      return absl::InvalidArgumentError(
-          fmt::format("transaction {}, ops[{}]: {}", header.id, i, View(status.message())));
+      return absl::InvalidArgumentError(fmt::format("transaction {}, ops[{}]: {}", header.id, i,
+                                                    common::StdView(status.message())));
     }
   }
   if (builder_.live()) return builder_.EndLiveTxn();

@@ -18,6 +18,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "isowatch/common/string_view.h"
 #include "isowatch/store/violation_record.h"
 
 namespace isowatch::server {
@@ -33,9 +34,6 @@ void String(JsonWriter& w, std::string_view s) {
 void Key(JsonWriter& w, std::string_view s) {
   w.Key(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
-
-// Debian's abseil has its own string_view type.
-std::string_view View(absl::string_view s) { return {s.data(), s.size()}; }
 
 std::string ToString(const rapidjson::StringBuffer& buffer) {
   return std::string(buffer.GetString(), buffer.GetSize());
@@ -394,7 +392,7 @@ HttpResponse HttpApi::ServeReady(const HttpRequest& /*request*/) const {
   if (!readiness_) return HttpResponse::Text(200, "ok\n");
   absl::Status ready = readiness_();
   if (ready.ok()) return HttpResponse::Text(200, "ok\n");
-  std::string reason(View(ready.message()));
+  std::string reason(common::StdView(ready.message()));
   if (reason.empty()) reason = absl::StatusCodeToString(ready.code());
   return HttpResponse::Text(503, fmt::format("not ready: {}\n", reason));
 }
@@ -410,7 +408,7 @@ HttpResponse HttpApi::ServeViolations(const HttpRequest& request) const {
       violations_->Query(query.filter, query.limit, query.page_token);
   if (!page.ok()) {
     int status = HttpStatusOf(page.status());
-    std::string message(View(page.status().message()));
+    std::string message(common::StdView(page.status().message()));
     // The only parameter a source can reject is the page token; the others were checked above.
     return JsonError(status, message, status == 400 ? "page_token" : "");
   }
@@ -435,7 +433,7 @@ HttpResponse HttpApi::ServeStatus(const HttpRequest& request) const {
   if (status_ == nullptr) return JsonError(503, "status is not available");
   absl::StatusOr<DaemonStatus> status = status_->GetStatus();
   if (!status.ok()) {
-    return JsonError(HttpStatusOf(status.status()), View(status.status().message()));
+    return JsonError(HttpStatusOf(status.status()), common::StdView(status.status().message()));
   }
   absl::Status ready = readiness_ ? readiness_() : absl::OkStatus();
   rapidjson::StringBuffer buffer;
@@ -451,7 +449,7 @@ HttpResponse HttpApi::ServeStatus(const HttpRequest& request) const {
   w.Bool(ready.ok());
   if (!ready.ok()) {
     Key(w, "not_ready_reason");
-    String(w, View(ready.message()));
+    String(w, common::StdView(ready.message()));
   }
   Key(w, "streams");
   w.StartArray();
