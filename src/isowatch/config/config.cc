@@ -219,7 +219,7 @@ uint64_t RememberedIds(const DaemonConfig& config) {
 }
 
 const std::vector<OptionInfo>& Options() {
-  static const std::vector<OptionInfo>* const infos = [] {
+  static const std::vector<OptionInfo>* const kInfos = [] {
     auto* list = new std::vector<OptionInfo>();
     const DaemonConfig defaults;
     for (const Option& o : Table()) {
@@ -227,7 +227,7 @@ const std::vector<OptionInfo>& Options() {
     }
     return list;
   }();
-  return *infos;
+  return *kInfos;
 }
 
 absl::StatusOr<DaemonConfig> LoadConfigString(std::string_view yaml, std::string_view source) {

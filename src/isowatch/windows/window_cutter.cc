@@ -38,7 +38,6 @@ using history::Timestamp;
 using history::TxnStatus;
 using history::Value;
 
-using internal::PlacedBefore;
 using internal::Rec;
 using internal::TxnPool;
 

@@ -354,7 +354,7 @@ std::vector<Option> CheckerOptions() {
            },
            .get = [field, default_value, is_levels](const DaemonConfig& c) -> std::string {
              auto it = c.checker_options.find(field);
-             if (it == c.checker_options.end()) return default_value;
+             if (it == c.checker_options.end()) return std::string(default_value);
              return is_levels ? JoinList(SplitList(it->second)) : it->second;
            }});
     }
@@ -367,7 +367,7 @@ std::vector<Option> CheckerOptions() {
 // The option table: the one list of options, in the order of config/isowatchd.yaml.
 const std::vector<Option>& Table() {
   using verdict::IsolationLevel;
-  static const std::vector<Option>* const table = [] {
+  static const std::vector<Option>* const kTable = [] {
     auto* t = new std::vector<Option>{
         StringOption(
             "data_dir", "a directory path",
@@ -499,7 +499,7 @@ const std::vector<Option>& Table() {
     for (Option& o : CheckerOptions()) t->push_back(std::move(o));
     return t;
   }();
-  return *table;
+  return *kTable;
 }
 
 const Option* FindOption(std::string_view key) {
