@@ -5,7 +5,9 @@
 #include "isowatch/history/live_history.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -82,14 +84,20 @@ LiveHistoryOptions EveryTime() {
   return {.min_release = 1, .min_bytes_collect = 0, .min_keys_collect = 0};
 }
 
+// A live history of key-value transactions 0 .. `txns` - 1 (AddTxn).
+std::unique_ptr<LiveHistory> Started(int txns, LiveHistoryOptions options = EveryTime()) {
+  auto live = std::make_unique<LiveHistory>(std::move(options), common::SystemClock::Get());
+  live->Start(DataModel::kKeyValue);
+  for (int i = 0; i < txns; ++i) AddTxn(live->builder(), i);
+  return live;
+}
+
 TEST(LiveHistory, ReleasesOnlyWhatEveryHolderCallsFinal) {
-  LiveHistory live(EveryTime(), common::SystemClock::Get());
-  live.Start(DataModel::kKeyValue);
-  for (int i = 0; i < 100; ++i) AddTxn(live.builder(), i);
+  std::unique_ptr<LiveHistory> started = Started(100);
+  LiveHistory& live = *started;
   TestHolder a(live.history());
   TestHolder b(live.history());
-  live.Register(&a);
-  live.Register(&b);
+  for (TestHolder* x : {&a, &b}) live.Register(x);
   a.final_below = 90;
   b.final_below = 80;
   EXPECT_TRUE(live.MaybeForget());
@@ -107,9 +115,8 @@ TEST(LiveHistory, ReleasesOnlyWhatEveryHolderCallsFinal) {
 }
 
 TEST(LiveHistory, WaitsUntilAReleaseIsWorthItsCost) {
-  LiveHistory live({.min_release = 50}, common::SystemClock::Get());
-  live.Start(DataModel::kKeyValue);
-  for (int i = 0; i < 100; ++i) AddTxn(live.builder(), i);
+  std::unique_ptr<LiveHistory> started = Started(100, {.min_release = 50});
+  LiveHistory& live = *started;
   TestHolder a(live.history());
   live.Register(&a);
   a.final_below = 49;  // below min_release
@@ -124,13 +131,11 @@ TEST(LiveHistory, WaitsUntilAReleaseIsWorthItsCost) {
 }
 
 TEST(LiveHistory, KeepsWhatAHolderStillReadsAndAsksAgain) {
-  LiveHistory live(EveryTime(), common::SystemClock::Get());
-  live.Start(DataModel::kKeyValue);
-  for (int i = 0; i < 100; ++i) AddTxn(live.builder(), i);
+  std::unique_ptr<LiveHistory> started = Started(100);
+  LiveHistory& live = *started;
   TestHolder a(live.history());
   TestHolder b(live.history());
-  live.Register(&a);
-  live.Register(&b);
+  for (TestHolder* x : {&a, &b}) live.Register(x);
   a.final_below = b.final_below = 80;
   b.keep = {3, 41};
   EXPECT_TRUE(live.MaybeForget());
@@ -155,9 +160,8 @@ TEST(LiveHistory, KeepsWhatAHolderStillReadsAndAsksAgain) {
 }
 
 TEST(LiveHistory, ForgetsKeysUnlessMarkedOrPinned) {
-  LiveHistory live(EveryTime(), common::SystemClock::Get());
-  live.Start(DataModel::kKeyValue);
-  for (int i = 0; i < 100; ++i) AddTxn(live.builder(), i);
+  std::unique_ptr<LiveHistory> started = Started(100);
+  LiveHistory& live = *started;
   TestHolder a(live.history());
   live.Register(&a);
   const History& h = live.history();
@@ -192,9 +196,8 @@ TEST(LiveHistory, ForgetsKeysUnlessMarkedOrPinned) {
 }
 
 TEST(LiveHistory, ForgetsByteStringsUnlessMarked) {
-  LiveHistory live(EveryTime(), common::SystemClock::Get());
-  live.Start(DataModel::kKeyValue);
-  for (int i = 0; i < 100; ++i) AddTxn(live.builder(), i);
+  std::unique_ptr<LiveHistory> started = Started(100);
+  LiveHistory& live = *started;
   TestHolder a(live.history());
   live.Register(&a);
   a.pins_keys = true;  // keys keep their bytes: count values alone
@@ -213,13 +216,11 @@ TEST(LiveHistory, ForgetsByteStringsUnlessMarked) {
 }
 
 TEST(LiveHistory, UnregisteredHoldersAreNotAsked) {
-  LiveHistory live(EveryTime(), common::SystemClock::Get());
-  live.Start(DataModel::kKeyValue);
-  for (int i = 0; i < 10; ++i) AddTxn(live.builder(), i);
+  std::unique_ptr<LiveHistory> started = Started(10);
+  LiveHistory& live = *started;
   TestHolder a(live.history());
   TestHolder b(live.history());
-  live.Register(&a);
-  live.Register(&b);
+  for (TestHolder* x : {&a, &b}) live.Register(x);
   live.Unregister(&b);
   a.final_below = 10;  // b would hold everything back
   EXPECT_TRUE(live.MaybeForget());
@@ -228,9 +229,8 @@ TEST(LiveHistory, UnregisteredHoldersAreNotAsked) {
 }
 
 TEST(LiveHistory, CheckpointKeepsWhereReleasesStand) {
-  LiveHistory live(EveryTime(), common::SystemClock::Get());
-  live.Start(DataModel::kKeyValue);
-  for (int i = 0; i < 100; ++i) AddTxn(live.builder(), i);
+  std::unique_ptr<LiveHistory> started = Started(100);
+  LiveHistory& live = *started;
   TestHolder a(live.history());
   live.Register(&a);
   a.final_below = 70;

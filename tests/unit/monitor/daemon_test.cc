@@ -36,6 +36,7 @@
 #include "isowatch/store/violation_record.h"
 
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/unit/server/http_test_client.h"
 
 namespace isowatch::monitor {
@@ -46,24 +47,10 @@ using server::testing::HttpTestClient;
 constexpr absl::Duration kWait = absl::Seconds(60);
 constexpr char kVersion[] = "0.0.0-test";
 
-// A directory under the test's temporary directory, removed with its contents at the end.
-class TempDir {
+// A fresh data directory, removed at the end.
+class TempDir : public isowatch::testing::TempDir {
  public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::path(::testing::TempDir()) / "isowatch-daemon-test-XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& Path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : isowatch::testing::TempDir("isowatch-daemon-test") {}
 };
 
 // --- transactions -----------------------------------------------------------------------------

@@ -4,8 +4,6 @@
 // and in the ack, and Stop reports everything appended.
 #include "isowatch/monitor/durable_log.h"
 
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,16 +17,16 @@
 #include "isowatch/server/metrics.h"
 #include "isowatch/store/store.h"
 
+#include "tests/testing/temp_dir.h"
+
 namespace isowatch::monitor {
 namespace {
 
 class DurableLogTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/isowatch-durable-log-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    auto store = store::Store::Open(dir_, {.sync_writes = false});
+    ASSERT_FALSE(dir_.Path().empty());
+    auto store = store::Store::Open(dir_.Path(), {.sync_writes = false});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     log_ = std::make_unique<DurableLog>(store_.get(), &metrics_, &queue_,
@@ -37,7 +35,6 @@ class DurableLogTest : public ::testing::Test {
   void TearDown() override {
     log_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   // Batch `seq` of `stream`: one transaction per (kind, key) of `ops`, ids from `first_id`,
@@ -75,7 +72,7 @@ class DurableLogTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
+  isowatch::testing::TempDir dir_{"isowatch-durable-log"};
   std::unique_ptr<store::Store> store_;
   server::DaemonMetrics metrics_{"test"};
   internal::BatchQueue queue_{16};

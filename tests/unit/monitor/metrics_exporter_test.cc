@@ -4,8 +4,6 @@
 // the options say of the daemon.
 #include "isowatch/monitor/metrics_exporter.h"
 
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,16 +17,16 @@
 #include "isowatch/server/metrics.h"
 #include "isowatch/store/store.h"
 
+#include "tests/testing/temp_dir.h"
+
 namespace isowatch::monitor {
 namespace {
 
 class MetricsExporterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/isowatch-exporter-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    auto store = store::Store::Open(dir_, {.sync_writes = false});
+    ASSERT_FALSE(dir_.Path().empty());
+    auto store = store::Store::Open(dir_.Path(), {.sync_writes = false});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     options_.version = "1.2.3";
@@ -39,7 +37,6 @@ class MetricsExporterTest : public ::testing::Test {
   void TearDown() override {
     exporter_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   // Applies batch `seq` of stream "s": one writer, transaction `seq`, and the watermark.
@@ -62,7 +59,7 @@ class MetricsExporterTest : public ::testing::Test {
     EXPECT_TRUE(live_->Apply(b, all, clock_.NowMs()).empty());
   }
 
-  std::string dir_;
+  isowatch::testing::TempDir dir_{"isowatch-exporter"};
   std::unique_ptr<store::Store> store_;
   server::DaemonMetrics metrics_{"test"};
   common::ManualClock clock_{0};
