@@ -20,8 +20,8 @@ namespace isowatch::monitor {
 // How the daemon core (Monitor and its parts) runs.
 struct MonitorOptions {
   LiveOptions live;
-  // The RocksDB spill behind `live.engine.spill`, when it is one (not owned): the monitor reports its
-  // memory with the store's, and snapshots it with each checkpoint.
+  // The RocksDB spill behind `live.engine.spill`, when it is one (not owned): the monitor reports
+  // its memory with the store's, and snapshots it with each checkpoint.
   engine::RocksVersionSpill* rocks_spill = nullptr;
   // Checkpoints (docs/operations.md, "Checkpoints"): how often to save one (0: never), the
   // directory the spill's snapshots go under (the data directory), and the checkpoint the store
@@ -44,8 +44,8 @@ struct MonitorOptions {
   // their options; empty: no windows are checked.
   std::vector<std::pair<std::string, checkers::CheckerOptions>> window_checkers;
   windows::PoolOptions pool;
-  // Every reading of time the core makes (not owned; it outlives the monitor), `live.engine.clock`'s
-  // too when that is not set. nullptr: the system clock.
+  // Every reading of time the core makes (not owned; it outlives the monitor),
+  // `live.engine.clock`'s too when that is not set. nullptr: the system clock.
   const common::Clock* clock = nullptr;
 };
 
