@@ -62,7 +62,8 @@ LiveChecker::~LiveChecker() = default;
 void LiveChecker::SetEngine(std::unique_ptr<engine::Engine> engine) {
   if (engine_ != nullptr) live_.Unregister(engine_.get());
   engine_ = std::move(engine);
-  // First, so that the engine decides what is final before anyone else is asked.
+  // After the cutter and the renderer, which call every transaction final: the engine alone
+  // decides where a release ends.
   live_.Register(engine_.get());
 }
 
