@@ -47,16 +47,16 @@ absl::StatusOr<history::History> ReadNativeString(std::string_view data, const R
 // is not UTF-8, a record over kNativeMaxRecordSize). Unavailable: the stream failed.
 absl::Status WriteNative(const history::History& h, NativeEncoding encoding, std::ostream& out);
 
-// True if `head`, the first bytes of a file (at least 3), starts the way a native binary file
-// does and no JSON document can: a one-byte length L, the tag of HistoryRecord.header or .txn, and
-// the length L - 2 (a record whose payload is 2 to 127 bytes, as written by WriteNative). For
-// callers that tell formats apart by the first byte: a binary file whose first record has a
-// payload of 91 bytes starts with '[' (0x5b), one of 123 bytes with '{' (0x7b).
 // The isowatch.v1 messages of a history, as WriteNative writes them: the header (version,
 // initial state) and one transaction. The daemon's collectors send these.
 absl::Status EncodeHeader(const history::History& h, v1::Header* header);
 absl::Status EncodeTxn(const history::History& h, TxnId id, v1::Transaction* out);
 
+// True if `head`, the first bytes of a file, starts the way a native binary file does and no
+// text document can: a varint length L, the tag of HistoryRecord.header or .txn, and a varint
+// inner length that makes the record exactly L bytes. For callers that tell formats apart by
+// content: a binary file whose first record has a payload of 91 bytes starts with '[' (0x5b), one
+// of 123 bytes with '{' (0x7b).
 bool LooksLikeNativeBinary(std::string_view head);
 
 }  // namespace isowatch::formats

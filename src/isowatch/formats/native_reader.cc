@@ -195,6 +195,7 @@ class Decoder {
  public:
   Decoder(const ReadOptions& options, std::string_view source) : source_(source) {
     builder_.set_source(std::string(source));
+    builder_.set_format("native");
     if (options.initial_value) builder_.SetDefaultInitialValue(Value::Int(*options.initial_value));
   }
 
@@ -246,6 +247,9 @@ class Decoder {
       return absl::InvalidArgumentError(
           fmt::format("unsupported format version {} (expected version {})", header.version(),
                       kNativeFormatVersion));
+    }
+    if (auto it = header.metadata().find("time_unit"); it != header.metadata().end()) {
+      builder_.set_time_unit(it->second);
     }
     return proto_.ApplyInitialState(header.initial());
   }
@@ -402,11 +406,25 @@ absl::StatusOr<History> ReadNativeFile(const std::string& path, const ReadOption
 }
 
 bool LooksLikeNativeBinary(std::string_view head) {
-  if (head.size() < 3) return false;
-  const auto length = static_cast<unsigned char>(head[0]);
-  const auto tag = static_cast<unsigned char>(head[1]);
-  return length >= 2 && length < 0x80 && (tag == 0x0a || tag == 0x12) &&
-         static_cast<unsigned char>(head[2]) == length - 2;
+  // A varint of at most 5 bytes at `pos`; 0 bytes used if there is none.
+  auto varint = [&head](size_t pos, uint64_t* value) -> size_t {
+    *value = 0;
+    for (size_t i = 0; i < 5 && pos + i < head.size(); ++i) {
+      const auto byte = static_cast<unsigned char>(head[pos + i]);
+      *value |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+      if ((byte & 0x80) == 0) return i + 1;
+    }
+    return 0;
+  };
+  uint64_t length = 0;
+  const size_t n = varint(0, &length);
+  if (n == 0 || n >= head.size()) return false;
+  const auto tag = static_cast<unsigned char>(head[n]);
+  if (tag != 0x0a && tag != 0x12) return false;
+  uint64_t inner = 0;
+  const size_t m = varint(n + 1, &inner);
+  // The record is the tag, the inner length and the inner message, exactly.
+  return m != 0 && length >= 2 && inner == length - 1 - m;
 }
 
 absl::StatusOr<History> ReadNativeString(std::string_view data, const ReadOptions& options,

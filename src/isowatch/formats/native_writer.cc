@@ -185,6 +185,9 @@ class Encoder {
   absl::Status Header(pb::Header* header) const {
     header->set_version(kNativeFormatVersion);
     (*header->mutable_metadata())["producer"] = "isowatch";
+    if (!h_.info().time_unit.empty()) {
+      (*header->mutable_metadata())["time_unit"] = h_.info().time_unit;
+    }
     const history::InitialState& initial = h_.initial();
     pb::InitialState* out = header->mutable_initial();
     if (!initial.default_value.absent()) {
@@ -256,6 +259,12 @@ class Encoder {
     if (t.has_commit) {
       out->mutable_commit()->set_physical(t.commit.physical);
       out->mutable_commit()->set_logical(t.commit.logical);
+    }
+    if (t.has_real_time) {
+      out->mutable_real_time()->set_invoke(t.invoke_time);
+      if (t.complete_time != history::Transaction::kNeverCompleted) {
+        out->mutable_real_time()->set_complete(t.complete_time);
+      }
     }
     if (const uint64_t xid = h_.xid(t); xid != 0) out->set_xid(xid);
     if (h_.has_snapshot(t)) {

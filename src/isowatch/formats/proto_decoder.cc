@@ -153,6 +153,12 @@ absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t 
   }
   if (t.has_start()) header.start = Timestamp{t.start().physical(), t.start().logical()};
   if (t.has_commit()) header.commit = Timestamp{t.commit().physical(), t.commit().logical()};
+  if (t.has_real_time() && !builder_.live()) {
+    header.real_time = history::TxnHeader::RealTime{
+        .invoke = t.real_time().invoke(),
+        .complete = t.real_time().has_complete() ? t.real_time().complete()
+                                                 : history::Transaction::kNeverCompleted};
+  }
   header.source_offset = source_offset;
   header.xid = t.xid();
   if (t.has_snapshot()) {

@@ -97,6 +97,7 @@ absl::StatusOr<history::History> ReadTimeKiller(internal::ByteSource* source,
                                                 internal::TxnParsers parsers) {
   HistoryBuilder builder;
   builder.set_source(source_name);
+  builder.set_format("timekiller");
   if (options.initial_value) builder.SetDefaultInitialValue(Value::Int(*options.initial_value));
   internal::TimeKillerParser parser(&builder, parsers);
   if (initial != nullptr) {

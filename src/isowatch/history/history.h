@@ -57,6 +57,24 @@ struct InitialState {
   absl::flat_hash_set<KeyId> versions;
 };
 
+// Something the reader of a history's source met and did not turn into transactions and
+// operations (skipped, refused or reinterpreted), counted by kind, so that a report can say what
+// was left out and why: "nemesis operations skipped", "ineffective writes dropped", ...
+struct SourceNote {
+  std::string kind;     // a short phrase, the same for every note of its kind
+  uint64_t count = 0;   // how many times the reader met it
+  std::string example;  // the first occurrence, with its position in the source
+};
+
+// What is known of where a history came from, beyond its transactions: the format and dialect it
+// was read in, the unit of its real-time intervals and the reader's notes.
+struct HistoryInfo {
+  std::string format;             // e.g. "edn"; empty when not read from a file
+  std::string dialect;            // e.g. "list-append", "plume"; empty when the format has none
+  std::string time_unit;          // of Transaction::invoke_time and complete_time, e.g. "ns"
+  std::vector<SourceNote> notes;  // in order of first occurrence
+};
+
 // Whether one transaction's writes are in another's snapshot (History::Visible).
 enum class Visibility : uint8_t {
   kVisible = 0,
@@ -207,6 +225,12 @@ class History {
 
   // Where the history came from (file name), for messages.
   const std::string& source() const { return source_; }
+  // The format it was read in and what its reader noted.
+  const HistoryInfo& info() const { return info_; }
+  // Whether any transaction has a commit timestamp, a start timestamp, a real-time interval.
+  bool has_commit_timestamps() const { return commit_txns_ > 0; }
+  bool has_start_timestamps() const { return start_txns_ > 0; }
+  bool has_real_time() const { return real_time_txns_ > 0; }
   // Approximate bytes held, for accounting.
   size_t MemoryUsage() const;
   // Transactions released but kept (HistoryBuilder::ReleaseLive).
@@ -261,6 +285,11 @@ class History {
   InitialState initial_;
   DataModel data_model_ = DataModel::kKeyValue;
   std::string source_;
+  HistoryInfo info_;
+  // Transactions ever added with a commit timestamp, a start timestamp, a real-time interval.
+  size_t commit_txns_ = 0;
+  size_t start_txns_ = 0;
+  size_t real_time_txns_ = 0;
 };
 
 }  // namespace isowatch::history

@@ -58,6 +58,11 @@ absl::Status HistoryBuilder::BeginTxn(const TxnHeader& header) {
         fmt::format("transaction {} starts at {} after it commits at {}", header.id,
                     header.start->ToString(), header.commit->ToString()));
   }
+  if (header.real_time && header.real_time->invoke > header.real_time->complete) {
+    return absl::InvalidArgumentError(
+        fmt::format("transaction {} completes at {} before it is invoked at {}", header.id,
+                    header.real_time->complete, header.real_time->invoke));
+  }
   if (header.snapshot) {
     if (header.start) {
       return absl::InvalidArgumentError(fmt::format(
@@ -88,6 +93,14 @@ absl::Status HistoryBuilder::BeginTxn(const TxnHeader& header) {
   t.has_commit = header.commit.has_value();
   if (header.start) t.start = *header.start;
   if (header.commit) t.commit = *header.commit;
+  if (header.real_time) {
+    t.has_real_time = true;
+    t.invoke_time = header.real_time->invoke;
+    t.complete_time = header.real_time->complete;
+    ++history_.real_time_txns_;
+  }
+  history_.start_txns_ += t.has_start ? 1 : 0;
+  history_.commit_txns_ += t.has_commit ? 1 : 0;
   t.ops_begin = history_.ops_.size();
   t.source_offset = header.source_offset;
   if (header.xid != 0 || header.snapshot) {
@@ -112,6 +125,24 @@ absl::Status HistoryBuilder::BeginTxn(const TxnHeader& header) {
   given_seq_.push_back(header.seq.value_or(-1));
   open_ = true;
   return absl::OkStatus();
+}
+
+void HistoryBuilder::Note(std::string_view kind, std::string_view example) {
+  std::vector<SourceNote>& notes = history_.info_.notes;
+  auto it = std::find_if(notes.begin(), notes.end(),
+                         [kind](const SourceNote& n) { return n.kind == kind; });
+  if (it == notes.end()) {
+    notes.push_back({.kind = std::string(kind), .count = 0, .example = std::string(example)});
+    it = notes.end() - 1;
+  }
+  ++it->count;
+}
+
+uint64_t HistoryBuilder::NoteCount(std::string_view kind) const {
+  for (const SourceNote& n : history_.info_.notes) {
+    if (n.kind == kind) return n.count;
+  }
+  return 0;
 }
 
 void HistoryBuilder::Read(KeyId key, Value observed) {
@@ -163,6 +194,9 @@ void HistoryBuilder::AbandonTxn() {
     }
     history_.xids_.pop_back();
   }
+  history_.real_time_txns_ -= t.has_real_time ? 1 : 0;
+  history_.start_txns_ -= t.has_start ? 1 : 0;
+  history_.commit_txns_ -= t.has_commit ? 1 : 0;
   history_.txns_.pop_back();
   given_seq_.pop_back();
   open_ = false;

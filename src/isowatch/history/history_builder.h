@@ -31,6 +31,12 @@ struct TxnHeader {
   TxnStatus status = TxnStatus::kCommitted;
   std::optional<Timestamp> start;
   std::optional<Timestamp> commit;
+  // The client's real-time interval (Transaction::invoke_time, complete_time).
+  struct RealTime {
+    int64_t invoke = 0;
+    int64_t complete = Transaction::kNeverCompleted;
+  };
+  std::optional<RealTime> real_time;
   uint64_t source_offset = 0;  // byte offset or record number in the source
   uint64_t xid = 0;            // the database's id of the transaction; 0 = none
   // A PostgreSQL snapshot, in place of `start`; its xip need only live until BeginTxn returns.
@@ -47,6 +53,16 @@ class HistoryBuilder {
   HistoryBuilder();
 
   void set_source(std::string source) { history_.source_ = std::move(source); }
+  // What HistoryInfo says of the source (its notes are added with Note).
+  void set_format(std::string format, std::string dialect = {}) {
+    history_.info_.format = std::move(format);
+    history_.info_.dialect = std::move(dialect);
+  }
+  void set_time_unit(std::string unit) { history_.info_.time_unit = std::move(unit); }
+  // Counts a note of `kind` (SourceNote); the first of its kind keeps `example`.
+  void Note(std::string_view kind, std::string_view example);
+  // Notes of `kind` so far.
+  uint64_t NoteCount(std::string_view kind) const;
 
   // Makes room for `txns` transactions and `ops` operations in all, so that a reader that can
   // estimate the size of its input spares the copies of growing one step at a time.

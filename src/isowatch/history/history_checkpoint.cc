@@ -559,6 +559,15 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
   h.retired_xids_ = std::move(retired.xids);
   h.retired_xip_ = std::move(retired.xip);
   h.snapshot_txns_ = in.snapshot_txns();
+  // Live transactions carry no real time; which have timestamps is told by those still held.
+  for (const Transaction& t : h.txns_) {
+    h.start_txns_ += t.has_start ? 1 : 0;
+    h.commit_txns_ += t.has_commit ? 1 : 0;
+  }
+  for (const auto& [id, r] : h.retired_) {
+    h.start_txns_ += r.txn.has_start ? 1 : 0;
+    h.commit_txns_ += r.txn.has_commit ? 1 : 0;
+  }
 
   RETURN_IF_ERROR(LoadInitial(in, h));
   if (!h.free_keys_.empty()) {

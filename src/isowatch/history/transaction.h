@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/timestamp.h"
@@ -24,6 +25,7 @@ const char* TxnStatusName(TxnStatus status);
 //  2. seq is dense 0..n-1 within the session and gives the session order.
 //  3. session_prev is the transaction at seq - 1 in the same session, or invalid for seq 0.
 //  4. A transaction with a snapshot has no start timestamp (History::has_snapshot).
+//  5. has_real_time implies invoke_time <= complete_time.
 struct Transaction {
   uint32_t ext_id = 0;  // index into History's external-id table
   SessionId session;
@@ -34,6 +36,11 @@ struct Transaction {
   bool has_commit = false;
   bool ext_id_numeric = false;  // the source wrote the id as a number
   uint16_t origin = 0;          // live histories: which source (stream) delivered it
+  // The client saw the transaction between invoke_time and complete_time, in the source's unit
+  // of time (HistoryInfo::time_unit). A transaction never seen to complete has complete_time
+  // kNeverCompleted. Real time orders transactions for the strict levels: A precedes B if
+  // A.complete_time < B.invoke_time. Live histories have none.
+  bool has_real_time = false;
   Timestamp start;
   Timestamp commit;
   uint64_t ops_begin = 0;
@@ -44,10 +51,14 @@ struct Transaction {
   // Where the transaction came from: byte offset in the source file (or record number for
   // record-oriented sources), for counterexamples.
   uint64_t source_offset = 0;
+  int64_t invoke_time = 0;
+  int64_t complete_time = 0;
+
+  static constexpr int64_t kNeverCompleted = std::numeric_limits<int64_t>::max();
 
   bool committed() const { return status == TxnStatus::kCommitted; }
 };
 
-static_assert(sizeof(Transaction) == 88);
+static_assert(sizeof(Transaction) == 104);
 
 }  // namespace isowatch::history

@@ -20,6 +20,7 @@
 #include "isowatch/history/history_builder.h"
 #include "isowatch/v1/history.pb.h"
 
+#include "tests/testing/canonical_history.h"
 #include "tests/testing/source_dir.h"
 
 namespace isowatch::formats {
@@ -34,52 +35,14 @@ using history::TxnStatus;
 using history::Value;
 using ::testing::HasSubstr;
 
-// A canonical text form of everything a History says, to compare two histories.
-std::string Dump(const History& h) {
-  std::string out = fmt::format("model {}\ndefault {}\n", history::DataModelName(h.data_model()),
-                                h.ValueToString(h.initial().default_value));
-  std::vector<std::string> lines;
-  for (const auto& [key, value] : h.initial().registers) {
-    lines.push_back(fmt::format("register {} = {}{}", h.KeyToString(key), h.ValueToString(value),
-                                h.initial().versions.contains(key) ? " installed" : ""));
-  }
-  for (const auto& [key, range] : h.initial().lists) {
-    lines.push_back(
-        fmt::format("list {} = {}", h.KeyToString(key), h.ListToString(h.InitialList(key))));
-  }
-  std::sort(lines.begin(), lines.end());
-  for (const std::string& line : lines) out += line + "\n";
-  for (uint32_t i = 0; i < h.size(); ++i) {
-    TxnId id(i);
-    const history::Transaction& t = h.txn(id);
-    out += fmt::format(
-        "txn {} numeric={} session={} session_numeric={} seq={} prev={} status={} start={} "
-        "commit={}\n",
-        h.txn_name(id), t.ext_id_numeric, h.session_name(t.session), h.session_numeric(t.session),
-        t.seq, t.session_prev.valid() ? std::string(h.txn_name(t.session_prev)) : "-",
-        history::TxnStatusName(t.status), t.has_start ? t.start.ToString() : "-",
-        t.has_commit ? t.commit.ToString() : "-");
-    if (h.xid(t) != 0) out += fmt::format("  xid {}\n", h.xid(t));
-    if (h.has_snapshot(t)) {
-      out += fmt::format("  snapshot {}\n", history::FormatSnapshot(h.snapshot(t)));
-    }
-    for (const history::Op& op : h.ops(id)) {
-      const history::KeyInfo& key = h.key(op.key());
-      out += fmt::format("  {} {} key={}{} ", static_cast<int>(op.kind()), op.unknown(),
-                         key.is_int ? "int:" : "bytes:", h.KeyToString(op.key()));
-      out += op.kind() == OpKind::kListRead ? h.ListToString(h.list_elements(op))
-                                            : h.ValueToString(op.value());
-      out += "\n";
-    }
-  }
-  return out;
-}
+std::string Dump(const History& h) { return isowatch::testing::CanonicalHistory(h); }
 
 // Every op kind, status, bytes and int keys and values, absent and unknown reads, list reads,
-// hybrid and plain timestamps, sequence numbers out of order, an initial state with registers and
-// lists.
+// hybrid and plain timestamps, real-time intervals (one never completed), sequence numbers out of
+// order, an initial state with registers and lists.
 History BuildRichHistory() {
   HistoryBuilder b;
+  b.set_time_unit("ns");
   using namespace std::string_view_literals;
   const KeyId k1 = b.IntKey(1);
   const KeyId k2 = b.IntKey(2);
@@ -106,7 +69,8 @@ History BuildRichHistory() {
                           .session_numeric = true,
                           .seq = 20,
                           .start = Timestamp{10, 0},
-                          .commit = Timestamp{20, 0}})
+                          .commit = Timestamp{20, 0},
+                          .real_time = {{.invoke = -4, .complete = 9}}})
                   .ok());
   b.Write(k1, Value::Int(11));
   b.Read(kb, b.BytesValue("v\xff"));
@@ -135,7 +99,8 @@ History BuildRichHistory() {
                           .session_numeric = true,
                           .seq = 7,
                           .status = TxnStatus::kUnknown,
-                          .commit = Timestamp{30, 1}})
+                          .commit = Timestamp{30, 1},
+                          .real_time = {{.invoke = 12}}})
                   .ok());
   b.Append(lb, b.BytesValue(""));
   b.ListRead(lb, {});
@@ -259,6 +224,7 @@ TEST(NativeTest, RoundTripsBinary) {
   std::string first = Write(h, NativeEncoding::kBinary);
   History back = Read(first);
   EXPECT_EQ(Dump(back), Dump(h));
+  EXPECT_EQ(back.info().time_unit, "ns");
   EXPECT_EQ(Write(back, NativeEncoding::kBinary), first);
 }
 
@@ -522,6 +488,9 @@ TEST(NativeTest, LooksLikeNativeBinary) {
   ASSERT_EQ(framed[0], '[');
   EXPECT_TRUE(LooksLikeNativeBinary(framed));
   EXPECT_EQ(Read(framed).size(), 1u);
+  r.mutable_txn()->set_id_str(std::string(300, 'i'));  // two-byte lengths
+  EXPECT_TRUE(LooksLikeNativeBinary(Frame(r)));
+  EXPECT_FALSE(LooksLikeNativeBinary(Frame(r).substr(0, 2)));
   EXPECT_TRUE(LooksLikeNativeBinary(Write(BuildRichHistory(), NativeEncoding::kBinary)));
   EXPECT_FALSE(LooksLikeNativeBinary("[\n  {\"tid\": 1}]"));
   EXPECT_FALSE(LooksLikeNativeBinary("[]"));

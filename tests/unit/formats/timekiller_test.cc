@@ -18,6 +18,7 @@
 #include "isowatch/formats/internal/timekiller_internal.h"
 #include "isowatch/history/history_builder.h"
 
+#include "tests/testing/canonical_history.h"
 #include "tests/testing/source_dir.h"
 
 namespace isowatch::formats {
@@ -47,48 +48,7 @@ std::string ReadFileToString(const std::string& path) {
   return s.str();
 }
 
-// Everything a History says, as text: two histories are the same iff their texts are. Keys are
-// shown by their source value, not by their id.
-std::string Canonical(const History& h) {
-  std::string out = fmt::format("model {}\n", history::DataModelName(h.data_model()));
-  out += fmt::format("default {}\n", h.ValueToString(h.initial().default_value));
-  std::vector<std::string> initial;
-  for (const auto& [key, value] : h.initial().registers) {
-    initial.push_back(fmt::format("init {} = {}", h.KeyToString(key), h.ValueToString(value)));
-  }
-  for (const auto& [key, range] : h.initial().lists) {
-    if (range.size == 0) continue;  // the same as an unlisted list
-    initial.push_back(
-        fmt::format("init {} = {}", h.KeyToString(key), h.ListToString(h.InitialList(key))));
-  }
-  std::sort(initial.begin(), initial.end());
-  for (const std::string& line : initial) out += line + "\n";
-  for (size_t s = 0; s < h.session_count(); ++s) {
-    SessionId id(static_cast<uint32_t>(s));
-    out += fmt::format("session {} numeric={}\n", h.session_name(id), h.session_numeric(id));
-  }
-  for (size_t t = 0; t < h.size(); ++t) {
-    TxnId id(static_cast<uint32_t>(t));
-    const history::Transaction& txn = h.txn(id);
-    out +=
-        fmt::format("txn {} numeric={} session={} seq={} status={} start={} commit={}\n",
-                    h.txn_name(id), txn.ext_id_numeric, h.session_name(txn.session), txn.seq,
-                    history::TxnStatusName(txn.status), txn.has_start ? txn.start.ToString() : "-",
-                    txn.has_commit ? txn.commit.ToString() : "-");
-    if (h.xid(txn) != 0) out += fmt::format("  xid {}\n", h.xid(txn));
-    if (h.has_snapshot(txn)) {
-      out += fmt::format("  snapshot {}\n", history::FormatSnapshot(h.snapshot(txn)));
-    }
-    for (const Op& op : h.ops(id)) {
-      std::string value = op.kind() == OpKind::kListRead ? h.ListToString(h.list_elements(op))
-                                                         : h.ValueToString(op.value());
-      out +=
-          fmt::format("  {}{} {} {}\n", history::OpKindName(op.kind()),
-                      op.kind() == OpKind::kListRead ? "[]" : "", h.KeyToString(op.key()), value);
-    }
-  }
-  return out;
-}
+std::string Canonical(const History& h) { return isowatch::testing::CanonicalHistory(h); }
 
 std::string Write(const History& h) {
   std::ostringstream out;

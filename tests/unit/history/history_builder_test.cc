@@ -40,6 +40,51 @@ TEST(HistoryBuilderTest, RejectsDuplicateIdsAndStartAfterCommit) {
           .ok());
 }
 
+TEST(HistoryBuilderTest, RealTimeIntervalsAndWhatTheHistoryHas) {
+  HistoryBuilder b;
+  EXPECT_FALSE(
+      b.BeginTxn({.id = "0", .session = "s", .real_time = {{.invoke = 9, .complete = 8}}}).ok());
+  ASSERT_TRUE(
+      b.BeginTxn({.id = "1", .session = "s", .real_time = {{.invoke = 3, .complete = 8}}}).ok());
+  b.EndTxn();
+  ASSERT_TRUE(b.BeginTxn({.id = "2", .session = "s", .real_time = {{.invoke = 4}}}).ok());
+  b.EndTxn();
+  // An abandoned transaction leaves no count behind.
+  ASSERT_TRUE(b.BeginTxn({.id = "3", .session = "s", .commit = Timestamp{1, 0}}).ok());
+  b.AbandonTxn();
+  auto h = std::move(b).Finish();
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_TRUE(h->has_real_time());
+  EXPECT_FALSE(h->has_commit_timestamps());
+  EXPECT_FALSE(h->has_start_timestamps());
+  const Transaction& t1 = h->txn(TxnId(0));
+  EXPECT_TRUE(t1.has_real_time);
+  EXPECT_EQ(t1.invoke_time, 3);
+  EXPECT_EQ(t1.complete_time, 8);
+  EXPECT_EQ(h->txn(TxnId(1)).complete_time, Transaction::kNeverCompleted);
+}
+
+TEST(HistoryBuilderTest, NotesCountByKindAndKeepTheFirstExample) {
+  HistoryBuilder b;
+  b.set_format("edn", "list-append");
+  b.set_time_unit("ns");
+  b.Note("nemesis operations skipped", "line 4");
+  b.Note("ops without :index", "line 7");
+  b.Note("nemesis operations skipped", "line 9");
+  EXPECT_EQ(b.NoteCount("nemesis operations skipped"), 2u);
+  EXPECT_EQ(b.NoteCount("something else"), 0u);
+  auto h = std::move(b).Finish();
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->info().format, "edn");
+  EXPECT_EQ(h->info().dialect, "list-append");
+  EXPECT_EQ(h->info().time_unit, "ns");
+  ASSERT_EQ(h->info().notes.size(), 2u);
+  EXPECT_EQ(h->info().notes[0].kind, "nemesis operations skipped");
+  EXPECT_EQ(h->info().notes[0].count, 2u);
+  EXPECT_EQ(h->info().notes[0].example, "line 4");
+  EXPECT_EQ(h->info().notes[1].count, 1u);
+}
+
 TEST(HistoryBuilderTest, AbsentReadOfListKeyBecomesEmptyList) {
   HistoryBuilder b;
   KeyId l = b.IntKey(7);
