@@ -191,7 +191,7 @@ int CheckCommand::Run() {
   auto t1 = std::chrono::steady_clock::now();
   report::CheckReport rep;
   rep.source = file_;
-  rep.format = used == formats::FileFormat::kTimeKiller ? "timekiller" : "native";
+  rep.format = h->info().format.empty() ? formats::FileFormatName(used) : h->info().format;
   rep.level = *level;
   if (plugins) {
     if (absl::Status status = RunCheckers(*h, rep); !status.ok()) {

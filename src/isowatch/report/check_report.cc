@@ -177,6 +177,14 @@ void WriteTextReport(const History& h, const CheckReport& report, std::ostream& 
                        report.transactions_skipped);
   }
   out << "\n";
+  if (!report.format.empty()) {
+    out << fmt::format("format: {}", report.format);
+    if (!h.info().dialect.empty()) out << fmt::format(" ({})", h.info().dialect);
+    out << "\n";
+  }
+  for (const history::SourceNote& note : h.info().notes) {
+    out << fmt::format("note: {} {}, e.g. {}\n", note.count, note.kind, note.example);
+  }
   if (report.window_transactions > 0) {
     out << fmt::format("windows: {} transactions each, {} of overlap\n", report.window_transactions,
                        report.window_overlap);
@@ -361,6 +369,23 @@ void WriteJsonReport(const History& h, const CheckReport& report, std::ostream& 
   Str(w, report.source);
   w.Key("format");
   Str(w, report.format);
+  if (!h.info().dialect.empty()) {
+    w.Key("dialect");
+    Str(w, h.info().dialect);
+  }
+  w.Key("source_notes");
+  w.StartArray();
+  for (const history::SourceNote& note : h.info().notes) {
+    w.StartObject();
+    w.Key("kind");
+    Str(w, note.kind);
+    w.Key("count");
+    w.Uint64(note.count);
+    w.Key("example");
+    Str(w, note.example);
+    w.EndObject();
+  }
+  w.EndArray();
   w.Key("transactions");
   w.Uint64(report.transactions_checked);
   w.Key("transactions_skipped");
