@@ -96,11 +96,7 @@ CLI::App* CheckCommand::Register(CLI::App& app) {
                       "Isolation level to check: si or ser (default si); with --checker also rc "
                       "or rr, restricting every plug-in to it (default: each its own levels)")
           ->check(CLI::IsMember({"si", "ser", "rc", "rr"}));
-  cmd->add_option("--format", format_, "File format: auto, timekiller, native")
-      ->check(CLI::IsMember({"auto", "timekiller", "native", "native-json"}));
-  cmd->add_option("--initial-value", initial_value_,
-                  "Value of every key before the first write: null or an integer");
-  cmd->add_option("--initial-txn", initial_txn_, "TimeKiller initial-transaction file");
+  read_.Register(*cmd);
   cmd->add_flag("--json", json_, "Print one JSON object instead of the human report");
   cmd->add_option("--max-detailed", max_detailed_,
                   "Violations shown in full in the human report (0 = all)");
@@ -164,13 +160,12 @@ CLI::App* CheckCommand::Register(CLI::App& app) {
 }
 
 int CheckCommand::Run() {
-  auto read_options = ParseReadFlags(initial_value_, initial_txn_);
+  auto read_options = read_.Options();
   if (!read_options.ok()) {
     std::cerr << "isowatch check: " << read_options.status().message() << "\n";
     return kExitBadInput;
   }
   const formats::ReadOptions& options = *read_options;
-  auto format = formats::ParseFileFormat(format_);
   auto level = verdict::ParseIsolationLevel(level_);
   const bool plugins = !checker_list_.empty();
   if (!plugins && *level != IsolationLevel::kSnapshotIsolation &&
@@ -183,7 +178,7 @@ int CheckCommand::Run() {
 
   auto t0 = std::chrono::steady_clock::now();
   formats::FileFormat used = formats::FileFormat::kAuto;
-  auto h = formats::ReadHistoryFile(file_, *format, options, &used);
+  auto h = formats::ReadHistoryFile(file_, read_.format(), options, &used);
   if (!h.ok()) {
     std::cerr << "isowatch check: " << h.status().message() << "\n";
     return kExitBadInput;

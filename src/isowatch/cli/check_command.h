@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "isowatch/checkers/plugin.h"
+#include "isowatch/cli/read_flags.h"
 #include "isowatch/history/history.h"
 #include "isowatch/report/check_report.h"
 
@@ -28,9 +29,7 @@ class CheckCommand {
  private:
   std::string file_;
   std::string level_ = "si";
-  std::string format_ = "auto";
-  std::string initial_value_ = "null";
-  std::string initial_txn_;
+  ReadFlags read_;
   bool json_ = false;
   size_t max_detailed_ = 20;
   // --online and the delivery it simulates (sim::DeliveryOptions, OnlineOptions).
@@ -56,6 +55,8 @@ class CheckCommand {
   uint64_t window_ = 0;                       // transactions per window; 0: the whole history
   uint64_t window_overlap_ = 0;
   CLI::Option* level_option_ = nullptr;
+  // The plug-ins were picked for the user (no --checker): they judge --level, given or not.
+  bool force_level_ = false;
 
   // The configured plug-ins, from --checker, --checker-option and --level.
   absl::StatusOr<std::vector<std::unique_ptr<checkers::Checker>>> CreateCheckers() const;

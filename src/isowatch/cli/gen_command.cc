@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -18,8 +19,13 @@ GenCommand::GenCommand() : sim_(sim::WorkloadOptions{}) {}
 CLI::App* GenCommand::Register(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("gen", "Generate a history with the built-in simulator");
   cmd->add_option("--out", out_, "History file to write")->required();
-  cmd->add_option("--format", format_, "Output format: timekiller, native, native-json")
-      ->check(CLI::IsMember({"timekiller", "native", "native-json"}));
+  std::vector<std::string> writable;
+  for (const formats::FormatDescription& d : formats::Formats()) {
+    if (d.writable) writable.emplace_back(d.name);
+  }
+  cmd->add_option("--format", format_,
+                  fmt::format("Output format: {} (default timekiller)", fmt::join(writable, ", ")))
+      ->check(CLI::IsMember(writable));
   cmd->add_option("--truth", truth_, "Ground-truth file (default: OUT.truth.json)");
   cmd->add_option("--values", values_,
                   "Values as integers (int) or as the byte strings \"v<integer>\" (bytes)")

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The isowatch command: check history files, generate them, replay them to isowatchd, run the
-// demo.
+// The isowatch command: check history files, generate them, convert them between formats,
+// replay them to isowatchd, run the demo.
 #include <exception>
 #include <iostream>
 
@@ -10,6 +10,7 @@
 #include "isowatch/cli/checkers_command.h"
 #include "isowatch/cli/command.h"
 #include "isowatch/cli/demo_command.h"
+#include "isowatch/cli/formats_command.h"
 #include "isowatch/cli/gen_command.h"
 #include "isowatch/cli/replay_command.h"
 #include "isowatch/common/mutex_mode.h"
@@ -22,7 +23,9 @@ int main(int argc, char** argv) {
   isowatch::SetReleaseMutexMode();
   using isowatch::cli::CheckCommand;
   using isowatch::cli::CheckersCommand;
+  using isowatch::cli::ConvertCommand;
   using isowatch::cli::DemoCommand;
+  using isowatch::cli::FormatsCommand;
   using isowatch::cli::GenCommand;
   using isowatch::cli::kExitBadInput;
   using isowatch::cli::kExitInternalError;
@@ -34,11 +37,15 @@ int main(int argc, char** argv) {
   GenCommand gen;
   DemoCommand demo;
   ReplayCommand replay;
+  FormatsCommand formats;
+  ConvertCommand convert;
   CLI::App* check_cmd = check.Register(app);
   CLI::App* checkers_cmd = checkers.Register(app);
   CLI::App* gen_cmd = gen.Register(app);
   CLI::App* demo_cmd = demo.Register(app);
   CLI::App* replay_cmd = replay.Register(app);
+  CLI::App* formats_cmd = formats.Register(app);
+  CLI::App* convert_cmd = convert.Register(app);
   // CLI11 reports usage errors by exception; this entry point is where they stop.
   try {
     app.parse(argc, argv);
@@ -54,6 +61,8 @@ int main(int argc, char** argv) {
     if (gen_cmd->parsed()) return gen.Run();
     if (demo_cmd->parsed()) return demo.Run();
     if (replay_cmd->parsed()) return replay.Run();
+    if (formats_cmd->parsed()) return formats.Run();
+    if (convert_cmd->parsed()) return convert.Run();
   } catch (const std::exception& e) {
     std::cerr << "isowatch: internal error: " << e.what() << "\n";
     return kExitInternalError;

@@ -19,10 +19,7 @@ CLI::App* ReplayCommand::Register(CLI::App& app) {
       app.add_subcommand("replay", "Stream a history file to isowatchd, with simulated asynchrony");
   cmd->add_option("file", file_, "History file")->required();
   cmd->add_option("--to", to_, "isowatchd's gRPC address, HOST:PORT")->required();
-  cmd->add_option("--format", format_, "File format: auto, timekiller, native");
-  cmd->add_option("--initial-value", initial_value_,
-                  "Initial value of every register: null (absent) or an integer");
-  cmd->add_option("--initial-txn", initial_txn_, "TimeKiller initial-transaction file");
+  read_.Register(*cmd);
   cmd->add_option("--stream", stream_, "Stream id the daemon knows this replay by");
   cmd->add_option("--batch", batch_, "Transactions per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--sigma-ms", sigma_ms_, "Standard deviation of the delivery delay (ms)")
@@ -41,21 +38,23 @@ CLI::App* ReplayCommand::Register(CLI::App& app) {
 }
 
 int ReplayCommand::Run() {
-  auto read_options = ParseReadFlags(initial_value_, initial_txn_);
+  auto read_options = read_.Options();
   if (!read_options.ok()) {
     std::cerr << "isowatch replay: " << read_options.status().message() << "\n";
     return kExitBadInput;
   }
   const formats::ReadOptions& options = *read_options;
-  auto format = formats::ParseFileFormat(format_);
-  if (!format) {
-    std::cerr << fmt::format("isowatch replay: unknown --format {} (auto, timekiller, native)\n",
-                             format_);
-    return kExitBadInput;
-  }
-  auto h = formats::ReadHistoryFile(file_, *format, options);
+  formats::FileFormat used = formats::FileFormat::kAuto;
+  auto h = formats::ReadHistoryFile(file_, read_.format(), options, &used);
   if (!h.ok()) {
     std::cerr << "isowatch replay: " << h.status().message() << "\n";
+    return kExitBadInput;
+  }
+  if (h->size() > 0 && !h->has_commit_timestamps()) {
+    std::cerr << fmt::format(
+        "isowatch replay: {} ({}) has no commit timestamps, and the daemon's online engine "
+        "orders transactions by them; check it offline with `isowatch check` instead\n",
+        file_, formats::FileFormatName(used));
     return kExitBadInput;
   }
   collect::ReplayOptions replay;

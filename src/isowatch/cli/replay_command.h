@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "isowatch/cli/read_flags.h"
+
 namespace isowatch::cli {
 
 // `isowatch replay FILE --to HOST:PORT`: streams a history file to isowatchd with the simulated
@@ -18,9 +20,7 @@ class ReplayCommand {
  private:
   std::string file_;
   std::string to_;
-  std::string format_ = "auto";
-  std::string initial_value_ = "null";
-  std::string initial_txn_;
+  ReadFlags read_;
   std::string stream_ = "replay";
   uint32_t batch_ = 500;
   double sigma_ms_ = 10;

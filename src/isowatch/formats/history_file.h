@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -13,19 +14,40 @@
 
 namespace isowatch::formats {
 
-// The history file formats isowatch reads and writes by name.
+// The history formats isowatch reads (and some it writes), by name (docs/history-format.md).
 enum class FileFormat {
-  kAuto,        // reading only: decided from the file's first bytes
+  kAuto,        // reading only: decided from the content (DetectFileFormat)
   kTimeKiller,  // TimeKiller JSON
   kNative,      // native, binary records (reading: binary or JSON lines)
   kNativeJson,  // native, JSON lines
 };
 
+// What a format is and carries, for `isowatch formats` and for messages.
+struct FormatDescription {
+  FileFormat format;
+  std::string_view name;     // as --format takes it
+  std::string_view summary;  // one line: who writes it
+  std::string_view carries;  // what ordering evidence it holds: timestamps, real time, none
+  bool directory = false;    // its input is a directory of files, not one file
+  bool writable = false;     // WriteHistoryFile can write it
+  // Detection by content: OK if `head` (up to kSniffBytes of a file, or for a directory format
+  // the directory's path) may be in this format; else an error saying in a few words why not.
+  absl::Status (*sniff)(std::string_view head) = nullptr;
+};
+
+// How much of a file detection reads.
+inline constexpr size_t kSniffBytes = 4096;
+
+// Every format, kAuto excluded, in the order detection tries them.
+std::span<const FormatDescription> Formats();
+const FormatDescription& Describe(FileFormat format);
+
 std::optional<FileFormat> ParseFileFormat(std::string_view name);  // "auto", "timekiller", ...
 const char* FileFormatName(FileFormat format);
 
-// Decides the format of the file at `path` from its first non-blank byte: '[' = TimeKiller,
-// '{' = native JSON lines, anything else = native binary. Errors: unreadable file.
+// Decides the format of `path` (a file or a directory) from its content: the first format in
+// Formats() order whose sniffer accepts it. Errors: NotFound (cannot open); InvalidArgument when
+// no format fits, naming each format tried and why it did not fit.
 absl::StatusOr<FileFormat> DetectFileFormat(const std::string& path);
 
 // Reads `path` in `format` (kAuto: detected). On success `*used` (if given) is the format read.
@@ -33,8 +55,8 @@ absl::StatusOr<history::History> ReadHistoryFile(const std::string& path, FileFo
                                                  const ReadOptions& options,
                                                  FileFormat* used = nullptr);
 
-// Writes `h` to `path` in `format` (not kAuto). For TimeKiller, a non-trivial initial state is
-// written beside it to `<path>.init.json`.
+// Writes `h` to `path` in `format` (a writable one). For TimeKiller, a non-trivial initial state
+// is written beside it to `<path>.init.json`.
 absl::Status WriteHistoryFile(const history::History& h, const std::string& path,
                               FileFormat format);
 
