@@ -32,6 +32,12 @@ class TestHistory {
     txns_.push_back({std::move(id), std::move(session), start, commit, status, {}});
     return *this;
   }
+  // A transaction without timestamps, as black-box histories hold them.
+  TestHistory& Untimed(std::string id, std::string session,
+                       history::TxnStatus status = history::TxnStatus::kCommitted) {
+    txns_.push_back({std::move(id), std::move(session), std::nullopt, std::nullopt, status, {}});
+    return *this;
+  }
   // A transaction as PostgreSQL records it: its xid (0 = none), its snapshot `xmin:xmax:xip`
   // (empty = none) instead of a start, and its commit LSN as the commit timestamp.
   TestHistory& Pg(std::string id, std::string session, uint64_t xid, std::string snapshot,
@@ -121,7 +127,7 @@ class TestHistory {
     std::string id;
     std::string session;
     std::optional<history::Timestamp> start;
-    history::Timestamp commit;
+    std::optional<history::Timestamp> commit;
     history::TxnStatus status;
     std::vector<TestOp> ops;
     uint64_t xid = 0;

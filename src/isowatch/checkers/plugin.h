@@ -101,9 +101,12 @@ class LimitPoller {
 };
 
 // What a check found. A checker that did not finish (out of time) reports `complete = false`
-// and no violations: UNKNOWN, never a verdict it did not reach.
+// and no violations: UNKNOWN, never a verdict it did not reach. One that finished but could not
+// decide everything the history holds also reports `complete = false`, says what in
+// `undecided`, and keeps the violations it found (they stand).
 struct CheckerResult {
   bool complete = true;
+  std::string undecided;  // what it could not decide, in a sentence; empty if out of time
   std::vector<verdict::Violation> violations;  // each with Violation::checker set to its name
   size_t transactions_checked = 0;
   size_t transactions_skipped = 0;  // lacking what Requirements names, or lead-in

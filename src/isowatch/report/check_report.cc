@@ -89,6 +89,11 @@ const char* Role(const Violation& v, size_t i) {
     case Anomaly::kG1a:
     case Anomaly::kG1b:
       return i == 0 ? "reader" : "wrote it";
+    case Anomaly::kIncompatibleOrder:
+      return i == 0 ? "reader" : "read the other list";
+    case Anomaly::kThinAir:
+    case Anomaly::kDuplicateElements:
+      return "reader";
     case Anomaly::kGSIa:
       return i == 0 ? "depended on" : "dependent";
     case Anomaly::kG0:
@@ -116,7 +121,13 @@ void WriteCheckerLine(const CheckerOutcome& c, std::ostream& out) {
   } else {
     out << (c.complete ? "VALID" : "UNKNOWN");
   }
-  if (!c.complete) {
+  if (!c.skipped.empty()) {
+    out << fmt::format(" (skipped: {})\n", c.skipped);
+    return;
+  }
+  if (!c.undecided.empty()) {
+    out << fmt::format(" (undecided: {})", c.undecided);
+  } else if (!c.complete) {
     out << (c.windows > 1
                 ? fmt::format(" (out of time in {} of {} windows)", c.incomplete_windows, c.windows)
                 : std::string(" (out of time)"));
@@ -191,20 +202,23 @@ void WriteTextReport(const History& h, const CheckReport& report, std::ostream& 
   }
   for (const CheckerOutcome& c : report.checkers) WriteCheckerLine(c, out);
   std::vector<std::string_view> unknown;
+  bool out_of_time = false;
   for (const CheckerOutcome& c : report.checkers) {
-    if (!c.complete) unknown.emplace_back(c.name);
+    if (c.complete) continue;
+    unknown.emplace_back(c.name);
+    out_of_time = out_of_time || (c.undecided.empty() && c.skipped.empty());
   }
+  const std::string why = out_of_time ? "did not finish in time" : "could not decide everything";
+  if (!report.picked.empty()) out << fmt::format("picked: {}\n", report.picked);
   if (report.valid()) {
     out << "result: VALID, no violations\n";
   } else if (n == 0) {
-    out << fmt::format("result: UNKNOWN, no violations found, but {} did not finish in time\n",
-                       fmt::join(unknown, ", "));
+    out << fmt::format("result: UNKNOWN, no violations found, but {} {}\n",
+                       fmt::join(unknown, ", "), why);
   } else {
     out << fmt::format("result: INVALID, {} violation{}:", n, n == 1 ? "" : "s");
     for (const auto& [name, count] : counts) out << fmt::format(" {} {};", name, count);
-    if (!unknown.empty()) {
-      out << fmt::format(" {} did not finish in time (UNKNOWN)", fmt::join(unknown, ", "));
-    }
+    if (!unknown.empty()) out << fmt::format(" {} {} (UNKNOWN)", fmt::join(unknown, ", "), why);
     out << "\n";
   }
   if (report.online) {
@@ -268,6 +282,14 @@ void WriteCheckersJson(const CheckReport& report, rapidjson::Writer<rapidjson::O
     w.String(c.violations > 0 ? "invalid" : (c.complete ? "valid" : "unknown"));
     w.Key("complete");
     w.Bool(c.complete);
+    if (!c.undecided.empty()) {
+      w.Key("undecided");
+      Str(w, c.undecided);
+    }
+    if (!c.skipped.empty()) {
+      w.Key("skipped");
+      Str(w, c.skipped);
+    }
     w.Key("seconds");
     w.Double(c.seconds);
     const std::pair<const char*, uint64_t> counts[] = {
@@ -365,6 +387,10 @@ void WriteJsonReport(const History& h, const CheckReport& report, std::ostream& 
   }
   w.Key("checker");
   Str(w, report.checker);
+  if (!report.picked.empty()) {
+    w.Key("picked");
+    Str(w, report.picked);
+  }
   w.Key("source");
   Str(w, report.source);
   w.Key("format");

@@ -43,8 +43,11 @@ struct OnlineCounts {
 struct CheckerOutcome {
   std::string name;
   std::vector<verdict::IsolationLevel> levels;  // judged
-  // False: it ran out of time (in some window); its verdict is UNKNOWN.
+  // False: it ran out of time (in some window), could not decide everything (`undecided`) or
+  // was skipped (`skipped`); its verdict is UNKNOWN unless it found violations.
   bool complete = true;
+  std::string undecided;  // what it could not decide (the first window's reason when cut)
+  std::string skipped;    // why it did not run: what the history lacks
   double seconds = 0;
   size_t violations = 0;
   size_t transactions_checked = 0;
@@ -60,6 +63,8 @@ struct CheckReport {
   std::string source;               // file name
   std::string format;               // "timekiller", "native", ...
   std::string checker = "chronos";  // for plug-ins, their names joined by commas
+  // How the checker was chosen when none was asked for: "" or a sentence.
+  std::string picked;
   // The level judged; none when plug-ins judged each its own levels.
   std::optional<verdict::IsolationLevel> level = verdict::IsolationLevel::kSnapshotIsolation;
   size_t transactions_checked = 0;

@@ -61,6 +61,12 @@ const char* AnomalyName(Anomaly anomaly) {
       return "G-SIa";
     case Anomaly::kGSIb:
       return "G-SIb";
+    case Anomaly::kThinAir:
+      return "thin-air";
+    case Anomaly::kIncompatibleOrder:
+      return "incompatible-order";
+    case Anomaly::kDuplicateElements:
+      return "duplicate-elements";
   }
   return "?";
 }

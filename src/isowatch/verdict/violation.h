@@ -38,10 +38,14 @@ enum class Anomaly : uint8_t {
   kG2Item = 9,   // a cycle with two or more item anti-dependencies
   kGSIa = 10,    // a dependency on a transaction that had not committed when the reader started
   kGSIb = 11,    // a cycle of one anti-dependency and a start dependency (a missed effect)
+  // Reads no version order can explain, found by the adya checker.
+  kThinAir = 12,            // a read of a value no transaction wrote (nor the initial value)
+  kIncompatibleOrder = 13,  // a list read that is no prefix of the key's other reads
+  kDuplicateElements = 14,  // a list read that holds one appended element twice
 };
 
 // "SESSION", "INT", "EXT", "NOCONFLICT", "G0", "G1a", "G1b", "G1c", "G-single", "G2-item",
-// "G-SIa", "G-SIb".
+// "G-SIa", "G-SIb", "thin-air", "incompatible-order", "duplicate-elements".
 const char* AnomalyName(Anomaly anomaly);
 
 // Why an external read disagrees with its snapshot, judged by who wrote the value it returned.

@@ -54,6 +54,10 @@ LevelSet Proscribing(Anomaly anomaly) {
     case Anomaly::kGSIa:
     case Anomaly::kGSIb:
       return kSi;
+    case Anomaly::kThinAir:
+    case Anomaly::kIncompatibleOrder:
+    case Anomaly::kDuplicateElements:
+      return kRc | kRr | kSi | kSer;
     default:
       return 0;
   }
@@ -91,6 +95,12 @@ const char* Title(Anomaly anomaly) {
       return "G-SIa (interference)";
     case Anomaly::kGSIb:
       return "G-SIb (missed effects)";
+    case Anomaly::kThinAir:
+      return "Thin-air read";
+    case Anomaly::kIncompatibleOrder:
+      return "Incompatible order";
+    case Anomaly::kDuplicateElements:
+      return "Duplicate elements";
     default:
       return verdict::AnomalyName(anomaly);
   }
@@ -120,6 +130,9 @@ class Checker {
     s.unknown_reads = built.counts.unknown_reads;
     s.incompatible_reads = built.counts.incompatible_reads;
     s.duplicate_writes = built.counts.duplicate_writes;
+    s.inferred_keys = built.counts.inferred_keys;
+    s.undetermined_keys = built.counts.undetermined_keys;
+    s.unobserved_appends = built.counts.unobserved_appends;
     result_.unordered_writers = std::move(built.unordered_writers);
 
     for (const internal::ReadFinding& f : built.findings) ReportRead(f);
@@ -127,10 +140,35 @@ class Checker {
     if (poll_.ExpiredNow()) return Incomplete();
     FindCycles(g);
     if (poll_.expired()) return Incomplete();
+    Undecided();
     return std::move(result_);
   }
 
  private:
+  // What the graph cannot tell: the version order of undetermined registers; and, at snapshot
+  // isolation, whether an anti-dependency cycle between transactions without the timestamps
+  // that say who saw whom is one SI allows (two adjacent anti-dependencies) or not.
+  void Undecided() {
+    std::vector<std::string> parts;
+    const AdyaStats& s = result_.stats;
+    if (s.undetermined_keys > 0) {
+      parts.push_back(fmt::format(
+          "the version order of {} register key{} (written by {} transactions without commit "
+          "timestamps) does not follow from the reads",
+          s.undetermined_keys, s.undetermined_keys == 1 ? "" : "s",
+          result_.unordered_writers.size()));
+    }
+    if ((judged_ & kSi) && s.unjudged_si_edges > 0 && g2_cycles_ > 0) {
+      parts.push_back(fmt::format(
+          "snapshot isolation allows some anti-dependency cycles, and {} component{} with one "
+          "lack the start timestamps that would tell",
+          g2_cycles_, g2_cycles_ == 1 ? "" : "s"));
+    }
+    if (parts.empty()) return;
+    result_.complete = false;
+    result_.undecided = fmt::format("{}", fmt::join(parts, "; "));
+  }
+
   // What a check the limits stopped returns: no verdict, only the counts so far.
   AdyaResult Incomplete() {
     result_.complete = false;
@@ -159,6 +197,10 @@ class Checker {
 
   void ReportRead(const internal::ReadFinding& f) {
     const Op& read = h_.ops(f.reader)[f.op];
+    if (!f.writer.valid() || f.anomaly == Anomaly::kIncompatibleOrder) {
+      ReportUnexplainedRead(f, read);
+      return;
+    }
     Violation* v = Add(f.anomaly, read.key());
     if (v == nullptr) return;
     v->txns = {f.reader, f.writer};
@@ -188,6 +230,51 @@ class Checker {
                       "{} read {}, which {} wrote and then overwrote with {} before "
                       "committing",
                       reader, read_text, writer, last);
+    }
+    v->explanation = fmt::format("{}: {}. {}", Title(f.anomaly), why, Violates(*v));
+  }
+
+  // Thin-air, duplicate-elements and incompatible-order reads: no version order explains them.
+  void ReportUnexplainedRead(const internal::ReadFinding& f, const Op& read) {
+    Violation* v = Add(f.anomaly, read.key());
+    if (v == nullptr) return;
+    v->txns = {f.reader};
+    if (f.writer.valid()) v->txns.push_back(f.writer);
+    const bool list = read.kind() == history::OpKind::kListRead;
+    v->observed = list ? h_.ListToString(h_.list_elements(read)) : h_.ValueToString(read.value());
+    const std::string reader = internal::TxnLabel(h_, f.reader.value());
+    const std::string read_text = internal::DescribeRead(h_, read);
+    std::string why;
+    switch (f.anomaly) {
+      case Anomaly::kThinAir:
+        why = fmt::format("{} read {}, {} no transaction wrote and the key did not hold before",
+                          reader, read_text, list ? "which holds an element" : "a value");
+        if (!list && read.value().is_int() && h_.initial().default_value.absent()) {
+          why += fmt::format(" (if every key held {} before the history, give --initial-value {})",
+                             h_.ValueToString(read.value()), h_.ValueToString(read.value()));
+        }
+        break;
+      case Anomaly::kDuplicateElements:
+        why = fmt::format(
+            "{} read {}, which holds one element twice, though each append adds "
+            "its element once",
+            reader, read_text);
+        break;
+      default: {
+        v->expected = f.expected;
+        const Op& other = h_.ops(f.writer)[f.write_op];
+        const std::string who = internal::TxnLabel(h_, f.writer.value());
+        why = other.is_read()
+                  ? fmt::format(
+                        "{} read {}, which is no prefix of {}'s read {}: the two reads "
+                        "disagree on the order of the list",
+                        reader, read_text, who, internal::DescribeRead(h_, other))
+                  : fmt::format(
+                        "{} read {}, which ends with {}'s append of {}, but the list "
+                        "as of that append, in commit order, is {}",
+                        reader, read_text, who, h_.ValueToString(other.value()), f.expected);
+        break;
+      }
     }
     v->explanation = fmt::format("{}: {}. {}", Title(f.anomaly), why, Violates(*v));
   }
@@ -287,14 +374,19 @@ class Checker {
       for (CycleClass cls :
            {CycleClass::kG0, CycleClass::kG1c, CycleClass::kGSingle, CycleClass::kG2Item}) {
         // A G-single cycle is a G2-item cycle too, and names every level G2-item would.
-        if ((Proscribing(ToAnomaly(cls)) & judged_) == 0) continue;
+        const bool report = (Proscribing(ToAnomaly(cls)) & judged_) != 0;
+        // At SI without the timestamps that judge it, a G2-item cycle leaves SI undecided.
+        const bool probe =
+            cls == CycleClass::kG2Item && (judged_ & kSi) != 0 && s.unjudged_si_edges > 0;
+        if (!report && !probe) continue;
         if (cls == CycleClass::kG2Item && single) continue;
         CycleFound found = search.Find(cls, c, members, options_.max_search_steps);
         if (poll_.expired()) return;
         if (found.truncated) ++s.truncated_searches;
         if (found.edges.empty()) continue;
         if (cls == CycleClass::kGSingle) single = true;
-        ReportCycle(g, cls, found.edges);
+        if (cls == CycleClass::kG2Item) ++g2_cycles_;
+        if (report) ReportCycle(g, cls, found.edges);
       }
     }
   }
@@ -345,6 +437,7 @@ class Checker {
   const AdyaOptions& options_;
   LimitPoller poll_;
   LevelSet judged_ = 0;
+  size_t g2_cycles_ = 0;  // components with a G2-item cycle (and no G-single one)
   AdyaResult result_;
 };
 

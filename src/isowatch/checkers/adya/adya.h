@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "isowatch/checkers/plugin.h"
@@ -43,6 +44,10 @@ struct AdyaStats {
   size_t incompatible_reads = 0;  // list reads that are no version of the list
   size_t duplicate_writes = 0;    // a (key, value) installed by more than one transaction
   size_t unjudged_si_edges = 0;   // ww/wr/rw edges whose ends lack the timestamps SI needs
+  // Histories without commit timestamps (docs/checkers/adya.md, "Histories without timestamps").
+  size_t inferred_keys = 0;       // keys whose version order was inferred from the reads
+  size_t undetermined_keys = 0;   // registers among them whose order the reads do not determine
+  size_t unobserved_appends = 0;  // list appends no read shows
   size_t truncated_searches = 0;  // cycle searches stopped by max_search_steps
 };
 
@@ -50,8 +55,14 @@ struct AdyaResult {
   // False: the limits expired before the check ended. The history is then neither valid nor
   // invalid (UNKNOWN), and `violations` is empty.
   bool complete = true;
-  // Non-cyclic findings (G1a, G1b, G-SIa, G-SIb) in history order, then cycles per component.
+  // Non-cyclic findings (G1a, G1b, thin-air, incompatible-order, duplicate-elements, G-SIa,
+  // G-SIb) in history order, then cycles per component.
   std::vector<verdict::Violation> violations;
+  // Non-empty: what the checker could not decide, in a sentence (`complete` is then false, but
+  // the violations found stand): a history without commit timestamps whose register version
+  // orders the reads do not determine, or whose anti-dependency cycles snapshot isolation may
+  // allow and no start timestamps can tell.
+  std::string undecided;
   AdyaStats stats;
   // Committed transactions that wrote but have no commit timestamp, so their versions could not
   // be placed in the version order.

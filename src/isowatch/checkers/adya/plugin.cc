@@ -38,7 +38,9 @@ class AdyaChecker final : public Checker {
         h, {.levels = levels_, .max_search_steps = max_search_steps_, .limits = &limits});
     CheckerResult out;
     out.complete = r.complete;
-    if (r.complete) out.violations = std::move(r.violations);
+    out.undecided = std::move(r.undecided);
+    // Out of time, nothing stands; undecided, what was found does.
+    if (r.complete || !out.undecided.empty()) out.violations = std::move(r.violations);
     KeepInScope(scope, &out);
     const uint32_t first = scope == nullptr ? 0 : scope->first_proper;
     for (uint32_t i = first; i < h.size(); ++i) {
@@ -54,7 +56,10 @@ class AdyaChecker final : public Checker {
                  {"truncated_searches", s.truncated_searches},
                  {"garbage_reads", s.garbage_reads},
                  {"unknown_reads", s.unknown_reads},
-                 {"unordered_writers", s.unordered_writers}};
+                 {"unordered_writers", s.unordered_writers},
+                 {"inferred_keys", s.inferred_keys},
+                 {"undetermined_keys", s.undetermined_keys},
+                 {"unobserved_appends", s.unobserved_appends}};
     return out;
   }
 
@@ -80,11 +85,12 @@ CheckerInfo AdyaPlugin() {
   return {
       .name = std::string(kName),
       .help =
-          "Builds Adya's dependency graph with commit-timestamp version order and names its "
-          "anomalies, G0 to G2-item and G-SIa/G-SIb (docs/checkers/adya.md).",
+          "Builds Adya's dependency graph, with the version order from commit timestamps or "
+          "inferred from the reads, and names its anomalies, G0 to G2-item, G-SIa/G-SIb and "
+          "reads no order explains (docs/checkers/adya.md).",
       .levels = {IsolationLevel::kReadCommitted, IsolationLevel::kRepeatableRead,
                  IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
-      .requirements = {.commit_timestamps = true, .start_snapshots = false},
+      .requirements = {.commit_timestamps = false, .start_snapshots = false},
       .options = {{.name = "max_search_steps",
                    .type = "integer",
                    .default_value = std::to_string(default_steps),

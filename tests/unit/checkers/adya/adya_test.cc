@@ -186,7 +186,7 @@ TEST(AdyaTest, ListReadsNameTheVersionOfTheirLastElement) {
   }
 }
 
-TEST(AdyaTest, ListReadThatIsNoVersionIsCountedNotJudged) {
+TEST(AdyaTest, ListReadThatIsNoVersionIsIncompatibleOrder) {
   TestHistory t;
   t.Txn("1", "a", 1, 2).A(5, 1);
   t.Txn("2", "b", 3, 4).A(5, 2);
@@ -195,14 +195,19 @@ TEST(AdyaTest, ListReadThatIsNoVersionIsCountedNotJudged) {
   AdyaResult r = CheckAdya(h);
   EXPECT_EQ(r.stats.incompatible_reads, 1u);
   EXPECT_EQ(r.stats.wr_edges, 1u);  // the information flow from 2 is still an edge
-  EXPECT_THAT(r.violations, IsEmpty());
+  ASSERT_THAT(SummarizeAll(h, r.violations),
+              ElementsAre("incompatible-order [rc,rr,si,ser] 3,2 k=5"));
+  EXPECT_EQ(r.violations[0].expected, "[1, 2]");
+  EXPECT_THAT(r.violations[0].explanation,
+              HasSubstr("T3 read [2] from key 5, which ends with T2's append of 2, but the list "
+                        "as of that append, in commit order, is [1, 2]"));
 }
 
-TEST(AdyaTest, CountsWhatItCannotUse) {
+TEST(AdyaTest, CountsWhatItCannotUseAndNamesThinAirReads) {
   TestHistory t;
   t.Txn("1", "a", 1, 2).W(1, 5);
   t.Txn("2", "b", 3, 4).W(1, 5);   // a duplicate (key, value)
-  t.Txn("3", "c", 5, 6).R(2, 42);  // never written
+  t.Txn("3", "c", 5, 6).R(2, 42);  // never written: thin air
   t.Txn("4", "d", 5, 6, history::TxnStatus::kUnknown).W(3, 7);
   t.Txn("5", "e", 7, 8).R(3, 7);  // written only by a transaction of unknown outcome
   history::History h = t.Build();
@@ -211,7 +216,11 @@ TEST(AdyaTest, CountsWhatItCannotUse) {
   EXPECT_EQ(r.stats.garbage_reads, 1u);
   EXPECT_EQ(r.stats.unknown_reads, 1u);
   EXPECT_EQ(r.stats.nodes, 4u);
-  EXPECT_THAT(r.violations, IsEmpty());
+  ASSERT_THAT(SummarizeAll(h, r.violations), ElementsAre("thin-air [rc,rr,si,ser] 3 k=2"));
+  EXPECT_THAT(r.violations[0].explanation,
+              HasSubstr("T3 read 42 from key 2, a value no transaction wrote and the key did not "
+                        "hold before (if every key held 42 before the history, give "
+                        "--initial-value 42)"));
 }
 
 TEST(AdyaTest, EqualCommitTimestampsAreOrderedByInputOrder) {
@@ -235,8 +244,12 @@ TEST(AdyaTest, WritersWithoutCommitTimestampsAreUnordered) {
 {"txn": {"id_int": 3, "start": {"physical": 3}, "commit": {"physical": 4}, "ops": [{"kind": "READ", "key": {"int": 1}, "value": {"int": 20}}, {"kind": "WRITE", "key": {"int": 2}, "value": {"int": 30}}]}}
 )");
   AdyaResult r = CheckAdya(h);
-  EXPECT_THAT(r.unordered_writers, ElementsAre(TxnId(1)));
-  EXPECT_EQ(r.stats.unordered_writers, 1u);
+  // Key 1's writers, 1 and 2, are blind writes and 2 has no commit timestamp: their order is
+  // undetermined, and the result says so.
+  EXPECT_THAT(r.unordered_writers, ElementsAre(TxnId(0), TxnId(1)));
+  EXPECT_EQ(r.stats.unordered_writers, 2u);
+  EXPECT_FALSE(r.complete);
+  EXPECT_THAT(r.undecided, HasSubstr("the version order of 1 register key"));
   // 2 -> 3 (wr, key 1) and 3 -> 2 (wr, key 2): the cycle is found without 2's place in the
   // version order, but SI cannot be judged on the edges into and out of 2.
   // 2 read 3's write although 3 committed after 2 started: G-SIa.

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <limits>
 #include <span>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -69,14 +71,17 @@ class Builder {
         op_base_(h.size() + 1, 0),
         versions_(h.key_count()),
         lists_(h.key_count()),
-        list_started_(h.key_count(), 0) {
+        list_started_(h.key_count(), 0),
+        black_box_(h.key_count(), 0),
+        unobserved_(h.key_count()),
+        longest_(h.key_count(), {kNoPos, 0}) {
     for (uint32_t t = 0; t < h.size(); ++t)
       op_base_[t + 1] = op_base_[t] + h.txn(TxnId(t)).ops_count;
     op_pos_.assign(op_base_.back(), kNoPos);
   }
 
   BuiltGraph Run() && {
-    if (!OrderVersions() || !IndexWrites()) return Stopped();
+    if (!OrderVersions() || !IndexWrites() || !InferOrders()) return Stopped();
     AddWriteDependencies();
     for (uint32_t t = 0; t < h_.size(); ++t) {
       if (Expired()) return Stopped();
@@ -183,7 +188,9 @@ class Builder {
       if (txn.has_commit) {
         order.push_back({txn.commit, t});
       } else {
-        out_.unordered_writers.push_back(TxnId(t));
+        for (const Op& op : ops) {
+          if (op.is_write()) black_box_[op.key().value()] = 1;
+        }
       }
     }
     std::sort(order.begin(), order.end());
@@ -191,12 +198,15 @@ class Builder {
       if (Expired()) return false;
       std::span<const Op> ops = h_.ops(TxnId(t));
       for (const Op& op : ops) {
-        if (op.kind() == OpKind::kAppend) List(op.key()).push_back(op.value());
+        if (op.kind() == OpKind::kAppend && !black_box_[op.key().value()]) {
+          List(op.key()).push_back(op.value());
+        }
       }
       MarkFinalWrites(ops);
       for (uint32_t i = 0; i < ops.size(); ++i) {
         if (!ops[i].is_write() || !IsFinal(ops, i)) continue;
         const uint32_t k = ops[i].key().value();
+        if (black_box_[k]) continue;  // ordered by InferOrders
         std::vector<Version>& chain = versions_[k];
         if (!chain.empty() && h_.txn(TxnId(chain.back().txn)).commit == commit) {
           ++out_.counts.commit_ties;
@@ -208,6 +218,151 @@ class Builder {
       }
     }
     return true;
+  }
+
+  // The version orders of the keys some committed writer of which has no commit timestamp,
+  // inferred from the reads (docs/checkers/adya.md, "Histories without timestamps"). False: the
+  // limits expired.
+  bool InferOrders() {
+    if (std::find(black_box_.begin(), black_box_.end(), 1) == black_box_.end()) return true;
+    // Per black-box key: its committed readers' reads and its committed final writes.
+    using Refs = std::vector<std::pair<uint32_t, uint32_t>>;
+    std::vector<Refs> reads(h_.key_count());
+    std::vector<Refs> writes(h_.key_count());
+    for (uint32_t t = 0; t < h_.size(); ++t) {
+      if (Expired()) return false;
+      if (!h_.txn(TxnId(t)).committed()) continue;
+      std::span<const Op> ops = h_.ops(TxnId(t));
+      MarkFinalWrites(ops);
+      for (uint32_t i = 0; i < ops.size(); ++i) {
+        const uint32_t k = ops[i].key().value();
+        if (!black_box_[k]) continue;
+        if (ops[i].is_read() && !ops[i].unknown()) reads[k].emplace_back(t, i);
+        if (ops[i].is_write() && IsFinal(ops, i)) writes[k].emplace_back(t, i);
+      }
+    }
+    std::vector<uint8_t> unordered(h_.size(), 0);
+    for (uint32_t k = 0; k < h_.key_count(); ++k) {
+      if (!black_box_[k]) continue;
+      if (Expired()) return false;
+      ++out_.counts.inferred_keys;
+      if (h_.key(KeyId(k)).is_list) {
+        InferList(k, reads[k], writes[k]);
+      } else if (!InferRegister(k, writes[k])) {
+        ++out_.counts.undetermined_keys;
+        for (const auto& [t, i] : writes[k]) unordered[t] = 1;
+      }
+    }
+    for (uint32_t t = 0; t < h_.size(); ++t) {
+      if (unordered[t]) out_.unordered_writers.push_back(TxnId(t));
+    }
+    return true;
+  }
+
+  // Puts the committed final write `w` of `key` next in the key's version order.
+  void Place(uint32_t key, uint32_t txn, uint32_t op, uint32_t list_end) {
+    std::vector<Version>& chain = versions_[key];
+    const uint32_t pos = static_cast<uint32_t>(chain.size());
+    op_pos_[op_base_[txn] + op] = pos;
+    auto it = index_.find(VersionKey(key, h_.ops(TxnId(txn))[op].value()));
+    if (it != index_.end() && it->second.txn == txn && it->second.op == op) it->second.pos = pos;
+    chain.push_back({txn, op, list_end});
+    ++out_.counts.versions;
+  }
+
+  // A list's order is its longest read's (the reader's own appends at its end set aside): each
+  // committed writer's version sits at its last append. Writers no read shows come after all of
+  // those, in an order nobody observed (AddAntiDependency, AddWriteDependencies).
+  void InferList(uint32_t k, std::span<const std::pair<uint32_t, uint32_t>> reads,
+                 std::span<const std::pair<uint32_t, uint32_t>> writes) {
+    std::span<const Value> longest;
+    for (const auto& [t, i] : reads) {
+      std::span<const Value> seen = WithoutOwnAppends(t, k, h_.list_elements(h_.ops(TxnId(t))[i]));
+      if (longest_[k].first == kNoPos || seen.size() > longest.size()) {
+        longest = seen;
+        longest_[k] = {t, i};
+      }
+    }
+    list_started_[k] = 1;
+    lists_[k].assign(longest.begin(), longest.end());
+    for (uint32_t p = 0; p < longest.size(); ++p) {
+      auto it = index_.find(VersionKey(k, longest[p]));
+      if (it == index_.end() || it->second.cls != WriteClass::kCommittedFinal) continue;
+      if (op_pos_[op_base_[it->second.txn] + it->second.op] != kNoPos) continue;  // a duplicate
+      Place(k, it->second.txn, it->second.op, p + 1);
+    }
+    for (const auto& [t, i] : writes) {
+      if (op_pos_[op_base_[t] + i] == kNoPos) {
+        unobserved_[k].emplace_back(t, i);
+        ++out_.counts.unobserved_appends;
+      }
+    }
+  }
+
+  // A register's order follows from what its writers read before they overwrote it: a writer
+  // that read the version of W installs the version after W's (as commit order would have it).
+  // Placed when those links chain every committed writer, from one that read the initial version
+  // or nothing; otherwise the links alone become ww edges and the key is undetermined (false).
+  bool InferRegister(uint32_t k, std::span<const std::pair<uint32_t, uint32_t>> writes) {
+    if (writes.empty()) return true;
+    absl::flat_hash_map<uint32_t, uint32_t> slot;  // writer txn -> index in `writes`
+    for (uint32_t j = 0; j < writes.size(); ++j) slot.emplace(writes[j].first, j);
+    constexpr uint32_t kNone = kNoPos;
+    std::vector<uint32_t> pred(writes.size(), kNone);
+    for (uint32_t j = 0; j < writes.size(); ++j) {
+      const auto [t, i] = writes[j];
+      std::span<const Op> ops = h_.ops(TxnId(t));
+      uint32_t read = kNone;  // the last read of k before the transaction first writes it
+      for (uint32_t o = 0; o < ops.size(); ++o) {
+        if (ops[o].key().value() != k) continue;
+        if (ops[o].is_write()) break;
+        if (!ops[o].unknown()) read = o;
+      }
+      if (read == kNone) continue;
+      auto it = index_.find(VersionKey(k, ops[read].value()));
+      if (it == index_.end() || it->second.cls != WriteClass::kCommittedFinal) continue;
+      auto s = slot.find(it->second.txn);
+      if (s != slot.end() && s->second != j) pred[j] = s->second;
+    }
+    std::vector<uint32_t> succ(writes.size(), kNone);
+    uint32_t head = kNone;
+    size_t heads = 0;
+    bool chained = true;
+    for (uint32_t j = 0; j < writes.size(); ++j) {
+      if (pred[j] == kNone) {
+        ++heads;
+        head = j;
+        continue;
+      }
+      if (succ[pred[j]] != kNone) chained = false;  // two writers overwrote one version
+      succ[pred[j]] = j;
+    }
+    size_t length = 0;
+    if (chained && heads == 1) {
+      for (uint32_t j = head; j != kNone && length <= writes.size(); j = succ[j]) ++length;
+    }
+    if (length != writes.size()) {
+      for (uint32_t j = 0; j < writes.size(); ++j) {
+        if (pred[j] != kNone) {
+          implied_ww_.push_back({writes[pred[j]].first, writes[j].first, writes[j].second});
+        }
+      }
+      return false;
+    }
+    for (uint32_t j = head; j != kNone; j = succ[j]) Place(k, writes[j].first, writes[j].second, 0);
+    return true;
+  }
+
+  // `seen`, a list read by `reader`, without the reader's own appends at its end.
+  std::span<const Value> WithoutOwnAppends(uint32_t reader, uint32_t key,
+                                           std::span<const Value> seen) const {
+    size_t n = seen.size();
+    while (n > 0) {
+      const WriteRef* w = FindWrite(key, seen[n - 1]);
+      if (w == nullptr || w->txn != reader) break;
+      --n;
+    }
+    return seen.first(n);
   }
 
   // The committed contents of list `key` so far, starting with its initial contents.
@@ -222,11 +377,17 @@ class Builder {
   }
 
   void AddWriteDependencies() {
-    for (const std::vector<Version>& chain : versions_) {
+    for (uint32_t k = 0; k < versions_.size(); ++k) {
+      const std::vector<Version>& chain = versions_[k];
       for (size_t p = 1; p < chain.size(); ++p) {
         out_.graph.Add(chain[p - 1].txn, chain[p].txn, EdgeKind::kWw, chain[p].op);
       }
+      // Unobserved appends follow every observed version.
+      if (chain.empty()) continue;
+      for (const auto& [t, i] : unobserved_[k])
+        out_.graph.Add(chain.back().txn, t, EdgeKind::kWw, i);
     }
+    for (const auto& [from, to, op] : implied_ww_) out_.graph.Add(from, to, EdgeKind::kWw, op);
   }
 
   // An anti-dependency from `reader`, which read the version of `key` at `pos` (-1: the initial
@@ -235,13 +396,24 @@ class Builder {
     const std::vector<Version>& chain = versions_[key];
     if (static_cast<size_t>(pos + 1) < chain.size()) {
       out_.graph.Add(reader, chain[pos + 1].txn, EdgeKind::kRw, op);
+      return;
+    }
+    // The last observed version: every unobserved append installs a later one.
+    for (const auto& [t, i] : unobserved_[key]) {
+      if (t != reader) out_.graph.Add(reader, t, EdgeKind::kRw, op);
     }
   }
 
   void AddFinding(Anomaly anomaly, uint32_t reader, uint32_t op, const WriteRef& w) {
+    AddFinding(anomaly, reader, op, w.txn, w.op);
+  }
+  // `writer` kNoPos: the finding names no other transaction.
+  void AddFinding(Anomaly anomaly, uint32_t reader, uint32_t op, uint32_t writer, uint32_t write_op,
+                  std::string expected = {}) {
     const uint32_t key = h_.ops(TxnId(reader))[op].key().value();
     if (!reported_.insert((static_cast<uint64_t>(reader) << 32) | key).second) return;
-    out_.findings.push_back({anomaly, TxnId(reader), TxnId(w.txn), op, w.op});
+    out_.findings.push_back({anomaly, TxnId(reader), writer == kNoPos ? TxnId() : TxnId(writer), op,
+                             write_op, std::move(expected)});
   }
 
   // A read of the version `w` names (kCommittedFinal), or the finding it is.
@@ -284,6 +456,7 @@ class Builder {
     }
     if (it == index_.end()) {
       ++out_.counts.garbage_reads;
+      AddFinding(Anomaly::kThinAir, reader, op_index, kNoPos, 0);
       return;
     }
     ReadWrite(reader, op_index, it->second);
@@ -298,14 +471,7 @@ class Builder {
   // (which end the list it sees) are set aside; the whole list must then equal that version.
   void ReadList(uint32_t reader, uint32_t op_index, const Op& op) {
     const uint32_t k = op.key().value();
-    std::span<const Value> seen = h_.list_elements(op);
-    size_t n = seen.size();
-    while (n > 0) {
-      const WriteRef* w = FindWrite(k, seen[n - 1]);
-      if (w == nullptr || w->txn != reader) break;
-      --n;
-    }
-    seen = seen.first(n);
+    std::span<const Value> seen = WithoutOwnAppends(reader, k, h_.list_elements(op));
     for (const Value& e : seen) {  // an aborted element anywhere is an aborted read
       const WriteRef* w = FindWrite(k, e);
       if (w != nullptr && w->cls == WriteClass::kAborted) {
@@ -319,13 +485,14 @@ class Builder {
         ++out_.counts.reads;
         AddAntiDependency(reader, op_index, k, -1);
       } else {
-        ++out_.counts.incompatible_reads;
+        Incompatible(reader, op_index, seen, initial, nullptr);
       }
       return;
     }
     const WriteRef* w = FindWrite(k, seen.back());
     if (w == nullptr) {
       ++out_.counts.garbage_reads;
+      AddFinding(Anomaly::kThinAir, reader, op_index, kNoPos, 0);
       return;
     }
     if (w->cls == WriteClass::kCommittedFinal && w->pos != kNoPos) {
@@ -334,12 +501,47 @@ class Builder {
       if (!std::equal(seen.begin(), seen.end(), list.begin(), list.begin() + end)) {
         // Information did flow from the writer of the last element, but the list is no version
         // of the key, so what the reader missed is unknown: no anti-dependency.
-        ++out_.counts.incompatible_reads;
         out_.graph.Add(w->txn, reader, EdgeKind::kWr, op_index);
+        Incompatible(reader, op_index, seen, std::span<const Value>(list).first(end), w);
         return;
       }
     }
     ReadWrite(reader, op_index, *w);
+  }
+
+  // A list read `seen` that is no version of its key: `expected` is the version its last element
+  // names (`w` its writer; nullptr: the initial list). Says why: an element nobody appended
+  // (thin air), one element twice, or else an order the other reads contradict.
+  void Incompatible(uint32_t reader, uint32_t op_index, std::span<const Value> seen,
+                    std::span<const Value> expected, const WriteRef* w) {
+    ++out_.counts.incompatible_reads;
+    const uint32_t k = h_.ops(TxnId(reader))[op_index].key().value();
+    std::span<const Value> initial = h_.InitialList(KeyId(k));
+    absl::flat_hash_set<Value> elements;
+    for (const Value& e : seen) {
+      const bool initial_element = std::find(initial.begin(), initial.end(), e) != initial.end();
+      if (FindWrite(k, e) == nullptr && !initial_element) {
+        ++out_.counts.garbage_reads;
+        AddFinding(Anomaly::kThinAir, reader, op_index, kNoPos, 0);
+        return;
+      }
+      if (!elements.insert(e).second) {
+        AddFinding(Anomaly::kDuplicateElements, reader, op_index, kNoPos, 0);
+        return;
+      }
+    }
+    // The other side: the longest read of an inferred key, or the version's writer.
+    uint32_t other = kNoPos;
+    uint32_t other_op = 0;
+    if (black_box_[k] && longest_[k].first != kNoPos) {
+      std::tie(other, other_op) = longest_[k];
+      expected = lists_[k];
+    } else if (w != nullptr) {
+      other = w->txn;
+      other_op = w->op;
+    }
+    AddFinding(Anomaly::kIncompatibleOrder, reader, op_index, other, other_op,
+               h_.ListToString(expected));
   }
 
   const History& h_;
@@ -356,6 +558,19 @@ class Builder {
   std::vector<std::vector<Version>> versions_;
   std::vector<std::vector<Value>> lists_;
   std::vector<uint8_t> list_started_;
+  // Per key: whether some committed writer of it has no commit timestamp (InferOrders).
+  std::vector<uint8_t> black_box_;
+  // Per inferred list key: its committed final appends no read shows (transaction, op).
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> unobserved_;
+  // Per inferred list key: the read (transaction, op) that gave its order; kNoPos if none.
+  std::vector<std::pair<uint32_t, uint32_t>> longest_;
+  // Undetermined register keys: ww edges the reads imply (from, to, op of `to`).
+  struct ImpliedWw {
+    uint32_t from;
+    uint32_t to;
+    uint32_t op;
+  };
+  std::vector<ImpliedWw> implied_ww_;
   absl::flat_hash_set<uint64_t> reported_;  // (reader, key) with a finding
 };
 

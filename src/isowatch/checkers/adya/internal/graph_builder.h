@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "isowatch/checkers/adya/dependency_graph.h"
@@ -12,13 +13,19 @@
 
 namespace isowatch::checkers::adya::internal {
 
-// A read that observed a version outside the version order: G1a or G1b.
+// A read that observed a version outside the version order: G1a or G1b; or that no version
+// order explains: thin-air, incompatible-order, duplicate-elements.
 struct ReadFinding {
-  verdict::Anomaly anomaly;  // kG1a or kG1b
+  verdict::Anomaly anomaly;
   TxnId reader;
+  // G1a, G1b: the writer of the value read. Incompatible order: the transaction whose list the
+  // read contradicts (the reader of the longest list, or the writer of the version it names).
+  // Invalid for the others.
   TxnId writer;
   uint32_t op;        // the read, within the reader
-  uint32_t write_op;  // the write of the value read, within the writer
+  uint32_t write_op;  // within `writer`: the write of the value read, or its contradicting read
+  // Incompatible order: the list the read should have been a prefix of, rendered.
+  std::string expected;
 };
 
 // What building the graph counted (docs/checkers/adya.md, "What the checker can see").
@@ -32,13 +39,19 @@ struct BuildCounts {
   size_t incompatible_reads = 0;  // a list read that is no version of the list
   size_t duplicate_writes = 0;    // a (key, value) installed by more than one transaction
   size_t commit_ties = 0;         // consecutive versions of a key with equal commit timestamps
+  // Keys some committed writer of which has no commit timestamp, whose version order is
+  // inferred from the reads (docs/checkers/adya.md, "Histories without timestamps").
+  size_t inferred_keys = 0;
+  size_t undetermined_keys = 0;   // registers among them whose order the reads do not determine
+  size_t unobserved_appends = 0;  // committed final appends no read shows, ordered after the rest
 };
 
 struct BuiltGraph {
   DependencyGraph graph;
   std::vector<ReadFinding> findings;  // at most one per (reader, key), in history order
-  // Committed transactions that wrote but have no commit timestamp: their versions are outside
-  // the version order (no ww edges, no rw edges into them, no rw edges from reads of them).
+  // Committed writers of the undetermined register keys: their versions of those keys are outside
+  // the version order (only the ww edges the reads imply, no rw edges into them, none from reads
+  // of them).
   std::vector<TxnId> unordered_writers;
   BuildCounts counts;
   // False: `poll` expired and the build stopped; the rest is partial and must not be judged.
@@ -47,7 +60,9 @@ struct BuiltGraph {
 
 // Builds Adya's direct serialization graph of `h` over its committed transactions (node i is
 // the transaction with index i; others are isolated), with the version order of each key taken
-// from the commit timestamps of its committed writers (ties by input order). O(n log n + m) for
+// from the commit timestamps of its committed writers (ties by input order), or, for a key some
+// committed writer of which has none, inferred from the reads: a list's from its longest read, a
+// register's from the versions its writers read before overwriting them. O(n log n + m) for
 // n transactions and m operations (plus the length of list reads). Polls `poll` (if not null)
 // once per transaction.
 BuiltGraph BuildGraph(const history::History& h, LimitPoller* poll = nullptr);
