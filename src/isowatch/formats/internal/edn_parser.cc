@@ -256,10 +256,9 @@ absl::StatusOr<bool> EdnParser::NextOnce(Result* result) {
     if (p == end_) {
       // eof_ is set: SkipSpace would have asked for more otherwise.
       if (state_ == State::kWrapped) {
-        *result =
-            Fail(p, fmt::format("unexpected end of input in the top-level {} that starts at "
-                                "{}",
-                                wrap_close_ == ']' ? "vector" : "list", LineColumn(wrap_open_)));
+        *result = Fail(p, fmt::format("unexpected end of input in the top-level {} that starts at "
+                                      "{}",
+                                      wrap_close_ == ']' ? "vector" : "list", wrap_open_));
         return false;
       }
       pos_ = p;
@@ -271,7 +270,7 @@ absl::StatusOr<bool> EdnParser::NextOnce(Result* result) {
       CountLinesTo(p);
       wrapped_ = true;
       wrap_close_ = c == '[' ? ']' : ')';
-      wrap_open_ = Absolute(p);
+      wrap_open_ = LineColumnAtBuffer(p);
       state_ = State::kWrapped;
       ++p;
       pos_ = p;
@@ -582,10 +581,30 @@ EdnParser::Result EdnParser::ParseToken(size_t* p) {
     uint64_t magnitude = 0;
     bool overflow = false;
     const uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
-    for (; i < token.size() && IsDigit(token[i]); ++i) {
-      const auto d = static_cast<uint64_t>(token[i] - '0');
-      if (magnitude > (limit - d) / 10) overflow = true;
-      if (!overflow) magnitude = magnitude * 10 + d;
+    uint64_t base = 10;
+    if (i + 2 < token.size() + 1 && token[i] == '0' && i + 1 < token.size() &&
+        (token[i + 1] == 'x' || token[i + 1] == 'X')) {
+      base = 16;  // Clojure's hexadecimal integers, as in #object[... 0x1f2e ...]
+      i += 2;
+    }
+    const size_t digits_start = i;
+    for (; i < token.size(); ++i) {
+      uint64_t d = 0;
+      const char t = token[i];
+      if (IsDigit(t)) {
+        d = static_cast<uint64_t>(t - '0');
+      } else if (base == 16 && t >= 'a' && t <= 'f') {
+        d = static_cast<uint64_t>(t - 'a' + 10);
+      } else if (base == 16 && t >= 'A' && t <= 'F') {
+        d = static_cast<uint64_t>(t - 'A' + 10);
+      } else {
+        break;
+      }
+      if (magnitude > (limit - d) / base) overflow = true;
+      if (!overflow) magnitude = magnitude * base + d;
+    }
+    if (base == 16 && (i == digits_start || i != token.size())) {
+      return Fail(at, fmt::format("malformed number '{}'", token));
     }
     const std::string_view rest = token.substr(i);
     if (rest.empty() || rest == "N") {

@@ -136,7 +136,7 @@ class EdnParser {
   State state_ = State::kStart;
   bool wrapped_ = false;
   char wrap_close_ = 0;
-  size_t wrap_open_ = 0;  // source offset of the wrapping bracket
+  std::string wrap_open_;  // line:column of the wrapping bracket
 
   std::vector<EdnNode> nodes_;
   std::deque<std::string> scratch_;  // decoded strings with escapes
