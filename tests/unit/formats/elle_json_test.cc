@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "isowatch/formats/edn.h"
+
+#include "tests/testing/canonical_history.h"
+#include "tests/testing/source_dir.h"
+
+namespace isowatch::formats {
+namespace {
+
+using history::History;
+using history::Op;
+using history::OpKind;
+using history::TxnStatus;
+using history::Value;
+using ::testing::HasSubstr;
+
+std::string SamplePath(std::string_view name) {
+  return fmt::format("{}/tests/histories/formats/edn/{}", isowatch::testing::SourceDir(), name);
+}
+
+std::string FileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Canonical(const History& h) { return isowatch::testing::CanonicalHistory(h); }
+
+History ReadOk(std::string_view json, ReadOptions options = {}) {
+  absl::StatusOr<History> h = ReadElleJsonString(json, options, "h.json");
+  EXPECT_TRUE(h.ok()) << h.status();
+  return h.ok() ? std::move(*h) : History();
+}
+
+std::string ReadError(std::string_view json, ReadOptions options = {}) {
+  absl::StatusOr<History> h = ReadElleJsonString(json, options, "h.json");
+  if (h.ok()) return "";
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument) << h.status();
+  return std::string(h.status().message());
+}
+
+uint64_t NoteCount(const History& h, std::string_view prefix) {
+  uint64_t n = 0;
+  for (const auto& note : h.info().notes) {
+    if (note.kind.starts_with(prefix)) n += note.count;
+  }
+  return n;
+}
+
+TEST(ElleJsonTest, TwinOfTheEdnSampleGivesTheSameHistoryButForKeyTypes) {
+  absl::StatusOr<History> json = ReadElleJsonFile(SamplePath("rw_register.json"), {});
+  ASSERT_TRUE(json.ok()) << json.status();
+  absl::StatusOr<History> edn = ReadEdnFile(SamplePath("rw_register.edn"), {});
+  ASSERT_TRUE(edn.ok()) << edn.status();
+  EXPECT_EQ(json->info().format, "elle-json");
+  EXPECT_EQ(json->info().dialect, "rw-register");
+  ASSERT_EQ(json->size(), 2u);
+  // EDN's keyword :x is the bytes ":x"; JSON's string "x" is "x".
+  const std::string from_edn =
+      std::regex_replace(Canonical(*edn), std::regex("\":([a-z])\""), "\"$1\"");
+  EXPECT_NE(from_edn, Canonical(*edn));
+  EXPECT_EQ(Canonical(*json), from_edn);
+  EXPECT_TRUE(json->FindBytesKey("x").valid());
+  EXPECT_FALSE(json->FindBytesKey(":x").valid());
+}
+
+TEST(ElleJsonTest, JsonLinesWithColonsAndTrailingCommas) {
+  History lines = ReadOk(
+      "\xEF\xBB\xBF{\"type\":\":invoke\",\"f\":\":txn\",\"value\":[[\"append\",255,1],[\"r\",\"k\","
+      "null]],"
+      "\"process\":0,\"time\":1,\"index\":0},\r\n"
+      "\n"
+      "{\"type\":\"ok\",\"f\":\"txn\",\"value\":[[\":append\",255,1],[\"r\",\"k\",[]]],"
+      "\"process\":0,\"time\":2,\"index\":1}\n");
+  ASSERT_EQ(lines.size(), 1u);
+  std::span<const Op> ops = lines.ops(lines.FindTxn("1"));
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(lines.KeyToString(ops[0].key()), "255");
+  EXPECT_EQ(ops[1].kind(), OpKind::kListRead);
+  EXPECT_EQ(lines.info().dialect, "list-append");
+  EXPECT_EQ(lines.txn(lines.FindTxn("1")).invoke_time, 1);
+}
+
+TEST(ElleJsonTest, NemesisAndStatuses) {
+  History h = ReadOk(
+      "[{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"kill\",\"value\":{\"n1\":\"killed\"}},"
+      " {\"type\":\"invoke\",\"f\":\"txn\",\"process\":1,\"index\":1,\"value\":[[\"r\",1,null]]},"
+      " {\"type\":\"info\",\"f\":\"txn\",\"process\":1,\"index\":2,\"value\":[[\"r\",1,null]]},"
+      " {\"type\":\"invoke\",\"f\":\"txn\",\"process\":2,\"index\":0,\"value\":[]},"
+      " {\"type\":\"fail\",\"f\":\"txn\",\"process\":2,\"index\":3,\"value\":[[\"w\",1,5]]}]");
+  EXPECT_EQ(NoteCount(h, "non-client operations"), 1u);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h.txn(h.FindTxn("2")).status, TxnStatus::kUnknown);
+  EXPECT_TRUE(h.ops(h.FindTxn("2"))[0].unknown());
+  EXPECT_EQ(h.txn(h.FindTxn("3")).status, TxnStatus::kAborted);
+}
+
+TEST(ElleJsonTest, Errors) {
+  EXPECT_THAT(
+      ReadError("[{\"type\":\"ok\",\"f\":\"txn\",\"process\":0,\"value\":[[\"read\",1,2]]}]"),
+      HasSubstr("h.json:1:2: op #0: unknown micro-op \"read\" (expected r, w or append)"));
+  EXPECT_THAT(ReadError("[{\"type\":\"ok\",\"process\":0,\"value\":[[\"r\",1.5,2]]}]"),
+              HasSubstr("a key must be an integer or a string"));
+  EXPECT_THAT(
+      ReadError("[{\"type\":\"ok\",\"process\":0,\"value\":[[\"w\",1,18446744073709551615]]}]"),
+      HasSubstr("a value does not fit in 64 bits"));
+  EXPECT_THAT(ReadError("[{\"type\":\"done\"}]"), HasSubstr("\"type\" must be invoke"));
+  EXPECT_THAT(ReadError("[{\"type\":\"info\",\"process\":\"n\"},\n {\"type\": }]"),
+              HasSubstr("h.json:2:2: op #1"));
+  EXPECT_THAT(ReadError("{\"process\":0}\n"), HasSubstr("h.json:1:1: op #0: an operation without"));
+  EXPECT_THAT(
+      ReadError("[{\"type\":\"invoke\",\"f\":\"txn\",\"process\":0,\"index\":0,\"value\":[]},"
+                "{\"type\":\"invoke\",\"f\":\"txn\",\"process\":0,\"index\":1,\"value\":[]}]"),
+      HasSubstr("process 0 invokes again"));
+  ReadOptions lenient;
+  lenient.lenient = true;
+  History h = ReadOk(
+      "[{\"type\":\"ok\",\"process\":0,\"index\":0,\"value\":[[\"cas\",1,2]]},"
+      " {\"type\":\"ok\",\"process\":0,\"index\":1,\"value\":[[\"w\",1,2]]}]",
+      lenient);
+  EXPECT_EQ(h.size(), 1u);
+  EXPECT_EQ(NoteCount(h, "malformed operations dropped"), 1u);
+}
+
+TEST(ElleJsonTest, SniffAcceptsElleJsonAndRejectsOtherFormats) {
+  EXPECT_TRUE(SniffElleJson(FileText(SamplePath("rw_register.json"))).ok());
+  EXPECT_TRUE(
+      SniffElleJson("{\"index\": 0, \"type\": \"invoke\", \"value\": [[\"r\", 1, null]]}\n").ok());
+  EXPECT_TRUE(SniffElleJson("[{\"value\": [[\"r\", 1, [1, 2, 3").ok() == false);
+  const std::pair<const char*, const char*> others[] = {
+      {"[\n  {\"tid\": 1, \"sid\": 0, \"sts\": {\"p\": 100, \"l\": 0}, \"cts\": {\"p\": 105, "
+       "\"l\": 2},\n   \"ops\": [{\"t\": \"w\", \"k\": 3, \"v\": 11}]}\n]",
+       "TimeKiller"},
+      {"w(1,10,0,100)\nw(2,20,0,100)\n", "expected an object"},
+      {"{\"params\": {\"id\": 0, \"n_node\": 2}, \"info\": \"composed\", \"data\": []}", "dbcop"},
+      {"[[{\"events\": []}]]", "array of arrays"},
+      {"{\"value\": [[\"w\", 7, 1001, true], [\"r\", 8, 600, false]]}", "no \"type\""},
+      {"{:type :invoke, :f :txn, :value [[:w :x 1]], :process 0}", "expected a quoted member"},
+  };
+  for (const auto& [text, why] : others) {
+    absl::Status s = SniffElleJson(text);
+    EXPECT_FALSE(s.ok()) << text;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(why)) << text;
+  }
+  // And the EDN sniffer rejects elle-cli JSON.
+  EXPECT_FALSE(SniffEdn(FileText(SamplePath("rw_register.json"))).ok());
+}
+
+}  // namespace
+}  // namespace isowatch::formats
