@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reader of Cobra client logs (see cobra.h and docs/history-format.md, "Cobra logs").
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include <fmt/format.h>
+
+#include "isowatch/common/status_macros.h"
+#include "isowatch/formats/cobra.h"
+#include "isowatch/history/history_builder.h"
+
+namespace isowatch::formats {
+namespace {
+
+using history::HistoryBuilder;
+using history::TxnHeader;
+using history::Value;
+
+constexpr int64_t kFenceA = 0x23332333;
+constexpr int64_t kFenceB = 0x66666666;
+constexpr int64_t kMissing = 0xadeafbee;
+
+int64_t BigEndian(std::string_view b, size_t at) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(b[at + i]);
+  return static_cast<int64_t>(v);
+}
+
+bool Reserved(int64_t wid) { return wid == kCobraInit || wid == kCobraNull || wid == kMissing; }
+
+// Receives the records of a file that ParseFile found well-formed so far.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual absl::Status Begin(int64_t id, int64_t ts, uint64_t offset) = 0;
+  virtual absl::Status Write(int64_t wid, int64_t key, int64_t value, uint64_t offset) = 0;
+  virtual absl::Status Read(int64_t writer, int64_t wid, int64_t key, int64_t value,
+                            uint64_t offset) = 0;
+  virtual absl::Status Commit(int64_t ts, uint64_t offset) = 0;
+};
+
+// Returns `r` with the sink's error from ParseFile.
+#define ISOWATCH_COBRA_SINK(expr)                               \
+  do {                                                          \
+    if (absl::Status sink_status = (expr); !sink_status.ok()) { \
+      r.status = std::move(sink_status);                        \
+      return r;                                                 \
+    }                                                           \
+  } while (false)
+
+struct ParseResult {
+  absl::Status status;
+  bool open_at_end = false;  // status is OK but a transaction was left open
+  int64_t open_id = 0;
+  uint64_t open_offset = 0;
+};
+
+// Walks the records of `bytes` (file `name`), with 17-byte S/C when `time_order`. With `head`,
+// a record cut by the end of the bytes is not an error (the bytes are a file's beginning).
+ParseResult ParseFile(std::string_view name, std::string_view bytes, bool time_order,
+                      RecordSink* sink, bool head = false) {
+  ParseResult r;
+  auto fail = [&](uint64_t at, std::string_view what) {
+    r.status = absl::InvalidArgumentError(fmt::format("{}: byte {}: {}", name, at, what));
+    return r;
+  };
+  const size_t sc = time_order ? 17 : 9;
+  bool open = false;
+  int64_t open_id = 0;
+  uint64_t open_at = 0;
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    const char tag = bytes[pos];
+    size_t size = 0;
+    switch (tag) {
+      case 'S':
+      case 'C':
+        size = sc;
+        break;
+      case 'W':
+        size = 25;
+        break;
+      case 'R':
+        size = 33;
+        break;
+      case 'A':
+        size = 9;
+        break;
+      default:
+        return fail(pos, fmt::format("unknown record tag 0x{:02x} (expected S, C, W or R)",
+                                     static_cast<uint8_t>(tag)));
+    }
+    if (bytes.size() - pos < size) {
+      if (head) return r;
+      return fail(pos, fmt::format("truncated {} record ({} bytes, {} left)", tag, size,
+                                   bytes.size() - pos));
+    }
+    const size_t p = pos + 1;
+    switch (tag) {
+      case 'S':
+        if (open) {
+          return fail(pos, fmt::format("S of transaction {} inside transaction {} (from byte {})",
+                                       BigEndian(bytes, p), open_id, open_at));
+        }
+        open = true;
+        open_id = BigEndian(bytes, p);
+        open_at = pos;
+        if (sink)
+          ISOWATCH_COBRA_SINK(sink->Begin(open_id, time_order ? BigEndian(bytes, p + 8) : 0, pos));
+        break;
+      case 'C':
+        if (!open) return fail(pos, "C record outside a transaction");
+        if (BigEndian(bytes, p) != open_id) {
+          return fail(pos, fmt::format("C of transaction {} closes transaction {} (from byte {})",
+                                       BigEndian(bytes, p), open_id, open_at));
+        }
+        open = false;
+        if (sink) ISOWATCH_COBRA_SINK(sink->Commit(time_order ? BigEndian(bytes, p + 8) : 0, pos));
+        break;
+      case 'W':
+        if (!open) return fail(pos, "W record outside a transaction");
+        if (sink) {
+          ISOWATCH_COBRA_SINK(sink->Write(BigEndian(bytes, p), BigEndian(bytes, p + 8),
+                                          BigEndian(bytes, p + 16), pos));
+        }
+        break;
+      case 'R':
+        if (!open) return fail(pos, "R record outside a transaction");
+        if (sink) {
+          ISOWATCH_COBRA_SINK(sink->Read(BigEndian(bytes, p), BigEndian(bytes, p + 8),
+                                         BigEndian(bytes, p + 16), BigEndian(bytes, p + 24), pos));
+        }
+        break;
+      default:
+        return fail(pos, "A (abort) record: the library never writes one; not supported");
+    }
+    pos += size;
+  }
+  if (open) {
+    r.open_at_end = true;
+    r.open_id = open_id;
+    r.open_offset = open_at;
+  }
+  return r;
+}
+
+#undef ISOWATCH_COBRA_SINK
+
+bool IsLogName(std::string_view name) { return name.starts_with('T') && name.ends_with(".log"); }
+
+class CobraReader : public RecordSink {
+ public:
+  CobraReader(const ReadOptions& options, std::string source, CobraExtras* extras)
+      : options_(options), source_(std::move(source)), extras_(extras) {}
+
+  absl::StatusOr<history::History> Read(NamedFiles files) && {
+    std::erase_if(files, [](const auto& f) { return !IsLogName(f.first); });
+    std::sort(files.begin(), files.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    ASSIGN_OR_RETURN(time_order_, DecideMode(files));
+    builder_.set_source(source_);
+    builder_.set_format("cobra", time_order_ ? "time-order" : "plain");
+    if (time_order_) builder_.set_time_unit("ms");
+    if (extras_ != nullptr) {
+      *extras_ = CobraExtras();
+      extras_->time_order = time_order_;
+    }
+    for (const auto& [name, bytes] : files) {
+      file_ = name;
+      session_ = name.substr(0, name.size() - 4);
+      ParseResult r = ParseFile(Where(name), bytes, time_order_, this);
+      RETURN_IF_ERROR(r.status);
+      if (r.open_at_end) {
+        const std::string what = fmt::format("{}: byte {}: transaction {} open at end of file",
+                                             Where(name), r.open_offset, r.open_id);
+        if (!options_.lenient) return absl::InvalidArgumentError(what);
+        builder_.Note("transactions open at end of file dropped", what);
+        ops_.clear();
+      }
+    }
+    ResolveWriters();
+    absl::StatusOr<history::History> h = std::move(builder_).Finish();
+    if (!h.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: {}", source_, std::string(h.status().message())));
+    }
+    return h;
+  }
+
+  absl::Status Begin(int64_t id, int64_t ts, uint64_t offset) override {
+    auto [it, inserted] = txn_where_.try_emplace(id, fmt::format("{} byte {}", file_, offset));
+    if (!inserted) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: byte {}: transaction {} again (first at {})", Where(file_), offset, id, it->second));
+    }
+    txn_id_ = id;
+    start_ts_ = ts;
+    start_offset_ = offset;
+    ops_.clear();
+    return absl::OkStatus();
+  }
+
+  absl::Status Write(int64_t wid, int64_t key, int64_t value, uint64_t offset) override {
+    if (wid == kCobraDelete) {
+      const int64_t synthetic = -(++deletes_);
+      if (extras_ != nullptr) extras_->delete_hash[synthetic] = value;
+      ops_.push_back({Kind::kWrite, key, synthetic});
+      return absl::OkStatus();
+    }
+    if (wid <= 0 || Reserved(wid)) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: byte {}: write with the reserved or non-positive write id {:#x}",
+                      Where(file_), offset, wid));
+    }
+    auto [it, inserted] = writer_of_.try_emplace(wid, txn_id_);
+    if (!inserted) {
+      builder_.Note("duplicate write ids",
+                    fmt::format("{} byte {}: write id {:#x}", file_, offset, wid));
+    }
+    if (extras_ != nullptr) extras_->value_hash.try_emplace(wid, value);
+    ops_.push_back({Kind::kWrite, key, wid});
+    return absl::OkStatus();
+  }
+
+  absl::Status Read(int64_t writer, int64_t wid, int64_t key, int64_t value,
+                    uint64_t offset) override {
+    if (writer == kCobraInit && (wid == kFenceA || wid == kFenceB)) {
+      builder_.Note("GC fence reads dropped", fmt::format("{} byte {}", file_, offset));
+      return absl::OkStatus();
+    }
+    if (writer == kCobraInit && wid == kCobraInit) {
+      if (extras_ != nullptr) extras_->init_hash.try_emplace(key, value);
+      ops_.push_back({Kind::kInitRead, key, 0});
+      return absl::OkStatus();
+    }
+    if (writer == kCobraNull && wid == kCobraNull) {
+      ops_.push_back({Kind::kNullRead, key, 0});
+      return absl::OkStatus();
+    }
+    if (wid == kCobraDelete) {
+      builder_.Note("reads of deleted values, not judged",
+                    fmt::format("{} byte {}: key {}", file_, offset, key));
+      ops_.push_back({Kind::kUnknownRead, key, 0});
+      return absl::OkStatus();
+    }
+    if (wid <= 0 || Reserved(wid) || Reserved(writer)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: byte {}: read of write id {:#x} by writer {:#x} (reserved or non-positive)",
+          Where(file_), offset, wid, writer));
+    }
+    if (extras_ != nullptr) {
+      extras_->value_hash.try_emplace(wid, value);
+      extras_->claimed_writer.try_emplace(wid, writer);
+    }
+    reads_.push_back({wid, writer, fmt::format("{} byte {}", file_, offset)});
+    ops_.push_back({Kind::kRead, key, wid});
+    return absl::OkStatus();
+  }
+
+  absl::Status Commit(int64_t ts, uint64_t offset) override {
+    const std::string id = std::to_string(txn_id_);
+    TxnHeader header;
+    header.id = id;
+    header.id_numeric = true;
+    header.session = session_;
+    header.source_offset = start_offset_;
+    if (time_order_) {
+      if (ts < start_ts_) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: byte {}: commit time {} before start time {}", Where(file_), offset,
+                        ts, start_ts_));
+      }
+      header.real_time = TxnHeader::RealTime{start_ts_, ts};
+    }
+    RETURN_IF_ERROR(builder_.BeginTxn(header));
+    for (const Op& op : ops_) {
+      const KeyId key = builder_.IntKey(op.key);
+      switch (op.kind) {
+        case Kind::kWrite:
+          builder_.Write(key, Value::Int(op.value));
+          break;
+        case Kind::kRead:
+          builder_.Read(key, Value::Int(op.value));
+          break;
+        case Kind::kInitRead:
+          builder_.SetInitialRegister(key, Value::Int(kCobraInit));
+          builder_.Read(key, Value::Int(kCobraInit));
+          break;
+        case Kind::kNullRead:
+          builder_.Read(key, Value::Absent());
+          break;
+        case Kind::kUnknownRead:
+          builder_.UnknownRead(key);
+          break;
+      }
+    }
+    builder_.EndTxn();
+    ops_.clear();
+    return absl::OkStatus();
+  }
+
+ private:
+  enum class Kind : uint8_t { kWrite, kRead, kInitRead, kNullRead, kUnknownRead };
+  struct Op {
+    Kind kind;
+    int64_t key;
+    int64_t value;
+  };
+  struct PendingRead {
+    int64_t wid;
+    int64_t claimed;
+    std::string where;
+  };
+
+  std::string Where(std::string_view file) const { return fmt::format("{}/{}", source_, file); }
+
+  // 9-byte or 17-byte S/C records: the mode every non-empty file fits.
+  absl::StatusOr<bool> DecideMode(const NamedFiles& files) {
+    const std::string& d = options_.dialect;
+    if (!d.empty() && d != "plain" && d != "time-order") {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: unknown Cobra dialect \"{}\" (plain or time-order)", source_, d));
+    }
+    if (!d.empty()) {
+      const bool time_order = d == "time-order";
+      for (const auto& [name, bytes] : files) {
+        RETURN_IF_ERROR(ParseFile(Where(name), bytes, time_order, nullptr).status);
+      }
+      return time_order;
+    }
+    bool plain = true, timed = true;
+    absl::Status plain_error;
+    for (const auto& [name, bytes] : files) {
+      ParseResult p = ParseFile(Where(name), bytes, false, nullptr);
+      ParseResult t = ParseFile(Where(name), bytes, true, nullptr);
+      // An open transaction at the end fits a mode less well than balanced records; in lenient
+      // mode it still fits when nothing else does.
+      const bool p_ok = p.status.ok() && (!p.open_at_end || options_.lenient);
+      const bool t_ok = t.status.ok() && (!t.open_at_end || options_.lenient);
+      if (!p_ok && plain_error.ok()) {
+        plain_error = p.status.ok() ? absl::InvalidArgumentError(fmt::format(
+                                          "{}: byte {}: transaction {} open at end of file",
+                                          Where(name), p.open_offset, p.open_id))
+                                    : p.status;
+      }
+      plain = plain && p_ok;
+      timed = timed && t_ok;
+    }
+    if (plain && timed) {
+      bool any = false;
+      for (const auto& f : files) any = any || !f.second.empty();
+      if (!any) return false;
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: the logs read both with plain (9-byte) and time-order (17-byte) S/C records; "
+          "say which with the dialect",
+          source_));
+    }
+    if (plain) return false;
+    if (timed) return true;
+    return plain_error;
+  }
+
+  void ResolveWriters() {
+    for (const PendingRead& r : reads_) {
+      auto it = writer_of_.find(r.wid);
+      if (it == writer_of_.end()) {
+        builder_.Note(
+            "reads of a write id no transaction wrote",
+            fmt::format("{}: write id {:#x} (writer {} named)", r.where, r.wid, r.claimed));
+      } else if (it->second != r.claimed) {
+        builder_.Note("reads naming another writer than the write id's",
+                      fmt::format("{}: write id {:#x} names {}, written by {}", r.where, r.wid,
+                                  r.claimed, it->second));
+      }
+    }
+    reads_.clear();
+  }
+
+  const ReadOptions& options_;
+  std::string source_;
+  CobraExtras* extras_;
+  HistoryBuilder builder_;
+  bool time_order_ = false;
+  std::string file_;
+  std::string session_;
+  int64_t txn_id_ = 0;
+  int64_t start_ts_ = 0;
+  uint64_t start_offset_ = 0;
+  int64_t deletes_ = 0;
+  std::vector<Op> ops_;
+  absl::flat_hash_map<int64_t, std::string> txn_where_;
+  absl::flat_hash_map<int64_t, int64_t> writer_of_;
+  std::vector<PendingRead> reads_;
+};
+
+}  // namespace
+
+absl::StatusOr<history::History> ReadCobraFiles(const NamedFiles& files, const ReadOptions& options,
+                                                std::string_view source, CobraExtras* extras) {
+  return CobraReader(options, std::string(source), extras).Read(files);
+}
+
+absl::StatusOr<history::History> ReadCobraDir(const std::string& path, const ReadOptions& options,
+                                              CobraExtras* extras) {
+  std::error_code ec;
+  NamedFiles files;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || !IsLogName(name)) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    if (!in) return absl::DataLossError(fmt::format("{}/{}: cannot read", path, name));
+    files.emplace_back(name, s.str());
+  }
+  if (ec) return absl::NotFoundError(fmt::format("{}: {}", path, ec.message()));
+  return ReadCobraFiles(files, options, path, extras);
+}
+
+absl::Status SniffCobra(std::string_view head) {
+  if (head.size() < 9 || head[0] != 'S') {
+    return absl::InvalidArgumentError("not a Cobra log: does not start with an S record");
+  }
+  ParseResult plain = ParseFile("", head, false, nullptr, /*head=*/true);
+  if (plain.status.ok()) return absl::OkStatus();
+  ParseResult timed = ParseFile("", head, true, nullptr, /*head=*/true);
+  if (timed.status.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("not a Cobra log: {}", std::string(plain.status.message())));
+}
+
+}  // namespace isowatch::formats

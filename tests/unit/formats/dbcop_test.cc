@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/formats/dbcop.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing/canonical_history.h"
+#include "tests/unit/formats/format_samples.h"
+
+namespace isowatch::formats {
+namespace {
+
+using history::History;
+using history::Op;
+using history::OpKind;
+using history::TxnStatus;
+using history::Value;
+using ::testing::HasSubstr;
+
+std::string FileContents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const std::string& Bincode() {
+  static const std::string bytes = FileContents(samples::SamplePath("dbcop", "sample.bincode"));
+  return bytes;
+}
+const std::string& NewJson() {
+  static const std::string text = FileContents(samples::SamplePath("dbcop", "new.json"));
+  return text;
+}
+
+absl::StatusOr<History> ReadBin(std::string_view data, ReadOptions options = {},
+                                DbcopHeader* header = nullptr) {
+  return ReadDbcopBincodeString(data, options, "h.bincode", header);
+}
+absl::StatusOr<History> ReadJson(std::string_view data, DbcopHeader* header = nullptr) {
+  return ReadDbcopJsonString(data, ReadOptions{}, "h.json", header);
+}
+std::string Error(const absl::StatusOr<History>& h) {
+  if (h.ok()) return "";
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(h.status().message());
+}
+uint64_t NoteCount(const History& h, std::string_view kind) {
+  for (const auto& n : h.info().notes) {
+    if (n.kind == kind) return n.count;
+  }
+  return 0;
+}
+std::string Canonical(const History& h) { return isowatch::testing::CanonicalHistory(h); }
+std::string Encode(const History& h, const DbcopHeader* header = nullptr) {
+  std::ostringstream out;
+  absl::Status s = WriteDbcopBincode(h, out, header);
+  EXPECT_TRUE(s.ok()) << s;
+  return out.str();
+}
+
+TEST(DbcopTest, BincodeSample) {
+  ASSERT_EQ(Bincode().size(), 214u);
+  DbcopHeader header;
+  absl::StatusOr<History> h =
+      ReadDbcopBincodeFile(samples::SamplePath("dbcop", "sample.bincode"), {}, &header);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->info().format, "dbcop-bincode");
+  EXPECT_EQ(header.info, "demo");
+  EXPECT_EQ(header.start, "2024-01-01T00:00:00+00:00");
+  EXPECT_EQ(header.n_node, 2u);
+  ASSERT_EQ(h->session_count(), 2u);
+  ASSERT_EQ(h->size(), 2u);
+  const TxnId t1 = h->FindTxn("1:0"), t2 = h->FindTxn("2:0");
+  ASSERT_TRUE(t1.valid() && t2.valid());
+  EXPECT_EQ(h->session_name(h->txn(t1).session), "1");
+  EXPECT_EQ(h->txn(t1).status, TxnStatus::kCommitted);
+  EXPECT_EQ(h->txn(t1).source_offset, 134u);
+  ASSERT_EQ(h->ops(t1).size(), 2u);
+  EXPECT_EQ(h->ops(t1)[0].kind(), OpKind::kWrite);
+  EXPECT_EQ(h->ops(t1)[0].value(), Value::Int(1));
+  const Op read = h->ops(t1)[1];
+  EXPECT_EQ(read.kind(), OpKind::kRead);
+  EXPECT_EQ(h->key(read.key()).payload, 1);
+  EXPECT_EQ(read.value(), h->InitialValue(read.key()));  // 0: the initial state
+  EXPECT_EQ(h->txn(t2).status, TxnStatus::kAborted);     // not committed
+  EXPECT_EQ(h->ops(t2)[0].value(), Value::Int(5));
+  EXPECT_EQ(NoteCount(*h,
+                      "unsuccessful transactions read as aborted (the format cannot tell "
+                      "aborted from unknown)"),
+            1u);
+  // Byte-identical with the header the reader saw.
+  EXPECT_EQ(Encode(*h, &header), Bincode());
+  // Without it, the history still round-trips.
+  absl::StatusOr<History> again = ReadBin(Encode(*h));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(Canonical(*again), Canonical(*h));
+}
+
+TEST(DbcopTest, IneffectiveEventDropped) {
+  std::string bytes = Bincode();
+  bytes[159] = 0;  // the success byte of "write x0 := 1"
+  absl::StatusOr<History> h = ReadBin(bytes);
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->ops(h->FindTxn("1:0")).size(), 1u);
+  EXPECT_EQ(h->ops(h->FindTxn("1:0"))[0].kind(), OpKind::kRead);
+  EXPECT_EQ(NoteCount(*h, "ineffective events dropped (success false)"), 1u);
+}
+
+TEST(DbcopTest, TemplateRefused) {
+  std::string bytes = Bincode();
+  for (size_t at : {159, 177, 178, 212, 213}) bytes[at] = 0;
+  EXPECT_THAT(Error(ReadBin(bytes)), HasSubstr("workload template"));
+}
+
+TEST(DbcopTest, BincodeErrors) {
+  std::string bytes = Bincode();
+  bytes[142] = 2;
+  EXPECT_THAT(Error(ReadBin(bytes)), HasSubstr("h.bincode: byte 142: event write flag is byte 2"));
+  for (size_t cut : {10, 50, 120, 150, 213}) {
+    EXPECT_THAT(Error(ReadBin(Bincode().substr(0, cut))), HasSubstr("left")) << cut;
+  }
+  // A hostile count is refused before anything is allocated for it.
+  bytes = Bincode();
+  bytes[118 + 7] = 0x7f;  // 2 sessions -> about 2^62
+  EXPECT_THAT(Error(ReadBin(bytes)), HasSubstr("byte 118: session count"));
+  bytes = Bincode();
+  bytes[134 + 5] = 0x10;
+  EXPECT_THAT(Error(ReadBin(bytes)), HasSubstr("byte 134: event count"));
+  bytes = Bincode();
+  bytes[40 + 6] = 0x01;
+  EXPECT_THAT(Error(ReadBin(bytes)), HasSubstr("byte 40: length of info"));
+  bytes = Bincode();
+  bytes[195 + 1 + 8 + 7] = static_cast<char>(0x80);  // value 5 + 2^63
+  EXPECT_THAT(Error(ReadBin(bytes)), HasSubstr("byte 204: value"));
+  EXPECT_THAT(Error(ReadBin(Bincode() + "x")), HasSubstr("byte 214: 1 bytes after the last"));
+  ReadOptions lenient;
+  lenient.lenient = true;
+  absl::StatusOr<History> h = ReadBin(Bincode() + "x", lenient);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(NoteCount(*h, "trailing bytes ignored"), 1u);
+}
+
+TEST(DbcopTest, EmptySessionsAndTransactionsKeepPositions) {
+  // Session 1 empty; session 2: an empty transaction, then one writing x3 := 7.
+  std::string bytes = Bincode().substr(0, 118);
+  auto u64 = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  u64(2);
+  u64(0);
+  u64(2);
+  u64(0);
+  bytes.push_back(1);
+  u64(1);
+  bytes.push_back(1);
+  u64(3);
+  u64(7);
+  bytes.push_back(1);
+  bytes.push_back(1);
+  DbcopHeader header;
+  absl::StatusOr<History> h = ReadBin(bytes, {}, &header);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_TRUE(h->FindTxn("2:0").valid());
+  EXPECT_EQ(h->ops(h->FindTxn("2:1")).size(), 1u);
+  EXPECT_EQ(NoteCount(*h, "empty sessions (kept as positions)"), 1u);
+  EXPECT_EQ(NoteCount(*h, "empty transactions"), 1u);
+  EXPECT_EQ(Encode(*h, &header), bytes);
+}
+
+constexpr std::string_view kTuples =
+    R"([[{"events": [["w", 0, 1], ["r", 1, null]], "committed": true}],
+        [{"events": [["r", 0, 1], ["w", 1, 2]], "committed": true},
+         {"events": [["w", 0, 3]], "committed": false}]])";
+
+TEST(DbcopTest, NewJsonSample) {
+  DbcopHeader header;
+  absl::StatusOr<History> h =
+      ReadDbcopJsonFile(samples::SamplePath("dbcop", "new.json"), {}, &header);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->info().format, "dbcop-json");
+  EXPECT_EQ(h->info().dialect, "new");
+  EXPECT_EQ(header.info, "composed");
+  EXPECT_EQ(header.end, "2024-05-01T10:00:01+00:00");
+  ASSERT_EQ(h->session_count(), 2u);
+  EXPECT_EQ(h->session_name(SessionId(0)), "1");
+  EXPECT_EQ(h->session_name(SessionId(1)), "2");
+  ASSERT_EQ(h->size(), 3u);
+  EXPECT_EQ(h->txn(h->FindTxn("1:0")).status, TxnStatus::kCommitted);
+  EXPECT_EQ(h->txn(h->FindTxn("2:0")).status, TxnStatus::kCommitted);
+  EXPECT_EQ(h->txn(h->FindTxn("2:1")).status, TxnStatus::kAborted);
+  const Op null_read = h->ops(h->FindTxn("1:0"))[1];
+  EXPECT_EQ(null_read.value(), Value::Absent());  // version null: the initial state
+  EXPECT_FALSE(null_read.unknown());
+  // Tagged and tuple forms, wrapper and bare sessions, read alike.
+  absl::StatusOr<History> tuples = ReadJson(kTuples);
+  ASSERT_TRUE(tuples.ok()) << tuples.status();
+  EXPECT_EQ(Canonical(*tuples), Canonical(*h));
+}
+
+TEST(DbcopTest, OldJsonMatchesBincode) {
+  constexpr std::string_view kOld =
+      R"({"params": {"id": 0, "n_node": 2, "n_variable": 2, "n_transaction": 1, "n_event": 2},
+      "info": "demo", "start": "2024-01-01T00:00:00+00:00", "end": "2024-01-01T00:00:01+00:00",
+      "data": [[{"events": [{"write": true, "variable": 0, "value": 1, "success": true},
+                            {"write": false, "variable": 1, "value": 0}], "success": true}],
+               [{"events": [{"write": true, "variable": 1, "value": 5, "success": true}],
+                 "success": false}]]})";
+  DbcopHeader header;
+  absl::StatusOr<History> json = ReadJson(kOld, &header);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(json->info().dialect, "old");
+  absl::StatusOr<History> bin = ReadBin(Bincode());
+  ASSERT_TRUE(bin.ok());
+  EXPECT_EQ(Canonical(*json), Canonical(*bin));
+  EXPECT_EQ(Encode(*json, &header), Bincode());
+}
+
+TEST(DbcopTest, JsonSemanticsAndErrors) {
+  // Version 0 reads the initial value unless written; duplicate writes are noted.
+  absl::StatusOr<History> h = ReadJson(R"([[{"events": [["r", 4, 0], ["w", 4, 2]]}],
+      [{"events": [["w", 4, 2]], "committed": true}]])");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->ops(h->FindTxn("1:0"))[0].value(), Value::Int(0));
+  EXPECT_EQ(NoteCount(*h, "duplicate writes of one (variable, value)"), 1u);
+  EXPECT_THAT(Error(ReadJson(R"({"info": "x"})")), HasSubstr("no \"data\" member"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [["w", 0, 1], {"write": true, "variable": 0,
+      "value": 2}]}]])")),
+              HasSubstr("mixes old and new"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [["x", 0, 1]]}]])")),
+              HasSubstr("byte 18: an event tuple starts with"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [["w", 0, 18446744073709551615]]}]])")),
+              HasSubstr("version overflows"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [["w", -1, 1]]}]])")), HasSubstr("negative variable"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [["w", 0, null]]}]])")),
+              HasSubstr("not a non-negative integer"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [["r", 0]]}]])")), HasSubstr("incomplete event"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [{"Write": {"variable": 0}}]}]])")),
+              HasSubstr("incomplete event"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [{"Delete": {}}]}]])")),
+              HasSubstr("unexpected member \"Delete\""));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": []}]] x)")), HasSubstr("text after the document"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [})")), HasSubstr("h.json: byte"));
+  EXPECT_THAT(Error(ReadJson(R"([{"events": []}])")), HasSubstr("expected a session"));
+  EXPECT_THAT(Error(ReadJson(R"([[{"events": [], "committed": false}]])")),
+              HasSubstr("workload template"));
+  h = ReadJson(R"({"data": [], "extra": 1})");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(NoteCount(*h, "unknown members ignored"), 1u);
+}
+
+TEST(DbcopTest, WriterRefuses) {
+  absl::StatusOr<History> h = ReadJson(kTuples);
+  ASSERT_TRUE(h.ok());
+  std::ostringstream out;
+  EXPECT_THAT(std::string(WriteDbcopBincode(*h, out).message()), HasSubstr("read of no value"));
+}
+
+TEST(DbcopTest, Sniff) {
+  EXPECT_TRUE(SniffDbcopBincode(Bincode()).ok());
+  EXPECT_TRUE(SniffDbcopJson(NewJson()).ok());
+  EXPECT_TRUE(SniffDbcopJson(kTuples).ok());
+  const std::vector<std::string>& foreign = samples::ForeignTextSamples();
+  for (size_t i = 0; i < foreign.size(); ++i) {
+    EXPECT_FALSE(SniffDbcopBincode(foreign[i]).ok()) << foreign[i];
+    // Samples 4 and 5 are dbcop JSON itself.
+    if (i != 4 && i != 5) {
+      EXPECT_FALSE(SniffDbcopJson(foreign[i]).ok()) << foreign[i];
+    }
+  }
+  for (const char* other : {"cobra/sample/T1.log", "text/polysi_plume.txt", "dbcop/sample.hist"}) {
+    const std::string bytes = FileContents(samples::SamplePath("", other));
+    EXPECT_FALSE(SniffDbcopBincode(bytes).ok()) << other;
+    EXPECT_FALSE(SniffDbcopJson(bytes).ok()) << other;
+  }
+  EXPECT_FALSE(SniffDbcopJson(Bincode()).ok());
+  EXPECT_FALSE(SniffDbcopBincode(NewJson()).ok());
+}
+
+}  // namespace
+}  // namespace isowatch::formats
