@@ -37,23 +37,19 @@ using verdict::IsolationLevel;
 
 // Adds `r`, what a plug-in made of one history or window in `seconds`, to its
 // outcome.
-void AddResult(const checkers::CheckerResult &r, double seconds,
-               report::CheckerOutcome &c) {
+void AddResult(const checkers::CheckerResult& r, double seconds, report::CheckerOutcome& c) {
   c.complete = c.complete && r.complete;
-  if (c.undecided.empty())
-    c.undecided = r.undecided;
+  if (c.undecided.empty()) c.undecided = r.undecided;
   c.seconds += seconds;
   c.violations += r.violations.size();
   c.transactions_checked += r.transactions_checked;
   c.transactions_skipped += r.transactions_skipped;
   c.findings_out_of_scope += r.findings_out_of_scope;
   ++c.windows;
-  if (!r.complete)
-    ++c.incomplete_windows;
-  for (const auto &[name, value] : r.stats) {
-    auto it =
-        std::find_if(c.stats.begin(), c.stats.end(),
-                     [&name = name](const auto &s) { return s.first == name; });
+  if (!r.complete) ++c.incomplete_windows;
+  for (const auto& [name, value] : r.stats) {
+    auto it = std::find_if(c.stats.begin(), c.stats.end(),
+                           [&name = name](const auto& s) { return s.first == name; });
     if (it == c.stats.end()) {
       c.stats.emplace_back(name, value);
     } else {
@@ -65,44 +61,38 @@ void AddResult(const checkers::CheckerResult &r, double seconds,
 // Maps a window's transaction and key ids to the checked file's, by source id
 // and key.
 class FileIds {
-public:
-  explicit FileIds(const history::History &h) : h_(h) {
-    for (uint64_t i = 0; i < h.size(); ++i)
-      txns_.emplace(h.txn_name(TxnId(i)), TxnId(i));
+ public:
+  explicit FileIds(const history::History& h) : h_(h) {
+    for (uint64_t i = 0; i < h.size(); ++i) txns_.emplace(h.txn_name(TxnId(i)), TxnId(i));
   }
 
   // Rewrites `v`, found in window history `w`, in the file's ids.
-  void Translate(const history::History &w, verdict::Violation &v) const {
-    for (TxnId &t : v.txns) {
+  void Translate(const history::History& w, verdict::Violation& v) const {
+    for (TxnId& t : v.txns) {
       auto it = txns_.find(w.txn_name(t));
-      if (it != txns_.end())
-        t = it->second;
+      if (it != txns_.end()) t = it->second;
     }
-    if (!v.key.valid())
-      return;
-    const history::KeyInfo &key = w.key(v.key);
-    v.key = key.is_int
-                ? h_.FindIntKey(key.payload)
-                : h_.FindBytesKey(w.bytes(static_cast<uint32_t>(key.payload)));
+    if (!v.key.valid()) return;
+    const history::KeyInfo& key = w.key(v.key);
+    v.key = key.is_int ? h_.FindIntKey(key.payload)
+                       : h_.FindBytesKey(w.bytes(static_cast<uint32_t>(key.payload)));
   }
 
-private:
-  const history::History &h_;
+ private:
+  const history::History& h_;
   std::unordered_map<std::string_view, TxnId> txns_;
 };
 
 checkers::CheckLimits LimitsFor(int64_t time_limit_ms) {
-  if (time_limit_ms <= 0)
-    return checkers::CheckLimits();
+  if (time_limit_ms <= 0) return checkers::CheckLimits();
   return checkers::CheckLimits(checkers::CheckLimits::Clock::now() +
                                std::chrono::milliseconds(time_limit_ms));
 }
 
-} // namespace
+}  // namespace
 
-CLI::App *CheckCommand::Register(CLI::App &app) {
-  CLI::App *cmd = app.add_subcommand(
-      "check", "Check a history file for isolation violations");
+CLI::App* CheckCommand::Register(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("check", "Check a history file for isolation violations");
   cmd->add_option("FILE", file_, "History file")->required();
   level_option_ = cmd->add_option("--level", level_,
                                   "Isolation level to check: si or ser "
@@ -111,24 +101,20 @@ CLI::App *CheckCommand::Register(CLI::App &app) {
                                   "(default: each its own levels)")
                       ->check(CLI::IsMember({"si", "ser", "rc", "rr"}));
   read_.Register(*cmd);
-  cmd->add_flag("--json", json_,
-                "Print one JSON object instead of the human report");
+  cmd->add_flag("--json", json_, "Print one JSON object instead of the human report");
   cmd->add_option("--max-detailed", max_detailed_,
                   "Violations shown in full in the human report (0 = all)");
   cmd->add_flag("--online", online_,
                 "Check with the online engine, delivering the history with "
                 "simulated delays");
-  cmd->add_option("--mean-ms", mean_ms_,
-                  "Online: mean delay of a transaction, ms")
+  cmd->add_option("--mean-ms", mean_ms_, "Online: mean delay of a transaction, ms")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--sigma-ms", sigma_ms_,
-                  "Online: standard deviation of the delay, ms")
+  cmd->add_option("--sigma-ms", sigma_ms_, "Online: standard deviation of the delay, ms")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--batch", batch_, "Online: transactions per delivered batch")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", seed_, "Online: seed of the delays");
-  cmd->add_option("--rate", rate_tps_,
-                  "Online: collection rate, transactions per second")
+  cmd->add_option("--rate", rate_tps_, "Online: collection rate, transactions per second")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-watermarks", no_watermarks_,
                 "Online: send no watermarks; verdicts become final by timeout");
@@ -140,10 +126,9 @@ CLI::App *CheckCommand::Register(CLI::App &app) {
                   "(timestamp units), "
                   "for transactions longer than any seen before them")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option(
-      "--memory-budget", memory_budget_,
-      "Online: engine memory above which collected versions move to a spill on "
-      "disk, e.g. 256MiB (default: no budget)");
+  cmd->add_option("--memory-budget", memory_budget_,
+                  "Online: engine memory above which collected versions move to a spill on "
+                  "disk, e.g. 256MiB (default: no budget)");
   cmd->add_flag("--spill-collected", spill_collected_,
                 "Online: spill every collected version, so that transactions "
                 "of any length are "
@@ -156,11 +141,11 @@ CLI::App *CheckCommand::Register(CLI::App &app) {
   cmd->add_option("--spill-dir", spill_dir_,
                   "Online: directory of the spill (cleared first; default: a "
                   "temporary one)");
-  CLI::Option *checker = cmd->add_option(
-      "--checker", checker_list_,
-      "Check with these plug-in checkers, e.g. adya,chronos (list them with "
-      "`isowatch checkers`); exit 3 if none found a violation but one ran out "
-      "of time");
+  CLI::Option* checker =
+      cmd->add_option("--checker", checker_list_,
+                      "Check with these plug-in checkers, e.g. adya,chronos (list them with "
+                      "`isowatch checkers`); exit 3 if none found a violation but one ran out "
+                      "of time");
   checker->excludes("--online");
   cmd->add_option("--checker-option", checker_options_,
                   "A plug-in's option, NAME.OPTION=VALUE (repeatable), e.g. "
@@ -172,13 +157,12 @@ CLI::App *CheckCommand::Register(CLI::App &app) {
                   "verdict is UNKNOWN")
       ->check(CLI::PositiveNumber)
       ->needs(checker);
-  CLI::Option *window =
-      cmd->add_option("--window", window_,
-                      "Cut the history into windows of this many transactions, "
-                      "in commit order, "
-                      "and run the plug-ins on each (docs/windows.md)")
-          ->check(CLI::PositiveNumber)
-          ->needs(checker);
+  CLI::Option* window = cmd->add_option("--window", window_,
+                                        "Cut the history into windows of this many transactions, "
+                                        "in commit order, "
+                                        "and run the plug-ins on each (docs/windows.md)")
+                            ->check(CLI::PositiveNumber)
+                            ->needs(checker);
   cmd->add_option("--window-overlap", window_overlap_,
                   "Lead-in: each window also carries up to this many of the "
                   "previous window's "
@@ -193,15 +177,16 @@ int CheckCommand::Run() {
     std::cerr << "isowatch check: " << read_options.status().message() << "\n";
     return kExitBadInput;
   }
-  const formats::ReadOptions &options = *read_options;
+  const formats::ReadOptions& options = *read_options;
   auto level = verdict::ParseIsolationLevel(level_);
   bool plugins = !checker_list_.empty();
-  const bool timestamp_level = *level == IsolationLevel::kSnapshotIsolation ||
-                               *level == IsolationLevel::kSerializable;
+  const bool timestamp_level =
+      *level == IsolationLevel::kSnapshotIsolation || *level == IsolationLevel::kSerializable;
   if (!plugins && online_ && !timestamp_level) {
-    std::cerr << fmt::format("isowatch check: --level {} is judged by the adya "
-                             "plug-in only: add --checker adya\n",
-                             level_);
+    std::cerr << fmt::format(
+        "isowatch check: --level {} is judged by the adya "
+        "plug-in only: add --checker adya\n",
+        level_);
     return kExitBadInput;
   }
 
@@ -215,8 +200,7 @@ int CheckCommand::Run() {
   auto t1 = std::chrono::steady_clock::now();
   report::CheckReport rep;
   rep.source = file_;
-  rep.format = h->info().format.empty() ? formats::FileFormatName(used)
-                                        : h->info().format;
+  rep.format = h->info().format.empty() ? formats::FileFormatName(used) : h->info().format;
   rep.level = *level;
   // Chronos and the online engine order transactions by commit timestamp; a
   // history without them goes to the plug-ins that judge it without
@@ -234,13 +218,11 @@ int CheckCommand::Run() {
     checker_list_ = "adya";
     force_level_ = true;
     plugins = true;
-    rep.picked =
-        without_timestamps
-            ? fmt::format(
-                  "adya at {}, since the history has no commit timestamps, "
-                  "which chronos needs (chronos skipped)",
-                  level_)
-            : fmt::format("adya, since chronos does not judge {}", level_);
+    rep.picked = without_timestamps ? fmt::format(
+                                          "adya at {}, since the history has no commit timestamps, "
+                                          "which chronos needs (chronos skipped)",
+                                          level_)
+                                    : fmt::format("adya, since chronos does not judge {}", level_);
   }
   if (plugins) {
     if (absl::Status status = RunCheckers(*h, rep); !status.ok()) {
@@ -258,8 +240,7 @@ int CheckCommand::Run() {
     if (!memory_budget_.empty()) {
       auto parsed = config::ParseByteSize(memory_budget_);
       if (!parsed.ok()) {
-        std::cerr << "isowatch check: --memory-budget: "
-                  << parsed.status().message() << "\n";
+        std::cerr << "isowatch check: --memory-budget: " << parsed.status().message() << "\n";
         return kExitBadInput;
       }
       budget = *parsed;
@@ -272,11 +253,9 @@ int CheckCommand::Run() {
       std::string dir = spill_dir_;
       if (dir.empty()) {
         std::string pattern =
-            (std::filesystem::temp_directory_path() / "isowatch-spill-XXXXXX")
-                .string();
+            (std::filesystem::temp_directory_path() / "isowatch-spill-XXXXXX").string();
         if (mkdtemp(pattern.data()) == nullptr) {
-          std::cerr
-              << "isowatch check: cannot create a temporary spill directory\n";
+          std::cerr << "isowatch check: cannot create a temporary spill directory\n";
           return kExitBadInput;
         }
         dir = temp_dir = pattern;
@@ -288,25 +267,22 @@ int CheckCommand::Run() {
       }
       spill = *std::move(opened);
     }
-    const sim::DeliverySchedule schedule =
-        sim::BuildDeliverySchedule(*h, delivery);
-    sim::OnlineResult result =
-        sim::RunOnline(*h, schedule,
-                       {.engine = {.level = *level,
-                                   .finality_timeout_ms = timeout_ms_,
-                                   .retention = retention_,
-                                   .spill = spill.get(),
-                                   .spill_collected = spill_collected_,
-                                   .memory_budget = budget,
-                                   .spill_retention = spill_retention_}});
+    const sim::DeliverySchedule schedule = sim::BuildDeliverySchedule(*h, delivery);
+    sim::OnlineResult result = sim::RunOnline(*h, schedule,
+                                              {.engine = {.level = *level,
+                                                          .finality_timeout_ms = timeout_ms_,
+                                                          .retention = retention_,
+                                                          .spill = spill.get(),
+                                                          .spill_collected = spill_collected_,
+                                                          .memory_budget = budget,
+                                                          .spill_retention = spill_retention_}});
     if (spill != nullptr) {
       std::cerr << fmt::format(
           "isowatch check: spill: {} versions written, {} pruned, {} reloads, "
           "{} keys evicted, "
           "{} restored, engine memory at most {} bytes\n",
-          result.stats.spilled_versions, result.stats.spill_pruned,
-          result.stats.reloads, result.stats.evicted_keys,
-          result.stats.restored_keys, result.max_memory_bytes);
+          result.stats.spilled_versions, result.stats.spill_pruned, result.stats.reloads,
+          result.stats.evicted_keys, result.stats.restored_keys, result.max_memory_bytes);
       spill.reset();
       if (!temp_dir.empty()) {
         std::error_code ec;
@@ -316,31 +292,28 @@ int CheckCommand::Run() {
     verdict::SortViolations(result.violations);
     rep.checker = "online";
     rep.transactions_checked = result.stats.checked;
-    rep.transactions_skipped =
-        h->size() - std::min<size_t>(h->size(), result.stats.checked);
+    rep.transactions_skipped = h->size() - std::min<size_t>(h->size(), result.stats.checked);
     rep.violations = std::move(result.violations);
-    rep.online = report::OnlineCounts{
-        .mean_ms = mean_ms_,
-        .sigma_ms = sigma_ms_,
-        .batch = batch_,
-        .seed = seed_,
-        .rate_tps = rate_tps_,
-        .watermarks = !no_watermarks_,
-        .timeout_ms = timeout_ms_,
-        .retention = retention_,
-        .batches = result.batches,
-        .max_disorder_ms = schedule.max_disorder_ms,
-        .flip_flops = result.stats.flip_flops,
-        .late_arrivals = result.stats.late_arrivals,
-        .duplicates = result.stats.duplicates,
-        .horizon_misses = result.stats.horizon_misses,
-        .repeated_reports = result.repeated_reports,
-        .max_provisional_reads = result.max_provisional_reads,
-        .max_retained_versions = result.max_retained_versions,
-        .max_retained_txns = result.max_retained_txns};
+    rep.online = report::OnlineCounts{.mean_ms = mean_ms_,
+                                      .sigma_ms = sigma_ms_,
+                                      .batch = batch_,
+                                      .seed = seed_,
+                                      .rate_tps = rate_tps_,
+                                      .watermarks = !no_watermarks_,
+                                      .timeout_ms = timeout_ms_,
+                                      .retention = retention_,
+                                      .batches = result.batches,
+                                      .max_disorder_ms = schedule.max_disorder_ms,
+                                      .flip_flops = result.stats.flip_flops,
+                                      .late_arrivals = result.stats.late_arrivals,
+                                      .duplicates = result.stats.duplicates,
+                                      .horizon_misses = result.stats.horizon_misses,
+                                      .repeated_reports = result.repeated_reports,
+                                      .max_provisional_reads = result.max_provisional_reads,
+                                      .max_retained_versions = result.max_retained_versions,
+                                      .max_retained_txns = result.max_retained_txns};
   } else {
-    checkers::ChronosResult result =
-        checkers::RunChronos(*h, {.level = *level});
+    checkers::ChronosResult result = checkers::RunChronos(*h, {.level = *level});
     rep.transactions_checked = result.stats.transactions_checked;
     rep.transactions_skipped = result.stats.transactions_skipped;
     rep.violations = std::move(result.violations);
@@ -354,53 +327,47 @@ int CheckCommand::Run() {
     report::WriteTextReport(*h, rep, std::cout, max_detailed_);
   }
   std::cout.flush();
-  if (!rep.violations.empty())
-    return kExitViolations;
+  if (!rep.violations.empty()) return kExitViolations;
   return rep.complete() ? kExitValid : kExitUnknown;
 }
 
-absl::StatusOr<std::vector<std::unique_ptr<checkers::Checker>>>
-CheckCommand::CreateCheckers() const {
-  ASSIGN_OR_RETURN(std::vector<std::string> names,
-                   checkers::ParseCheckerList(checker_list_));
+absl::StatusOr<std::vector<std::unique_ptr<checkers::Checker>>> CheckCommand::CreateCheckers()
+    const {
+  ASSIGN_OR_RETURN(std::vector<std::string> names, checkers::ParseCheckerList(checker_list_));
   std::map<std::string, checkers::CheckerOptions, std::less<>> options;
-  for (const std::string &text : checker_options_) {
+  for (const std::string& text : checker_options_) {
     const size_t dot = text.find('.');
     const size_t eq = text.find('=');
     if (dot == std::string::npos || eq == std::string::npos || dot > eq) {
-      return absl::InvalidArgumentError(fmt::format(
-          "--checker-option '{}': expected NAME.OPTION=VALUE", text));
+      return absl::InvalidArgumentError(
+          fmt::format("--checker-option '{}': expected NAME.OPTION=VALUE", text));
     }
     std::string name = text.substr(0, dot);
     if (std::find(names.begin(), names.end(), name) == names.end()) {
-      return absl::InvalidArgumentError(
-          fmt::format("--checker-option '{}': {} is not among --checker {}",
-                      text, name, checker_list_));
-    }
-    if (!options[name]
-             .emplace(text.substr(dot + 1, eq - dot - 1), text.substr(eq + 1))
-             .second) {
       return absl::InvalidArgumentError(fmt::format(
-          "--checker-option '{}': that option is given twice", text));
+          "--checker-option '{}': {} is not among --checker {}", text, name, checker_list_));
+    }
+    if (!options[name].emplace(text.substr(dot + 1, eq - dot - 1), text.substr(eq + 1)).second) {
+      return absl::InvalidArgumentError(
+          fmt::format("--checker-option '{}': that option is given twice", text));
     }
   }
   if (level_option_->count() > 0 || force_level_) {
     const IsolationLevel level = *verdict::ParseIsolationLevel(level_);
-    for (const std::string &name : names) {
-      const checkers::CheckerInfo &info = *checkers::FindChecker(name);
-      if (std::find(info.levels.begin(), info.levels.end(), level) ==
-          info.levels.end()) {
-        return absl::InvalidArgumentError(fmt::format(
-            "--level {}: the {} checker cannot judge it", level_, name));
+    for (const std::string& name : names) {
+      const checkers::CheckerInfo& info = *checkers::FindChecker(name);
+      if (std::find(info.levels.begin(), info.levels.end(), level) == info.levels.end()) {
+        return absl::InvalidArgumentError(
+            fmt::format("--level {}: the {} checker cannot judge it", level_, name));
       }
       if (!options[name].emplace("levels", level_).second) {
-        return absl::InvalidArgumentError(fmt::format(
-            "--level and --checker-option {}.levels: give one of them", name));
+        return absl::InvalidArgumentError(
+            fmt::format("--level and --checker-option {}.levels: give one of them", name));
       }
     }
   }
   std::vector<std::unique_ptr<checkers::Checker>> out;
-  for (const std::string &name : names) {
+  for (const std::string& name : names) {
     ASSIGN_OR_RETURN(std::unique_ptr<checkers::Checker> checker,
                      checkers::CreateChecker(name, options[name]));
     out.push_back(std::move(checker));
@@ -408,50 +375,44 @@ CheckCommand::CreateCheckers() const {
   return out;
 }
 
-absl::Status CheckCommand::RunCheckers(const history::History &h,
-                                       report::CheckReport &rep) const {
-  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<checkers::Checker>> plugins,
-                   CreateCheckers());
-  if (level_option_->count() == 0 && !force_level_)
-    rep.level.reset();
+absl::Status CheckCommand::RunCheckers(const history::History& h, report::CheckReport& rep) const {
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<checkers::Checker>> plugins, CreateCheckers());
+  if (level_option_->count() == 0 && !force_level_) rep.level.reset();
   std::vector<std::string_view> names;
   names.reserve(plugins.size());
-  for (const auto &checker : plugins)
-    names.push_back(checker->name());
+  for (const auto& checker : plugins) names.push_back(checker->name());
   rep.checker = fmt::format("{}", fmt::join(names, ","));
-  for (const auto &checker : plugins) {
-    report::CheckerOutcome &outcome = rep.checkers.emplace_back();
+  for (const auto& checker : plugins) {
+    report::CheckerOutcome& outcome = rep.checkers.emplace_back();
     outcome.name = std::string(checker->name());
     outcome.levels = checker->levels();
     // A checker that needs what the history lacks says so and is skipped.
-    if (checkers::FindChecker(checker->name())
-            ->requirements.commit_timestamps &&
-        h.size() > 0 && !h.has_commit_timestamps()) {
+    if (checkers::FindChecker(checker->name())->requirements.commit_timestamps && h.size() > 0 &&
+        !h.has_commit_timestamps()) {
       outcome.complete = false;
-      outcome.skipped = "it orders transactions by commit timestamp, and the "
-                        "history has none";
+      outcome.skipped =
+          "it orders transactions by commit timestamp, and the "
+          "history has none";
     }
   }
   FileIds ids(h);
   std::set<std::string> reported;
   // Runs every plug-in on `part` (a window with `scope`, or the whole history)
   // and adds what they find to the report.
-  auto check = [&](const history::History &part,
-                   const checkers::WindowScope *scope, bool defective = false) {
+  auto check = [&](const history::History& part, const checkers::WindowScope* scope,
+                   bool defective = false) {
     for (size_t i = 0; i < plugins.size(); ++i) {
-      if (!rep.checkers[i].skipped.empty())
-        continue;
+      if (!rep.checkers[i].skipped.empty()) continue;
       const auto start = std::chrono::steady_clock::now();
       checkers::CheckerResult r;
       if (defective) {
-        r.complete = false; // a window the cutter could not build: UNKNOWN
+        r.complete = false;  // a window the cutter could not build: UNKNOWN
       } else {
         r = plugins[i]->Check(part, scope, LimitsFor(time_limit_ms_));
       }
-      const std::chrono::duration<double> took =
-          std::chrono::steady_clock::now() - start;
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       AddResult(r, took.count(), rep.checkers[i]);
-      for (verdict::Violation &v : r.violations) {
+      for (verdict::Violation& v : r.violations) {
         if (scope != nullptr) {
           // The same finding in two overlapping windows is reported once, as
           // the daemon stores it once: by its stable id.
@@ -476,39 +437,31 @@ absl::Status CheckCommand::RunCheckers(const history::History &h,
     order.reserve(h.size());
     history::Timestamp running = history::Timestamp::Min();
     for (uint32_t i = 0; i < h.size(); ++i) {
-      const history::Transaction &t = h.txn(TxnId(i));
-      const history::Timestamp key = t.has_commit  ? t.commit
-                                     : t.has_start ? t.start
-                                                   : running;
+      const history::Transaction& t = h.txn(TxnId(i));
+      const history::Timestamp key = t.has_commit ? t.commit : t.has_start ? t.start : running;
       running = std::max(running, key);
       order.emplace_back(key, i);
     }
-    std::stable_sort(
-        order.begin(), order.end(),
-        [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     windows::WindowCutter cutter(
-        {.transactions = window_,
-         .overlap = static_cast<int64_t>(window_overlap_)});
+        {.transactions = window_, .overlap = static_cast<int64_t>(window_overlap_)});
     for (size_t j = 0; j < order.size(); ++j) {
       cutter.Add(h, TxnId(order[j].second));
-      if (j + 1 < order.size() && order[j + 1].first == order[j].first)
-        continue;
-      for (const windows::Window &w : cutter.Seal(h, order[j].first)) {
+      if (j + 1 < order.size() && order[j + 1].first == order[j].first) continue;
+      for (const windows::Window& w : cutter.Seal(h, order[j].first)) {
         check(w.history, &w.scope, !w.defect.empty());
       }
     }
-    for (const windows::Window &w : cutter.Flush(h))
-      check(w.history, &w.scope, !w.defect.empty());
+    for (const windows::Window& w : cutter.Flush(h)) check(w.history, &w.scope, !w.defect.empty());
     rep.window_transactions = window_;
     rep.window_overlap = window_overlap_;
   }
-  for (const report::CheckerOutcome &c : rep.checkers) {
-    rep.transactions_checked =
-        std::max(rep.transactions_checked, c.transactions_checked);
+  for (const report::CheckerOutcome& c : rep.checkers) {
+    rep.transactions_checked = std::max(rep.transactions_checked, c.transactions_checked);
   }
-  rep.transactions_skipped =
-      h.size() - std::min(h.size(), rep.transactions_checked);
+  rep.transactions_skipped = h.size() - std::min(h.size(), rep.transactions_checked);
   return absl::OkStatus();
 }
 
-} // namespace isowatch::cli
+}  // namespace isowatch::cli

@@ -18,8 +18,8 @@ CLI::App* FormatsCommand::Register(CLI::App& app) {
 
 int FormatsCommand::Run() {
   for (const formats::FormatDescription& d : formats::Formats()) {
-    std::cout << fmt::format("{}\n  {}\n  input: {}; carries: {}; {}\n", d.name, d.summary,
-                             d.directory ? "a directory" : "a file", d.carries,
+    std::cout << fmt::format("{:<12} {}\n{:<12} input: {}; carries: {}; {}\n", d.name, d.summary,
+                             "", d.directory ? "a directory" : "a file", d.carries,
                              d.writable ? "read and written" : "read only");
   }
   std::cout << "--format auto (the default) decides from the content; docs/history-format.md "
@@ -32,10 +32,7 @@ CLI::App* ConvertCommand::Register(CLI::App& app) {
   cmd->add_option("IN", in_, "History to read (a file, or a directory for directory formats)")
       ->required();
   cmd->add_option("OUT", out_, "Where to write it")->required();
-  std::vector<std::string> writable;
-  for (const formats::FormatDescription& d : formats::Formats()) {
-    if (d.writable) writable.emplace_back(d.name);
-  }
+  const std::vector<std::string> writable = formats::FormatNames(/*writable_only=*/true);
   cmd->add_option("--to", to_, fmt::format("Format to write: {}", fmt::join(writable, ", ")))
       ->required()
       ->check(CLI::IsMember(writable));

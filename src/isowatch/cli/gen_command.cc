@@ -19,10 +19,7 @@ GenCommand::GenCommand() : sim_(sim::WorkloadOptions{}) {}
 CLI::App* GenCommand::Register(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("gen", "Generate a history with the built-in simulator");
   cmd->add_option("--out", out_, "History file to write")->required();
-  std::vector<std::string> writable;
-  for (const formats::FormatDescription& d : formats::Formats()) {
-    if (d.writable) writable.emplace_back(d.name);
-  }
+  const std::vector<std::string> writable = formats::FormatNames(/*writable_only=*/true);
   cmd->add_option("--format", format_,
                   fmt::format("Output format: {} (default timekiller)", fmt::join(writable, ", ")))
       ->check(CLI::IsMember(writable));

@@ -10,8 +10,8 @@
 namespace isowatch::cli {
 
 void ReadFlags::Register(CLI::App& cmd) {
-  std::vector<std::string> names = {"auto"};
-  for (const formats::FormatDescription& d : formats::Formats()) names.emplace_back(d.name);
+  std::vector<std::string> names = formats::FormatNames();
+  names.insert(names.begin(), "auto");
   cmd.add_option("--format", format_,
                  fmt::format("History format: {} (default auto: decided from the content; "
                              "`isowatch formats` lists them)",

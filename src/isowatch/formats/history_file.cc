@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/formats/history_file.h"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -11,8 +12,12 @@
 #include "isowatch/common/check.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/common/string_view.h"
+#include "isowatch/formats/cobra.h"
+#include "isowatch/formats/dbcop.h"
+#include "isowatch/formats/edn.h"
 #include "isowatch/formats/internal/json_head.h"
 #include "isowatch/formats/native.h"
+#include "isowatch/formats/text.h"
 #include "isowatch/formats/timekiller.h"
 
 namespace isowatch::formats {
@@ -46,6 +51,69 @@ absl::Status SniffNativeJson(std::string_view head) {
   return NotIt("the first line has no \"header\" or \"txn\" record");
 }
 
+// The first kSniffBytes of the file at `path`; empty if it cannot be read.
+std::string Head(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(kSniffBytes, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(in ? head.size() : static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return head;
+}
+
+// The regular files of directory `dir` whose name `fits`, sorted by name.
+template <typename Fits>
+std::vector<std::filesystem::path> FilesIn(const std::string& dir, Fits fits) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file(ec) && fits(entry.path().filename().string())) {
+      out.push_back(entry.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::Status SniffCobraDir(std::string_view dir) {
+  const auto logs = FilesIn(std::string(dir), [](const std::string& name) {
+    return name.size() > 4 && name[0] == 'T' && name.ends_with(".log");
+  });
+  if (logs.empty()) return NotIt("no T*.log file");
+  if (absl::Status fits = SniffCobra(Head(logs.front())); !fits.ok()) {
+    return NotIt(
+        fmt::format("{}: {}", logs.front().filename().string(), common::StdView(fits.message())));
+  }
+  return absl::OkStatus();
+}
+
+// The bincode history of a dbcop directory: `history.bincode`, or the one `hist-*/history.bincode`
+// (an error names them when there are several).
+absl::StatusOr<std::filesystem::path> DbcopHistoryIn(const std::string& dir) {
+  const std::filesystem::path direct = std::filesystem::path(dir) / "history.bincode";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(direct, ec)) return direct;
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::filesystem::path candidate = entry.path() / "history.bincode";
+    if (entry.is_directory(ec) && entry.path().filename().string().starts_with("hist-") &&
+        std::filesystem::is_regular_file(candidate, ec)) {
+      found.push_back(candidate);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  if (found.empty()) return NotIt("no history.bincode, nor hist-*/history.bincode");
+  if (found.size() > 1) {
+    return NotIt(fmt::format("{} histories ({} ... {}); give one of them", found.size(),
+                             found.front().string(), found.back().string()));
+  }
+  return found.front();
+}
+
+absl::Status SniffDbcopDir(std::string_view dir) {
+  ASSIGN_OR_RETURN(std::filesystem::path file, DbcopHistoryIn(std::string(dir)));
+  return SniffDbcopBincode(Head(file));
+}
+
 // The table. Detection tries the formats in this order: the binary ones first (a binary record
 // can start with '[' or '{'), then those whose first bytes say the most.
 const std::array kFormats = {
@@ -68,6 +136,52 @@ const std::array kFormats = {
                       .carries = "everything the model holds",
                       .writable = true,
                       .sniff = SniffNativeJson},
+    FormatDescription{.format = FileFormat::kDbcopBincode,
+                      .name = "dbcop",
+                      .summary = "dbcop's old bincode history (PolySI, VeriStrong, Plume): a "
+                                 "history.bincode file",
+                      .carries = "no timestamps (sessions and commit status only)",
+                      .writable = true,
+                      .sniff = SniffDbcopBincode},
+    FormatDescription{.format = FileFormat::kElleJson,
+                      .name = "elle-json",
+                      .summary = "elle-cli's JSON: Jepsen operations as one array or JSON lines",
+                      .carries = "real time (invoke and complete) when :time is recorded",
+                      .sniff = SniffElleJson},
+    FormatDescription{
+        .format = FileFormat::kDbcopJson,
+        .name = "dbcop-json",
+        .summary = "dbcop's JSON history, old or new layout, wrapper or bare sessions",
+        .carries = "no timestamps (sessions and commit status only)",
+        .sniff = SniffDbcopJson},
+    FormatDescription{.format = FileFormat::kEdn,
+                      .name = "edn",
+                      .summary = "Jepsen/Elle history.edn, list-append or rw-register",
+                      .carries = "real time (invoke and complete); database timestamps with the "
+                                 ":ts extension",
+                      .writable = true,
+                      .sniff = SniffEdn},
+    FormatDescription{.format = FileFormat::kText,
+                      .name = "text",
+                      .summary = "r/w(key,value,session,txn) lines of PolySI, MTC, Plume and "
+                                 "IsoVista",
+                      .carries = "no timestamps",
+                      .writable = true,
+                      .sniff = SniffText},
+    FormatDescription{.format = FileFormat::kCobra,
+                      .name = "cobra",
+                      .summary = "a directory of Cobra client logs (T*.log, big-endian records)",
+                      .carries = "no timestamps (real time in the time-order variant)",
+                      .directory = true,
+                      .writable = true,
+                      .sniff = SniffCobraDir},
+    FormatDescription{.format = FileFormat::kDbcopBincode,
+                      .name = "dbcop",
+                      .summary = "a dbcop run directory: history.bincode or one hist-*/",
+                      .carries = "no timestamps (sessions and commit status only)",
+                      .directory = true,
+                      .writable = true,
+                      .sniff = SniffDbcopDir},
 };
 
 }  // namespace
@@ -75,6 +189,9 @@ const std::array kFormats = {
 std::span<const FormatDescription> Formats() { return kFormats; }
 
 const FormatDescription& Describe(FileFormat format) {
+  for (const FormatDescription& d : kFormats) {
+    if (d.format == format && !d.directory) return d;
+  }
   for (const FormatDescription& d : kFormats) {
     if (d.format == format) return d;
   }
@@ -88,6 +205,15 @@ std::optional<FileFormat> ParseFileFormat(std::string_view name) {
     if (d.name == name) return d.format;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> FormatNames(bool writable_only) {
+  std::vector<std::string> out;
+  for (const FormatDescription& d : kFormats) {
+    if (writable_only && !d.writable) continue;
+    if (std::find(out.begin(), out.end(), d.name) == out.end()) out.emplace_back(d.name);
+  }
+  return out;
 }
 
 const char* FileFormatName(FileFormat format) {
@@ -131,6 +257,8 @@ absl::StatusOr<history::History> ReadHistoryFile(const std::string& path, FileFo
     ASSIGN_OR_RETURN(format, DetectFileFormat(path));
   }
   if (used != nullptr) *used = format;
+  std::error_code ec;
+  const bool directory = std::filesystem::is_directory(path, ec);
   switch (format) {
     case FileFormat::kAuto:
       break;
@@ -139,6 +267,26 @@ absl::StatusOr<history::History> ReadHistoryFile(const std::string& path, FileFo
     case FileFormat::kNative:
     case FileFormat::kNativeJson:
       return ReadNativeFile(path, options);
+    case FileFormat::kEdn:
+      return ReadEdnFile(path, options);
+    case FileFormat::kElleJson:
+      return ReadElleJsonFile(path, options);
+    case FileFormat::kText:
+      return ReadTextFile(path, options);
+    case FileFormat::kCobra:
+      return ReadCobraDir(path, options);
+    case FileFormat::kDbcopBincode:
+      if (directory) {
+        absl::StatusOr<std::filesystem::path> file = DbcopHistoryIn(path);
+        if (!file.ok()) {
+          return absl::InvalidArgumentError(
+              fmt::format("{}: {}", path, common::StdView(file.status().message())));
+        }
+        return ReadDbcopBincodeFile(file->string(), options);
+      }
+      return ReadDbcopBincodeFile(path, options);
+    case FileFormat::kDbcopJson:
+      return ReadDbcopJsonFile(path, options);
   }
   return absl::InvalidArgumentError("no format to read");
 }
@@ -148,6 +296,12 @@ absl::Status WriteHistoryFile(const history::History& h, const std::string& path
   if (format == FileFormat::kAuto || !Describe(format).writable) {
     return absl::InvalidArgumentError(
         fmt::format("isowatch cannot write the {} format", FileFormatName(format)));
+  }
+  if (format == FileFormat::kCobra) {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", path, ec.message()));
+    return WriteCobraDir(h, path);
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(fmt::format("{}: cannot write file", path));
@@ -168,6 +322,19 @@ absl::Status WriteHistoryFile(const history::History& h, const std::string& path
       break;
     case FileFormat::kNativeJson:
       RETURN_IF_ERROR(WriteNative(h, NativeEncoding::kJsonLines, out));
+      break;
+    case FileFormat::kEdn:
+      RETURN_IF_ERROR(WriteEdn(h, out));
+      break;
+    case FileFormat::kText:
+      RETURN_IF_ERROR(WriteText(h, out));
+      break;
+    case FileFormat::kDbcopBincode:
+      RETURN_IF_ERROR(WriteDbcopBincode(h, out));
+      break;
+    case FileFormat::kElleJson:
+    case FileFormat::kDbcopJson:
+    case FileFormat::kCobra:
       break;
   }
   out.flush();

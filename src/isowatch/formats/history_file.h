@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -16,10 +17,16 @@ namespace isowatch::formats {
 
 // The history formats isowatch reads (and some it writes), by name (docs/history-format.md).
 enum class FileFormat {
-  kAuto,        // reading only: decided from the content (DetectFileFormat)
-  kTimeKiller,  // TimeKiller JSON
-  kNative,      // native, binary records (reading: binary or JSON lines)
-  kNativeJson,  // native, JSON lines
+  kAuto,          // reading only: decided from the content (DetectFileFormat)
+  kTimeKiller,    // TimeKiller JSON
+  kNative,        // native, binary records (reading: binary or JSON lines)
+  kNativeJson,    // native, JSON lines
+  kEdn,           // Jepsen/Elle EDN
+  kElleJson,      // elle-cli JSON
+  kText,          // text r/w (PolySI, MTC, Plume, IsoVista)
+  kCobra,         // Cobra client log directory (T*.log)
+  kDbcopBincode,  // dbcop's old bincode (a file, or a directory holding history.bincode)
+  kDbcopJson,     // dbcop JSON, old or new
 };
 
 // What a format is and carries, for `isowatch formats` and for messages.
@@ -38,12 +45,15 @@ struct FormatDescription {
 // How much of a file detection reads.
 inline constexpr size_t kSniffBytes = 4096;
 
-// Every format, kAuto excluded, in the order detection tries them.
+// Every format, kAuto excluded, in the order detection tries them. dbcop is listed twice, as a
+// file and as a directory.
 std::span<const FormatDescription> Formats();
 const FormatDescription& Describe(FileFormat format);
 
 std::optional<FileFormat> ParseFileFormat(std::string_view name);  // "auto", "timekiller", ...
 const char* FileFormatName(FileFormat format);
+// The names --format takes (without "auto"), each once; only the writable ones if asked.
+std::vector<std::string> FormatNames(bool writable_only = false);
 
 // Decides the format of `path` (a file or a directory) from its content: the first format in
 // Formats() order whose sniffer accepts it. Errors: NotFound (cannot open); InvalidArgument when
