@@ -184,7 +184,7 @@ void WriteTextReport(const History& h, const CheckReport& report, std::ostream& 
   if (report.level) out << fmt::format(" at {}", IsolationLevelName(*report.level));
   out << fmt::format(" by {}", report.checker);
   if (report.transactions_skipped > 0) {
-    out << fmt::format(" ({} skipped: aborted or without the timestamps the level needs)",
+    out << fmt::format(" ({} skipped: not committed, or without what the checker needs)",
                        report.transactions_skipped);
   }
   out << "\n";

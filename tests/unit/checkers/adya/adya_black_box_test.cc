@@ -160,6 +160,20 @@ TEST(AdyaBlackBoxTest, BlindWritesLeaveTheOrderUndecided) {
   EXPECT_EQ(r.unordered_writers.size(), 2u);
 }
 
+// Read skew through an undetermined key: 2 saw 1's write of key 2 but the initial value of key 1,
+// which every writer of key 1 overwrote, 1 among them.
+TEST(AdyaBlackBoxTest, InitialReadersPrecedeEveryWriterOfAnUndeterminedKey) {
+  TestHistory t;
+  t.DefaultInitial(0);
+  t.Untimed("100", "0").W(1, 10).W(2, 20);
+  t.Untimed("200", "1").R(1, 0).R(2, 20).W(1, 11);
+  history::History h = t.Build();
+  AdyaResult r = Check(h, kAll);
+  EXPECT_THAT(SummarizeAll(h, r.violations), ElementsAre("G-single [rr,si,ser] 200,100 k=1"));
+  EXPECT_EQ(r.stats.undetermined_keys, 1u);
+  EXPECT_FALSE(r.complete);
+}
+
 // A cycle of read dependencies needs no version order: found on undetermined keys too.
 TEST(AdyaBlackBoxTest, CyclesOfReadsStandWhenTheOrderIsUndecided) {
   TestHistory t;

@@ -347,6 +347,9 @@ class Builder {
           implied_ww_.push_back({writes[pred[j]].first, writes[j].first, writes[j].second});
         }
       }
+      // Every writer's version follows the initial one: a reader of that has an rw edge to each
+      // (a shortcut of the real rw and ww path, with as many anti-dependencies).
+      unobserved_[k].assign(writes.begin(), writes.end());
       return false;
     }
     for (uint32_t j = head; j != kNone; j = succ[j]) Place(k, writes[j].first, writes[j].second, 0);
@@ -560,7 +563,9 @@ class Builder {
   std::vector<uint8_t> list_started_;
   // Per key: whether some committed writer of it has no commit timestamp (InferOrders).
   std::vector<uint8_t> black_box_;
-  // Per inferred list key: its committed final appends no read shows (transaction, op).
+  // Per inferred key: committed final writes (transaction, op) that follow every placed version
+  // in an order nobody saw: a list's appends no read shows; every writer of an undetermined
+  // register (the initial version is the only one placed).
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> unobserved_;
   // Per inferred list key: the read (transaction, op) that gave its order; kNoPos if none.
   std::vector<std::pair<uint32_t, uint32_t>> longest_;
