@@ -44,12 +44,14 @@ absl::Status SniffText(std::string_view head);
 // transaction order. Transaction and session ids are written as they are when all of them are
 // non-negative decimal integers, otherwise renumbered (transactions from 1, sessions from 1) in
 // order of first appearance. The aborted transactions named `abort#<session>` (and any other
-// aborted transaction made of writes only) become `-1` lines of their session. Initial registers
-// that differ from 0 are written as a transaction 0 first (read it back with init_txn "0": writes
-// of other values than 0 are not the IsoVista shape). Timestamps and real time are
-// not written. Errors (InvalidArgument, with the reason): a bytes key or value, a negative key or
-// value, a list operation, a transaction of unknown outcome, an aborted transaction that reads, a
-// read of no value or of an unknown value, a write of 0, a default initial value other than 0.
+// aborted transaction) become `-1` lines of their session: their writes, since what an aborted
+// transaction read judges nothing. Initial registers that differ from 0 are written as a
+// transaction 0 first (read it back with init_txn "0": writes of other values than 0 are not the
+// IsoVista shape). A history whose registers start absent (null) is written with 0 for absent:
+// a read of no value becomes r(k,0,...). Timestamps and real time are not written. Errors
+// (InvalidArgument, with the reason): a bytes key or value, a negative key or value, a list
+// operation, a transaction of unknown outcome, a read of an unknown value, a write of 0 or of no
+// value, a default initial value other than 0 or absent.
 absl::Status WriteText(const history::History& h, std::ostream& out);
 
 }  // namespace isowatch::formats

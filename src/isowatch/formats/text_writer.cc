@@ -45,7 +45,9 @@ absl::Status Refuse(std::string_view what) {
 
 absl::Status WriteText(const History& h, std::ostream& out) {
   const Value zero = Value::Int(0);
-  if (h.initial().default_value != zero) {
+  // 0 is the format's initial value; a history whose registers start absent (null) says the same
+  // with 0 standing for "absent", since no transaction may write 0.
+  if (h.initial().default_value != zero && !h.initial().default_value.absent()) {
     return Refuse(fmt::format("a default initial value of {} (it is always 0)",
                               h.ValueToString(h.initial().default_value)));
   }
@@ -134,13 +136,18 @@ absl::Status WriteText(const History& h, std::ostream& out) {
         return Refuse(fmt::format("the read of an unknown value by {}", h.TxnLabel(id)));
       }
       const bool write = op.kind() == OpKind::kWrite;
-      if (aborted && !write) {
-        return Refuse(fmt::format("the aborted transaction {}, which reads", h.TxnLabel(id)));
-      }
+      // An aborted transaction is its writes (-1 lines): what it read judges nothing.
+      if (aborted && !write) continue;
       if (op.value().absent()) {
-        return Refuse(fmt::format("the read of no value by {}", h.TxnLabel(id)));
+        // With 0 as the initial value, "no value" is a missing key the format cannot say.
+        if (write || !h.initial().default_value.absent()) {
+          return Refuse(
+              fmt::format("the {} of no value by {}", write ? "write" : "read", h.TxnLabel(id)));
+        }
+        v = 0;
+      } else if (absl::Status s = int_of(op.value(), "value", &v); !s.ok()) {
+        return s;
       }
-      if (absl::Status s = int_of(op.value(), "value", &v); !s.ok()) return s;
       if (write && v == 0) {
         return Refuse(fmt::format("the write of 0 by {} (0 is the initial value)", h.TxnLabel(id)));
       }

@@ -283,9 +283,10 @@ TEST(TextTest, WriterWritesNonZeroInitialStateAsTransactionZero) {
 
 // Builds a one-transaction history with `fill` adding the operations.
 template <typename F>
-History Built(F fill, TxnStatus status = TxnStatus::kCommitted, std::string_view id = "1") {
+History Built(F fill, TxnStatus status = TxnStatus::kCommitted, std::string_view id = "1",
+              Value initial = Value::Int(0)) {
   HistoryBuilder b;
-  b.SetDefaultInitialValue(Value::Int(0));
+  b.SetDefaultInitialValue(initial);
   history::TxnHeader header;
   header.id = id;
   header.id_numeric = true;
@@ -318,9 +319,6 @@ TEST(TextTest, WriterRefusesWhatTheFormatCannotSay) {
   EXPECT_THAT(WriteError(Built([](HistoryBuilder& b) { b.Write(b.IntKey(1), Value::Int(4)); },
                                TxnStatus::kUnknown)),
               HasSubstr("unknown outcome"));
-  EXPECT_THAT(WriteError(Built([](HistoryBuilder& b) { b.Read(b.IntKey(1), Value::Int(4)); },
-                               TxnStatus::kAborted)),
-              HasSubstr("aborted transaction 1, which reads"));
   EXPECT_THAT(WriteError(Built([](HistoryBuilder& b) { b.UnknownRead(b.IntKey(1)); })),
               HasSubstr("unknown value"));
   EXPECT_THAT(WriteError(Built([](HistoryBuilder& b) { b.Read(b.IntKey(1), Value::Absent()); })),
@@ -328,6 +326,23 @@ TEST(TextTest, WriterRefusesWhatTheFormatCannotSay) {
   EXPECT_THAT(WriteError(Built([](HistoryBuilder& b) { b.Write(b.IntKey(1), Value::Int(0)); })),
               HasSubstr("write of 0"));
   EXPECT_THAT(WriteError(Built([](HistoryBuilder&) {})), HasSubstr("empty transaction"));
+  // An aborted transaction is its writes; a null initial value is written as 0.
+  std::ostringstream aborted;
+  ASSERT_TRUE(WriteText(Built(
+                            [](HistoryBuilder& b) {
+                              b.Read(b.IntKey(1), Value::Int(4));
+                              b.Write(b.IntKey(2), Value::Int(5));
+                            },
+                            TxnStatus::kAborted),
+                        aborted)
+                  .ok());
+  EXPECT_EQ(aborted.str(), "w(2,5,0,-1)\n");
+  std::ostringstream null_initial;
+  ASSERT_TRUE(WriteText(Built([](HistoryBuilder& b) { b.Read(b.IntKey(1), Value::Absent()); },
+                              TxnStatus::kCommitted, "1", Value::Absent()),
+                        null_initial)
+                  .ok());
+  EXPECT_EQ(null_initial.str(), "r(1,0,0,1)\n");
   // Non-numeric ids are renumbered.
   std::ostringstream out;
   ASSERT_TRUE(WriteText(Built([](HistoryBuilder& b) { b.Write(b.IntKey(1), Value::Int(3)); },
