@@ -63,11 +63,13 @@ absl::Status SniffCobra(std::string_view head);
 // Encodes `h` as Cobra logs, one (file name, bytes) per session: `<session>.log` when the
 // session's name starts with T, else `T<session>.log`. Hashed values, INIT values and writers
 // named by reads come from `extras` when given, else the write id stands for the value (0 for
-// INIT reads and deletes) and a read names the transaction writing its write id. Time-order
-// records when extras say so or a transaction has a real-time interval. Errors
-// (InvalidArgument): a transaction not committed, an id that is not an integer, a bytes key or
-// value, a list operation, an unknown read, a read of a write id no transaction writes and
-// `extras` does not know, a time-order history with a transaction without real time.
+// INIT reads and deletes) and a read names the transaction writing its write id. A read of the
+// key's initial value that no transaction writes (0 in a text history) is an INIT read whose
+// hashed value is that value. Time-order records when extras say so or a transaction has a
+// real-time interval. Errors (InvalidArgument): a transaction not committed, an id that is not an
+// integer, a bytes key or value, a list operation, an unknown read, a read of a write id no
+// transaction writes and `extras` does not know, a time-order history with a transaction without
+// real time.
 absl::StatusOr<NamedFiles> EncodeCobra(const history::History& h,
                                        const CobraExtras* extras = nullptr);
 // EncodeCobra, written into the existing directory `dir`.

@@ -108,6 +108,12 @@ absl::StatusOr<NamedFiles> EncodeCobra(const History& h, const CobraExtras* extr
         PutBigEndian(out, kCobraInit);
         PutBigEndian(out, key.payload);
         PutBigEndian(out, Lookup(extras ? &extras->init_hash : nullptr, key.payload, 0));
+      } else if (h.InitialValue(op.key()) == v && !writer_of.contains(v.as_int())) {
+        // A read of another initial value (0 in a text history): an INIT read of that value.
+        PutBigEndian(out, kCobraInit);
+        PutBigEndian(out, kCobraInit);
+        PutBigEndian(out, key.payload);
+        PutBigEndian(out, v.as_int());
       } else {
         int64_t writer = 0;
         if (auto c = extras ? extras->claimed_writer.find(v.as_int())
