@@ -198,10 +198,19 @@ absl::StatusOr<history::History> ReadDbcopBincodeFile(const std::string& path,
 }
 
 absl::Status SniffDbcopBincode(std::string_view head) {
+  // The smallest history: the 40-byte parameters, three empty strings and a session count.
+  constexpr size_t kSmallest = 40 + 3 * 8 + 8;
+  if (head.size() < kSmallest) {
+    return absl::InvalidArgumentError(
+        fmt::format("not dbcop bincode: {} bytes, shorter than the smallest history ({})",
+                    head.size(), kSmallest));
+  }
   Cursor in("", head);
   for (int i = 0; i < 5; ++i) {
-    if (!in.U64("params").ok()) {
-      return absl::InvalidArgumentError("not dbcop bincode: shorter than its 40-byte header");
+    absl::StatusOr<uint64_t> param = in.U64("params");
+    // Counts of nodes, variables, transactions and events; text reads as huge numbers.
+    if (!param.ok() || *param > (uint64_t{1} << 40)) {
+      return absl::InvalidArgumentError("not dbcop bincode: implausible header parameters");
     }
   }
   for (const char* what : {"info", "start", "end"}) {
