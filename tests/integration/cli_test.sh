@@ -112,7 +112,8 @@ expect_status 0 "check --checker adya --level rc" -- "$bin" check "$histories/ad
 expect_grep "adya (rc): VALID" "$dir/out" "adya at rc only"
 expect_status 2 "chronos cannot judge rc" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker chronos --level rc
 expect_grep "cannot judge" "$dir/err" "level error names the checker"
-expect_status 2 "rc needs a plug-in" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --level rc
+expect_status 0 "rc picks adya" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --level rc
+expect_grep "picked: adya, since chronos does not judge rc" "$dir/out" "the pick is said"
 expect_status 2 "unknown checker" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker elle
 expect_status 2 "unknown option" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker adya --checker-option adya.depth=3
 expect_grep "adya.depth" "$dir/err" "unknown option named"
@@ -147,6 +148,40 @@ expect_status 2 "missing file" -- "$bin" check "$dir/nope.json"
 expect_status 2 "bad level" -- "$bin" check "$dir/ok.json" --level xyz
 expect_status 2 "bad initial value" -- "$bin" check "$dir/ok.json" --initial-value abc
 expect_status 2 "unknown fault" -- "$bin" gen --out "$dir/x.json" --fault nonsense
+
+# Formats: listed, detected by content, converted; black-box histories go to adya.
+expect_status 0 "formats" -- "$bin" formats
+for name in native timekiller edn elle-json text cobra dbcop dbcop-json; do
+  expect_grep "^$name " "$dir/out" "formats lists $name"
+done
+expect_status 0 "gen lost update" -- "$bin" gen --out "$dir/lu_ser.json" --txns 600 --sessions 6 --keys 20 --seed 3 --level ser --fault lost-update:0.05
+expect_status 0 "convert to edn" -- "$bin" convert "$dir/lu_ser.json" "$dir/lu.edn" --to edn
+expect_grep "(timekiller): [0-9]* transactions written" "$dir/out" "convert says what it wrote"
+# The EDN file keeps the database timestamps (:ts), so chronos judges it, as the original.
+expect_status 1 "check edn" -- "$bin" check "$dir/lu.edn" --level ser
+expect_grep "^format: edn (rw-register)" "$dir/out" "edn detected"
+expect_status 1 "check edn with adya" -- "$bin" check "$dir/lu.edn" --level ser --checker adya
+expect_grep "G-single" "$dir/out" "lost update found by adya"
+# Text has no timestamps: adya is picked, and finds the lost updates without them.
+expect_status 0 "convert to text" -- "$bin" convert "$dir/lu.edn" "$dir/lu.txt" --to text
+expect_status 1 "check text" -- "$bin" check "$dir/lu.txt" --level ser
+expect_grep "^picked: adya at ser" "$dir/out" "adya picked"
+expect_grep "G-single" "$dir/out" "lost update found without timestamps"
+expect_status 1 "check text json" -- "$bin" check "$dir/lu.txt" --level ser --json
+expect_grep '"format":"text"' "$dir/out" "text detected"
+expect_grep '"picked":"adya at ser' "$dir/out" "json says what was picked"
+expect_status 3 "chronos on a black-box history is skipped" -- "$bin" check "$dir/lu.txt" --checker chronos
+expect_grep "skipped: it orders transactions by commit timestamp" "$dir/out" "skip says why"
+expect_status 2 "online needs commit timestamps" -- "$bin" check "$dir/lu.txt" --online
+expect_grep "has no commit timestamps" "$dir/err" "online refusal says why"
+expect_status 2 "convert what the target cannot say" -- "$bin" convert "$dir/lu.txt" "$dir/lu_tk.json" --to timekiller
+printf 'hello\n' > "$dir/odd.dat"
+expect_status 2 "no format fits" -- "$bin" check "$dir/odd.dat"
+expect_grep "edn: " "$dir/err" "detection names the formats it tried"
+mkdir -p "$dir/cobra"
+expect_status 0 "convert to cobra" -- "$bin" convert "$dir/lu.txt" "$dir/cobra" --to cobra
+expect_status 1 "check cobra directory" -- "$bin" check "$dir/cobra" --level ser
+expect_grep "^format: cobra" "$dir/out" "cobra directory detected"
 
 # The demo finds every injected fault and nothing else.
 expect_status 0 "demo" -- "$bin" demo --txns 4000

@@ -136,6 +136,7 @@ class Checker {
     result_.unordered_writers = std::move(built.unordered_writers);
 
     for (const internal::ReadFinding& f : built.findings) ReportRead(f);
+    for (const internal::LostUpdate& u : built.lost_updates) ReportLostUpdate(u);
     if (judged_ & kSi) CheckSnapshotEdges(g);
     if (poll_.ExpiredNow()) return Incomplete();
     FindCycles(g);
@@ -232,6 +233,27 @@ class Checker {
                       reader, read_text, writer, last);
     }
     v->explanation = fmt::format("{}: {}. {}", Title(f.anomaly), why, Violates(*v));
+  }
+
+  void ReportLostUpdate(const internal::LostUpdate& u) {
+    Violation* v = Add(Anomaly::kGSingle, u.key);
+    if (v == nullptr) return;
+    v->txns = {u.second, u.first};
+    const std::string first = internal::TxnLabel(h_, u.first.value());
+    const std::string second = internal::TxnLabel(h_, u.second.value());
+    const Op& read = h_.ops(u.second)[u.second_read];
+    const std::string base = u.base.valid() ? fmt::format("the version {} installed",
+                                                          internal::TxnLabel(h_, u.base.value()))
+                                            : std::string("the initial version");
+    v->observed = h_.ValueToString(read.value());
+    v->explanation = fmt::format(
+        "{} (lost update): {} and {} both read {} ({}) and both overwrote it, with {} and {}. "
+        "Whichever of their versions comes first, the other transaction missed it (an "
+        "anti-dependency) and still overwrote it (a write dependency): a cycle with one "
+        "anti-dependency in every version order. {}",
+        Title(Anomaly::kGSingle), first, second, internal::DescribeRead(h_, read), base,
+        internal::LastWritten(h_, u.first.value(), u.key),
+        internal::LastWritten(h_, u.second.value(), u.key), Violates(*v));
   }
 
   // Thin-air, duplicate-elements and incompatible-order reads: no version order explains them.

@@ -174,6 +174,52 @@ TEST(AdyaBlackBoxTest, InitialReadersPrecedeEveryWriterOfAnUndeterminedKey) {
   EXPECT_FALSE(r.complete);
 }
 
+// Two writers that read one version and both overwrote it: G-single in every version order.
+TEST(AdyaBlackBoxTest, LostUpdateIsFoundThoughTheOrderIsUndecided) {
+  TestHistory t;
+  t.Untimed("0", "z").W(1, 10);
+  t.Untimed("1", "a").R(1, 10).W(1, 11);
+  t.Untimed("2", "b").R(1, 10).W(1, 12);
+  history::History h = t.Build();
+  AdyaResult r = Check(h, kAll);
+  ASSERT_THAT(SummarizeAll(h, r.violations), ElementsAre("G-single [rr,si,ser] 2,1 k=1"));
+  EXPECT_THAT(r.violations[0].explanation,
+              HasSubstr("T1 and T2 both read 10 from key 1 (the version T0 installed) and both "
+                        "overwrote it, with 11 and 12"));
+  EXPECT_FALSE(r.complete);
+  // Near miss: the second read the first's version.
+  TestHistory ok;
+  ok.Untimed("0", "z").W(1, 10);
+  ok.Untimed("1", "a").R(1, 10).W(1, 11);
+  ok.Untimed("2", "b").R(1, 11).W(1, 12);
+  history::History g = ok.Build();
+  AdyaResult fine = Check(g, kAll);
+  EXPECT_THAT(fine.violations, IsEmpty());
+  EXPECT_TRUE(fine.complete) << fine.undecided;
+}
+
+// Both appenders read the empty list and no read shows their order: a lost update whichever
+// came first (G-single), not two anti-dependencies.
+TEST(AdyaBlackBoxTest, UnobservedListLostUpdateIsGSingle) {
+  TestHistory t;
+  t.Untimed("1", "a").L(1, {}).A(1, 10);
+  t.Untimed("2", "b").L(1, {}).A(1, 20);
+  history::History h = t.Build();
+  AdyaResult r = Check(h, kAll);
+  EXPECT_THAT(SummarizeAll(h, r.violations), ElementsAre("G-single [rr,si,ser] 2,1 k=1"));
+}
+
+// Each read the other's write before overwriting it: circular information flow (G1c), and no
+// write cycle, which one key's versions cannot form.
+TEST(AdyaBlackBoxTest, ReadsBeforeWritesInACircleAreG1cNotG0) {
+  TestHistory t;
+  t.Untimed("1", "a").R(1, 2).W(1, 1);
+  t.Untimed("2", "b").R(1, 1).W(1, 2);
+  history::History h = t.Build();
+  AdyaResult r = Check(h, kAll);
+  EXPECT_THAT(SummarizeAll(h, r.violations), ElementsAre("G1c [rc,rr,si,ser] 1,2 k=1"));
+}
+
 // A cycle of read dependencies needs no version order: found on undetermined keys too.
 TEST(AdyaBlackBoxTest, CyclesOfReadsStandWhenTheOrderIsUndecided) {
   TestHistory t;

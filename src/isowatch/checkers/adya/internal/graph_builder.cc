@@ -291,24 +291,61 @@ class Builder {
       if (op_pos_[op_base_[it->second.txn] + it->second.op] != kNoPos) continue;  // a duplicate
       Place(k, it->second.txn, it->second.op, p + 1);
     }
-    for (const auto& [t, i] : writes) {
-      if (op_pos_[op_base_[t] + i] == kNoPos) {
-        unobserved_[k].emplace_back(t, i);
-        ++out_.counts.unobserved_appends;
+    // Appends no read shows; those whose writer read the whole observed list first all overwrote
+    // its last version: lost updates, pairwise.
+    const std::pair<uint32_t, uint32_t>* first_partner = nullptr;
+    uint32_t first_read = 0;
+    for (const auto& w : writes) {
+      const auto [t, i] = w;
+      if (op_pos_[op_base_[t] + i] != kNoPos) continue;
+      unobserved_[k].emplace_back(t, i);
+      ++out_.counts.unobserved_appends;
+      const uint32_t read = ReadOfLastVersion(t, k, longest);
+      if (read == kNoPos) continue;
+      partners_.insert(Pair(k, t));
+      if (first_partner == nullptr) {
+        first_partner = &w;
+        first_read = read;
+        continue;
       }
+      out_.lost_updates.push_back(
+          {.key = KeyId(k),
+           .first = TxnId(first_partner->first),
+           .second = TxnId(t),
+           .base = versions_[k].empty() ? TxnId() : TxnId(versions_[k].back().txn),
+           .first_read = first_read,
+           .second_read = read});
     }
+  }
+
+  // The op index of `txn`'s read of list `key` before it first appends to it, if that read saw
+  // exactly `last` (the key's whole observed list); kNoPos otherwise.
+  uint32_t ReadOfLastVersion(uint32_t txn, uint32_t key, std::span<const Value> last) const {
+    std::span<const Op> ops = h_.ops(TxnId(txn));
+    uint32_t read = kNoPos;
+    for (uint32_t o = 0; o < ops.size(); ++o) {
+      if (ops[o].key().value() != key) continue;
+      if (ops[o].is_write()) break;
+      if (ops[o].kind() == OpKind::kListRead && !ops[o].unknown()) read = o;
+    }
+    if (read == kNoPos) return kNoPos;
+    std::span<const Value> seen = h_.list_elements(ops[read]);
+    return std::equal(seen.begin(), seen.end(), last.begin(), last.end()) ? read : kNoPos;
   }
 
   // A register's order follows from what its writers read before they overwrote it: a writer
   // that read the version of W installs the version after W's (as commit order would have it).
   // Placed when those links chain every committed writer, from one that read the initial version
-  // or nothing; otherwise the links alone become ww edges and the key is undetermined (false).
+  // or nothing; otherwise the key is undetermined (false). A link is no ww edge of its own: the
+  // read it comes from is already a wr edge between the same two transactions.
   bool InferRegister(uint32_t k, std::span<const std::pair<uint32_t, uint32_t>> writes) {
     if (writes.empty()) return true;
     absl::flat_hash_map<uint32_t, uint32_t> slot;  // writer txn -> index in `writes`
     for (uint32_t j = 0; j < writes.size(); ++j) slot.emplace(writes[j].first, j);
-    constexpr uint32_t kNone = kNoPos;
+    constexpr uint32_t kNone = kNoPos;         // read nothing before writing (or nothing known)
+    constexpr uint32_t kInitial = kNoPos - 1;  // read the initial version
     std::vector<uint32_t> pred(writes.size(), kNone);
+    std::vector<uint32_t> read_op(writes.size(), 0);
     for (uint32_t j = 0; j < writes.size(); ++j) {
       const auto [t, i] = writes[j];
       std::span<const Op> ops = h_.ops(TxnId(t));
@@ -319,37 +356,55 @@ class Builder {
         if (!ops[o].unknown()) read = o;
       }
       if (read == kNone) continue;
-      auto it = index_.find(VersionKey(k, ops[read].value()));
-      if (it == index_.end() || it->second.cls != WriteClass::kCommittedFinal) continue;
-      auto s = slot.find(it->second.txn);
-      if (s != slot.end() && s->second != j) pred[j] = s->second;
+      read_op[j] = read;
+      const Value v = ops[read].value();
+      auto it = index_.find(VersionKey(k, v));
+      if (it != index_.end() && it->second.cls == WriteClass::kCommittedFinal) {
+        auto s = slot.find(it->second.txn);
+        if (s != slot.end() && s->second != j) pred[j] = s->second;
+      } else if ((v.absent() && h_.AbsentReadsInitial(KeyId(k))) ||
+                 v == h_.InitialValue(KeyId(k))) {
+        pred[j] = kInitial;
+      }
     }
+    // Links: each version's one successor. Two writers that overwrote one version lost an update.
     std::vector<uint32_t> succ(writes.size(), kNone);
+    uint32_t initial_succ = kNone;
     uint32_t head = kNone;
     size_t heads = 0;
     bool chained = true;
     for (uint32_t j = 0; j < writes.size(); ++j) {
-      if (pred[j] == kNone) {
+      if (pred[j] == kNone || pred[j] == kInitial) {
         ++heads;
         head = j;
+      }
+      if (pred[j] == kNone) continue;
+      uint32_t& next = pred[j] == kInitial ? initial_succ : succ[pred[j]];
+      if (next != kNone) {
+        chained = false;
+        out_.lost_updates.push_back(
+            {.key = KeyId(k),
+             .first = TxnId(writes[next].first),
+             .second = TxnId(writes[j].first),
+             .base = pred[j] == kInitial ? TxnId() : TxnId(writes[pred[j]].first),
+             .first_read = read_op[next],
+             .second_read = read_op[j]});
         continue;
       }
-      if (succ[pred[j]] != kNone) chained = false;  // two writers overwrote one version
-      succ[pred[j]] = j;
+      next = j;
     }
     size_t length = 0;
     if (chained && heads == 1) {
       for (uint32_t j = head; j != kNone && length <= writes.size(); j = succ[j]) ++length;
     }
     if (length != writes.size()) {
-      for (uint32_t j = 0; j < writes.size(); ++j) {
-        if (pred[j] != kNone) {
-          implied_ww_.push_back({writes[pred[j]].first, writes[j].first, writes[j].second});
-        }
-      }
       // Every writer's version follows the initial one: a reader of that has an rw edge to each
-      // (a shortcut of the real rw and ww path, with as many anti-dependencies).
+      // (a shortcut of the real rw and ww path, with as many anti-dependencies), except a reader
+      // that also overwrote it, whose order against the others is a lost update (above).
       unobserved_[k].assign(writes.begin(), writes.end());
+      for (uint32_t j = 0; j < writes.size(); ++j) {
+        if (pred[j] == kInitial) partners_.insert(Pair(k, writes[j].first));
+      }
       return false;
     }
     for (uint32_t j = head; j != kNone; j = succ[j]) Place(k, writes[j].first, writes[j].second, 0);
@@ -390,7 +445,6 @@ class Builder {
       for (const auto& [t, i] : unobserved_[k])
         out_.graph.Add(chain.back().txn, t, EdgeKind::kWw, i);
     }
-    for (const auto& [from, to, op] : implied_ww_) out_.graph.Add(from, to, EdgeKind::kWw, op);
   }
 
   // An anti-dependency from `reader`, which read the version of `key` at `pos` (-1: the initial
@@ -401,9 +455,11 @@ class Builder {
       out_.graph.Add(reader, chain[pos + 1].txn, EdgeKind::kRw, op);
       return;
     }
-    // The last observed version: every unobserved append installs a later one.
+    // The last placed version: every unobserved write installs a later one.
+    const bool partner = partners_.contains(Pair(key, reader));
     for (const auto& [t, i] : unobserved_[key]) {
-      if (t != reader) out_.graph.Add(reader, t, EdgeKind::kRw, op);
+      if (t == reader || (partner && partners_.contains(Pair(key, t)))) continue;
+      out_.graph.Add(reader, t, EdgeKind::kRw, op);
     }
   }
 
@@ -569,13 +625,11 @@ class Builder {
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> unobserved_;
   // Per inferred list key: the read (transaction, op) that gave its order; kNoPos if none.
   std::vector<std::pair<uint32_t, uint32_t>> longest_;
-  // Undetermined register keys: ww edges the reads imply (from, to, op of `to`).
-  struct ImpliedWw {
-    uint32_t from;
-    uint32_t to;
-    uint32_t op;
-  };
-  std::vector<ImpliedWw> implied_ww_;
+  // (key, transaction) pairs of writers that read a key's last placed version (the initial one
+  // of an undetermined register) and overwrote it with a version no read places: two of them
+  // lost an update (BuiltGraph::lost_updates), and get no rw edge to each other.
+  absl::flat_hash_set<uint64_t> partners_;
+  static uint64_t Pair(uint32_t key, uint32_t txn) { return (uint64_t{key} << 32) | txn; }
   absl::flat_hash_set<uint64_t> reported_;  // (reader, key) with a finding
 };
 

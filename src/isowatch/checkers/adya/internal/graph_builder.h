@@ -46,8 +46,22 @@ struct BuildCounts {
   size_t unobserved_appends = 0;  // committed final appends no read shows, ordered after the rest
 };
 
+// Two committed transactions that read the same version of a register (`base`'s, or the initial
+// one when `base` is invalid) and both overwrote it: whichever version order the database chose,
+// one missed the other's write and overwrote it, a cycle with one anti-dependency (G-single). Found
+// where the version order is inferred, which such a pair leaves undetermined.
+struct LostUpdate {
+  KeyId key;
+  TxnId first;
+  TxnId second;
+  TxnId base;
+  uint32_t first_read = 0;   // the read of the base version, within `first`
+  uint32_t second_read = 0;  // ... within `second`
+};
+
 struct BuiltGraph {
   DependencyGraph graph;
+  std::vector<LostUpdate> lost_updates;
   std::vector<ReadFinding> findings;  // at most one per (reader, key), in history order
   // Committed writers of the undetermined register keys: their versions of those keys are outside
   // the version order (only the ww edges the reads imply, no rw edges into them, none from reads
