@@ -3,16 +3,19 @@
 # The Chronos benchmark of record: a 1M-transaction key-value history (8 operations per
 # transaction, half reads, 10K keys, zipfian), checked with `isowatch check --level si`, parsing
 # included. Prints wall time and peak RSS (GNU time) and the read/check split (--json timing).
-# Usage: bench/load/chronos_check_1m.sh [BUILD_DIR] [TXNS]
+# DATA=list reads and appends lists instead of registers (the list-append history of the same
+# shape).
+# Usage: bench/load/chronos_check_1m.sh [BUILD_DIR] [TXNS] [DATA: kv or list]
 set -euo pipefail
 build=${1:-build/release}
 txns=${2:-1000000}
+data=${3:-kv}
 bin="$build/bin/isowatch"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$bin" gen --out "$dir/h.json" --txns "$txns" --ops-per-txn 8 --read-ratio 0.5 --keys 10000 \
-  --dist zipfian --sessions 24 --seed 1 --committed >/dev/null
-echo "history: $(du -h "$dir/h.json" | cut -f1), $txns transactions"
+  --dist zipfian --sessions 24 --seed 1 --committed --data "$data" >/dev/null
+echo "history: $(du -h "$dir/h.json" | cut -f1), $txns transactions, $data"
 for run in 1 2 3; do
   /usr/bin/time -f "run $run: wall %e s, peak RSS %M KiB" "$bin" check "$dir/h.json" --level si --json \
     >"$dir/report.json"

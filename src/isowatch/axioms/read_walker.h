@@ -68,7 +68,6 @@ class ReadWalker {
           local.last = op.value();
           break;
         case history::OpKind::kListRead: {
-          auto observed = h_.list_elements(op);
           if (!local.observed) {
             ++external_reads_;
             std::span<const history::Value> own;
@@ -77,16 +76,22 @@ class ReadWalker {
             local.observed = true;
           } else {
             ++internal_reads_;
-            const std::vector<history::Value>& expected = list_scratch_[local.list_slot];
-            if (!std::equal(expected.begin(), expected.end(), observed.begin(), observed.end()) &&
-                !local.int_reported) {
+            if (!local.int_reported && !SameList(ops[local.last_read], local, op)) {
               local.int_reported = true;
+              std::vector<history::Value> expected;
+              const auto base = h_.list_elements(ops[local.last_read]);
+              const std::vector<history::Value>& since = list_scratch_[local.list_slot];
+              expected.assign(base.begin(), base.end());
+              expected.insert(expected.end(), since.begin(), since.end());
               on_int(ExplainInt(h_, level, id, op.key(), h_.ListToString(expected),
-                                h_.ListToString(observed)));
+                                h_.ListToString(h_.list_elements(op))));
             }
           }
+          // What the transaction knows of the list is now this read (held by the history, not
+          // copied) and the appends after it.
           if (!local.has_list) NewListSlot(local);
-          list_scratch_[local.list_slot].assign(observed.begin(), observed.end());
+          list_scratch_[local.list_slot].clear();
+          local.last_read = i;
           break;
         }
       }
@@ -102,11 +107,28 @@ class ReadWalker {
     bool observed = false;      // a read of the key has been checked (external or internal)
     bool wrote = false;         // the transaction wrote or appended to the key
     bool int_reported = false;  // INT already reported for this (transaction, key)
-    bool has_list = false;      // lists: list_slot holds what the transaction knows of the list
-    uint32_t list_slot = 0;     // lists: the last list read followed by the appends since, or
+    bool has_list = false;      // lists: list_slot holds the appends below
+    uint32_t list_slot = 0;     // lists: the appends since the last list read (once observed), or
                                 // (before any read) the appends so far
+    uint32_t last_read = 0;     // lists, once observed: the index of the last list read
     history::Value last;        // registers: last value read or written
   };
+
+  // Whether list read `read` observed what `before` (an earlier read of the key) did followed by
+  // the appends since (local's list slot). Two reads of a key's list without appends between
+  // compare by length alone.
+  bool SameList(const history::Op& before, const Local& local, const history::Op& read) const {
+    const std::vector<history::Value>& since = list_scratch_[local.list_slot];
+    if (read.list_size() != static_cast<size_t>(before.list_size()) + since.size()) return false;
+    if (history::History::SharesKeyList(before) && history::History::SharesKeyList(read) &&
+        since.empty()) {
+      return true;
+    }
+    const auto base = h_.list_elements(before);
+    const auto observed = h_.list_elements(read);
+    return std::equal(base.begin(), base.end(), observed.begin()) &&
+           std::equal(since.begin(), since.end(), observed.begin() + base.size());
+  }
 
   Local& LocalFor(KeyId key) {
     uint32_t k = key.value();

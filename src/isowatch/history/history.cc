@@ -170,7 +170,10 @@ size_t History::MemoryUsage() const {
                    retired_name_bytes_ +
                    (xids_.capacity() + retired_xids_.capacity()) * sizeof(XidEntry) +
                    (xip_pool_.capacity() + retired_xip_.capacity()) * sizeof(uint64_t);
-  return retired + txns_.capacity() * sizeof(Transaction) + ops_.capacity() * sizeof(Op) +
+  size_t key_lists = key_lists_.capacity() * sizeof(std::vector<Value>);
+  for (const std::vector<Value>& list : key_lists_) key_lists += list.capacity() * sizeof(Value);
+  return retired + key_lists + txns_.capacity() * sizeof(Transaction) +
+         ops_.capacity() * sizeof(Op) +
          (list_pool_.capacity() + initial_list_pool_.capacity()) * sizeof(Value) +
          ext_ids_.MemoryUsage() + sessions_.MemoryUsage() + bytes_.MemoryUsage() +
          keys_.capacity() * sizeof(KeyInfo) + free_keys_.capacity() * sizeof(uint32_t) +

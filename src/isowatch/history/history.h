@@ -145,13 +145,27 @@ class History {
     return std::span<const Op>(ops_).subspan(t.ops_begin, t.ops_count);
   }
   std::span<const Op> ops(TxnId id) const { return ops(txn(id)); }
-  // REQUIRES: op.kind() == OpKind::kListRead.
+  // The elements a list read observed. In a live history the span lasts until the builder's
+  // next call. REQUIRES: op.kind() == OpKind::kListRead.
   std::span<const Value> list_elements(const Op& op) const {
-    if (op.list_offset() >= kRetiredList) [[unlikely]] {
-      return std::span<const Value>(retired_list_)
-          .subspan(op.list_offset() - kRetiredList, op.list_size());
+    const uint64_t offset = op.list_offset();
+    if (offset == kKeyList) [[likely]] {
+      return std::span<const Value>(key_lists_[op.key().value()]).first(op.list_size());
     }
-    return std::span<const Value>(list_pool_).subspan(op.list_offset(), op.list_size());
+    if (offset >= kRetiredList) [[unlikely]] {
+      return std::span<const Value>(retired_list_).subspan(offset - kRetiredList, op.list_size());
+    }
+    return std::span<const Value>(list_pool_).subspan(offset, op.list_size());
+  }
+  // Whether list read `op` is a prefix of its key's longest list (list_elements(op) is
+  // key_list(op.key()).first(op.list_size())), rather than stored apart.
+  // REQUIRES: op.kind() == OpKind::kListRead.
+  static bool SharesKeyList(const Op& op) { return op.list_offset() == kKeyList; }
+  // The longest list read of `key` so far that the reads sharing it are prefixes of (empty if
+  // none): what the history holds once for all those reads. Same lifetime as list_elements.
+  std::span<const Value> key_list(KeyId key) const {
+    return key.value() < key_lists_.size() ? std::span<const Value>(key_lists_[key.value()])
+                                           : std::span<const Value>();
   }
 
   // Database xids and PostgreSQL snapshots (docs/engine.md, "Snapshots").
@@ -243,6 +257,9 @@ class History {
   // retired_list_; its record's ops_begin, and its list reads' offsets, are marked by adding these.
   static constexpr uint64_t kRetiredOps = uint64_t{1} << 62;
   static constexpr uint64_t kRetiredList = uint64_t{1} << 61;
+  // The offset of a list read held in its key's list (key_lists_): its elements are the first
+  // list_size() of them. Retired list reads never have it (their elements are copied out).
+  static constexpr uint64_t kKeyList = uint64_t{1} << 60;
   // A retired transaction's xid_slot - 1 is this plus its index in retired_xids_.
   static constexpr uint32_t kRetiredXid = uint32_t{1} << 31;
   struct Retired {
@@ -260,6 +277,11 @@ class History {
   uint64_t first_txn_ = 0;
   std::vector<Transaction> txns_;
   std::vector<Op> ops_;
+  // List elements, in three stores (docs/engine.md, "List storage"): per key, the
+  // longest list read so far that later reads were prefixes or extensions of (indexed by key id,
+  // as long as the largest list key's id); the reads that are not prefixes of it, each whole, in
+  // operation order; and the initial lists.
+  std::vector<std::vector<Value>> key_lists_;
   std::vector<Value> list_pool_;
   std::vector<Value> initial_list_pool_;
   absl::flat_hash_map<uint64_t, Retired> retired_;

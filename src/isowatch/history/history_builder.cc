@@ -158,26 +158,69 @@ void HistoryBuilder::Append(KeyId key, Value element) {
 
 void HistoryBuilder::ListRead(KeyId key, std::span<const Value> elements) {
   ListReadBegin(key);
-  history_.list_pool_.insert(history_.list_pool_.end(), elements.begin(), elements.end());
+  for (const Value v : elements) ListReadElement(v);
   ListReadEnd();
 }
 
 void HistoryBuilder::ListReadBegin(KeyId key) {
-  list_read_begin_ = history_.list_pool_.size();
+  std::vector<std::vector<Value>>& lists = history_.key_lists_;
+  if (key.value() >= lists.size()) lists.resize(key.value() + 1);
   list_read_key_ = key;
+  list_read_base_ = &lists[key.value()];
+  list_read_size_ = 0;
+  list_read_shared_ = true;
+  list_read_extends_ = false;
 }
 
-void HistoryBuilder::ListReadElement(Value element) { history_.list_pool_.push_back(element); }
+void HistoryBuilder::ListReadDiverge() {
+  // Not a prefix of the key's list: the read goes whole to the general pool, with the prefix
+  // it shared so far.
+  std::vector<Value>& pool = history_.list_pool_;
+  list_read_shared_ = false;
+  list_read_begin_ = pool.size();
+  pool.insert(pool.end(), list_read_base_->begin(),
+              list_read_base_->begin() + static_cast<ptrdiff_t>(list_read_size_));
+}
+
+void HistoryBuilder::ListReadElement(Value element) {
+  if (list_read_shared_) [[likely]] {
+    std::vector<Value>& base = *list_read_base_;
+    if (list_read_size_ < base.size()) {
+      if (base[list_read_size_] == element) [[likely]] {
+        ++list_read_size_;
+        return;
+      }
+      ListReadDiverge();
+    } else {
+      // The read holds all of the key's list: it extends it.
+      if (!list_read_extends_) {
+        list_read_extends_ = true;
+        if (open_) txn_extended_.emplace_back(list_read_key_.value(), base.size());
+      }
+      base.push_back(element);
+      ++list_read_size_;
+      return;
+    }
+  }
+  history_.list_pool_.push_back(element);
+  ++list_read_size_;
+}
 
 void HistoryBuilder::ListReadEnd() {
-  history_.ops_.push_back(
-      Op::ListRead(list_read_key_, list_read_begin_,
-                   static_cast<uint32_t>(history_.list_pool_.size() - list_read_begin_)));
+  if (list_read_shared_ && list_read_size_ > 0) {
+    history_.ops_.push_back(Op::ListRead(list_read_key_, History::kKeyList, list_read_size_));
+  } else {
+    // An empty read is in the general pool, where it takes no room.
+    const uint64_t begin = list_read_shared_ ? history_.list_pool_.size() : list_read_begin_;
+    history_.ops_.push_back(Op::ListRead(list_read_key_, begin, list_read_size_));
+  }
+  list_read_base_ = nullptr;
 }
 
 void HistoryBuilder::EndTxn() {
   Transaction& t = history_.txns_.back();
   t.ops_count = static_cast<uint32_t>(history_.ops_.size() - t.ops_begin);
+  txn_extended_.clear();
   open_ = false;
 }
 
@@ -185,6 +228,24 @@ void HistoryBuilder::AbandonTxn() {
   if (!open_) return;
   // The id stays interned (so a later transaction cannot reuse it silently), but the record goes.
   Transaction& t = history_.txns_.back();
+  // Its list reads' elements go: those in the general pool follow the earlier transactions'
+  // elements; the key lists it extended get back their length before (in reverse order, so
+  // that a key extended twice ends at the first).
+  uint64_t pool_end = history_.list_pool_.size();
+  for (const Op& op : std::span<const Op>(history_.ops_).subspan(t.ops_begin)) {
+    if (op.kind() == OpKind::kListRead && !op.unknown() && !History::SharesKeyList(op)) {
+      pool_end = std::min(pool_end, op.list_offset());
+    }
+  }
+  if (list_read_base_ != nullptr && !list_read_shared_) {
+    pool_end = std::min(pool_end, list_read_begin_);  // a read left unfinished
+  }
+  list_read_base_ = nullptr;
+  history_.list_pool_.resize(pool_end);
+  for (auto it = txn_extended_.rbegin(); it != txn_extended_.rend(); ++it) {
+    history_.key_lists_[it->first].resize(it->second);
+  }
+  txn_extended_.clear();
   history_.ops_.resize(t.ops_begin);
   if (t.xid_slot != 0) {
     const XidEntry& e = history_.xids_.back();
@@ -291,6 +352,7 @@ absl::StatusOr<TxnId> HistoryBuilder::EndLiveTxn() {
     }
   }
   given_seq_.pop_back();
+  txn_extended_.clear();
   open_ = false;
   return TxnId(h.size() - 1);
 }
@@ -376,18 +438,35 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
   h.ops_.erase(h.ops_.begin(), h.ops_.begin() + static_cast<ptrdiff_t>(op_cut));
   uint64_t list_cut = h.list_pool_.size();
   for (const Op& op : h.ops_) {
-    if (op.kind() == OpKind::kListRead && op.list_size() > 0) {
+    if (op.kind() == OpKind::kListRead && op.list_size() > 0 && !History::SharesKeyList(op)) {
       list_cut = op.list_offset();  // elements are pooled in operation order: the first is least
       break;
     }
   }
+  // Per key list: the longest prefix a held read still shares.
+  std::vector<uint32_t> shared(h.key_lists_.size(), 0);
   for (Op& op : h.ops_) {
-    if (op.kind() == OpKind::kListRead) {
+    if (op.kind() != OpKind::kListRead) continue;
+    if (History::SharesKeyList(op)) {
+      uint32_t& n = shared[op.key().value()];
+      n = std::max(n, op.list_size());
+    } else {
       // An empty read's offset may lie anywhere up to the old pool's end: it starts at 0.
       op = op.WithListOffset(op.list_size() > 0 ? op.list_offset() - list_cut : 0);
     }
   }
   h.list_pool_.erase(h.list_pool_.begin(), h.list_pool_.begin() + static_cast<ptrdiff_t>(list_cut));
+  // A key list goes when no held read shares it, and gives back what no held read shares once
+  // that is most of it; a later read of the key starts it again.
+  for (size_t k = 0; k < h.key_lists_.size(); ++k) {
+    std::vector<Value>& list = h.key_lists_[k];
+    if (shared[k] == 0) {
+      std::vector<Value>().swap(list);
+    } else if (list.capacity() > 2 * static_cast<size_t>(shared[k])) {
+      list.resize(shared[k]);
+      list.shrink_to_fit();
+    }
+  }
   // Xids and snapshots are in transaction order: the first held one's is the cut.
   size_t xid_cut = h.xids_.size();
   for (const Transaction& t : h.txns_) {
@@ -423,6 +502,7 @@ size_t HistoryBuilder::CollectBytes(std::vector<uint64_t>& marks) {
   };
   mark_ops(h.ops_);
   mark_ops(h.retired_ops_);
+  for (const std::vector<Value>& list : h.key_lists_) mark_values(list);
   mark_values(h.list_pool_);
   mark_values(h.retired_list_);
   mark_values(h.initial_list_pool_);
@@ -563,6 +643,7 @@ absl::StatusOr<History> HistoryBuilder::Finish() && {
   }
   given_seq_.clear();
   given_seq_.shrink_to_fit();
+  for (std::vector<Value>& list : h.key_lists_) list.shrink_to_fit();
   finished_ = true;
   return std::move(history_);
 }

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -82,8 +83,12 @@ class HistoryBuilder {
   void UnknownRead(KeyId key);
   void Write(KeyId key, Value v);
   void Append(KeyId key, Value element);
+  // A read of list `key` that observed `elements`. A read that is a prefix of the longest read
+  // of the key so far is held as a length into it, and a read that extends it adds only its new
+  // elements; any other read is held whole (docs/engine.md, "List storage").
   void ListRead(KeyId key, std::span<const Value> elements);
-  // Streaming form of ListRead: ListReadBegin, ListReadElement*, ListReadEnd.
+  // Streaming form of ListRead: ListReadBegin, ListReadElement*, ListReadEnd. The elements are
+  // compared with the key's list as they come, so a read is never held twice.
   void ListReadBegin(KeyId key);
   void ListReadElement(Value element);
   void ListReadEnd();
@@ -125,8 +130,10 @@ class HistoryBuilder {
   // Live mode: forgets the transactions before `upto` still held, except those `keep` returns
   // true for, which are kept as retired, as are the retired ones it still returns true for
   // (`keep` is asked once about each). A forgotten transaction's id stays taken and its source
-  // id may be used again. Invalidates references into the history. Costs O(transactions held
-  // from `upto` on + retired ones): call it when at least as many are released as stay held.
+  // id may be used again. A key list (ListRead) that no read held any more shares goes, or is
+  // cut to what they share. Invalidates references into the history. Costs O(transactions held
+  // from `upto` on + retired ones + list keys): call it when at least as many are released as
+  // stay held.
   // REQUIRES: live(), no transaction open.
   void ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep) {
     ReleaseLive(upto, keep, [](TxnId) {});
@@ -189,11 +196,24 @@ class HistoryBuilder {
   // A new key id for `info`: a forgotten key's (CollectKeys) if there is one.
   KeyId AddKey(const KeyInfo& info);
 
+  // The list read being streamed turns out not to be a prefix of its key's list.
+  void ListReadDiverge();
+
   History history_;
   bool open_ = false;
   bool finished_ = false;
-  uint64_t list_read_begin_ = 0;
+  // The list read being streamed (ListReadBegin to ListReadEnd): its key and that key's list,
+  // the elements so far, whether they are a prefix of that list (else they are in the general
+  // pool from list_read_begin_ on), and whether they made it longer.
   KeyId list_read_key_;
+  std::vector<Value>* list_read_base_ = nullptr;
+  uint32_t list_read_size_ = 0;
+  bool list_read_shared_ = true;
+  bool list_read_extends_ = false;
+  uint64_t list_read_begin_ = 0;
+  // The key lists the open transaction's reads made longer, with their lengths before, in
+  // order (AbandonTxn gives them back).
+  std::vector<std::pair<uint32_t, uint64_t>> txn_extended_;
   // Per transaction: given sequence numbers (or -1), for Finish.
   std::vector<int64_t> given_seq_;
   // Live mode.

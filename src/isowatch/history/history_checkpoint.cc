@@ -22,7 +22,9 @@
 namespace isowatch::history {
 namespace {
 
-constexpr uint32_t kVersion = 1;
+// Written; RestoreLive also reads kVersionNoKeyLists (the same layout without key lists).
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersionNoKeyLists = 1;
 
 // Flag bits (history_checkpoint.proto).
 using checkpoint_codec::kTxnFlags;
@@ -134,6 +136,7 @@ struct HistoryBuilder::Checkpoint {
   static absl::Status LoadTxns(const v1::CheckpointTxns& in, const Pools& pools,
                                std::string_view what, std::vector<Transaction>& out);
   static absl::Status LoadInitial(const v1::HistoryCheckpoint& in, History& h);
+  static absl::Status LoadKeyLists(const v1::HistoryCheckpoint& in, History& h);
   static absl::Status LoadLiveState(const v1::HistoryCheckpoint& in, HistoryBuilder& b);
 };
 
@@ -229,6 +232,16 @@ void HistoryBuilder::Checkpoint::Save(const HistoryBuilder& b, v1::HistoryCheckp
   std::sort(versions.begin(), versions.end());
   for (const KeyId key : versions) out.add_initial_version_keys(key.value());
 
+  std::vector<Value> key_list_elements;
+  for (size_t k = 0; k < h.key_lists_.size(); ++k) {
+    const std::vector<Value>& list = h.key_lists_[k];
+    if (list.empty()) continue;
+    out.add_key_list_keys(static_cast<uint32_t>(k));
+    out.add_key_list_sizes(static_cast<uint32_t>(list.size()));
+    key_list_elements.insert(key_list_elements.end(), list.begin(), list.end());
+  }
+  SaveValues(key_list_elements, *out.mutable_key_list_elements());
+
   out.mutable_live_register()->assign(b.live_register_.begin(), b.live_register_.end());
   out.mutable_live_session_mode()->assign(b.live_session_mode_.begin(), b.live_session_mode_.end());
   out.mutable_live_next_seq()->Add(b.live_next_seq_.begin(), b.live_next_seq_.end());
@@ -276,10 +289,11 @@ absl::Status HistoryBuilder::Checkpoint::LoadPools(const v1::CheckpointTxnTable&
 
 absl::Status HistoryBuilder::Checkpoint::LoadOps(const v1::CheckpointOps& in, const Pools& pools,
                                                  std::string_view what, std::vector<Op>& out) {
-  // As History::list_elements takes them.
+  // As History::list_elements takes them; reads of key lists are checked by LoadKeyLists.
   return checkpoint_codec::LoadOps(
       in, pools.keys, pools.bytes,
       [&pools](uint64_t offset, uint32_t size) {
+        if (offset == History::kKeyList) return size > 0;
         return offset >= History::kRetiredList
                    ? InRange(offset - History::kRetiredList, size, pools.retired_list)
                    : InRange(offset, size, pools.list);
@@ -395,6 +409,45 @@ absl::Status HistoryBuilder::Checkpoint::LoadInitial(const v1::HistoryCheckpoint
 
   RETURN_IF_ERROR(CheckKeys(in.initial_version_keys(), keys, "initial version"));
   for (const uint32_t key : in.initial_version_keys()) initial.versions.insert(KeyId(key));
+  return absl::OkStatus();
+}
+
+absl::Status HistoryBuilder::Checkpoint::LoadKeyLists(const v1::HistoryCheckpoint& in, History& h) {
+  RETURN_IF_ERROR(CheckKeys(in.key_list_keys(), h.keys_.size(), "key list"));
+  ASSIGN_OR_RETURN(const std::vector<Value> elements,
+                   LoadValues(in.key_list_elements(), h.bytes_.size(), "key list element"));
+  const size_t lists = static_cast<size_t>(in.key_list_keys_size());
+  if (!AllSized(lists, in.key_list_sizes_size())) {
+    return Malformed("{} key lists for {} sizes", lists, in.key_list_sizes_size());
+  }
+  h.key_lists_.resize(lists == 0 ? 0 : in.key_list_keys(static_cast<int>(lists - 1)) + 1);
+  uint64_t at = 0;
+  for (size_t i = 0; i < lists; ++i) {
+    const int j = static_cast<int>(i);
+    const uint32_t size = in.key_list_sizes(j);
+    const KeyId key(in.key_list_keys(j));
+    if (size == 0 || !InRange(at, size, elements.size()) || h.keys_[key.value()].forgotten) {
+      return Malformed("key list {} (key {}): {} elements from {} of {}, or a forgotten key", i,
+                       key.value(), size, at, elements.size());
+    }
+    h.key_lists_[key.value()].assign(elements.begin() + static_cast<ptrdiff_t>(at),
+                                     elements.begin() + static_cast<ptrdiff_t>(at + size));
+    at += size;
+  }
+  if (at != elements.size()) {
+    return Malformed("key lists: {} elements for {} in the lists", elements.size(), at);
+  }
+  // Every read of a key list within it (retired reads never share one).
+  for (const std::vector<Op>* ops : {&h.ops_, &h.retired_ops_}) {
+    for (const Op& op : *ops) {
+      if (op.kind() != OpKind::kListRead || !History::SharesKeyList(op)) continue;
+      if (ops == &h.retired_ops_ || op.list_size() > h.key_list(op.key()).size()) {
+        return Malformed("a {} read of {} elements of key {}'s list of {}",
+                         ops == &h.retired_ops_ ? "retired" : "held", op.list_size(),
+                         op.key().value(), h.key_list(op.key()).size());
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -570,6 +623,7 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
   }
 
   RETURN_IF_ERROR(LoadInitial(in, h));
+  RETURN_IF_ERROR(LoadKeyLists(in, h));
   if (!h.free_keys_.empty()) {
     // A key held by a transaction or the initial state was never forgotten.
     auto forgotten = [&h](KeyId k) { return h.keys_[k.value()].forgotten; };
@@ -595,14 +649,17 @@ absl::Status HistoryBuilder::RestoreLive(const v1::HistoryCheckpoint& checkpoint
   const History& h = history_;
   if (open_ || finished_ || h.size() != 0 || !h.keys_.empty() || h.bytes_.size() != 0 ||
       h.sessions_.size() != 0 || h.ext_ids_.size() != 0 || !h.initial_list_pool_.empty() ||
-      !h.initial_.registers.empty() || !h.initial_.versions.empty()) {
+      !h.initial_.registers.empty() || !h.initial_.versions.empty() || !h.key_lists_.empty()) {
     return absl::FailedPreconditionError(
         "a history checkpoint is restored into a fresh builder only");
   }
-  if (checkpoint.version() != kVersion) {
+  if (checkpoint.version() != kVersion && checkpoint.version() != kVersionNoKeyLists) {
     return absl::FailedPreconditionError(
-        fmt::format("history checkpoint version {}; this build reads version {}",
-                    checkpoint.version(), kVersion));
+        fmt::format("history checkpoint version {}; this build reads versions {} and {}",
+                    checkpoint.version(), kVersionNoKeyLists, kVersion));
+  }
+  if (checkpoint.version() == kVersionNoKeyLists && checkpoint.key_list_keys_size() > 0) {
+    return absl::DataLossError("history checkpoint: key lists in a version 1 checkpoint");
   }
   HistoryBuilder restored;
   RETURN_IF_ERROR(Checkpoint::Restore(checkpoint, restored));

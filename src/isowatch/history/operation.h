@@ -20,7 +20,8 @@ const char* OpKindName(OpKind kind);
 // One operation of a transaction, 24 bytes. Owned by its History.
 //
 // Invariants:
-//  1. kListRead: list_offset()/list_size() index History's list element pool; value() is unused.
+//  1. kListRead: list_offset()/list_size() say where History keeps the elements (its key's list
+//     or a pool; History::list_elements); value() is unused.
 //  2. Other kinds: value() holds the value; list_size() == 0.
 //  3. unknown() only on reads: the result was never observed; value()/the list are then empty.
 class Op {

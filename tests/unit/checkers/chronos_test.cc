@@ -237,6 +237,34 @@ TEST(ChronosTest, ListExtNamesTheWriterOfTheFirstWrongElement) {
   EXPECT_THAT(CheckSi(t), UnorderedElementsAre("EXT/aborted R,Ab k=0", "EXT/never R2 k=0"));
 }
 
+// Reads held as prefixes of their key's list (History::SharesKeyList) are judged by length and
+// by where the committed list and the key's list part: here key 0's list is first read with an
+// aborted element in it, so reads sharing that list are wrong although as long as the committed
+// list, and a correct read is held apart.
+TEST(ChronosTest, ListReadsSharingTheKeyListAreJudgedByContents) {
+  TestHistory t;
+  t.Txn("A1", "a", 1, 2).A(kX, 1);
+  t.Txn("A2", "b", 3, 4).A(kX, 2);
+  t.Txn("Ab", "c", 1, 2, TxnStatus::kAborted).A(kX, 5);
+  t.Txn("Ay", "d", 1, 2).A(kY, 3);
+  t.Txn("R1", "e", 5, 6).L(kX, {1, 5});
+  t.Txn("R2", "f", 5, 6).L(kX, {1, 5});
+  t.Txn("Ok", "g", 5, 6).L(kX, {1, 2});
+  t.Txn("Own", "h", 5, 7).A(kX, 9).L(kX, {1, 5, 9});
+  t.Txn("Ry", "i", 5, 6).L(kY, {3});
+  t.Txn("OwnY", "j", 5, 7).A(kY, 4).L(kY, {3, 4});
+  t.Txn("IntY", "k", 8, 9).L(kY, {3, 4}).L(kY, {3});
+  t.Txn("SameY", "l", 8, 9).L(kY, {3, 4}).L(kY, {3, 4});
+  const history::History h = t.Build();
+  for (const char* name : {"R2", "Own", "OwnY", "SameY"}) {
+    const history::Op& read = h.ops(h.FindTxn(name)).back();
+    EXPECT_TRUE(history::History::SharesKeyList(read)) << name;
+  }
+  EXPECT_FALSE(history::History::SharesKeyList(h.ops(h.FindTxn("Ok")).back()));
+  EXPECT_THAT(CheckSi(t), UnorderedElementsAre("EXT/aborted R1,Ab k=0", "EXT/aborted R2,Ab k=0",
+                                               "EXT/aborted Own,Ab k=0", "INT IntY k=1"));
+}
+
 TEST(ChronosTest, SkipsTransactionsWithoutTimestampsAndCountsThem) {
   history::HistoryBuilder b;
   ASSERT_TRUE(b.BeginTxn({.id = "1", .session = "s", .commit = history::Timestamp{1, 0}}).ok());

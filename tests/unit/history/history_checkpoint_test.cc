@@ -485,7 +485,7 @@ TEST(HistoryCheckpointTest, RestoresOnlyIntoAFreshBuilder) {
   used.StartLive(DataModel::kMixed);
   used.IntKey(1);
   EXPECT_EQ(used.RestoreLive(saved).code(), absl::StatusCode::kFailedPrecondition);
-  saved.set_version(2);
+  saved.set_version(3);
   HistoryBuilder fresh;
   EXPECT_EQ(fresh.RestoreLive(saved).code(), absl::StatusCode::kFailedPrecondition);
 }
