@@ -248,9 +248,7 @@ class Decoder {
           fmt::format("unsupported format version {} (expected version {})", header.version(),
                       kNativeFormatVersion));
     }
-    if (auto it = header.metadata().find("time_unit"); it != header.metadata().end()) {
-      builder_.set_time_unit(it->second);
-    }
+    builder_.set_time_unit(header.time_unit());
     return proto_.ApplyInitialState(header.initial());
   }
 

@@ -185,9 +185,7 @@ class Encoder {
   absl::Status Header(pb::Header* header) const {
     header->set_version(kNativeFormatVersion);
     (*header->mutable_metadata())["producer"] = "isowatch";
-    if (!h_.info().time_unit.empty()) {
-      (*header->mutable_metadata())["time_unit"] = h_.info().time_unit;
-    }
+    header->set_time_unit(h_.info().time_unit);
     const history::InitialState& initial = h_.initial();
     pb::InitialState* out = header->mutable_initial();
     if (!initial.default_value.absent()) {
