@@ -284,6 +284,11 @@ class Checker {
         break;
       default: {
         v->expected = f.expected;
+        if (!f.writer.valid()) {
+          why = fmt::format("{} read {}, which is no prefix of the key's initial list {}", reader,
+                            read_text, f.expected);
+          break;
+        }
         const Op& other = h_.ops(f.writer)[f.write_op];
         const std::string who = internal::TxnLabel(h_, f.writer.value());
         why = other.is_read()

@@ -41,6 +41,17 @@ class AdyaChecker final : public Checker {
     out.undecided = std::move(r.undecided);
     // Out of time, nothing stands; undecided, what was found does.
     if (r.complete || !out.undecided.empty()) out.violations = std::move(r.violations);
+    if (scope != nullptr) {
+      // A window's initial state is the stream's state at its base in commit order; a read
+      // taken before the base may see an older version (or list) than that, so a read the
+      // window's versions cannot explain is no finding there (the whole history judges it).
+      const auto before = out.violations.size();
+      std::erase_if(out.violations, [](const verdict::Violation& v) {
+        return v.anomaly == verdict::Anomaly::kThinAir ||
+               v.anomaly == verdict::Anomaly::kIncompatibleOrder;
+      });
+      out.findings_out_of_scope += before - out.violations.size();
+    }
     KeepInScope(scope, &out);
     const uint32_t first = scope == nullptr ? 0 : scope->first_proper;
     for (uint32_t i = first; i < h.size(); ++i) {
