@@ -252,9 +252,7 @@ void EdnWriter::AppendOps(const Transaction& t, bool invoke) {
     }
     AppendKey(op.key());
     line_.push_back(' ');
-    if (op.is_write()) {
-      AppendValue(op.value());
-    } else if (op.unknown() || (invoke && !never_completed)) {
+    if (!op.is_write() && (op.unknown() || (invoke && !never_completed))) {
       // An invocation's reads are nil, unless it is all there is of the transaction.
       line_.append("nil");
     } else if (op.kind() == OpKind::kListRead) {
@@ -267,7 +265,7 @@ void EdnWriter::AppendOps(const Transaction& t, bool invoke) {
       }
       line_.push_back(']');
     } else {
-      AppendValue(op.value());
+      AppendValue(op.value());  // a write's value, or a register read's
     }
     line_.push_back(']');
   }

@@ -64,8 +64,8 @@ class JsonOpReader {
   absl::Status ReadValue(ElleOp* op);
 
  private:
-  static absl::Status Error(std::string message) {
-    return absl::InvalidArgumentError(std::move(message));
+  static absl::Status Error(const std::string& message) {
+    return absl::InvalidArgumentError(message);
   }
   static absl::StatusOr<std::optional<int64_t>> OptionalInt(dom::element e, std::string_view what);
   static absl::Status Scalar(dom::element e, std::string_view what, ElleOps* ops, ElleScalar* out);
@@ -197,37 +197,37 @@ absl::Status JsonOpReader::ReadValue(ElleOp* op) {
     if (f.get_string().get(name)) {
       return Error(fmt::format("a micro-op's name must be a string, not {}", TypeName(f.type())));
     }
-    ElleMicroOp op_;
+    ElleMicroOp micro;
     const std::string_view kw = Keyword(name);
     if (kw == "r") {
-      op_.kind = ElleMicroOp::Kind::kRead;
+      micro.kind = ElleMicroOp::Kind::kRead;
     } else if (kw == "w") {
-      op_.kind = ElleMicroOp::Kind::kWrite;
+      micro.kind = ElleMicroOp::Kind::kWrite;
     } else if (kw == "append") {
-      op_.kind = ElleMicroOp::Kind::kAppend;
+      micro.kind = ElleMicroOp::Kind::kAppend;
     } else {
       return Error(fmt::format("unknown micro-op \"{}\" (expected r, w or append)", name));
     }
-    RETURN_IF_ERROR(Scalar(k, "a key", &ops, &op_.key));
+    RETURN_IF_ERROR(Scalar(k, "a key", &ops, &micro.key));
     dom::array list;
     if (v.is_null()) {
-      if (op_.kind == ElleMicroOp::Kind::kAppend) return Error("an append of null");
+      if (micro.kind == ElleMicroOp::Kind::kAppend) return Error("an append of null");
     } else if (!v.get_array().get(list)) {
-      if (op_.kind != ElleMicroOp::Kind::kRead) {
+      if (micro.kind != ElleMicroOp::Kind::kRead) {
         return Error("only a read (r) may have an array as its value");
       }
-      op_.list = true;
-      op_.list_begin = static_cast<uint32_t>(ops.elements.size());
+      micro.list = true;
+      micro.list_begin = static_cast<uint32_t>(ops.elements.size());
       for (dom::element x : list) {
         ElleScalar element;
         RETURN_IF_ERROR(Scalar(x, "a list element", &ops, &element));
         ops.elements.push_back(element);
       }
-      op_.list_size = static_cast<uint32_t>(ops.elements.size()) - op_.list_begin;
+      micro.list_size = static_cast<uint32_t>(ops.elements.size()) - micro.list_begin;
     } else {
-      RETURN_IF_ERROR(Scalar(v, "a value", &ops, &op_.value));
+      RETURN_IF_ERROR(Scalar(v, "a value", &ops, &micro.value));
     }
-    ops.ops.push_back(op_);
+    ops.ops.push_back(micro);
   }
   return absl::OkStatus();
 }
@@ -277,7 +277,7 @@ absl::Status ElleJsonReader::Take(const char* data, size_t size, const std::stri
   op_.text = std::string_view(data, size);
   absl::Status header = reader_.ReadHeader(e, &op_);
   if (!header.ok()) {
-    const absl::Status s = At(where, header);
+    absl::Status s = At(where, header);
     ++position_;
     if (!options_.lenient) return s;
     builder_->Note("malformed operations dropped", std::string(s.message()));

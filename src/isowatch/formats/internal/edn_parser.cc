@@ -594,9 +594,9 @@ EdnParser::Result EdnParser::ParseToken(size_t* p) {
       if (IsDigit(t)) {
         d = static_cast<uint64_t>(t - '0');
       } else if (base == 16 && t >= 'a' && t <= 'f') {
-        d = static_cast<uint64_t>(t - 'a' + 10);
+        d = static_cast<uint64_t>(t - 'a') + 10;
       } else if (base == 16 && t >= 'A' && t <= 'F') {
-        d = static_cast<uint64_t>(t - 'A' + 10);
+        d = static_cast<uint64_t>(t - 'A') + 10;
       } else {
         break;
       }

@@ -43,8 +43,8 @@ std::string ElleAssembler::Example(const ElleOp& op) const {
   return fmt::format("{}: {}", Where(op.line), text);
 }
 
-absl::Status ElleAssembler::Fail(std::string message) {
-  return absl::InvalidArgumentError(std::move(message));
+absl::Status ElleAssembler::Fail(const std::string& message) {
+  return absl::InvalidArgumentError(message);
 }
 
 void ElleAssembler::Drop(std::string_view kind, const std::string& message) {

@@ -137,7 +137,7 @@ class ElleAssembler {
   void EmitOps(const ElleOps& ops, bool observed, uint64_t line);
   KeyId Key(const ElleOps& ops, const ElleScalar& key, uint64_t line);
   history::Value Val(const ElleOps& ops, const ElleScalar& v);
-  absl::Status Fail(std::string message);
+  absl::Status Fail(const std::string& message);
   void Drop(std::string_view kind, const std::string& message);
   // "source:line", for messages.
   std::string Where(uint64_t line) const;
