@@ -2,6 +2,8 @@
 #include "tests/testing/canonical_history.h"
 
 #include <algorithm>
+#include <span>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -9,6 +11,22 @@
 #include "isowatch/history/snapshot.h"
 
 namespace isowatch::testing {
+namespace {
+
+std::string Bound(const history::History& h, history::KeyBound b) {
+  return b.unbounded ? std::string("unbounded") : h.KeyToString(b.key);
+}
+
+std::string Pairs(const history::History& h, std::span<const history::KeyValue> pairs) {
+  std::string out = "{";
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += fmt::format("{}: {}", h.KeyToString(pairs[i].key), h.ValueToString(pairs[i].value));
+  }
+  return out + "}";
+}
+
+}  // namespace
 
 std::string CanonicalHistory(const history::History& h) {
   using history::Op;
@@ -24,6 +42,10 @@ std::string CanonicalHistory(const history::History& h) {
     if (range.size == 0) continue;  // the same as an unlisted list
     initial.push_back(
         fmt::format("init {} = {}", h.KeyToString(key), h.ListToString(h.InitialList(key))));
+  }
+  for (const history::KeyValue& kv : h.tombstones()) {
+    initial.push_back(
+        fmt::format("tombstone {} = {}", h.KeyToString(kv.key), h.ValueToString(kv.value)));
   }
   std::sort(initial.begin(), initial.end());
   for (const std::string& line : initial) out += line + "\n";
@@ -50,7 +72,18 @@ std::string CanonicalHistory(const history::History& h) {
     if (h.has_snapshot(txn)) {
       out += fmt::format("  snapshot {}\n", history::FormatSnapshot(h.snapshot(txn)));
     }
+    std::span<const history::RangeRead> ranges = h.range_reads(id);
+    auto range = ranges.begin();
+    auto print_ranges = [&](size_t position) {
+      for (; range != ranges.end() && range->position == position; ++range) {
+        out += fmt::format("  range {} .. {} live {} dead {}\n", Bound(h, range->low),
+                           Bound(h, range->high), Pairs(h, h.range_live(*range)),
+                           Pairs(h, h.range_dead(*range)));
+      }
+    };
+    size_t position = 0;
     for (const Op& op : h.ops(id)) {
+      print_ranges(position++);
       std::string value;
       if (op.unknown()) {
         value = "?";
@@ -63,6 +96,8 @@ std::string CanonicalHistory(const history::History& h) {
           fmt::format("  {}{} {} {}\n", history::OpKindName(op.kind()),
                       op.kind() == OpKind::kListRead ? "[]" : "", h.KeyToString(op.key()), value);
     }
+    print_ranges(position);
+    if (range != ranges.end()) out += "  range reads past the operations\n";
   }
   return out;
 }

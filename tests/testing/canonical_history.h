@@ -11,7 +11,8 @@ namespace isowatch::testing {
 // texts are. Keys and values are shown as the source wrote them, not by their ids; transactions
 // in input order with their session, position and predecessor, status, timestamps, real-time
 // interval, xid, snapshot and operations (unknown reads marked "?"; bytes keys and values quoted,
-// so that 5 and "5" differ). The source's name and reader notes are
+// so that 5 and "5" differ), range reads among the operations at their positions, and the
+// tombstones. The source's name and reader notes are
 // left out, so that the same history read from two formats compares equal.
 std::string CanonicalHistory(const history::History& h);
 

@@ -41,7 +41,8 @@ absl::StatusOr<history::History> ReadNativeString(std::string_view data, const R
                                                   std::string_view source);
 
 // Writes `h`: a Header (version 1, the initial state, metadata {"producer": "isowatch"}), then
-// every transaction in input order with its sequence number, status, timestamps and operations.
+// every transaction in input order with its sequence number, status, timestamps, operations and
+// range reads (the tombstones in the Header's initial state).
 // Reading the output gives back the same history. Errors (InvalidArgument): what the format
 // cannot hold (a write of an absent value, a list element that is absent, an id or session that
 // is not UTF-8, a record over kNativeMaxRecordSize). Unavailable: the stream failed.

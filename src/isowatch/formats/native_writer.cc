@@ -27,6 +27,7 @@ namespace {
 namespace pb = ::isowatch::v1;
 using history::History;
 using history::KeyInfo;
+using history::KeyValue;
 using history::Op;
 using history::OpKind;
 using history::Transaction;
@@ -182,6 +183,19 @@ class Encoder {
     return h_.bytes(static_cast<uint32_t>(x.payload)) < h_.bytes(static_cast<uint32_t>(y.payload));
   }
 
+  // Absent first, then integers, then bytes; by value within a kind.
+  bool ValueLess(Value a, Value b) const {
+    if (a.kind() != b.kind()) return a.kind() < b.kind();
+    if (a.is_int()) return a.as_int() < b.as_int();
+    if (a.is_bytes()) return h_.bytes(a.bytes_index()) < h_.bytes(b.bytes_index());
+    return false;
+  }
+
+  void Pair(const KeyValue& kv, pb::KeyValue* out) const {
+    Key(kv.key, out->mutable_key());
+    if (!kv.value.absent()) MaybeValue(kv.value, out->mutable_value());
+  }
+
   absl::Status Header(pb::Header* header) const {
     header->set_version(kNativeFormatVersion);
     (*header->mutable_metadata())["producer"] = "isowatch";
@@ -211,6 +225,12 @@ class Encoder {
       RETURN_IF_ERROR(Elements(h_.InitialList(key), l->mutable_elements(),
                                fmt::format("the initial list {}", h_.KeyToString(key))));
     }
+    std::vector<KeyValue> tombstones(h_.tombstones().begin(), h_.tombstones().end());
+    std::sort(tombstones.begin(), tombstones.end(), [this](const KeyValue& a, const KeyValue& b) {
+      if (a.key != b.key) return KeyLess(a.key, b.key);
+      return ValueLess(a.value, b.value);
+    });
+    for (const KeyValue& kv : tombstones) Pair(kv, out->add_tombstones());
     return absl::OkStatus();
   }
 
@@ -314,6 +334,14 @@ class Encoder {
           }
           break;
       }
+    }
+    for (const history::RangeRead& r : h_.range_reads(id)) {
+      pb::RangeRead* o = out->add_range_reads();
+      o->set_position(r.position);
+      if (!r.low.unbounded) Key(r.low.key, o->mutable_low());
+      if (!r.high.unbounded) Key(r.high.key, o->mutable_high());
+      for (const KeyValue& kv : h_.range_live(r)) Pair(kv, o->add_live());
+      for (const KeyValue& kv : h_.range_dead(r)) Pair(kv, o->add_dead());
     }
     return absl::OkStatus();
   }

@@ -64,6 +64,16 @@ absl::Status ProtoDecoder::Elements(const google::protobuf::RepeatedPtrField<pb:
 }
 
 absl::Status ProtoDecoder::ApplyInitialState(const pb::InitialState& initial) {
+  if (initial.tombstones_size() > 0 && builder_.live()) {
+    return absl::InvalidArgumentError(
+        "initial.tombstones: a live history holds no tombstones (the ingest protocol has no "
+        "deletes)");
+  }
+  for (int i = 0; i < initial.tombstones_size(); ++i) {
+    const pb::KeyValue& kv = initial.tombstones(i);
+    ASSIGN_OR_RETURN(KeyId key, Key(kv.key(), fmt::format("initial.tombstones[{}]", i)));
+    builder_.MarkTombstone(key, ValueOf(kv.value()));
+  }
   if (HasValue(initial.default_value())) {
     builder_.SetDefaultInitialValue(ValueOf(initial.default_value()));
   }
@@ -169,8 +179,46 @@ absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t 
         .xip = std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(xip.data()),
                                          static_cast<size_t>(xip.size()))};
   }
+  const auto& ranges = t.range_reads();
+  if (!ranges.empty() && builder_.live()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "transaction {}: range reads in a live history (the ingest protocol has none)", header.id));
+  }
+  for (int i = 0; i < ranges.size(); ++i) {
+    const uint32_t position = ranges.Get(i).position();
+    if (position > static_cast<uint32_t>(t.ops_size())) {
+      return absl::InvalidArgumentError(
+          fmt::format("transaction {}, range_reads[{}]: position {} is past its {} operations",
+                      header.id, i, position, t.ops_size()));
+    }
+    if (i > 0 && position < ranges.Get(i - 1).position()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "transaction {}, range_reads[{}]: position {} is before the previous range read's {} "
+          "(range reads are in program order)",
+          header.id, i, position, ranges.Get(i - 1).position()));
+    }
+  }
   RETURN_IF_ERROR(builder_.BeginTxn(header));
-  for (int i = 0; i < t.ops_size(); ++i) {
+  int next_range = 0;
+  // Adds the range reads at `position`.
+  auto apply_ranges = [&](int position) -> absl::Status {
+    for (; next_range < ranges.size() &&
+           ranges.Get(next_range).position() == static_cast<uint32_t>(position);
+         ++next_range) {
+      if (absl::Status status = ApplyRangeRead(ranges.Get(next_range)); !status.ok()) {
+        return absl::InvalidArgumentError(fmt::format("transaction {}, range_reads[{}]: {}",
+                                                      header.id, next_range,
+                                                      common::StdView(status.message())));
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (int i = 0; i <= t.ops_size(); ++i) {
+    if (absl::Status status = apply_ranges(i); !status.ok()) {
+      builder_.AbandonTxn();
+      return status;
+    }
+    if (i == t.ops_size()) break;
     if (absl::Status status = ApplyOp(t.ops(i)); !status.ok()) {
       builder_.AbandonTxn();
       return absl::InvalidArgumentError(fmt::format("transaction {}, ops[{}]: {}", header.id, i,
@@ -180,6 +228,33 @@ absl::StatusOr<TxnId> ProtoDecoder::ApplyTxn(const pb::Transaction& t, uint64_t 
   if (builder_.live()) return builder_.EndLiveTxn();
   builder_.EndTxn();
   return TxnId(builder_.txn_count() - 1);
+}
+
+absl::Status ProtoDecoder::Pairs(const google::protobuf::RepeatedPtrField<pb::KeyValue>& pairs,
+                                 std::string_view what, std::vector<history::KeyValue>& out) {
+  out.clear();
+  for (int i = 0; i < pairs.size(); ++i) {
+    ASSIGN_OR_RETURN(KeyId key, Key(pairs.Get(i).key(), fmt::format("{}[{}]", what, i)));
+    out.push_back({key, ValueOf(pairs.Get(i).value())});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProtoDecoder::ApplyRangeRead(const pb::RangeRead& r) {
+  history::KeyBound low;
+  history::KeyBound high;
+  if (HasValue(r.low())) {
+    ASSIGN_OR_RETURN(KeyId key, Key(r.low(), "low"));
+    low = history::KeyBound::At(key);
+  }
+  if (HasValue(r.high())) {
+    ASSIGN_OR_RETURN(KeyId key, Key(r.high(), "high"));
+    high = history::KeyBound::At(key);
+  }
+  RETURN_IF_ERROR(Pairs(r.live(), "live", live_));
+  RETURN_IF_ERROR(Pairs(r.dead(), "dead", dead_));
+  builder_.RangeRead(low, high, live_, dead_);
+  return absl::OkStatus();
 }
 
 absl::Status ProtoDecoder::ApplyOp(const pb::Operation& op) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -29,7 +30,9 @@ class ProtoDecoder {
   absl::Status ApplyInitialState(const v1::InitialState& initial);
 
   // Adds `t` to the builder; in live mode (HistoryBuilder::StartLive) the transaction is complete
-  // and readable when this returns. `source_offset`: where it came from, for counterexamples.
+  // and readable when this returns. Live mode refuses range reads, and ApplyInitialState
+  // tombstones: the ingest protocol has neither. `source_offset`: where it came from, for
+  // counterexamples.
   absl::StatusOr<TxnId> ApplyTxn(const v1::Transaction& t, uint64_t source_offset);
 
  private:
@@ -38,11 +41,16 @@ class ProtoDecoder {
   absl::Status Elements(const google::protobuf::RepeatedPtrField<v1::Datum>& list,
                         std::string_view what);
   absl::Status ApplyOp(const v1::Operation& op);
+  absl::Status Pairs(const google::protobuf::RepeatedPtrField<v1::KeyValue>& pairs,
+                     std::string_view what, std::vector<history::KeyValue>& out);
+  absl::Status ApplyRangeRead(const v1::RangeRead& r);
 
   history::HistoryBuilder& builder_;
   std::string id_;
   std::string session_;
   std::vector<history::Value> elements_;
+  std::vector<history::KeyValue> live_;
+  std::vector<history::KeyValue> dead_;
 };
 
 }  // namespace isowatch::formats

@@ -178,7 +178,10 @@ size_t History::MemoryUsage() const {
          ext_ids_.MemoryUsage() + sessions_.MemoryUsage() + bytes_.MemoryUsage() +
          keys_.capacity() * sizeof(KeyInfo) + free_keys_.capacity() * sizeof(uint32_t) +
          int_keys_.capacity() * (sizeof(int64_t) + sizeof(KeyId) + 1) +
-         bytes_keys_.capacity() * (sizeof(uint32_t) + sizeof(KeyId) + 1);
+         bytes_keys_.capacity() * (sizeof(uint32_t) + sizeof(KeyId) + 1) +
+         range_reads_.capacity() * sizeof(RangeRead) + range_pairs_.capacity() * sizeof(KeyValue) +
+         range_index_.capacity() * (sizeof(uint64_t) + 2 * sizeof(uint32_t) + 1) +
+         tombstones_.capacity() * (sizeof(KeyValue) + 1);
 }
 
 }  // namespace isowatch::history

@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -12,6 +13,7 @@
 
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/operation.h"
+#include "isowatch/history/range_read.h"
 #include "isowatch/history/snapshot.h"
 #include "isowatch/history/string_pool.h"
 #include "isowatch/history/timestamp.h"
@@ -168,6 +170,33 @@ class History {
                                            : std::span<const Value>();
   }
 
+  // Range reads (range_read.h), kept beside the operations; a live history has none.
+  // The range reads of transaction `id` in program order; empty for most transactions (and for
+  // every one of a history without range reads, at the cost of one test).
+  std::span<const RangeRead> range_reads(TxnId id) const {
+    if (range_index_.empty()) [[likely]] {
+      return {};
+    }
+    return RangeReadsOf(id);
+  }
+  // Range reads in all.
+  size_t range_read_count() const { return range_reads_.size(); }
+  // The records `r` returned live, and tombstoned.
+  std::span<const KeyValue> range_live(const RangeRead& r) const {
+    return std::span<const KeyValue>(range_pairs_).subspan(r.pairs_begin, r.live_count);
+  }
+  std::span<const KeyValue> range_dead(const RangeRead& r) const {
+    return std::span<const KeyValue>(range_pairs_)
+        .subspan(r.pairs_begin + r.live_count, r.dead_count);
+  }
+  // Whether `v` is a tombstone of `key`: a value a delete wrote to mark the key deleted
+  // (HistoryBuilder::MarkTombstone), so that a read of it reads a deleted key, not a live value.
+  bool IsTombstone(KeyId key, Value v) const {
+    return !tombstones_.empty() && tombstones_.contains(KeyValue{key, v});
+  }
+  // Every tombstone, in no particular order.
+  const absl::flat_hash_set<KeyValue>& tombstones() const { return tombstones_; }
+
   // Database xids and PostgreSQL snapshots (docs/engine.md, "Snapshots").
   // The transaction's xid; 0 if it has none.
   uint64_t xid(const Transaction& t) const { return t.xid_slot == 0 ? 0 : XidAt(t.xid_slot).xid; }
@@ -268,6 +297,7 @@ class History {
   };
 
   const Transaction& RetiredTxn(TxnId id) const;
+  std::span<const RangeRead> RangeReadsOf(TxnId id) const;
   const XidEntry& XidAt(uint32_t slot) const {
     const uint32_t i = slot - 1;
     return i >= kRetiredXid ? retired_xids_[i - kRetiredXid] : xids_[i];
@@ -305,6 +335,12 @@ class History {
   absl::flat_hash_map<int64_t, KeyId> int_keys_;
   absl::flat_hash_map<uint32_t, KeyId> bytes_keys_;
   InitialState initial_;
+  // Range reads in transaction order, their pairs, and for each transaction with any, the
+  // [begin, end) of its own in range_reads_ (empty, and no memory, without range reads).
+  std::vector<RangeRead> range_reads_;
+  std::vector<KeyValue> range_pairs_;
+  absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> range_index_;
+  absl::flat_hash_set<KeyValue> tombstones_;
   DataModel data_model_ = DataModel::kKeyValue;
   std::string source_;
   HistoryInfo info_;

@@ -247,6 +247,7 @@ void HistoryBuilder::AbandonTxn() {
   }
   txn_extended_.clear();
   history_.ops_.resize(t.ops_begin);
+  DropOpenRangeReads();
   if (t.xid_slot != 0) {
     const XidEntry& e = history_.xids_.back();
     if (e.has_snapshot) {
@@ -583,6 +584,7 @@ absl::StatusOr<History> HistoryBuilder::Finish() && {
     }
   }
   for (const auto& [key, value] : h.initial_.registers) used_as_register[key.value()] = 1;
+  MarkRangeReadKeys(used_as_register);
   bool any_list = false;
   bool any_register = false;
   for (size_t k = 0; k < h.keys_.size(); ++k) {

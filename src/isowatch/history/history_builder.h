@@ -92,6 +92,17 @@ class HistoryBuilder {
   void ListReadBegin(KeyId key);
   void ListReadElement(Value element);
   void ListReadEnd();
+  // A range read of the open transaction (range_read.h), after the operations added so far: the
+  // keys in [low, high] and the records it returned, live and tombstoned. Its keys are register
+  // keys (Finish refuses a key also used as a list).
+  // REQUIRES: a transaction is open; !live() (the ingest protocol has no range reads, and the
+  // online engine does not judge them).
+  void RangeRead(KeyBound low, KeyBound high, std::span<const KeyValue> live,
+                 std::span<const KeyValue> dead);
+  // Marks `v` as a tombstone of `key` (History::IsTombstone): a value a delete wrote. A mark
+  // belongs to the history, not to the open transaction: AbandonTxn keeps it.
+  // REQUIRES: !live().
+  void MarkTombstone(KeyId key, Value v);
   // Closes the open transaction.
   void EndTxn();
   // Drops the open transaction and its operations, as if BeginTxn had not been called.
@@ -195,6 +206,10 @@ class HistoryBuilder {
 
   // A new key id for `info`: a forgotten key's (CollectKeys) if there is one.
   KeyId AddKey(const KeyInfo& info);
+  // Range reads (range_read.cc): drops those of the open transaction; marks every key of a range
+  // read in `used_as_register` (Finish).
+  void DropOpenRangeReads();
+  void MarkRangeReadKeys(std::vector<uint8_t>& used_as_register) const;
 
   // The list read being streamed turns out not to be a prefix of its key's list.
   void ListReadDiverge();
