@@ -40,13 +40,14 @@ absl::Status SniffViperDir(const std::string& dir);
 // The files WriteViperDir writes, in memory: one `<session>.log` per session (the session's name
 // when every session is named J<digits>, else J1, J2, ... in session order) with its
 // transactions in session order, and the initial state, if any, in a file of its own (J0, or
-// J00, ... when taken). Transaction ids are not kept: the reader derives them from file and line.
-// Errors (InvalidArgument, naming the transaction and what): what ViperBench cannot express — a
-// transaction not committed, start or commit timestamps, xids or snapshots, list operations, an
-// unknown read, a bytes value, the value 0 (ViperBench's null) read or written, a write of an
-// absent value, integer and bytes keys in one history, a real-time interval in a unit other than
-// ms or never completed, a non-null default initial value, an initial list or installed version,
-// a range bound that is the string "nil", a tombstone no mop can mark as one.
+// J00, ... when taken); an empty history is one empty J1.log. Transaction ids are not kept: the
+// reader derives them from file and line. Errors (InvalidArgument, naming the transaction and
+// what): what ViperBench cannot express — a transaction not committed, start or commit timestamps,
+// xids or snapshots, list operations, an unknown read, a bytes value, the value 0 (ViperBench's
+// null) read or written, a write of an absent value, integer and bytes keys in one history, a
+// real-time interval in a unit other than ms or never completed, a non-null default initial value,
+// an initial list or installed version, a range bound that is the string "nil", a tombstone no mop
+// can mark as one.
 absl::StatusOr<ViperFiles> EncodeViper(const history::History& h);
 // Writes EncodeViper's files into `dir` (created if missing). Errors: those of EncodeViper;
 // FailedPrecondition if `dir` already holds a J<digits>.log file; Unavailable if a write fails.

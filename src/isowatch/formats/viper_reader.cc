@@ -396,6 +396,10 @@ class Reader {
       return Error(stamps[0] ? "preBeginTS without postCommitTS"
                              : "postCommitTS without preBeginTS");
     }
+    if (stamps[3] == history::Transaction::kNeverCompleted) {
+      return Error(
+          fmt::format("postCommitTS {} is out of range (it means never completed)", *stamps[3]));
+    }
     bool initial = false;
     bool final = false;
     if (is_initial) {

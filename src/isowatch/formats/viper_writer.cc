@@ -139,6 +139,9 @@ class Encoder {
             h_.KeyToString(kv.key), h_.ValueToString(kv.value)));
       }
     }
+    // A history without a transaction or an initial state is an empty J1.log, so that what is
+    // written can always be read.
+    if (files.empty()) files.emplace_back("J1.log", "");
     std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
       return internal::ViperNameLess(a.first, b.first);
     });
@@ -247,7 +250,8 @@ class Encoder {
   }
 
   // The initial state as one line: an unbounded range when some value is a tombstone (only a
-  // range's dead records say so), else writes. nullopt: none, or an error in status_.
+  // range's dead records say so) or listed as null (a record's value 0), else writes. nullopt:
+  // none, or an error in status_.
   std::optional<std::string> Initial() {
     std::vector<KeyId> keys;
     for (const auto& [key, value] : h_.initial().registers) keys.push_back(key);
@@ -260,18 +264,14 @@ class Encoder {
              h_.bytes(static_cast<uint32_t>(y.payload));
     });
     std::vector<KeyValue> live, dead;
+    bool any_absent = false;
     for (KeyId key : keys) {
       const Value v = h_.initial().registers.at(key);
-      if (v.absent()) {
-        status_ = absl::InvalidArgumentError(fmt::format(
-            "the initial value of {} is listed as null: ViperBench lists written values only",
-            h_.KeyToString(key)));
-        return std::nullopt;
-      }
+      any_absent = any_absent || v.absent();
       (h_.IsTombstone(key, v) ? dead : live).push_back({key, v});
     }
     std::string out = "{\"value\": [";
-    if (dead.empty()) {
+    if (dead.empty() && !any_absent) {
       for (size_t i = 0; i < live.size(); ++i) {
         out += i > 0 ? ", [\"w\", " : "[\"w\", ";
         Key(live[i].key, out);

@@ -248,6 +248,17 @@ TEST(ViperTest, BuiltHistoryRoundTrips) {
   EXPECT_EQ(Dump(*back), Dump(*h));
 }
 
+TEST(ViperTest, EmptyHistoryIsOneEmptyFile) {
+  absl::StatusOr<History> h = Read({{"J5.log", "\n\n"}});
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->size(), 0u);
+  ViperFiles files = Encode(*h);
+  EXPECT_EQ(files, (ViperFiles{{"J1.log", ""}}));
+  absl::StatusOr<History> back = Read(files);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(Dump(*back), Dump(*h));
+}
+
 TEST(ViperTest, SessionsNotNamedJnGetFileNames) {
   HistoryBuilder b;
   ASSERT_TRUE(b.BeginTxn({.id = "x", .session = "alice"}).ok());
@@ -457,6 +468,8 @@ TEST(ViperTest, MalformedLinesNameFileAndLine) {
       {"{\"value\": [7]}", "value[0]: expected a mop"},
       {"{\"preBeginTS\": 5, \"value\": []}", "preBeginTS without postCommitTS"},
       {"{\"preBeginTS\": 5, \"postCommitTS\": 4, \"value\": []}", "completes at 4 before"},
+      {"{\"preBeginTS\": 5, \"postCommitTS\": 9223372036854775807, \"value\": []}",
+       "postCommitTS 9223372036854775807 is out of range"},
   };
   for (const Case& c : cases) {
     const std::string text = "{\"value\": [[\"r\", 1, 2, false]]}\n" + std::string(c.line) + "\n";
