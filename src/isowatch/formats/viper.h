@@ -33,9 +33,11 @@ absl::StatusOr<history::History> ReadViperDir(const std::string& dir, const Read
 absl::StatusOr<history::History> ReadViperFiles(const ViperFiles& files, const ReadOptions& options,
                                                 std::string_view source);
 
-// OK if `dir` is a directory that holds a `J<digits>.log` file and every such file's first
-// non-blank byte is '{'; otherwise an error (InvalidArgument, NotFound) saying why not.
-absl::Status SniffViperDir(const std::string& dir);
+// OK if `dir` is a directory that holds a `J<digits>.log` file and every such non-blank file's
+// first line is a JSON object with "value": [...]; otherwise an error (InvalidArgument, NotFound)
+// saying why not. Fits FormatDescription::sniff, which gives a directory format the directory's
+// path.
+absl::Status SniffViperDir(std::string_view dir);
 
 // The files WriteViperDir writes, in memory: one `<session>.log` per session (the session's name
 // when every session is named J<digits>, else J1, J2, ... in session order) with its

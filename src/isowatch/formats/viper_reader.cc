@@ -659,7 +659,35 @@ absl::StatusOr<history::History> ReadViperDir(const std::string& dir, const Read
   return std::move(reader).Finish();
 }
 
-absl::Status SniffViperDir(const std::string& dir) {
+namespace {
+
+// Whether `head`, the first bytes of a J<n>.log, starts a ViperBench line: '{' first, and the
+// member "value" holding an array (unless the first line is longer than the head). Empty: blank.
+std::optional<absl::Status> SniffHead(std::string_view name, std::string_view head, bool full) {
+  if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
+  const size_t first = head.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return std::nullopt;  // blank so far: says nothing
+  if (head[first] != '{') {
+    return absl::InvalidArgumentError(
+        fmt::format("{} does not start with '{{' (ViperBench lines are JSON objects)", name));
+  }
+  const std::string_view line = head.substr(first, head.find('\n', first) - first);
+  for (size_t at = line.find("\"value\""); at != std::string_view::npos;
+       at = line.find("\"value\"", at + 1)) {
+    size_t i = line.find_first_not_of(" \t\r", at + 7);
+    if (i == std::string_view::npos || line[i] != ':') continue;
+    i = line.find_first_not_of(" \t\r", i + 1);
+    if (i != std::string_view::npos && line[i] == '[') return absl::OkStatus();
+  }
+  if (full && line.size() == head.size() - first) return absl::OkStatus();  // cut short
+  return absl::InvalidArgumentError(
+      fmt::format("{}'s first line has no \"value\": [...] (ViperBench's mops)", name));
+}
+
+}  // namespace
+
+absl::Status SniffViperDir(std::string_view dir_view) {
+  const std::filesystem::path dir(dir_view);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return absl::InvalidArgumentError("not a directory (ViperBench is a directory of J<n>.log)");
@@ -671,14 +699,11 @@ absl::Status SniffViperDir(const std::string& dir) {
     std::ifstream in(entry.path(), std::ios::binary);
     char head[4096];
     in.read(head, sizeof head);
-    std::string_view text(head, static_cast<size_t>(in.gcount()));
-    if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-    const size_t first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string_view::npos) continue;  // blank so far: says nothing
-    if (text[first] != '{') {
-      return absl::InvalidArgumentError(
-          fmt::format("{} does not start with '{{' (ViperBench lines are JSON objects)", name));
-    }
+    const auto size = static_cast<size_t>(in.gcount());
+    std::optional<absl::Status> fits =
+        SniffHead(name, std::string_view(head, size), size == sizeof head);
+    if (!fits) continue;
+    RETURN_IF_ERROR(*fits);
     any = true;
   }
   if (ec) return absl::NotFoundError(fmt::format("cannot list the directory: {}", ec.message()));

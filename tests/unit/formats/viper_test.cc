@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "tests/testing/canonical_history.h"
 #include "tests/testing/source_dir.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/unit/formats/format_samples.h"
 
 namespace isowatch::formats {
 namespace {
@@ -530,6 +532,27 @@ TEST(ViperTest, SnifferAcceptsViperDirectoriesOnly) {
 
   s = SniffViperDir(DataDir("sample") + "/J1.log");
   EXPECT_THAT(std::string(s.message()), HasSubstr("not a directory"));
+}
+
+TEST(ViperTest, SnifferRejectsTheOtherFormatsSamples) {
+  const std::vector<std::string>& foreign = samples::ForeignTextSamples();
+  for (size_t i = 0; i < foreign.size(); ++i) {
+    isowatch::testing::TempDir dir("viper-foreign");
+    std::ofstream(std::filesystem::path(dir.Path()) / "J1.log", std::ios::binary) << foreign[i];
+    const bool viper = foreign[i].starts_with("{\"value\"");
+    EXPECT_EQ(SniffViperDir(dir.Path()).ok(), viper) << foreign[i];
+  }
+  // Native JSON lines: "value" holds a Datum, not mops.
+  isowatch::testing::TempDir native("viper-native");
+  std::ofstream(std::filesystem::path(native.Path()) / "J1.log")
+      << R"({"txn": {"id_int": 1, "ops": [{"kind": "READ", "key": {"int": 1}, "value": {"int": 2}}]}})";
+  EXPECT_THAT(std::string(SniffViperDir(native.Path()).message()),
+              HasSubstr("J1.log's first line has no \"value\": [...]"));
+  // A first line longer than what is sniffed is judged by its first byte.
+  isowatch::testing::TempDir long_line("viper-long");
+  std::ofstream(std::filesystem::path(long_line.Path()) / "J1.log")
+      << "{\"preBeginTS\": " << std::string(5000, '1') << "}";
+  EXPECT_TRUE(SniffViperDir(long_line.Path()).ok());
 }
 
 }  // namespace
