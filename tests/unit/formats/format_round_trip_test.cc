@@ -16,11 +16,11 @@
 #include "isowatch/checkers/adya/adya.h"
 #include "isowatch/formats/history_file.h"
 #include "isowatch/history/history_builder.h"
+#include "isowatch/history/without_timestamps.h"
 #include "isowatch/sim/simulator.h"
 
 #include "tests/testing/canonical_history.h"
 #include "tests/testing/source_dir.h"
-#include "tests/testing/strip_timestamps.h"
 #include "tests/testing/temp_dir.h"
 
 namespace isowatch::formats {
@@ -137,7 +137,9 @@ TEST_P(FormatRoundTripTest, PlantedFaultsAreJudgedAlikeAfterARoundTrip) {
     o.faults = {{.fault = fault, .rate = 0.05}};
     auto simulated = sim::Simulate(o);
     ASSERT_TRUE(simulated.ok()) << simulated.status();
-    const History reduced = Reduce(testing::StripTimestamps(simulated->history), c.reduction);
+    absl::StatusOr<History> bare = history::WithoutTimestamps(simulated->history);
+    ASSERT_TRUE(bare.ok()) << bare.status();
+    const History reduced = Reduce(*bare, c.reduction);
     const std::string path = (std::filesystem::path(dir.Path()) /
                               fmt::format("{}.{}", sim::FaultName(fault), FileFormatName(c.format)))
                                  .string();

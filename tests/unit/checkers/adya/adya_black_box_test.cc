@@ -10,9 +10,9 @@
 
 #include "isowatch/checkers/adya/adya.h"
 #include "isowatch/checkers/chronos/chronos.h"
+#include "isowatch/history/without_timestamps.h"
 #include "isowatch/sim/simulator.h"
 
-#include "tests/testing/strip_timestamps.h"
 #include "tests/testing/test_history.h"
 #include "tests/unit/checkers/adya/summary.h"
 
@@ -250,7 +250,9 @@ TEST(AdyaBlackBoxTest, SimulatorHistoriesWithoutTimestamps) {
       if (data == history::DataModel::kList) o.max_appends_per_key = 32;
       auto sim = sim::Simulate(o);
       ASSERT_TRUE(sim.ok()) << sim.status();
-      history::History bare = testing::StripTimestamps(sim->history);
+      absl::StatusOr<history::History> stripped = history::WithoutTimestamps(sim->history);
+      ASSERT_TRUE(stripped.ok()) << stripped.status();
+      const history::History& bare = *stripped;
       ASSERT_FALSE(bare.has_commit_timestamps());
       AdyaResult r = Check(bare, kSer);
       EXPECT_THAT(SummarizeAll(bare, r.violations), IsEmpty()) << "seed " << seed;
@@ -289,7 +291,9 @@ TEST(AdyaBlackBoxTest, PlantedFaultsAreFoundWithoutTimestamps) {
       o.faults = {{.fault = c.fault, .rate = 0.05}};
       auto sim = sim::Simulate(o);
       ASSERT_TRUE(sim.ok()) << sim.status();
-      history::History bare = testing::StripTimestamps(sim->history);
+      absl::StatusOr<history::History> stripped = history::WithoutTimestamps(sim->history);
+      ASSERT_TRUE(stripped.ok()) << stripped.status();
+      const history::History& bare = *stripped;
       for (const verdict::Violation& v : Check(bare, kSer).violations) {
         found += v.anomaly == c.expected ? 1 : 0;
       }
