@@ -19,6 +19,7 @@
 #include "isowatch/formats/native.h"
 #include "isowatch/formats/text.h"
 #include "isowatch/formats/timekiller.h"
+#include "isowatch/formats/viper.h"
 
 namespace isowatch::formats {
 
@@ -182,6 +183,14 @@ const std::array kFormats = {
                       .directory = true,
                       .writable = true,
                       .sniff = SniffDbcopDir},
+    FormatDescription{.format = FileFormat::kViper,
+                      .name = "viper",
+                      .summary = "a ViperBench directory of JSON-lines logs (J*.log), with range "
+                                 "reads",
+                      .carries = "no timestamps (real time in ms when the logs record it)",
+                      .directory = true,
+                      .writable = true,
+                      .sniff = SniffViperDir},
 };
 
 }  // namespace
@@ -275,6 +284,8 @@ absl::StatusOr<history::History> ReadHistoryFile(const std::string& path, FileFo
       return ReadTextFile(path, options);
     case FileFormat::kCobra:
       return ReadCobraDir(path, options);
+    case FileFormat::kViper:
+      return ReadViperDir(path, options);
     case FileFormat::kDbcopBincode:
       if (directory) {
         absl::StatusOr<std::filesystem::path> file = DbcopHistoryIn(path);
@@ -303,6 +314,7 @@ absl::Status WriteHistoryFile(const history::History& h, const std::string& path
     if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", path, ec.message()));
     return WriteCobraDir(h, path);
   }
+  if (format == FileFormat::kViper) return WriteViperDir(h, path);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(fmt::format("{}: cannot write file", path));
   switch (format) {
@@ -335,6 +347,7 @@ absl::Status WriteHistoryFile(const history::History& h, const std::string& path
     case FileFormat::kElleJson:
     case FileFormat::kDbcopJson:
     case FileFormat::kCobra:
+    case FileFormat::kViper:
       break;
   }
   out.flush();

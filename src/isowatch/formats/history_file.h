@@ -27,6 +27,7 @@ enum class FileFormat {
   kCobra,         // Cobra client log directory (T*.log)
   kDbcopBincode,  // dbcop's old bincode (a file, or a directory holding history.bincode)
   kDbcopJson,     // dbcop JSON, old or new
+  kViper,         // ViperBench JSON-lines directory (J*.log)
 };
 
 // What a format is and carries, for `isowatch formats` and for messages.

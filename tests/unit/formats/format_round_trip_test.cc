@@ -37,7 +37,7 @@ using ::testing::HasSubstr;
 // What each format can say, as a filter on a timestamp-free history.
 struct Reduction {
   bool zero_initial = false;               // initial value 0, absent reads read 0 (text, dbcop)
-  bool committed_only = false;             // only committed transactions (Cobra)
+  bool committed_only = false;             // only committed transactions (Cobra, ViperBench)
   bool aborted_writes_only = false;        // aborted transactions keep their writes only (text)
   bool drop_unknown = false;               // no transaction of unknown outcome (text, dbcop)
   bool uncommitted_reads_unknown = false;  // reads of others are not observations (EDN)
@@ -179,6 +179,7 @@ INSTANTIATE_TEST_SUITE_P(
                    {.zero_initial = true, .drop_unknown = true},
                    history::DataModel::kKeyValue},
         FormatCase{FileFormat::kCobra, {.committed_only = true}, history::DataModel::kKeyValue},
+        FormatCase{FileFormat::kViper, {.committed_only = true}, history::DataModel::kKeyValue},
         FormatCase{FileFormat::kNative, {}, history::DataModel::kList}),
     CaseName);
 
@@ -196,7 +197,9 @@ TEST(FormatDetectionTest, SamplesAreDetectedByContent) {
       {"text/isovista.txt", FileFormat::kText},
       {"dbcop/sample.bincode", FileFormat::kDbcopBincode},
       {"dbcop/new.json", FileFormat::kDbcopJson},
-      {"cobra/sample", FileFormat::kCobra}};
+      {"cobra/sample", FileFormat::kCobra},
+      {"viper/sample", FileFormat::kViper},
+      {"viper/ranges", FileFormat::kViper}};
   for (const auto& [name, format] : samples) {
     absl::StatusOr<FileFormat> detected = DetectFileFormat((root / name).string());
     ASSERT_TRUE(detected.ok()) << name << ": " << detected.status();
