@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace isowatch::checkers {
 
 void KeepInScope(const WindowScope* scope, CheckerResult* result) {
@@ -16,6 +18,19 @@ void KeepInScope(const WindowScope* scope, CheckerResult* result) {
   auto kept = std::remove_if(violations.begin(), violations.end(), lead_in_only);
   result->findings_out_of_scope += static_cast<size_t>(violations.end() - kept);
   violations.erase(kept, violations.end());
+}
+
+void LeaveRangeReadsUndecided(const history::History& h, CheckerResult* result) {
+  const size_t n = h.range_read_count();
+  if (n == 0) return;
+  result->stats.emplace_back("range_reads_unjudged", n);
+  if (!result->complete && result->undecided.empty()) return;  // out of time
+  result->complete = false;
+  std::string sentence = fmt::format(
+      "{} range read{} not judged (this checker weighs point and list reads only)", n,
+      n == 1 ? " is" : "s are");
+  result->undecided =
+      result->undecided.empty() ? sentence : fmt::format("{}; {}", result->undecided, sentence);
 }
 
 }  // namespace isowatch::checkers

@@ -163,4 +163,10 @@ struct CheckerInfo {
 // without a scope.
 void KeepInScope(const WindowScope* scope, CheckerResult* result);
 
+// For a checker that judges point and list reads only: the history's range reads are evidence
+// it did not weigh, so a finished result becomes undecided (what it found stands), says how many
+// in `undecided` and counts them in the stat "range_reads_unjudged". A result out of time stays
+// as it is. No-op for a history without range reads.
+void LeaveRangeReadsUndecided(const history::History& h, CheckerResult* result);
+
 }  // namespace isowatch::checkers

@@ -19,6 +19,7 @@
 #include "isowatch/checkers/registry.h"
 #include "isowatch/formats/native.h"
 #include "isowatch/formats/timekiller.h"
+#include "isowatch/history/history_builder.h"
 #include "isowatch/sim/simulator.h"
 
 #include "tests/testing/source_dir.h"
@@ -247,6 +248,55 @@ TEST(KeepInScopeTest, DropsFindingsOfLeadInTransactionsOnly) {
   ASSERT_EQ(r.violations.size(), 3u);
   EXPECT_THAT(r.violations[0].txns, ElementsAre(TxnId(1), TxnId(2)));
   EXPECT_EQ(r.findings_out_of_scope, 1u);
+}
+
+// Two writers of key 1, then a reader with a range read over keys 1 and 2. With `lost_update`
+// the writers overlap and both read the key absent (a lost update); without, the second reads
+// the first's write after it commits (valid).
+history::History WithRangeRead(bool lost_update) {
+  history::HistoryBuilder b;
+  const KeyId k1 = b.IntKey(1);
+  const KeyId k2 = b.IntKey(2);
+  auto begin = [&b](std::string_view id, int64_t start, int64_t commit) {
+    EXPECT_TRUE(b.BeginTxn({.id = id,
+                            .session = id,
+                            .start = history::Timestamp{start, 0},
+                            .commit = history::Timestamp{commit, 0}})
+                    .ok());
+  };
+  begin("a", 1, 3);
+  b.Read(k1, history::Value::Absent());
+  b.Write(k1, history::Value::Int(1));
+  b.EndTxn();
+  begin("b", lost_update ? 2 : 4, 5);
+  b.Read(k1, lost_update ? history::Value::Absent() : history::Value::Int(1));
+  b.Write(k1, history::Value::Int(2));
+  b.EndTxn();
+  begin("r", 6, 7);
+  const history::KeyValue live[] = {{k1, history::Value::Int(2)}};
+  b.RangeRead(history::KeyBound::At(k1), history::KeyBound::At(k2), live, {});
+  b.EndTxn();
+  absl::StatusOr<history::History> h = std::move(b).Finish();
+  EXPECT_TRUE(h.ok()) << h.status();
+  return *std::move(h);
+}
+
+// Range reads are evidence neither adya nor chronos weighs: what they find stands, but the
+// result is never VALID, and says why.
+TEST(RangeReadsTest, LeaveChronosAndAdyaUndecided) {
+  const CheckLimits generous(CheckLimits::Clock::now() + std::chrono::hours(1));
+  for (std::string_view name : {"chronos", "adya"}) {
+    SCOPED_TRACE(name);
+    for (bool lost_update : {false, true}) {
+      const history::History h = WithRangeRead(lost_update);
+      CheckerResult r = Create(name, {{"levels", "si"}})->Check(h, nullptr, generous);
+      EXPECT_FALSE(r.complete);
+      EXPECT_THAT(r.undecided, HasSubstr("1 range read is not judged"));
+      EXPECT_EQ(r.violations.empty(), !lost_update);
+      EXPECT_THAT(r.stats, ::testing::Contains(std::pair<std::string, uint64_t>(
+                               "range_reads_unjudged", 1)));
+    }
+  }
 }
 
 // A window whose base is 10 and whose own transactions start at index 2. Its initial state (2

@@ -71,6 +71,7 @@ class AdyaChecker final : public Checker {
                  {"inferred_keys", s.inferred_keys},
                  {"undetermined_keys", s.undetermined_keys},
                  {"unobserved_appends", s.unobserved_appends}};
+    LeaveRangeReadsUndecided(h, &out);
     return out;
   }
 

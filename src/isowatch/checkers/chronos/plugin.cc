@@ -89,6 +89,7 @@ class ChronosChecker final : public Checker {
     out.stats = {{"external_reads", external_reads},
                  {"internal_reads", internal_reads},
                  {"peak_ongoing", peak_ongoing}};
+    LeaveRangeReadsUndecided(h, &out);
     return out;
   }
 
