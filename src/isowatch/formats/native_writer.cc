@@ -13,6 +13,7 @@
 
 #include "absl/strings/escaping.h"
 #include <fmt/format.h>
+#include <simdjson.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/json_util.h>
@@ -42,45 +43,6 @@ bool ParseCanonicalInt(std::string_view s, int64_t* out) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   if (ec != std::errc() || end != s.data() + s.size()) return false;
   return fmt::format("{}", *out) == s;
-}
-
-// Well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF), as protobuf requires of
-// string fields.
-bool IsUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int extra = 0;
-    uint32_t code = 0;
-    if (c >= 0xc2 && c <= 0xdf) {
-      extra = 1;
-      code = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      extra = 2;
-      code = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      extra = 3;
-      code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i <= static_cast<size_t>(extra)) return false;
-    for (int k = 1; k <= extra; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return false;
-      code = (code << 6) | (cc & 0x3f);
-    }
-    if ((extra == 2 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
-        (extra == 3 && (code < 0x10000 || code > 0x10ffff))) {
-      return false;
-    }
-    i += static_cast<size_t>(extra) + 1;
-  }
-  return true;
 }
 
 class RecordWriter {
@@ -240,7 +202,7 @@ class Encoder {
     int64_t number = 0;
     if (t.ext_id_numeric && ParseCanonicalInt(name, &number)) {
       out->set_id_int(number);
-    } else if (IsUtf8(name)) {
+    } else if (simdjson::validate_utf8(name.data(), name.size())) {
       out->set_id_str(name.data(), name.size());
     } else {
       return absl::InvalidArgumentError(fmt::format(
@@ -251,7 +213,7 @@ class Encoder {
     std::string_view session = h_.session_name(t.session);
     if (h_.session_numeric(t.session) && ParseCanonicalInt(session, &number)) {
       out->set_session_int(number);
-    } else if (!IsUtf8(session)) {
+    } else if (!simdjson::validate_utf8(session.data(), session.size())) {
       return absl::InvalidArgumentError(
           fmt::format("{}: the session \"{}\" is not UTF-8, which a string session must be", what(),
                       Escape(session)));

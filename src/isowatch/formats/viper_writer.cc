@@ -15,6 +15,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/formats/internal/viper_names.h"
@@ -51,42 +52,6 @@ void AppendJsonString(std::string& out, std::string_view s) {
     }
   }
   out += '"';
-}
-
-bool IsUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int extra = 0;
-    uint32_t code = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-      extra = 1;
-      code = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      extra = 2;
-      code = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      extra = 3;
-      code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i <= static_cast<size_t>(extra)) return false;
-    for (int k = 1; k <= extra; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return false;
-      code = (code << 6) | (cc & 0x3f);
-    }
-    if ((extra == 2 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
-        (extra == 3 && (code < 0x10000 || code > 0x10ffff))) {
-      return false;
-    }
-    i += static_cast<size_t>(extra) + 1;
-  }
-  return true;
 }
 
 class Encoder {
@@ -165,7 +130,9 @@ class Encoder {
             "strings");
       }
       string_keys = !info.is_int;
-      if (!info.is_int && !IsUtf8(h_.bytes(static_cast<uint32_t>(info.payload)))) {
+      if (const std::string_view bytes =
+              info.is_int ? std::string_view() : h_.bytes(static_cast<uint32_t>(info.payload));
+          !simdjson::validate_utf8(bytes.data(), bytes.size())) {
         return absl::InvalidArgumentError(
             fmt::format("key {} is not UTF-8: a ViperBench string key must be",
                         h_.KeyToString(KeyId(static_cast<uint32_t>(k)))));
