@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/formats/cobra.h"
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,15 +25,8 @@ using history::TxnStatus;
 using history::Value;
 using ::testing::HasSubstr;
 
-std::string FileContents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 const std::string& Sample() {
-  static const std::string bytes = FileContents(samples::SamplePath("cobra", "sample/T1.log"));
+  static const std::string bytes = samples::FileContents(samples::SamplePath("cobra", "sample/T1.log"));
   return bytes;
 }
 
@@ -61,10 +52,7 @@ absl::StatusOr<History> Read(const NamedFiles& files, ReadOptions options = {},
 }
 
 std::string ReadError(const NamedFiles& files, ReadOptions options = {}) {
-  absl::StatusOr<History> h = Read(files, options);
-  if (h.ok()) return "";
-  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
-  return std::string(h.status().message());
+  return samples::ErrorOf(Read(files, options));
 }
 
 uint64_t NoteCount(const History& h, std::string_view kind) {
@@ -263,8 +251,8 @@ TEST(CobraTest, Sniff) {
   for (const std::string& foreign : samples::ForeignTextSamples()) {
     EXPECT_FALSE(SniffCobra(foreign).ok()) << foreign;
   }
-  EXPECT_FALSE(SniffCobra(FileContents(samples::SamplePath("text", "polysi_plume.txt"))).ok());
-  EXPECT_FALSE(SniffCobra(FileContents(samples::SamplePath("dbcop", "sample.bincode"))).ok());
+  EXPECT_FALSE(SniffCobra(samples::FileContents(samples::SamplePath("text", "polysi_plume.txt"))).ok());
+  EXPECT_FALSE(SniffCobra(samples::FileContents(samples::SamplePath("dbcop", "sample.bincode"))).ok());
   EXPECT_THAT(SniffCobra("Some text that starts with S\n").message(), HasSubstr("not a Cobra log"));
 }
 

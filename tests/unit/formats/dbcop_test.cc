@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/formats/dbcop.h"
 
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,19 +21,12 @@ using history::TxnStatus;
 using history::Value;
 using ::testing::HasSubstr;
 
-std::string FileContents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 const std::string& Bincode() {
-  static const std::string bytes = FileContents(samples::SamplePath("dbcop", "sample.bincode"));
+  static const std::string bytes = samples::FileContents(samples::SamplePath("dbcop", "sample.bincode"));
   return bytes;
 }
 const std::string& NewJson() {
-  static const std::string text = FileContents(samples::SamplePath("dbcop", "new.json"));
+  static const std::string text = samples::FileContents(samples::SamplePath("dbcop", "new.json"));
   return text;
 }
 
@@ -274,7 +266,7 @@ TEST(DbcopTest, Sniff) {
     }
   }
   for (const char* other : {"cobra/sample/T1.log", "text/polysi_plume.txt", "dbcop/sample.hist"}) {
-    const std::string bytes = FileContents(samples::SamplePath("", other));
+    const std::string bytes = samples::FileContents(samples::SamplePath("", other));
     EXPECT_FALSE(SniffDbcopBincode(bytes).ok()) << other;
     EXPECT_FALSE(SniffDbcopJson(bytes).ok()) << other;
   }

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/formats/edn.h"
 
-#include <fstream>
 #include <map>
 #include <optional>
 #include <regex>
@@ -17,8 +16,8 @@
 #include "isowatch/history/history_builder.h"
 
 #include "tests/testing/canonical_history.h"
-#include "tests/testing/source_dir.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/unit/formats/format_samples.h"
 
 namespace isowatch::formats {
 namespace {
@@ -32,36 +31,20 @@ using history::TxnStatus;
 using history::Value;
 using ::testing::HasSubstr;
 
-std::string SamplePath(std::string_view name) {
-  return fmt::format("{}/tests/histories/formats/edn/{}", isowatch::testing::SourceDir(), name);
-}
-
-std::string FileText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string SamplePath(std::string_view name) { return samples::SamplePath("edn", name); }
 
 std::string Canonical(const History& h) { return isowatch::testing::CanonicalHistory(h); }
 
 History ReadOk(std::string_view edn, ReadOptions options = {}) {
-  absl::StatusOr<History> h = ReadEdnString(edn, options, "h.edn");
-  EXPECT_TRUE(h.ok()) << h.status();
-  return h.ok() ? std::move(*h) : History();
+  return samples::Expect(ReadEdnString(edn, options, "h.edn"));
 }
 
 std::string ReadError(std::string_view edn, ReadOptions options = {}) {
-  absl::StatusOr<History> h = ReadEdnString(edn, options, "h.edn");
-  if (h.ok()) return "";
-  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument) << h.status();
-  return std::string(h.status().message());
+  return samples::ErrorOf(ReadEdnString(edn, options, "h.edn"));
 }
 
 History ReadSample(std::string_view name, ReadOptions options = {}) {
-  absl::StatusOr<History> h = ReadEdnFile(SamplePath(name), options);
-  EXPECT_TRUE(h.ok()) << h.status();
-  return h.ok() ? std::move(*h) : History();
+  return samples::Expect(ReadEdnFile(SamplePath(name), options));
 }
 
 uint64_t NoteCount(const History& h, std::string_view prefix) {
@@ -192,7 +175,7 @@ TEST(EdnTest, WrappedFileGivesTheSameHistory) {
   History wrapped = ReadSample("list_append_wrapped.edn");
   EXPECT_EQ(Canonical(wrapped), Canonical(plain));
   // A list instead of a vector, too.
-  History listed = ReadOk("(" + FileText(SamplePath("list_append.edn")) + ")");
+  History listed = ReadOk("(" + samples::FileContents(SamplePath("list_append.edn")) + ")");
   EXPECT_EQ(Canonical(listed), Canonical(plain));
   EXPECT_THAT(ReadError("[{:type :ok, :process 0, :value []}] {:type :ok}"),
               HasSubstr("h.edn:1:38: expected the end of input after the top-level vector"));
@@ -213,7 +196,7 @@ TEST(EdnTest, TsSample) {
   EXPECT_EQ(h.info().dialect, "rw-register");
   EXPECT_EQ(NoteCount(h, ":ok completions without :ts"), 0u);
   // An :ok without :ts in a file with some is noted (black-box transaction).
-  History mixed = ReadOk(FileText(SamplePath("ts.edn")) +
+  History mixed = ReadOk(samples::FileContents(SamplePath("ts.edn")) +
                          "{:type :invoke, :f :txn, :value [[:r 4 nil]], :process 7, :index 6}\n"
                          "{:type :ok, :f :txn, :value [[:r 4 9]], :process 7, :index 14}\n");
   EXPECT_EQ(NoteCount(mixed, ":ok completions without :ts"), 1u);
@@ -422,7 +405,7 @@ TEST(EdnTest, MalformedInputNamesLineAndColumn) {
 }
 
 TEST(EdnTest, ChunkBoundariesDoNotMatter) {
-  const std::string edn = FileText(SamplePath("list_append.edn")) +
+  const std::string edn = samples::FileContents(SamplePath("list_append.edn")) +
                           "{:type :info, :process :n, :value [\"a\\u00e9\\\"b\" \\newline ##NaN "
                           "#_ [1 2] #inst \"x\"]}\n";
   const std::string expected = Canonical(ReadOk(edn));
@@ -571,7 +554,7 @@ TEST(EdnTest, WriterRefusesWhatEdnCannotSay) {
 TEST(EdnTest, SniffAcceptsEdnAndRejectsOtherFormats) {
   for (const char* name : {"list_append.edn", "rw_register.edn", "ts.edn",
                            "list_append_wrapped.edn", "list_append_completions.edn"}) {
-    EXPECT_TRUE(SniffEdn(FileText(SamplePath(name))).ok()) << name;
+    EXPECT_TRUE(SniffEdn(samples::FileContents(SamplePath(name))).ok()) << name;
   }
   EXPECT_TRUE(SniffEdn("#jepsen.history.Op{:type :ok, :process 0}").ok());
   // Cut off by the head's end.

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -11,7 +9,7 @@
 #include "isowatch/formats/edn.h"
 
 #include "tests/testing/canonical_history.h"
-#include "tests/testing/source_dir.h"
+#include "tests/unit/formats/format_samples.h"
 
 namespace isowatch::formats {
 namespace {
@@ -23,30 +21,16 @@ using history::TxnStatus;
 using history::Value;
 using ::testing::HasSubstr;
 
-std::string SamplePath(std::string_view name) {
-  return fmt::format("{}/tests/histories/formats/edn/{}", isowatch::testing::SourceDir(), name);
-}
-
-std::string FileText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string SamplePath(std::string_view name) { return samples::SamplePath("edn", name); }
 
 std::string Canonical(const History& h) { return isowatch::testing::CanonicalHistory(h); }
 
 History ReadOk(std::string_view json, ReadOptions options = {}) {
-  absl::StatusOr<History> h = ReadElleJsonString(json, options, "h.json");
-  EXPECT_TRUE(h.ok()) << h.status();
-  return h.ok() ? std::move(*h) : History();
+  return samples::Expect(ReadElleJsonString(json, options, "h.json"));
 }
 
 std::string ReadError(std::string_view json, ReadOptions options = {}) {
-  absl::StatusOr<History> h = ReadElleJsonString(json, options, "h.json");
-  if (h.ok()) return "";
-  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument) << h.status();
-  return std::string(h.status().message());
+  return samples::ErrorOf(ReadElleJsonString(json, options, "h.json"));
 }
 
 uint64_t NoteCount(const History& h, std::string_view prefix) {
@@ -133,7 +117,7 @@ TEST(ElleJsonTest, Errors) {
 }
 
 TEST(ElleJsonTest, SniffAcceptsElleJsonAndRejectsOtherFormats) {
-  EXPECT_TRUE(SniffElleJson(FileText(SamplePath("rw_register.json"))).ok());
+  EXPECT_TRUE(SniffElleJson(samples::FileContents(SamplePath("rw_register.json"))).ok());
   EXPECT_TRUE(
       SniffElleJson("{\"index\": 0, \"type\": \"invoke\", \"value\": [[\"r\", 1, null]]}\n").ok());
   EXPECT_TRUE(SniffElleJson("[{\"value\": [[\"r\", 1, [1, 2, 3").ok() == false);
@@ -153,7 +137,7 @@ TEST(ElleJsonTest, SniffAcceptsElleJsonAndRejectsOtherFormats) {
     EXPECT_THAT(std::string(s.message()), HasSubstr(why)) << text;
   }
   // And the EDN sniffer rejects elle-cli JSON.
-  EXPECT_FALSE(SniffEdn(FileText(SamplePath("rw_register.json"))).ok());
+  EXPECT_FALSE(SniffEdn(samples::FileContents(SamplePath("rw_register.json"))).ok());
 }
 
 }  // namespace

@@ -1,11 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "absl/status/statusor.h"
+
+#include "isowatch/history/history.h"
 
 #include "tests/testing/source_dir.h"
 
@@ -41,6 +49,27 @@ inline const std::vector<std::string>& ForeignTextSamples() {
 inline std::string SamplePath(std::string_view format, std::string_view name) {
   return fmt::format("{}/tests/histories/formats/{}/{}", isowatch::testing::SourceDir(), format,
                      name);
+}
+
+// The whole file at `path`; empty if it cannot be read.
+inline std::string FileContents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// What a reader read; a test failure, and an empty history, if it refused.
+inline history::History Expect(absl::StatusOr<history::History> h) {
+  EXPECT_TRUE(h.ok()) << h.status();
+  return h.ok() ? std::move(*h) : history::History();
+}
+
+// A reader's refusal, expected to be InvalidArgument; empty if it read.
+inline std::string ErrorOf(const absl::StatusOr<history::History>& h) {
+  if (h.ok()) return "";
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument) << h.status();
+  return std::string(h.status().message());
 }
 
 }  // namespace isowatch::formats::samples

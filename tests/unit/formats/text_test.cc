@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/formats/text.h"
 
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,22 +30,12 @@ constexpr std::string_view kPlume =
 constexpr std::string_view kIsoVista =
     "w(1,0,0,0)\nw(2,0,0,0)\nw(1,1,1,1)\nr(2,0,1,1)\nr(1,1,2,2)\n";
 
-std::string FileContents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 absl::StatusOr<History> Read(std::string_view text, ReadOptions options = {}) {
   return ReadTextString(text, options, "h.txt");
 }
 
 std::string ReadError(std::string_view text, ReadOptions options = {}) {
-  absl::StatusOr<History> h = Read(text, options);
-  if (h.ok()) return "";
-  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
-  return std::string(h.status().message());
+  return samples::ErrorOf(Read(text, options));
 }
 
 std::string Write(const History& h) {
@@ -360,7 +349,7 @@ TEST(TextTest, Sniff) {
     EXPECT_FALSE(SniffText(foreign).ok()) << foreign;
   }
   for (const char* binary : {"cobra/sample/T1.log", "dbcop/sample.bincode"}) {
-    const std::string bytes = FileContents(samples::SamplePath("", binary));
+    const std::string bytes = samples::FileContents(samples::SamplePath("", binary));
     ASSERT_FALSE(bytes.empty()) << binary;
     EXPECT_FALSE(SniffText(bytes).ok()) << binary;
   }
