@@ -5,6 +5,7 @@
 # Usage: cli_test.sh PATH/TO/isowatch
 set -uo pipefail
 bin="$1"
+src=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 passed=0
@@ -151,7 +152,7 @@ expect_status 2 "unknown fault" -- "$bin" gen --out "$dir/x.json" --fault nonsen
 
 # Formats: listed, detected by content, converted; black-box histories go to adya.
 expect_status 0 "formats" -- "$bin" formats
-for name in native timekiller edn elle-json text cobra dbcop dbcop-json; do
+for name in native timekiller edn elle-json text cobra dbcop dbcop-json viper; do
   expect_grep "^$name " "$dir/out" "formats lists $name"
 done
 expect_status 0 "gen lost update" -- "$bin" gen --out "$dir/lu_ser.json" --txns 600 --sessions 6 --keys 20 --seed 3 --level ser --fault lost-update:0.05
@@ -162,8 +163,11 @@ expect_status 1 "check edn" -- "$bin" check "$dir/lu.edn" --level ser
 expect_grep "^format: edn (rw-register)" "$dir/out" "edn detected"
 expect_status 1 "check edn with adya" -- "$bin" check "$dir/lu.edn" --level ser --checker adya
 expect_grep "G-single" "$dir/out" "lost update found by adya"
-# Text has no timestamps: adya is picked, and finds the lost updates without them.
-expect_status 0 "convert to text" -- "$bin" convert "$dir/lu.edn" "$dir/lu.txt" --to text
+# Text has no timestamps: they are dropped only on purpose; then adya is picked, and finds the
+# lost updates without them.
+expect_status 2 "convert to text keeps timestamps or refuses" -- "$bin" convert "$dir/lu.edn" "$dir/lu.txt" --to text
+expect_grep "drop-timestamps" "$dir/err" "refusal says how to drop timestamps"
+expect_status 0 "convert to text" -- "$bin" convert "$dir/lu.edn" "$dir/lu.txt" --to text --drop-timestamps
 expect_status 1 "check text" -- "$bin" check "$dir/lu.txt" --level ser
 expect_grep "^picked: adya at ser" "$dir/out" "adya picked"
 expect_grep "G-single" "$dir/out" "lost update found without timestamps"
@@ -182,6 +186,13 @@ mkdir -p "$dir/cobra"
 expect_status 0 "convert to cobra" -- "$bin" convert "$dir/lu.txt" "$dir/cobra" --to cobra
 expect_status 1 "check cobra directory" -- "$bin" check "$dir/cobra" --level ser
 expect_grep "^format: cobra" "$dir/out" "cobra directory detected"
+# ViperBench range reads are read and kept; adya does not weigh them, so the result is UNKNOWN.
+expect_status 3 "check viper directory" -- "$bin" check "$src/tests/histories/formats/viper/ranges"
+expect_grep "^format: viper" "$dir/out" "viper directory detected"
+expect_grep "range reads are not judged" "$dir/out" "unjudged range reads are named"
+expect_status 0 "convert to viper" -- "$bin" convert "$dir/lu.edn" "$dir/viper" --to viper --drop-timestamps
+expect_status 1 "check generated viper" -- "$bin" check "$dir/viper" --level ser
+expect_grep "G-single" "$dir/out" "lost update found in a viper directory"
 
 # The demo finds every injected fault and nothing else.
 expect_status 0 "demo" -- "$bin" demo --txns 4000

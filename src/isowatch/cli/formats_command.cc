@@ -9,6 +9,7 @@
 #include "isowatch/cli/command.h"
 #include "isowatch/common/string_view.h"
 #include "isowatch/formats/history_file.h"
+#include "isowatch/history/without_timestamps.h"
 
 namespace isowatch::cli {
 
@@ -36,6 +37,9 @@ CLI::App* ConvertCommand::Register(CLI::App& app) {
   cmd->add_option("--to", to_, fmt::format("Format to write: {}", fmt::join(writable, ", ")))
       ->required()
       ->check(CLI::IsMember(writable));
+  cmd->add_flag("--drop-timestamps", drop_timestamps_,
+                "Leave out start and commit timestamps, xids and snapshots, for formats that "
+                "cannot say them (text, cobra, dbcop, viper)");
   read_.Register(*cmd);
   return cmd;
 }
@@ -51,6 +55,13 @@ int ConvertCommand::Run() {
   if (!h.ok()) {
     std::cerr << "isowatch convert: " << h.status().message() << "\n";
     return kExitBadInput;
+  }
+  if (drop_timestamps_) {
+    h = history::WithoutTimestamps(*h);
+    if (!h.ok()) {
+      std::cerr << "isowatch convert: " << h.status().message() << "\n";
+      return kExitBadInput;
+    }
   }
   const formats::FileFormat to = *formats::ParseFileFormat(to_);
   if (absl::Status st = formats::WriteHistoryFile(*h, out_, to); !st.ok()) {

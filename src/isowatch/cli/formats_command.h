@@ -19,6 +19,7 @@ class FormatsCommand {
 
 // `isowatch convert IN OUT --to FORMAT`: reads a history in any format and writes it in another,
 // so that histories move between tools; exit 2 when the target cannot express the history.
+// --drop-timestamps writes it as a black-box history (history::WithoutTimestamps).
 class ConvertCommand {
  public:
   CLI::App* Register(CLI::App& app);
@@ -28,6 +29,7 @@ class ConvertCommand {
   std::string in_;
   std::string out_;
   std::string to_;
+  bool drop_timestamps_ = false;
   ReadFlags read_;
 };
 

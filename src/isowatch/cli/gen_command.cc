@@ -11,6 +11,7 @@
 #include "isowatch/cli/command.h"
 #include "isowatch/formats/byte_values.h"
 #include "isowatch/formats/history_file.h"
+#include "isowatch/history/without_timestamps.h"
 
 namespace isowatch::cli {
 
@@ -27,6 +28,9 @@ CLI::App* GenCommand::Register(CLI::App& app) {
   cmd->add_option("--values", values_,
                   "Values as integers (int) or as the byte strings \"v<integer>\" (bytes)")
       ->check(CLI::IsMember({"int", "bytes"}));
+  cmd->add_flag("--drop-timestamps", drop_timestamps_,
+                "Write the history without its timestamps, as a black-box history (needed by "
+                "text, cobra, dbcop and viper)");
   sim_.Register(*cmd);
   return cmd;
 }
@@ -49,6 +53,14 @@ int GenCommand::Run() {
       return kExitInternalError;
     }
     result->history = *std::move(converted);
+  }
+  if (drop_timestamps_) {
+    absl::StatusOr<history::History> bare = history::WithoutTimestamps(result->history);
+    if (!bare.ok()) {
+      std::cerr << "isowatch gen: " << bare.status().message() << "\n";
+      return kExitInternalError;
+    }
+    result->history = *std::move(bare);
   }
   if (auto st =
           formats::WriteHistoryFile(result->history, out_, *formats::ParseFileFormat(format_));

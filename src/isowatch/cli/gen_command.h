@@ -22,6 +22,7 @@ class GenCommand {
   std::string format_ = "timekiller";
   std::string truth_;
   std::string values_ = "int";
+  bool drop_timestamps_ = false;
 };
 
 }  // namespace isowatch::cli

@@ -124,18 +124,21 @@ const std::array kFormats = {
                                  "protobufs (reading: also its JSON lines)",
                       .carries = "everything the model holds",
                       .writable = true,
+                      .timestamps = true,
                       .sniff = SniffNativeBinary},
     FormatDescription{.format = FileFormat::kTimeKiller,
                       .name = "timekiller",
                       .summary = "TimeKiller (Chronos, Aion) JSON array of transactions",
                       .carries = "start and commit timestamps (HLC)",
                       .writable = true,
+                      .timestamps = true,
                       .sniff = SniffTimeKiller},
     FormatDescription{.format = FileFormat::kNativeJson,
                       .name = "native-json",
                       .summary = "isowatch's own, as JSON lines of the protobuf JSON mapping",
                       .carries = "everything the model holds",
                       .writable = true,
+                      .timestamps = true,
                       .sniff = SniffNativeJson},
     FormatDescription{.format = FileFormat::kDbcopBincode,
                       .name = "dbcop",
@@ -161,6 +164,7 @@ const std::array kFormats = {
                       .carries = "real time (invoke and complete); database timestamps with the "
                                  ":ts extension",
                       .writable = true,
+                      .timestamps = true,
                       .sniff = SniffEdn},
     FormatDescription{.format = FileFormat::kText,
                       .name = "text",
@@ -307,6 +311,13 @@ absl::Status WriteHistoryFile(const history::History& h, const std::string& path
   if (format == FileFormat::kAuto || !Describe(format).writable) {
     return absl::InvalidArgumentError(
         fmt::format("isowatch cannot write the {} format", FileFormatName(format)));
+  }
+  if (!Describe(format).timestamps &&
+      (h.has_commit_timestamps() || h.has_start_timestamps() || h.has_snapshots())) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the {} format cannot hold the history's database timestamps; drop them on purpose "
+        "(--drop-timestamps) to write it as a black-box history",
+        FileFormatName(format)));
   }
   if (format == FileFormat::kCobra) {
     std::error_code ec;

@@ -38,6 +38,7 @@ struct FormatDescription {
   std::string_view carries;  // what ordering evidence it holds: timestamps, real time, none
   bool directory = false;    // its input is a directory of files, not one file
   bool writable = false;     // WriteHistoryFile can write it
+  bool timestamps = false;   // it holds the database's start and commit timestamps
   // Detection by content: OK if `head` (up to kSniffBytes of a file, or for a directory format
   // the directory's path) may be in this format; else an error saying in a few words why not.
   absl::Status (*sniff)(std::string_view head) = nullptr;
@@ -67,7 +68,9 @@ absl::StatusOr<history::History> ReadHistoryFile(const std::string& path, FileFo
                                                  FileFormat* used = nullptr);
 
 // Writes `h` to `path` in `format` (a writable one). For TimeKiller, a non-trivial initial state
-// is written beside it to `<path>.init.json`.
+// is written beside it to `<path>.init.json`. A history with database timestamps (start, commit,
+// xids, snapshots) is refused by a format that cannot hold them, never written without them
+// silently: history::WithoutTimestamps drops them on purpose.
 absl::Status WriteHistoryFile(const history::History& h, const std::string& path,
                               FileFormat format);
 

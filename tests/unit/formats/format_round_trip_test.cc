@@ -33,6 +33,7 @@ using history::OpKind;
 using history::TxnStatus;
 using history::Value;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // What each format can say, as a filter on a timestamp-free history.
 struct Reduction {
@@ -220,6 +221,36 @@ TEST(FormatDetectionTest, SamplesAreDetectedByContent) {
       EXPECT_THAT(std::string(none.status().message()), HasSubstr(d.name));
     }
   }
+}
+
+// A history with database timestamps is refused by every writable format that cannot hold them,
+// never written without them; without its timestamps, they are not what stops it.
+TEST(FormatWriteTest, BlackBoxFormatsRefuseTimestamps) {
+  sim::WorkloadOptions o;
+  o.txns = 50;
+  o.keys = 5;
+  o.count_committed = true;
+  o.record_aborted = false;
+  absl::StatusOr<sim::SimResult> simulated = sim::Simulate(o);
+  ASSERT_TRUE(simulated.ok()) << simulated.status();
+  ASSERT_TRUE(simulated->history.has_commit_timestamps());
+  absl::StatusOr<History> bare = history::WithoutTimestamps(simulated->history);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  testing::TempDir dir;
+  int black_box = 0;
+  for (const FormatDescription& d : Formats()) {
+    if (!d.writable || d.timestamps) continue;
+    ++black_box;
+    const std::string path =
+        (std::filesystem::path(dir.Path()) / fmt::format("{}{}", d.name, black_box)).string();
+    absl::Status timed = WriteHistoryFile(simulated->history, path, d.format);
+    EXPECT_EQ(timed.code(), absl::StatusCode::kInvalidArgument) << d.name;
+    EXPECT_THAT(std::string(timed.message()), HasSubstr("--drop-timestamps")) << d.name;
+    EXPECT_FALSE(std::filesystem::exists(path)) << d.name << ": written anyway";
+    absl::Status untimed = WriteHistoryFile(*bare, path, d.format);
+    EXPECT_THAT(std::string(untimed.message()), Not(HasSubstr("timestamps"))) << d.name;
+  }
+  EXPECT_EQ(black_box, 5);  // text, cobra, dbcop (file and directory), viper
 }
 
 TEST(FormatDetectionTest, DbcopRunDirectories) {
