@@ -18,6 +18,9 @@ void SimFlags::Register(CLI::App& cmd) {
   cmd.add_option("--dist", dist_, "Key distribution: uniform, zipfian, hotspot")
       ->check(CLI::IsMember({"uniform", "zipfian", "hotspot"}));
   cmd.add_option("--data", data_, "Data kind: kv or list")->check(CLI::IsMember({"kv", "list"}));
+  cmd.add_option("--max-appends-per-key", options_.max_appends_per_key,
+                 "Lists only: retire a key after this many appends and use a fresh one in its "
+                 "place, so lists stay short in long runs (0: never)");
   cmd.add_option("--level", level_, "Isolation level the store provides: si or ser")
       ->check(CLI::IsMember({"si", "ser"}));
   cmd.add_option("--fault", faults_,
