@@ -1,26 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "isowatch/store/store.h"
-
-#include <atomic>
+// What a store keeps on disk: reopened, copied while open or killed with -9 it has every
+// acknowledged write; checkpoints in chunks; unknown formats and damaged records refused.
 #include <cstdint>
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <signal.h>
 #include <spawn.h>
 #include <string>
 #include <string_view>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -28,7 +26,10 @@
 
 #include "isowatch/history/timestamp.h"
 #include "isowatch/store/internal/codec.h"
+#include "isowatch/store/store.h"
 #include "isowatch/store/violation_record.h"
+
+#include "tests/unit/store/store_fixture.h"
 
 extern char** environ;
 
@@ -36,76 +37,8 @@ namespace isowatch::store {
 namespace {
 
 using history::Timestamp;
-using rocks::RocksDbMemory;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// A log entry copied out of ReadLog's callback.
-struct Entry {
-  uint64_t position = 0;
-  std::string stream;
-  uint64_t seq = 0;
-  std::optional<Timestamp> watermark;
-  bool end_of_stream = false;
-  std::string bytes;
-
-  bool operator==(const Entry&) const = default;
-};
-
-std::vector<Entry> ReadAll(const Store& store, uint64_t from = 0) {
-  std::vector<Entry> entries;
-  const absl::Status s = store.ReadLog(from, [&](const LogEntry& e) {
-    entries.push_back({e.position, std::string(e.stream), e.seq, e.watermark, e.end_of_stream,
-                       std::string(e.bytes)});
-    return absl::OkStatus();
-  });
-  EXPECT_TRUE(s.ok()) << s;
-  return entries;
-}
-
-ViolationRecord Violation(std::string id, std::string level, std::string anomaly,
-                          std::vector<std::string> streams, int64_t finalised_ms) {
-  ViolationRecord v;
-  v.id = std::move(id);
-  v.checker = "online";
-  v.level = std::move(level);
-  v.anomaly = std::move(anomaly);
-  v.ext_kind = v.anomaly == "EXT" ? "never" : "";
-  v.streams = std::move(streams);
-  v.finalised_unix_ms = finalised_ms;
-  v.json = fmt::format(R"({{"id":"{}"}})", v.id);
-  return v;
-}
-
-std::vector<std::string> Ids(const std::vector<ViolationRecord>& records) {
-  std::vector<std::string> ids;
-  ids.reserve(records.size());
-  for (const ViolationRecord& r : records) ids.push_back(r.id);
-  return ids;
-}
-
-bool SameRecord(const ViolationRecord& a, const ViolationRecord& b) {
-  return a.id == b.id && a.checker == b.checker && a.level == b.level && a.anomaly == b.anomaly &&
-         a.ext_kind == b.ext_kind && a.streams == b.streams &&
-         a.finalised_unix_ms == b.finalised_unix_ms && a.json == b.json;
-}
-
-// Walks every page of a query and returns the ids in order.
-std::vector<std::string> AllPages(const Store& store, const ViolationFilter& filter, size_t limit) {
-  std::vector<std::string> ids;
-  std::string token;
-  for (int pages = 0; pages < 1000; ++pages) {
-    auto page = store.QueryViolations(filter, limit, token);
-    EXPECT_TRUE(page.ok()) << page.status();
-    if (!page.ok()) break;
-    EXPECT_LE(page->violations.size(), limit);
-    for (const ViolationRecord& r : page->violations) ids.push_back(r.id);
-    if (page->next_page_token.empty()) break;
-    EXPECT_EQ(page->violations.size(), limit) << "only the last page may be short";
-    token = page->next_page_token;
-  }
-  return ids;
-}
 
 // Opens the RocksDB database of a closed store directly, with all its column families.
 class RawDb {
@@ -139,211 +72,6 @@ class RawDb {
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 };
-
-class StoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    root_ = std::filesystem::path(::testing::TempDir()) /
-            fmt::format("isowatch_store_{}_{}", info->name(), getpid());
-    std::filesystem::remove_all(root_);
-    std::filesystem::create_directories(root_);
-    dir_ = (root_ / "db").string();
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
-  std::unique_ptr<Store> OpenOrDie(const std::string& dir) {
-    auto store = Store::Open(dir);
-    EXPECT_TRUE(store.ok()) << store.status();
-    return store.ok() ? *std::move(store) : nullptr;
-  }
-
-  std::filesystem::path root_;
-  std::string dir_;
-};
-
-TEST_F(StoreTest, ReadsTheLogBackInArrivalOrderAcrossStreams) {
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->next_log_position(), 1u);
-  std::vector<Entry> expected;
-  auto append = [&](std::string stream, uint64_t seq, std::optional<Timestamp> wm, bool eos) {
-    const std::string bytes = fmt::format("{}#{}", stream, seq);
-    auto pos = store->AppendBatch(stream, seq, wm, eos, bytes);
-    ASSERT_TRUE(pos.ok()) << pos.status();
-    if (!expected.empty()) {
-      EXPECT_GT(*pos, expected.back().position);
-    }
-    expected.push_back({*pos, stream, seq, wm, eos, bytes});
-  };
-  append("a", 1, std::nullopt, false);
-  append("b", 1, Timestamp{10, 0}, false);
-  append("a", 2, Timestamp{5, 3}, false);
-  append("c", 1, std::nullopt, false);
-  append("b", 2, Timestamp{20, 1}, true);
-  append("a", 3, std::nullopt, false);
-
-  EXPECT_EQ(ReadAll(*store), expected);
-  // From the middle.
-  const std::vector<Entry> tail(expected.begin() + 3, expected.end());
-  EXPECT_EQ(ReadAll(*store, expected[3].position), tail);
-  EXPECT_TRUE(ReadAll(*store, store->next_log_position()).empty());
-
-  // Stream records follow the durable batches.
-  auto a = store->GetStream("a");
-  ASSERT_TRUE(a.ok());
-  EXPECT_EQ(a->durable_seq, 3u);
-  EXPECT_EQ(a->watermark, (Timestamp{5, 3}));
-  EXPECT_FALSE(a->closed);
-  auto b = store->GetStream("b");
-  ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->durable_seq, 2u);
-  EXPECT_TRUE(b->closed);
-  EXPECT_EQ(b->watermark, (Timestamp{20, 1}));
-  auto c = store->GetStream("c");
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->watermark, std::nullopt);
-  EXPECT_EQ(store->GetStream("d").status().code(), absl::StatusCode::kNotFound);
-
-  std::vector<std::string> names;
-  std::set<uint32_t> ids;
-  for (const StreamRecord& r : store->ListStreams()) {
-    names.push_back(r.name);
-    ids.insert(r.id);
-  }
-  EXPECT_THAT(names, ElementsAre("a", "b", "c"));
-  EXPECT_EQ(ids.size(), 3u);
-}
-
-TEST_F(StoreTest, CallbackErrorStopsReadLog) {
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  for (uint64_t seq = 1; seq <= 5; ++seq) {
-    ASSERT_TRUE(store->AppendBatch("s", seq, std::nullopt, false, "x").ok());
-  }
-  int calls = 0;
-  const absl::Status s = store->ReadLog(0, [&](const LogEntry& e) {
-    ++calls;
-    return e.seq == 2 ? absl::CancelledError("enough") : absl::OkStatus();
-  });
-  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ(calls, 2);
-}
-
-TEST_F(StoreTest, RefusesASequenceNumberThatDoesNotFollowTheDurableOne) {
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  // A new stream starts at 1.
-  auto gap = store->AppendBatch("s", 2, std::nullopt, false, "x");
-  EXPECT_EQ(gap.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(gap.status().message(), HasSubstr("\"s\""));
-  EXPECT_EQ(store->GetStream("s").status().code(), absl::StatusCode::kNotFound);
-
-  ASSERT_TRUE(store->AppendBatch("s", 1, std::nullopt, false, "one").ok());
-  EXPECT_EQ(store->AppendBatch("s", 3, std::nullopt, false, "x").status().code(),
-            absl::StatusCode::kFailedPrecondition);
-  // A re-sent batch is the caller's to recognise; the store refuses it.
-  EXPECT_EQ(store->AppendBatch("s", 1, std::nullopt, false, "x").status().code(),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store->AppendBatch("s", 0, std::nullopt, false, "x").status().code(),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store->AppendBatch("", 1, std::nullopt, false, "x").status().code(),
-            absl::StatusCode::kInvalidArgument);
-
-  auto s = store->GetStream("s");
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->durable_seq, 1u);
-  const std::vector<Entry> log = ReadAll(*store);
-  ASSERT_EQ(log.size(), 1u);
-  EXPECT_EQ(log[0].bytes, "one");
-  EXPECT_TRUE(store->AppendBatch("s", 2, std::nullopt, false, "two").ok());
-}
-
-TEST_F(StoreTest, KeepsTheRefusalsOfRecentBatches) {
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  auto refusals = [&](std::string_view stream, uint64_t seq) {
-    absl::StatusOr<std::string> r = store->BatchRefusals(stream, seq);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : std::string("error");
-  };
-  ASSERT_TRUE(store->AppendBatch("s", 1, std::nullopt, false, "one", true, "r1").ok());
-  ASSERT_TRUE(store->AppendBatch("s", 2, std::nullopt, false, "two").ok());
-  ASSERT_TRUE(store->AppendBatch("t", 1, std::nullopt, false, "one", false, "t1").ok());
-  EXPECT_EQ(refusals("s", 1), "r1");
-  EXPECT_EQ(refusals("s", 2), "");  // had none
-  EXPECT_EQ(refusals("s", 3), "");  // not durable
-  EXPECT_EQ(refusals("t", 1), "t1");
-  EXPECT_EQ(refusals("u", 1), "");  // no such stream
-  // A failed append keeps nothing.
-  EXPECT_FALSE(store->AppendBatch("s", 4, std::nullopt, false, "x", true, "r4").ok());
-  ASSERT_TRUE(store->AppendBatch("s", 3, std::nullopt, false, "three", true, "r3").ok());
-  EXPECT_EQ(refusals("s", 4), "");
-
-  // They survive reopening.
-  store.reset();
-  store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(refusals("s", 1), "r1");
-  EXPECT_EQ(refusals("t", 1), "t1");
-
-  // Refusals kept with batch n forget those of the stream's batches at or below
-  // n - kKeptRefusalBatches, and only that stream's.
-  const uint64_t keep = Store::kKeptRefusalBatches;
-  for (uint64_t seq = 4; seq <= keep + 1; ++seq) {
-    ASSERT_TRUE(store->AppendBatch("s", seq, std::nullopt, false, "b", false).ok());
-  }
-  EXPECT_EQ(refusals("s", 1), "r1");  // nothing kept since: nothing forgotten
-  ASSERT_TRUE(store->AppendBatch("s", keep + 2, std::nullopt, false, "b", false, "r-late").ok());
-  EXPECT_EQ(refusals("s", 1), "");
-  EXPECT_EQ(refusals("s", 3), "r3");
-  EXPECT_EQ(refusals("s", keep + 2), "r-late");
-  EXPECT_EQ(refusals("t", 1), "t1");
-}
-
-TEST_F(StoreTest, AClosedStreamTakesNoMoreBatches) {
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->AppendBatch("s", 1, std::nullopt, true, "last").ok());
-  auto after = store->AppendBatch("s", 2, std::nullopt, false, "x");
-  EXPECT_EQ(after.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(after.status().message(), HasSubstr("closed"));
-  EXPECT_EQ(ReadAll(*store).size(), 1u);
-}
-
-TEST_F(StoreTest, KeepsTheHighestWatermark) {
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->AppendBatch("s", 1, Timestamp{7, 2}, false, "").ok());
-  ASSERT_TRUE(store->AppendBatch("s", 2, Timestamp{7, 1}, false, "").ok());
-  ASSERT_TRUE(store->AppendBatch("s", 3, std::nullopt, false, "").ok());
-  EXPECT_EQ(store->GetStream("s")->watermark, (Timestamp{7, 2}));
-  // The log keeps each batch's own watermark.
-  const std::vector<Entry> log = ReadAll(*store);
-  ASSERT_EQ(log.size(), 3u);
-  EXPECT_EQ(log[1].watermark, (Timestamp{7, 1}));
-  EXPECT_EQ(log[2].watermark, std::nullopt);
-  ASSERT_TRUE(store->AppendBatch("s", 4, Timestamp{-3, 0}, false, "").ok());
-  ASSERT_TRUE(store->AppendBatch("s", 5, Timestamp{8, -1}, false, "").ok());
-  EXPECT_EQ(store->GetStream("s")->watermark, (Timestamp{8, -1}));
-}
-
-TEST_F(StoreTest, StreamHeaders) {
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->SetStreamHeader("h", std::string("\0init", 5)).ok());
-  auto h = store->GetStream("h");
-  ASSERT_TRUE(h.ok());
-  EXPECT_EQ(h->durable_seq, 0u);
-  EXPECT_EQ(h->header, std::string("\0init", 5));
-  ASSERT_TRUE(store->AppendBatch("h", 1, Timestamp{1, 0}, false, "b").ok());
-  EXPECT_EQ(store->GetStream("h")->header, std::string("\0init", 5));
-  ASSERT_TRUE(store->SetStreamHeader("h", "second").ok());
-  h = store->GetStream("h");
-  EXPECT_EQ(h->header, "second");
-  EXPECT_EQ(h->durable_seq, 1u);
-  EXPECT_EQ(store->SetStreamHeader("", "x").code(), absl::StatusCode::kInvalidArgument);
-}
 
 TEST_F(StoreTest, ReopeningKeepsEverything) {
   std::vector<Entry> log;
@@ -535,173 +263,6 @@ TEST_F(StoreTest, KillDashNineLosesNoAcknowledgedWrite) {
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], fmt::format("v{}", i + 1));
   // The store carries on.
   EXPECT_TRUE(store->AppendBatch("s", s->durable_seq + 1, std::nullopt, false, "more").ok());
-}
-
-// ---- Violations ----
-
-TEST_F(StoreTest, AViolationPutTwiceIsStoredOnce) {
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  auto first = store->PutViolation(Violation("id-1", "si", "EXT", {"a"}, 10));
-  ASSERT_TRUE(first.ok());
-  EXPECT_TRUE(*first);
-  // Found again (a re-fed batch): same id, not stored again, even with other contents.
-  auto again = store->PutViolation(Violation("id-1", "si", "EXT", {"a"}, 99));
-  ASSERT_TRUE(again.ok());
-  EXPECT_FALSE(*again);
-  EXPECT_EQ(store->CountViolations(), 1u);
-  auto page = store->QueryViolations({}, 10, "");
-  ASSERT_TRUE(page.ok());
-  ASSERT_EQ(page->violations.size(), 1u);
-  EXPECT_EQ(page->violations[0].finalised_unix_ms, 10);
-  EXPECT_EQ(store->PutViolation(Violation("", "si", "EXT", {}, 0)).status().code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
-class StoreQueryTest : public StoreTest {
- protected:
-  void SetUp() override {
-    StoreTest::SetUp();
-    store_ = OpenOrDie(dir_);
-    ASSERT_NE(store_, nullptr);
-    // 30 violations: level alternates, anomaly cycles through three kinds, streams vary.
-    const char* anomalies[] = {"EXT", "SESSION", "NOCONFLICT"};
-    for (int i = 0; i < 30; ++i) {
-      std::vector<std::string> streams = {fmt::format("s{}", i % 4)};
-      if (i % 5 == 0) streams.push_back("shared");
-      ViolationRecord v = Violation(fmt::format("v{:02}", i), i % 2 == 0 ? "si" : "ser",
-                                    anomalies[i % 3], streams, 1000 + 10 * i);
-      all_.push_back(v);
-      ASSERT_TRUE(*store_->PutViolation(v));
-    }
-  }
-
-  std::vector<std::string> Expected(const std::function<bool(const ViolationRecord&)>& pred) {
-    std::vector<std::string> ids;
-    for (const ViolationRecord& v : all_) {
-      if (pred(v)) ids.push_back(v.id);
-    }
-    return ids;
-  }
-
-  std::unique_ptr<Store> store_;
-  std::vector<ViolationRecord> all_;
-};
-
-TEST_F(StoreQueryTest, FiltersByLevelAnomalyStreamAndTime) {
-  ViolationFilter f;
-  f.level = "ser";
-  EXPECT_EQ(AllPages(*store_, f, 100),
-            Expected([](const ViolationRecord& v) { return v.level == "ser"; }));
-  EXPECT_EQ(AllPages(*store_, f, 100).size(), 15u);
-
-  f = {};
-  f.anomaly = "SESSION";
-  EXPECT_EQ(AllPages(*store_, f, 100),
-            Expected([](const ViolationRecord& v) { return v.anomaly == "SESSION"; }));
-
-  f = {};
-  f.stream = "shared";
-  EXPECT_THAT(AllPages(*store_, f, 100), ElementsAre("v00", "v05", "v10", "v15", "v20", "v25"));
-  f.stream = "s1";
-  EXPECT_THAT(AllPages(*store_, f, 100),
-              ElementsAre("v01", "v05", "v09", "v13", "v17", "v21", "v25", "v29"));
-
-  f = {};
-  f.since_unix_ms = 1050;  // inclusive
-  f.until_unix_ms = 1100;  // exclusive
-  EXPECT_THAT(AllPages(*store_, f, 100), ElementsAre("v05", "v06", "v07", "v08", "v09"));
-
-  f = {};
-  f.level = "si";
-  f.anomaly = "EXT";
-  f.since_unix_ms = 1100;
-  EXPECT_EQ(AllPages(*store_, f, 100), Expected([](const ViolationRecord& v) {
-              return v.level == "si" && v.anomaly == "EXT" && v.finalised_unix_ms >= 1100;
-            }));
-  f.anomaly = "G2-item";
-  EXPECT_TRUE(AllPages(*store_, f, 100).empty());
-
-  // Records come back whole.
-  auto page = store_->QueryViolations({}, 1, "");
-  ASSERT_TRUE(page.ok());
-  ASSERT_EQ(page->violations.size(), 1u);
-  EXPECT_TRUE(SameRecord(page->violations[0], all_[0]));
-}
-
-TEST_F(StoreQueryTest, PagingWalksEveryRecordExactlyOnce) {
-  const std::vector<std::string> everything = Expected([](const ViolationRecord&) { return true; });
-  ViolationFilter ser;
-  ser.level = "ser";
-  const std::vector<std::string> sers =
-      Expected([](const ViolationRecord& v) { return v.level == "ser"; });
-  for (size_t limit : {1, 2, 3, 7, 10, 15, 29, 30, 31}) {
-    SCOPED_TRACE(limit);
-    EXPECT_EQ(AllPages(*store_, {}, limit), everything);
-    EXPECT_EQ(AllPages(*store_, ser, limit), sers);
-  }
-  // The last page has no token, even when it is full.
-  auto page = store_->QueryViolations({}, 30, "");
-  ASSERT_TRUE(page.ok());
-  EXPECT_EQ(page->violations.size(), 30u);
-  EXPECT_TRUE(page->next_page_token.empty());
-
-  // Records stored after a page was served show up on the following pages.
-  page = store_->QueryViolations({}, 29, "");
-  ASSERT_TRUE(page.ok());
-  ASSERT_FALSE(page->next_page_token.empty());
-  ASSERT_TRUE(*store_->PutViolation(Violation("late", "si", "EXT", {"s0"}, 5000)));
-  auto next = store_->QueryViolations({}, 29, page->next_page_token);
-  ASSERT_TRUE(next.ok());
-  EXPECT_THAT(Ids(next->violations), ElementsAre("v29", "late"));
-}
-
-TEST_F(StoreQueryTest, RefusesABadPageTokenOrLimit) {
-  for (std::string_view token :
-       {"x", "zzzzzzzzzzzzzzzz", "000000000000001", "00000000000000001", "-000000000000001",
-        "+000000000000001", " 000000000000001", "0000000000000001 "}) {
-    SCOPED_TRACE(token);
-    auto page = store_->QueryViolations({}, 5, token);
-    EXPECT_EQ(page.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(page.status().message(), HasSubstr("page_token"));
-  }
-  EXPECT_EQ(store_->QueryViolations({}, 0, "").status().code(), absl::StatusCode::kInvalidArgument);
-  // A well-formed token past the end is an empty last page.
-  auto page = store_->QueryViolations({}, 5, "ffffffffffffffff");
-  ASSERT_TRUE(page.ok());
-  EXPECT_TRUE(page->violations.empty());
-  EXPECT_TRUE(page->next_page_token.empty());
-}
-
-// ---- Log truncation ----
-
-TEST_F(StoreTest, TruncationDropsTheOldEntriesAndKeepsThePositions) {
-  {
-    auto store = OpenOrDie(dir_);
-    ASSERT_NE(store, nullptr);
-    for (uint64_t seq = 1; seq <= 10; ++seq) {
-      ASSERT_TRUE(store->AppendBatch("s", seq, std::nullopt, false, "b").ok());
-    }
-    EXPECT_EQ(store->TruncateLogBefore(12).code(), absl::StatusCode::kInvalidArgument);
-    ASSERT_TRUE(store->TruncateLogBefore(6).ok());
-    EXPECT_EQ(store->first_log_position(), 6u);
-    ASSERT_TRUE(store->TruncateLogBefore(3).ok());  // already done
-    EXPECT_EQ(store->first_log_position(), 6u);
-    const std::vector<Entry> log = ReadAll(*store);
-    ASSERT_EQ(log.size(), 5u);
-    EXPECT_EQ(log.front().seq, 6u);
-    // Everything: the next position survives an empty log.
-    ASSERT_TRUE(store->TruncateLogBefore(store->next_log_position()).ok());
-    EXPECT_TRUE(ReadAll(*store).empty());
-  }
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->first_log_position(), 11u);
-  EXPECT_EQ(store->next_log_position(), 11u);
-  EXPECT_EQ(store->GetStream("s")->durable_seq, 10u);
-  auto pos = store->AppendBatch("s", 11, std::nullopt, false, "b");
-  ASSERT_TRUE(pos.ok());
-  EXPECT_EQ(*pos, 11u);
 }
 
 // ---- Checkpoints ----
@@ -1012,154 +573,6 @@ TEST(StoreCodecTest, RoundTripsAndRejectsDamage) {
   // Keys sort numerically.
   EXPECT_LT(internal::EncodeNumberKey(255), internal::EncodeNumberKey(256));
   EXPECT_EQ(internal::EncodeNumberKey(0x0102030405060708ull), "\x01\x02\x03\x04\x05\x06\x07\x08");
-}
-
-// ---- Concurrency ----
-
-TEST_F(StoreTest, ConcurrentAppendsPutsAndQueries) {
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  constexpr int kStreams = 4;
-  constexpr uint64_t kBatches = 40;
-  std::vector<std::thread> threads;
-  threads.reserve(kStreams + 4);
-  for (int t = 0; t < kStreams; ++t) {
-    threads.emplace_back([&store, t] {
-      const std::string stream = fmt::format("t{}", t);
-      for (uint64_t seq = 1; seq <= kBatches; ++seq) {
-        EXPECT_TRUE(store
-                        ->AppendBatch(stream, seq, std::nullopt, seq == kBatches,
-                                      fmt::format("{}:{}", stream, seq))
-                        .ok());
-      }
-    });
-  }
-  // Two threads race to append the same batches of one stream: each batch is taken once.
-  std::atomic<int> shared_ok{0};
-  for (int t = 0; t < 2; ++t) {
-    threads.emplace_back([&store, &shared_ok] {
-      for (uint64_t seq = 1; seq <= kBatches; ++seq) {
-        if (store->AppendBatch("shared", seq, std::nullopt, false, "x").ok()) ++shared_ok;
-      }
-    });
-  }
-  threads.emplace_back([&store] {
-    for (int i = 0; i < 40; ++i) {
-      EXPECT_TRUE(
-          store->PutViolation(Violation(fmt::format("v{}", i % 30), "si", "EXT", {}, i)).ok());
-    }
-  });
-  threads.emplace_back([&store] {
-    for (int i = 0; i < 20; ++i) {
-      auto page = store->QueryViolations({}, 7, "");
-      EXPECT_TRUE(page.ok());
-      EXPECT_LE(page->violations.size(), 7u);
-      store->ListStreams();
-    }
-  });
-  for (std::thread& t : threads) t.join();
-
-  EXPECT_EQ(store->CountViolations(), 30u);
-  auto shared = store->GetStream("shared");
-  ASSERT_TRUE(shared.ok());
-  EXPECT_EQ(static_cast<uint64_t>(shared_ok.load()), shared->durable_seq);
-  // Per stream, the log holds 1..n in position order.
-  std::map<std::string, uint64_t> last_seq;
-  for (const Entry& e : ReadAll(*store)) {
-    EXPECT_EQ(e.seq, last_seq[e.stream] + 1) << e.stream;
-    last_seq[e.stream] = e.seq;
-  }
-  for (int t = 0; t < kStreams; ++t) {
-    EXPECT_EQ(last_seq[fmt::format("t{}", t)], kBatches);
-    EXPECT_TRUE(store->GetStream(fmt::format("t{}", t))->closed);
-  }
-  EXPECT_EQ(last_seq["shared"], shared->durable_seq);
-}
-
-}  // namespace
-}  // namespace isowatch::store
-
-namespace isowatch::store {
-namespace {
-
-TEST_F(StoreTest, UnsyncedAppendsMadeDurableBySyncLogAreKeptAcrossReopening) {
-  {
-    auto store = OpenOrDie(dir_);
-    ASSERT_NE(store, nullptr);
-    // Appends of several streams without sync, with syncs running at the same time.
-    std::vector<std::thread> writers;
-    for (int w = 0; w < 3; ++w) {
-      writers.emplace_back([&store, w] {
-        const std::string stream = fmt::format("s{}", w);
-        for (uint64_t seq = 1; seq <= 50; ++seq) {
-          auto pos = store->AppendBatch(stream, seq, Timestamp{static_cast<int64_t>(seq), 0}, false,
-                                        fmt::format("{}#{}", stream, seq), /*sync=*/false);
-          EXPECT_TRUE(pos.ok()) << pos.status();
-          if (seq % 10 == 0) {
-            EXPECT_TRUE(store->SyncLog().ok());
-          }
-        }
-      });
-    }
-    for (std::thread& t : writers) t.join();
-    ASSERT_TRUE(store->SyncLog().ok());
-    EXPECT_EQ(store->GetStream("s1")->durable_seq, 50u);
-  }
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  const std::vector<Entry> entries = ReadAll(*store);
-  ASSERT_EQ(entries.size(), 150u);
-  std::map<std::string, uint64_t> last;
-  for (const Entry& e : entries) {
-    EXPECT_EQ(e.seq, last[e.stream] + 1) << e.stream;
-    last[e.stream] = e.seq;
-    EXPECT_EQ(e.bytes, fmt::format("{}#{}", e.stream, e.seq));
-  }
-  for (int w = 0; w < 3; ++w) {
-    auto r = store->GetStream(fmt::format("s{}", w));
-    ASSERT_TRUE(r.ok());
-    EXPECT_EQ(r->durable_seq, 50u);
-    EXPECT_EQ(r->watermark, (Timestamp{50, 0}));
-  }
-}
-
-TEST_F(StoreTest, SyncLogWithoutSyncWritesIsANoOp) {
-  auto store = Store::Open(dir_, {.sync_writes = false});
-  ASSERT_TRUE(store.ok()) << store.status();
-  ASSERT_TRUE((*store)->AppendBatch("a", 1, std::nullopt, false, "x", /*sync=*/false).ok());
-  EXPECT_TRUE((*store)->SyncLog().ok());
-  EXPECT_EQ(ReadAll(**store).size(), 1u);
-}
-
-TEST_F(StoreTest, ReportsRocksDbMemoryWithinItsBounds) {
-  const std::string bytes(1000, 'x');
-  {
-    auto store = OpenOrDie(dir_);
-    ASSERT_NE(store, nullptr);
-    for (uint64_t seq = 1; seq <= 2000; ++seq) {
-      ASSERT_TRUE(store->AppendBatch("s", seq, std::nullopt, false, bytes, /*sync=*/false).ok());
-    }
-    const RocksDbMemory m = store->rocksdb_memory();
-    EXPECT_GE(m.memtables, 2000u * bytes.size());
-    EXPECT_LE(m.memtables, uint64_t{80} << 20);
-    EXPECT_EQ(m.total(), m.memtables + m.table_readers + m.block_cache);
-  }
-  // Reopened, the log is in SST files: reading it back goes through the block cache.
-  auto store = OpenOrDie(dir_);
-  ASSERT_NE(store, nullptr);
-  uint64_t read = 0;
-  ASSERT_TRUE(store
-                  ->ReadLog(1,
-                            [&](const LogEntry&) {
-                              ++read;
-                              return absl::OkStatus();
-                            })
-                  .ok());
-  EXPECT_EQ(read, 2000u);
-  const RocksDbMemory m = store->rocksdb_memory();
-  EXPECT_GT(m.block_cache, 0u);
-  EXPECT_LE(m.block_cache, uint64_t{80} << 20);
-  EXPECT_LE(m.table_readers, uint64_t{1} << 20);
 }
 
 }  // namespace
