@@ -160,6 +160,12 @@ IngestService::IngestService(BatchSink& sink, IdRegistry& registry, IngestServic
                return service->StreamBytes(context, stream);
              },
              this));
+  MarkMethodStreamed(1,
+                     new grpc::internal::StreamedUnaryHandler<grpc::ByteBuffer, v1::IngestAck>(
+                         [this](grpc::ServerContext* context,
+                                grpc::ServerUnaryStreamer<grpc::ByteBuffer, v1::IngestAck>* call) {
+                           return PushBytes(context, call);
+                         }));
 }
 
 IngestService::~IngestService() = default;
@@ -276,6 +282,28 @@ grpc::Status IngestService::StreamBytes(
   writer.join();
   absl::MutexLock lock(&pipe->mu);
   return pipe->status;
+}
+
+grpc::Status IngestService::PushBytes(
+    grpc::ServerContext* context,
+    grpc::ServerUnaryStreamer<grpc::ByteBuffer, v1::IngestAck>* call) {
+  grpc::ByteBuffer buffer;
+  if (!call->Read(&buffer)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a Push without a message");
+  }
+  std::optional<std::string> wire = Flatten(buffer);
+  buffer.Clear();
+  v1::IngestBatch batch;
+  if (!wire || !batch.ParseFromString(*wire)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "a message that is not an isowatch.v1.IngestBatch");
+  }
+  v1::IngestAck ack;
+  grpc::Status status = Push(context, &batch, &ack);
+  if (status.ok() && !call->Write(ack)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+  }
+  return status;
 }
 
 grpc::Status IngestService::Push(grpc::ServerContext* context, const v1::IngestBatch* request,

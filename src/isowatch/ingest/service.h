@@ -179,6 +179,10 @@ class IngestService final : public v1::Ingest::Service {
   // an arena (ParseArenaBatch) and hands to the sink with the batch (ValidatedBatch::wire).
   grpc::Status StreamBytes(grpc::ServerContext* context,
                            grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream);
+  // The unary RPC (Ingest.Push) as bytes: a message that does not parse is INVALID_ARGUMENT (gRPC
+  // itself would answer INTERNAL with no message, which collectors retry), the rest goes to Push.
+  grpc::Status PushBytes(grpc::ServerContext* context,
+                         grpc::ServerUnaryStreamer<grpc::ByteBuffer, v1::IngestAck>* call);
   // The pipelined Apply of the streaming RPC: calls `done` exactly once, with the ack once the
   // batch is durable (or at once), or with an error.
   void ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire,
