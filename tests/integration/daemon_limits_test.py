@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end tests of isowatchd's limits and answers to misuse, one case per run:
+
+  replay_dead   `isowatch replay` to an address where nothing listens fails within seconds,
+                says so and exits non-zero
+
+Usage: daemon_limits_test.py PATH/TO/isowatch PATH/TO/isowatchd CASE
+Each daemon runs on loopback, on free ports, with its store in a temporary directory.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import daemon_compare  # noqa: E402  (the helpers of daemon_test.sh)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def run(args, timeout=120):
+    """Runs a command; returns (status, stdout + stderr, seconds)."""
+    start = time.monotonic()
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), time.monotonic() - start
+
+
+def free_port():
+    """A port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_history(cli, tmp):
+    path = os.path.join(tmp, "h.json")
+    status, out, _ = run([cli, "gen", "--out", path, "--txns", "200", "--keys", "10", "--seed",
+                          "1"])
+    check(status == 0, f"isowatch gen failed: {out}")
+    return path
+
+
+def case_replay_dead(cli, daemond, tmp):
+    history = make_history(cli, tmp)
+    port = free_port()
+    status, out, seconds = run([cli, "replay", history, "--to", f"127.0.0.1:{port}",
+                                "--connect-timeout-ms", "2000"])
+    check(status != 0, f"replay to a dead address exited 0: {out}")
+    check("cannot connect to" in out, f"replay does not say it cannot connect: {out}")
+    check(seconds < 20, f"replay to a dead address took {seconds:.1f} s")
+
+
+CASES = {
+    "replay_dead": case_replay_dead,
+}
+
+
+def main(argv):
+    if len(argv) != 4 or argv[3] not in CASES:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cli, daemond, name = argv[1:]
+    tmp = tempfile.mkdtemp(prefix=f"isowatch-{name}-")
+    try:
+        CASES[name](cli, daemond, tmp)
+    except Failure as e:
+        print(f"{name}: FAILED: {e}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{name}: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
