@@ -20,10 +20,12 @@
 namespace {
 
 constexpr char kVersion[] = "0.1.0";
+// The exit status of a bad flag or option value, or of a start that fails (docs/operations.md).
+constexpr int kExitStartFailed = 2;
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "isowatchd: %s\n", std::string(status.message()).c_str());
-  return 2;
+  return kExitStartFailed;
 }
 
 }  // namespace
@@ -60,7 +62,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help succeeds; every other parse error (CLI11 numbers them from 100) is a bad flag.
+    return app.exit(e) == 0 ? 0 : kExitStartFailed;
   }
   if (version) {
     std::cout << "isowatchd " << kVersion << "\n";

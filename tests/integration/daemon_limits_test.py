@@ -3,6 +3,8 @@
 
   replay_dead   `isowatch replay` to an address where nothing listens fails within seconds,
                 says so and exits non-zero
+  exit_codes    isowatchd exits with status 2 for bad flags and option values, 0 for --help
+                (docs/operations.md, "Running")
 
 Usage: daemon_limits_test.py PATH/TO/isowatch PATH/TO/isowatchd CASE
 Each daemon runs on loopback, on free ports, with its store in a temporary directory.
@@ -61,8 +63,24 @@ def case_replay_dead(cli, daemond, tmp):
     check(seconds < 20, f"replay to a dead address took {seconds:.1f} s")
 
 
+def case_exit_codes(cli, daemond, tmp):
+    cases = [
+        (["--no-such-flag"], 2),
+        (["--grpc-port", "not-a-number"], 2),
+        (["--set", "no.such.option=1"], 2),
+        (["--set", "ingest.max_streams=0"], 2),
+        (["--help"], 0),
+        (["--version"], 0),
+    ]
+    for args, want in cases:
+        status, out, _ = run([daemond, "--data-dir", os.path.join(tmp, "data")] + args)
+        check(status == want, f"isowatchd {' '.join(args)}: exit status {status}, want {want}: "
+              f"{out.strip()}")
+
+
 CASES = {
     "replay_dead": case_replay_dead,
+    "exit_codes": case_exit_codes,
 }
 
 
