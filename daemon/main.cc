@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,9 @@ int Fail(const absl::Status& status) {
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   isowatch::SetReleaseMutexMode();
+  // The store, the spill, checkpoints, logs and the ports file hold what the databases wrote:
+  // whatever the caller's umask, everything the daemon creates is its owner's only.
+  umask(umask(0) | 077);
   CLI::App app{"isowatchd: checks, continuously, the isolation level a database provides"};
   std::string config_path;
   std::optional<std::string> data_dir;

@@ -5,14 +5,17 @@
                 says so and exits non-zero
   exit_codes    isowatchd exits with status 2 for bad flags and option values, 0 for --help
                 (docs/operations.md, "Running")
+  permissions   with umask 000, the store, its files and the log file are owner-only (0700, 0600)
 
 Usage: daemon_limits_test.py PATH/TO/isowatch PATH/TO/isowatchd CASE
 Each daemon runs on loopback, on free ports, with its store in a temporary directory.
 """
 
 import os
+import json
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -78,9 +81,81 @@ def case_exit_codes(cli, daemond, tmp):
               f"{out.strip()}")
 
 
+class Daemon:
+    """isowatchd on loopback, on free ports (or the given HTTP port), its store in `data`."""
+
+    def __init__(self, daemond, tmp, name, args=(), http_port=0, umask=None, wait=True):
+        self.data = os.path.join(tmp, f"{name}.data")
+        self.ports_file = os.path.join(tmp, f"{name}.ports")
+        self.log_path = os.path.join(tmp, f"{name}.daemon.log")
+        if os.path.exists(self.ports_file):
+            os.remove(self.ports_file)
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [daemond, "--data-dir", self.data, "--grpc-port", "0", "--http-port", str(http_port),
+             "--ports-file", self.ports_file] + list(args),
+            stdout=self.log, stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+        self.grpc = self.http = None
+        if wait:
+            self.wait_ports()
+
+    def wait_ports(self, timeout=120):
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.ports_file):
+            check(self.proc.poll() is None,
+                  f"isowatchd exited with {self.proc.returncode}: {self.log_text()[-2000:]}")
+            check(time.monotonic() < deadline, "isowatchd did not write its ports file")
+            time.sleep(0.05)
+        with open(self.ports_file) as f:
+            ports = json.load(f)
+        self.grpc, self.http = ports["grpc"], ports["http"]
+
+    def log_text(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        self.proc.terminate()
+        status = self.proc.wait(timeout=120)
+        self.log.close()
+        check(status == 0, f"isowatchd exited with {status} after SIGTERM")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def case_permissions(cli, daemond, tmp):
+    history = make_history(cli, tmp)
+    log_file = os.path.join(tmp, "isowatchd.log")
+    d = Daemon(daemond, tmp, "perm", ["--set", f"log.file={log_file}",
+                                      "--set", "store.checkpoint_interval=100ms"], umask=0)
+    try:
+        status, out, _ = run([cli, "replay", history, "--to", f"127.0.0.1:{d.grpc}"])
+        check(status == 0, f"replay failed: {out}")
+        time.sleep(0.5)  # a checkpoint or two
+    finally:
+        d.stop()
+    paths = [d.data, log_file, d.ports_file]
+    for root, dirs, files in os.walk(d.data):
+        paths += [os.path.join(root, n) for n in dirs + files]
+    check(len(paths) > 10, f"only {len(paths)} files: {paths}")
+    wrong = []
+    for path in paths:
+        mode = stat.S_IMODE(os.lstat(path).st_mode)
+        want = 0o700 if os.path.isdir(path) else 0o600
+        if mode != want:
+            wrong.append(f"{path}: {mode:o}, want {want:o}")
+    check(not wrong, "files not owner-only after a run with umask 000:\n" + "\n".join(wrong))
+
+
 CASES = {
     "replay_dead": case_replay_dead,
     "exit_codes": case_exit_codes,
+    "permissions": case_permissions,
 }
 
 

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fcntl.h>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <unistd.h>
 #include <utility>
 
 #include <fmt/format.h>
@@ -51,6 +53,9 @@ absl::Status ConfigureLogging(const config::LogConfig& log) {
     logger = std::make_shared<spdlog::logger>(
         "isowatchd", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   } else {
+    // Created owner-only (it holds what the databases wrote); spdlog then appends to it.
+    const int fd = open(log.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
     // spdlog reports a file it cannot open by throwing; the rest of isowatch never throws.
     try {
       logger = std::make_shared<spdlog::logger>(
@@ -79,7 +84,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   RETURN_IF_ERROR(config::Validate(config));
   std::unique_ptr<Daemon> d(new Daemon());
   std::error_code ec;
-  std::filesystem::create_directories(config.data_dir, ec);
+  // Owner-only, like everything in it (docs/operations.md, "Files").
+  if (std::filesystem::create_directories(config.data_dir, ec)) {
+    std::filesystem::permissions(config.data_dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
+  }
   if (ec) {
     return absl::FailedPreconditionError(
         fmt::format("data_dir: cannot create {}: {}", config.data_dir, ec.message()));
