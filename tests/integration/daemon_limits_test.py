@@ -5,6 +5,8 @@
                 says so and exits non-zero
   exit_codes    isowatchd exits with status 2 for bad flags and option values, 0 for --help
                 (docs/operations.md, "Running")
+  max_streams   with ingest.max_streams=2, a third stream is refused with a reason the replay
+                prints, counted in /metrics, and still after a restart; the first two still work
   permissions   with umask 000, the store, its files and the log file are owner-only (0700, 0600)
 
 Usage: daemon_limits_test.py PATH/TO/isowatch PATH/TO/isowatchd CASE
@@ -152,10 +154,51 @@ def case_permissions(cli, daemond, tmp):
     check(not wrong, "files not owner-only after a run with umask 000:\n" + "\n".join(wrong))
 
 
+def metric(port, name):
+    status, body = daemon_compare.get(port, "/metrics")
+    check(status == 200, f"/metrics answered {status}")
+    return daemon_compare.sample_total(body, name)
+
+
+def case_max_streams(cli, daemond, tmp):
+    history = make_history(cli, tmp)
+    args = ["--set", "ingest.max_streams=2"]
+
+    def replay(d, stream):
+        return run([cli, "replay", history, "--to", f"127.0.0.1:{d.grpc}", "--stream", stream])
+
+    d = Daemon(daemond, tmp, "streams", args)
+    try:
+        for stream in ("s1", "s2"):
+            status, out, _ = replay(d, stream)
+            check(status == 0, f"replay of {stream} failed: {out}")
+        status, out, _ = replay(d, "s3")
+        check(status != 0, f"a third stream was taken with ingest.max_streams=2: {out}")
+        check("ingest.max_streams" in out, f"replay does not say why it was refused: {out}")
+        daemon_compare.poll(lambda: metric(d.http, "isowatch_ingest_streams_refused_total") >= 1,
+                            30, "isowatch_ingest_streams_refused_total to count the refusal")
+    finally:
+        d.stop()
+    # After a restart the streams in the store still count; those streams keep working.
+    d = Daemon(daemond, tmp, "streams", args)
+    try:
+        status, out, _ = replay(d, "s3")
+        check(status != 0, f"a third stream was taken after a restart: {out}")
+        check("ingest.max_streams" in out, f"replay does not say why it was refused: {out}")
+        status, out, _ = replay(d, "s1")
+        check(status == 0, f"a stream the daemon has was refused after a restart: {out}")
+        status, body = daemon_compare.get(d.http, "/api/v1/status")
+        names = sorted(s["name"] for s in json.loads(body)["streams"])
+        check(names == ["s1", "s2"], f"streams after the restart: {names}")
+    finally:
+        d.stop()
+
+
 CASES = {
     "replay_dead": case_replay_dead,
     "exit_codes": case_exit_codes,
     "permissions": case_permissions,
+    "max_streams": case_max_streams,
 }
 
 

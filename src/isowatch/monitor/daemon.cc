@@ -195,6 +195,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   grpc.service.limits.max_batch_txns =
       static_cast<uint32_t>(std::min<uint64_t>(config.ingest.max_batch_transactions, UINT32_MAX));
   grpc.service.limits.max_batch_bytes = config.ingest.max_batch_bytes;
+  grpc.service.max_streams = config.ingest.max_streams;
+  for (const store::StreamRecord& s : d->store_->ListStreams()) {
+    grpc.service.known_streams.push_back(s.name);
+  }
   grpc.service.limits.max_ops_per_txn =
       static_cast<uint32_t>(std::min<uint64_t>(config.ingest.max_ops_per_transaction, UINT32_MAX));
   ASSIGN_OR_RETURN(d->ingest_,

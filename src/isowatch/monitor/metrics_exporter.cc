@@ -75,6 +75,8 @@ uint64_t MetricsExporter::ExportIngestCounters(const ingest::IngestCounters& cou
   // Relaxed: as above.
   AddGrowth(metrics_->duplicate_batches(),
             counters.batches_duplicate.load(std::memory_order_relaxed), &last_duplicates_);
+  AddGrowth(metrics_->streams_refused(), counters.streams_refused.load(std::memory_order_relaxed),
+            &last_streams_refused_);
   return refused_total;
 }
 

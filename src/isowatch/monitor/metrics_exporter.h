@@ -85,6 +85,7 @@ class MetricsExporter {
   engine::EngineStats last_stats_;
   std::vector<uint64_t> last_refusals_;
   uint64_t last_duplicates_ = 0;
+  uint64_t last_streams_refused_ = 0;
   uint64_t last_window_late_ = 0;
   // The horizon-miss warning is logged at most once a minute.
   static constexpr int64_t kHorizonWarningIntervalMs = 60'000;

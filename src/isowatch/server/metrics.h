@@ -47,6 +47,8 @@ class DaemonMetrics {
   prometheus::Counter& RefusedTransactions(std::string_view reason);
   // Batches recognised as already applied (same stream and sequence number) and skipped.
   prometheus::Counter& duplicate_batches() { return *duplicate_batches_; }
+  // Batches refused because their stream would be one more than ingest.max_streams.
+  prometheus::Counter& streams_refused() { return *streams_refused_; }
   // Batches received but not yet applied to the engine.
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   // Seconds from a batch's receipt to its durable acknowledgement.
@@ -173,6 +175,7 @@ class DaemonMetrics {
   prometheus::Family<prometheus::Gauge>* pending_family_;
 
   prometheus::Counter* duplicate_batches_;
+  prometheus::Counter* streams_refused_;
   prometheus::Gauge* queue_depth_;
   prometheus::Histogram* ingest_batch_latency_;
   prometheus::Gauge* remembered_ids_;

@@ -85,5 +85,43 @@ TEST_F(ServiceLimitsTest, PushOfBytesThatDoNotParseIsInvalidArgument) {
   EXPECT_EQ(ack.durable_seq(), 1u);
 }
 
+TEST_F(ServiceLimitsTest, OneStreamMoreThanMaxStreamsIsRefusedBeforeItsAck) {
+  Start(IngestServiceOptions{.max_streams = 2});
+  v1::IngestAck ack;
+  ASSERT_TRUE(Push(WriteBatch("a", 1, 1, 1), &ack).ok());
+  ASSERT_TRUE(Push(WriteBatch("b", 1, 2, 1), &ack).ok());
+
+  grpc::Status refused = Push(WriteBatch("c", 1, 3, 1), &ack);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find("ingest.max_streams"), std::string::npos)
+      << refused.error_message();
+  // The streaming RPC gets the same answer, and nothing of either batch is kept.
+  grpc::ClientContext context;
+  auto rw = stub_->Stream(&context);
+  ASSERT_TRUE(rw->Write(WriteBatch("d", 1, 4, 1)));
+  EXPECT_FALSE(rw->Read(&ack));
+  rw->WritesDone();
+  EXPECT_EQ(rw->Finish().error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(sink_.batches().size(), 2u);
+  EXPECT_EQ(server_->counters().streams_refused.load(), 2u);
+
+  // The streams it has keep working.
+  ASSERT_TRUE(Push(WriteBatch("a", 2, 5, 1), &ack).ok());
+  EXPECT_EQ(ack.durable_seq(), 2u);
+  EXPECT_EQ(sink_.batches().size(), 3u);
+}
+
+TEST_F(ServiceLimitsTest, StreamsTheSinkHoldsCountTowardsMaxStreams) {
+  Start();
+  v1::IngestAck ack;
+  ASSERT_TRUE(Push(WriteBatch("old", 1, 1, 1), &ack).ok());
+  // After a restart the service knows the sink's streams.
+  Start(IngestServiceOptions{.max_streams = 2, .known_streams = {"old", "older"}});
+  EXPECT_EQ(Push(WriteBatch("new", 1, 2, 1), &ack).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  ASSERT_TRUE(Push(WriteBatch("old", 2, 3, 1), &ack).ok());
+  ASSERT_TRUE(Push(WriteBatch("older", 1, 4, 1), &ack).ok());
+}
+
 }  // namespace
 }  // namespace isowatch::ingest
