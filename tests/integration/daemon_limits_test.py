@@ -7,6 +7,8 @@
                 (docs/operations.md, "Running")
   max_streams   with ingest.max_streams=2, a third stream is refused with a reason the replay
                 prints, counted in /metrics, and still after a restart; the first two still work
+  recovery      while a restarted daemon replays a large log, /healthz answers 200 and /readyz
+                503 "recovering the store"; recovery logs its progress
   permissions   with umask 000, the store, its files and the log file are owner-only (0700, 0600)
 
 Usage: daemon_limits_test.py PATH/TO/isowatch PATH/TO/isowatchd CASE
@@ -194,11 +196,55 @@ def case_max_streams(cli, daemond, tmp):
         d.stop()
 
 
+def case_recovery(cli, daemond, tmp):
+    history = os.path.join(tmp, "big.json")
+    status, out, _ = run([cli, "gen", "--out", history, "--txns", "30000", "--keys", "10000",
+                          "--seed", "3"])
+    check(status == 0, f"isowatch gen failed: {out}")
+    # No checkpoints: the restart replays the whole log, which takes a moment.
+    args = ["--set", "store.checkpoint_interval=0s"]
+    d = Daemon(daemond, tmp, "rec", args)
+    try:
+        status, out, _ = run([cli, "replay", history, "--to", f"127.0.0.1:{d.grpc}",
+                              "--batch", "200", "--quiet"])
+        check(status == 0, f"replay failed: {out}")
+    finally:
+        d.stop()
+    http = free_port()
+    d = Daemon(daemond, tmp, "rec", args, http_port=http, wait=False)
+    try:
+        seen = []  # (healthz, readyz, readyz body) while the ports file is not there
+        while not os.path.exists(d.ports_file):
+            check(d.proc.poll() is None, f"isowatchd exited: {d.log_text()[-2000:]}")
+            health, _ = daemon_compare.get(http, "/healthz", timeout=5)
+            ready, body = daemon_compare.get(http, "/readyz", timeout=5)
+            if health is not None:
+                seen.append((health, ready, body))
+            time.sleep(0.01)
+        d.wait_ports()
+        recovering = [x for x in seen if x[1] == 503]
+        check(recovering, f"no answer from /readyz during recovery; answers: {seen[:5]}")
+        check(all(h == 200 for h, _, _ in recovering),
+              f"/healthz during recovery: {recovering[:5]}")
+        check(all(b.strip() == "not ready: recovering the store" for _, _, b in recovering),
+              f"/readyz during recovery: {recovering[:5]}")
+        status, _ = daemon_compare.get(http, "/api/v1/status")
+        check(status == 200, f"/api/v1/status after recovery: {status}")
+        daemon_compare.poll(lambda: daemon_compare.get(http, "/readyz")[0] == 200, 30,
+                            "/readyz to answer 200 after recovery")
+        log = d.log_text()
+        check("recovering: replaying log positions" in log, f"recovery logs no progress: {log}")
+        print(f"recovery: {len(recovering)} answers of /readyz 503 during recovery")
+    finally:
+        d.stop()
+
+
 CASES = {
     "replay_dead": case_replay_dead,
     "exit_codes": case_exit_codes,
     "permissions": case_permissions,
     "max_streams": case_max_streams,
+    "recovery": case_recovery,
 }
 
 

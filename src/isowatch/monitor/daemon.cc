@@ -2,12 +2,15 @@
 #include "isowatch/monitor/daemon.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <fcntl.h>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <unistd.h>
 #include <utility>
@@ -46,6 +49,36 @@ spdlog::level::level_enum SpdLevel(config::LogLevel level) {
 }
 
 }  // namespace
+
+class Daemon::MonitorView final : public server::ViolationSource, public server::StatusSource {
+ public:
+  // REQUIRES: `monitor` outlives the HTTP server.
+  void Set(Monitor* monitor) { monitor_.store(monitor, std::memory_order_release); }
+
+  absl::Status Ready() const {
+    Monitor* m = monitor_.load(std::memory_order_acquire);
+    return m != nullptr ? m->Ready() : Recovering();
+  }
+  absl::StatusOr<store::ViolationPage> Query(const store::ViolationFilter& filter, size_t limit,
+                                             std::string_view page_token) override {
+    Monitor* m = monitor_.load(std::memory_order_acquire);
+    if (m == nullptr) return Recovering();
+    return m->Query(filter, limit, page_token);
+  }
+  absl::StatusOr<server::DaemonStatus> GetStatus() override {
+    Monitor* m = monitor_.load(std::memory_order_acquire);
+    if (m == nullptr) return Recovering();
+    return m->GetStatus();
+  }
+
+ private:
+  static absl::Status Recovering() { return absl::UnavailableError("recovering the store"); }
+
+  // Acquire/release: the monitor is fully built before an HTTP thread can see it.
+  std::atomic<Monitor*> monitor_{nullptr};
+};
+
+Daemon::Daemon() : view_(std::make_unique<MonitorView>()) {}
 
 absl::Status ConfigureLogging(const config::LogConfig& log) {
   std::shared_ptr<spdlog::logger> logger;
@@ -98,6 +131,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
                                     store::StoreOptions{.sync_writes = config.store.sync_writes}));
   d->metrics_ = std::make_unique<server::DaemonMetrics>(version);
   d->metrics_->engine_memory_budget_bytes().Set(static_cast<double>(config.engine.memory_budget));
+  server::HttpServer::Options http;
+  http.host = config.http.listen;
+  http.port = static_cast<uint16_t>(config.http.port);
+  d->http_ = std::make_unique<server::HttpServer>(http);
+  MonitorView* view = d->view_.get();
+  d->api_ = std::make_unique<server::HttpApi>(d->metrics_.get(), view, view,
+                                              [view] { return view->Ready(); });
+  RETURN_IF_ERROR(d->api_->RegisterOn(*d->http_));
+  RETURN_IF_ERROR(d->http_->Start());
+  spdlog::info("HTTP on {}:{}; recovering the store in {}", config.http.listen, d->http_port(),
+               config.data_dir);
   MonitorOptions options;
   options.clock = clock;
   options.live.engine.level = config.engine.level;
@@ -205,16 +249,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
                    ingest::StartIngestServer(grpc, *d->monitor_, &d->monitor_->id_registry()));
   d->monitor_->SetIngestCounters(&d->ingest_->counters());
   d->monitor_->Start();
-
-  server::HttpServer::Options http;
-  http.host = config.http.listen;
-  http.port = static_cast<uint16_t>(config.http.port);
-  d->http_ = std::make_unique<server::HttpServer>(http);
-  Monitor* monitor = d->monitor_.get();
-  d->api_ = std::make_unique<server::HttpApi>(d->metrics_.get(), monitor, monitor,
-                                              [monitor] { return monitor->Ready(); });
-  RETURN_IF_ERROR(d->api_->RegisterOn(*d->http_));
-  RETURN_IF_ERROR(d->http_->Start());
+  view->Set(d->monitor_.get());
   spdlog::info("isowatchd {} serving: gRPC on {}:{}, HTTP on {}:{}, store in {}", version,
                config.grpc.listen, d->grpc_port(), config.http.listen, d->http_port(),
                config.data_dir);
