@@ -150,7 +150,7 @@ void IngestService::LeaveGate() {
 }
 
 IngestService::IngestService(BatchSink& sink, IdRegistry& registry, IngestServiceOptions options)
-    : sink_(sink), registry_(registry), options_(options) {
+    : sink_(sink), registry_(registry), options_(std::move(options)) {
   {
     absl::MutexLock lock(&streams_mu_);
     known_streams_.insert(options_.known_streams.begin(), options_.known_streams.end());
