@@ -26,9 +26,9 @@ void LeaveRangeReadsUndecided(const history::History& h, CheckerResult* result) 
   result->stats.emplace_back("range_reads_unjudged", n);
   if (!result->complete && result->undecided.empty()) return;  // out of time
   result->complete = false;
-  std::string sentence = fmt::format(
-      "{} range read{} not judged (this checker weighs point and list reads only)", n,
-      n == 1 ? " is" : "s are");
+  std::string sentence =
+      fmt::format("{} range read{} not judged (this checker weighs point and list reads only)", n,
+                  n == 1 ? " is" : "s are");
   result->undecided =
       result->undecided.empty() ? sentence : fmt::format("{}; {}", result->undecided, sentence);
 }

@@ -13,10 +13,10 @@
 
 #include "absl/strings/escaping.h"
 #include <fmt/format.h>
-#include <simdjson.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/json_util.h>
+#include <simdjson.h>
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/formats/native.h"

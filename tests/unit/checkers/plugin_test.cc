@@ -293,8 +293,8 @@ TEST(RangeReadsTest, LeaveChronosAndAdyaUndecided) {
       EXPECT_FALSE(r.complete);
       EXPECT_THAT(r.undecided, HasSubstr("1 range read is not judged"));
       EXPECT_EQ(r.violations.empty(), !lost_update);
-      EXPECT_THAT(r.stats, ::testing::Contains(std::pair<std::string, uint64_t>(
-                               "range_reads_unjudged", 1)));
+      EXPECT_THAT(r.stats,
+                  ::testing::Contains(std::pair<std::string, uint64_t>("range_reads_unjudged", 1)));
     }
   }
 }

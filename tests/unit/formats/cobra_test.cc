@@ -26,7 +26,8 @@ using history::Value;
 using ::testing::HasSubstr;
 
 const std::string& Sample() {
-  static const std::string bytes = samples::FileContents(samples::SamplePath("cobra", "sample/T1.log"));
+  static const std::string bytes =
+      samples::FileContents(samples::SamplePath("cobra", "sample/T1.log"));
   return bytes;
 }
 
@@ -251,8 +252,10 @@ TEST(CobraTest, Sniff) {
   for (const std::string& foreign : samples::ForeignTextSamples()) {
     EXPECT_FALSE(SniffCobra(foreign).ok()) << foreign;
   }
-  EXPECT_FALSE(SniffCobra(samples::FileContents(samples::SamplePath("text", "polysi_plume.txt"))).ok());
-  EXPECT_FALSE(SniffCobra(samples::FileContents(samples::SamplePath("dbcop", "sample.bincode"))).ok());
+  EXPECT_FALSE(
+      SniffCobra(samples::FileContents(samples::SamplePath("text", "polysi_plume.txt"))).ok());
+  EXPECT_FALSE(
+      SniffCobra(samples::FileContents(samples::SamplePath("dbcop", "sample.bincode"))).ok());
   EXPECT_THAT(SniffCobra("Some text that starts with S\n").message(), HasSubstr("not a Cobra log"));
 }
 

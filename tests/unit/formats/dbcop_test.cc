@@ -22,7 +22,8 @@ using history::Value;
 using ::testing::HasSubstr;
 
 const std::string& Bincode() {
-  static const std::string bytes = samples::FileContents(samples::SamplePath("dbcop", "sample.bincode"));
+  static const std::string bytes =
+      samples::FileContents(samples::SamplePath("dbcop", "sample.bincode"));
   return bytes;
 }
 const std::string& NewJson() {

@@ -8,10 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
-#include "absl/status/statusor.h"
 
 #include "isowatch/history/history.h"
 
