@@ -61,6 +61,20 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                                 "sequence number) and skipped.")
                             .Register(r)
                             .Add({});
+  refused_batches_ = &BuildCounter()
+                          .Name("isowatch_refused_batches_total")
+                          .Help(
+                              "Batches refused whole; their transactions count in "
+                              "isowatch_refused_transactions_total.")
+                          .Register(r)
+                          .Add({});
+  watermark_regressions_ = &BuildCounter()
+                                .Name("isowatch_watermark_regressions_total")
+                                .Help(
+                                    "Watermarks received below their stream's earlier one, and "
+                                    "ignored.")
+                                .Register(r)
+                                .Add({});
   queue_depth_ = &BuildGauge()
                       .Name("isowatch_ingest_queue_batches")
                       .Help("Batches received and not yet applied to the engine.")

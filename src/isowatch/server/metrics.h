@@ -47,6 +47,10 @@ class DaemonMetrics {
   prometheus::Counter& RefusedTransactions(std::string_view reason);
   // Batches recognised as already applied (same stream and sequence number) and skipped.
   prometheus::Counter& duplicate_batches() { return *duplicate_batches_; }
+  // Batches refused whole (their transactions count in RefusedTransactions).
+  prometheus::Counter& refused_batches() { return *refused_batches_; }
+  // Watermarks below their stream's earlier one, ignored.
+  prometheus::Counter& watermark_regressions() { return *watermark_regressions_; }
   // Batches received but not yet applied to the engine.
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   // Seconds from a batch's receipt to its durable acknowledgement.
@@ -173,6 +177,8 @@ class DaemonMetrics {
   prometheus::Family<prometheus::Gauge>* pending_family_;
 
   prometheus::Counter* duplicate_batches_;
+  prometheus::Counter* refused_batches_;
+  prometheus::Counter* watermark_regressions_;
   prometheus::Gauge* queue_depth_;
   prometheus::Histogram* ingest_batch_latency_;
   prometheus::Gauge* remembered_ids_;
