@@ -18,6 +18,7 @@
 #include "isowatch/checkers/registry.h"
 #include "isowatch/common/atomic_file.h"
 #include "isowatch/common/status_macros.h"
+#include "isowatch/monitor/json_log_format.h"
 #include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::monitor {
@@ -61,9 +62,7 @@ absl::Status ConfigureLogging(const config::LogConfig& log) {
     }
   }
   if (log.format == config::LogFormat::kJson) {
-    // One JSON object per line; %v is the message, escaped by the callers' choice of text.
-    logger->set_pattern(
-        R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","thread":%t,"message":"%v"})");
+    logger->set_formatter(JsonLineFormatter());
   } else {
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
   }
@@ -188,6 +187,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   grpc.service.limits.max_batch_bytes = config.ingest.max_batch_bytes;
   grpc.service.limits.max_ops_per_txn =
       static_cast<uint32_t>(std::min<uint64_t>(config.ingest.max_ops_per_transaction, UINT32_MAX));
+  grpc.service.events = d->monitor_->ingest_events();
   ASSIGN_OR_RETURN(d->ingest_,
                    ingest::StartIngestServer(grpc, *d->monitor_, &d->monitor_->id_registry()));
   d->monitor_->SetIngestCounters(&d->ingest_->counters());

@@ -177,9 +177,15 @@ void EngineLoop::ApplyOne(internal::DurableBatch& q, int64_t now_ms) {
     spdlog::warn("stream {}: batch {}: header ignored (the history already has transactions)",
                  b.stream(), b.seq());
   }
-  for (const TxnRefusal& r : refused) {
-    spdlog::warn("stream {}: batch {}: transaction {} refused: {}", b.stream(), b.seq(), r.txn_id,
-                 r.detail);
+  uint64_t held_back = 0;
+  if (!refused.empty() && late_refusal_log_.Allow(clock_->NowMicros() / 1000, &held_back)) {
+    spdlog::warn(
+        "stream {}: batch {}: {} transactions refused after their ack (history_conflict); "
+        "transaction {}: {}{}",
+        b.stream(), b.seq(), refused.size(), refused.front().txn_id, refused.front().detail,
+        held_back == 0
+            ? std::string()
+            : fmt::format(" ({} more batches with such refusals not logged)", held_back));
   }
   const auto delivered = static_cast<double>(b.txns_size()) - static_cast<double>(refused.size());
   if (delivered > 0) metrics_->IngestedTransactions(b.stream()).Increment(delivered);
