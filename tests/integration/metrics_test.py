@@ -351,6 +351,7 @@ def case_alert(tools, root):
 KEPT = ["isowatch_violations_total", "isowatch_refused_transactions_total",
         "isowatch_refused_batches_total", "isowatch_duplicate_batches_total",
         "isowatch_watermark_regressions_total", "isowatch_flip_flops_total",
+        "isowatch_reported_flip_flops_total",
         "isowatch_late_arrivals_total", "isowatch_horizon_misses_total",
         "isowatch_session_unjudged_total", "isowatch_ingested_transactions_total"]
 

@@ -53,6 +53,8 @@ MetricsExporter::MetricsExporter(store::Store* store, server::DaemonMetrics* met
   kept_[kWatermarkRegressions] = {.metric = &metrics_->watermark_regressions(),
                                   .series = "isowatch_watermark_regressions_total"};
   kept_[kFlipFlops] = {.metric = &metrics_->flip_flops(), .series = "isowatch_flip_flops_total"};
+  kept_[kReportedFlipFlops] = {.metric = &metrics_->reported_flip_flops(),
+                               .series = "isowatch_reported_flip_flops_total"};
   kept_[kLateArrivals] = {.metric = &metrics_->late_arrivals(),
                           .series = "isowatch_late_arrivals_total"};
   kept_[kHorizonMisses] = {.metric = &metrics_->horizon_misses(),
@@ -136,6 +138,7 @@ MetricsExporter::Sources MetricsExporter::ReadSources(const LiveChecker& live,
   out[kHistoryConflicts] = late_refusals;
   const engine::EngineStats& st = live.stats();
   out[kFlipFlops] = st.flip_flops;
+  out[kReportedFlipFlops] = st.below_final_arrivals;
   out[kLateArrivals] = st.late_arrivals;
   out[kHorizonMisses] = st.horizon_misses;
   out[kSessionUnjudged] = st.session_unjudged;
@@ -234,17 +237,25 @@ uint64_t MetricsExporter::ExportStreams(int64_t now_ms, const LiveChecker& live,
     out.ingested_transactions = s.delivered;
     out.committed_transactions = s.committed;
     ingested += s.delivered;
-    // Lag: how long ago the stream's watermark last moved (its promise is that old).
+    // Lag (docs/operations.md, "Streams"): wall-clock time minus the watermark where the
+    // stream's timestamps are a clock (0 if the watermark is ahead of this clock); otherwise how
+    // long ago the watermark last moved (its promise is that old).
     auto& last = last_watermark_[s.name];
     if (!watermark_moved_ms_.contains(s.name) || last != s.watermark) {
       watermark_moved_ms_[s.name] = now_ms;
       last = s.watermark;
     }
-    if (!s.closed) {
-      out.lag_seconds = static_cast<double>(now_ms - watermark_moved_ms_[s.name]) / 1000.0;
-      metrics_->StreamLagSeconds(s.name).Set(*out.lag_seconds);
-    } else {
+    if (s.closed) {
       metrics_->StreamLagSeconds(s.name).Set(0);
+    } else {
+      if (s.clock_ns > 0 && s.watermark) {
+        const double watermark_s =
+            static_cast<double>(s.watermark->physical) * static_cast<double>(s.clock_ns) / 1e9;
+        out.lag_seconds = std::max(0.0, static_cast<double>(now_ms) / 1000.0 - watermark_s);
+      } else {
+        out.lag_seconds = static_cast<double>(now_ms - watermark_moved_ms_[s.name]) / 1000.0;
+      }
+      metrics_->StreamLagSeconds(s.name).Set(*out.lag_seconds);
     }
     if (s.watermark) {
       metrics_->StreamWatermark(s.name).Set(static_cast<double>(s.watermark->physical));
@@ -288,6 +299,7 @@ server::DaemonStatus MetricsExporter::Refresh(int64_t now_ms, LiveChecker& live,
   status.counts.violations = store_->CountViolations();
   status.counts.provisional_verdicts = st.provisional_reads;
   status.counts.flip_flops = KeptTotal(kFlipFlops);
+  status.counts.reported_flip_flops = KeptTotal(kReportedFlipFlops);
   status.counts.late_arrivals = KeptTotal(kLateArrivals);
   status.counts.horizon_misses = KeptTotal(kHorizonMisses);
   status.memory.engine_bytes = st.memory_bytes;

@@ -76,9 +76,12 @@ class DaemonMetrics {
                                   std::string_view anomaly);
   // Verdicts reported provisionally and not yet final.
   prometheus::Gauge& provisional_verdicts() { return *provisional_verdicts_; }
-  // Provisional verdicts that a later arrival reversed.
+  // Provisional verdicts that a later arrival changed (never reported).
   prometheus::Counter& flip_flops() { return *flip_flops_; }
-  // Transactions that arrived after a reader whose snapshot they belong to.
+  // Transactions that arrived below the final point, after the reported verdicts they could
+  // reverse: an upper bound of reported verdicts a later arrival reversed. 0 with watermarks.
+  prometheus::Counter& reported_flip_flops() { return *reported_flip_flops_; }
+  // Transactions that arrived with a commit timestamp at or below their stream's watermark.
   prometheus::Counter& late_arrivals() { return *late_arrivals_; }
   // Reads that could not be judged because the state they needed had been collected.
   prometheus::Counter& horizon_misses() { return *horizon_misses_; }
@@ -184,6 +187,7 @@ class DaemonMetrics {
   prometheus::Gauge* remembered_ids_;
   prometheus::Gauge* provisional_verdicts_;
   prometheus::Counter* flip_flops_;
+  prometheus::Counter* reported_flip_flops_;
   prometheus::Counter* late_arrivals_;
   prometheus::Counter* horizon_misses_;
   prometheus::Counter* session_unjudged_;

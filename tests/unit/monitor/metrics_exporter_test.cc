@@ -46,10 +46,12 @@ class MetricsExporterTest : public ::testing::Test {
     store_.reset();
   }
 
-  // Applies batch `seq` of stream "s": one writer, transaction `seq`, and the watermark.
-  void Apply(uint64_t seq, int64_t watermark) {
+  // Applies batch `seq` of stream "s": one writer, transaction `seq`, and the watermark; with
+  // `clock`, a header whose metadata says the timestamps are that clock.
+  void Apply(uint64_t seq, int64_t watermark, std::string clock = "") {
     v1::IngestBatch b;
     b.set_stream("s");
+    if (!clock.empty()) (*b.mutable_header()->mutable_metadata())["timestamp_clock"] = clock;
     b.set_seq(seq);
     v1::Transaction* t = b.add_txns();
     t->set_id_int(static_cast<int64_t>(seq));
@@ -186,6 +188,7 @@ TEST_F(MetricsExporterTest, WithoutSavedTotalsTheReplayCounts) {
   EXPECT_EQ(status.counts.refused_transactions, 2u);
 }
 
+// Timestamps that are no clock (LSNs, counters): the lag is how long ago the watermark moved.
 TEST_F(MetricsExporterTest, LagIsTheAgeOfTheWatermark) {
   Apply(1, 15);
   server::DaemonStatus status = exporter_->Refresh(10'000, *live_, {});
@@ -205,6 +208,34 @@ TEST_F(MetricsExporterTest, LagIsTheAgeOfTheWatermark) {
   status = exporter_->Refresh(15'000, *live_, {});
   EXPECT_EQ(*status.streams[0].lag_seconds, 0.0);
   EXPECT_EQ(status.counts.ingested_transactions, 2u);
+}
+
+TEST_F(MetricsExporterTest, LagOfAClockIsWallClockMinusTheWatermark) {
+  // Watermark 10,000 ms since the epoch, at 14.5 s since the epoch.
+  Apply(1, 10'000, "unix_ms");
+  server::DaemonStatus status = exporter_->Refresh(14'500, *live_, {});
+  ASSERT_EQ(status.streams.size(), 1u);
+  ASSERT_TRUE(status.streams[0].lag_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*status.streams[0].lag_seconds, 4.5);
+  EXPECT_DOUBLE_EQ(metrics_.StreamLagSeconds("s").Value(), 4.5);
+  // It grows while the watermark stays, and drops when it moves (not to 0: to its own age).
+  status = exporter_->Refresh(20'000, *live_, {});
+  EXPECT_DOUBLE_EQ(*status.streams[0].lag_seconds, 10.0);
+  Apply(2, 19'000);
+  status = exporter_->Refresh(20'000, *live_, {});
+  EXPECT_DOUBLE_EQ(*status.streams[0].lag_seconds, 1.0);
+  // A watermark ahead of the daemon's clock (a skew) is no lag.
+  Apply(3, 25'000);
+  status = exporter_->Refresh(20'000, *live_, {});
+  EXPECT_DOUBLE_EQ(*status.streams[0].lag_seconds, 0.0);
+}
+
+TEST_F(MetricsExporterTest, LagOfMicrosecondsAndSeconds) {
+  Apply(1, 3, "unix_s");
+  EXPECT_DOUBLE_EQ(*exporter_->Refresh(5'000, *live_, {}).streams[0].lag_seconds, 2.0);
+  // A later header says microseconds (the watermarks only go up).
+  Apply(2, 4'000'000, "unix_us");
+  EXPECT_DOUBLE_EQ(*exporter_->Refresh(5'000, *live_, {}).streams[0].lag_seconds, 1.0);
 }
 
 TEST_F(MetricsExporterTest, StatusSaysWhatTheOptionsSay) {
