@@ -150,7 +150,7 @@ void IngestService::LeaveGate() {
 }
 
 IngestService::IngestService(BatchSink& sink, IdRegistry& registry, IngestServiceOptions options)
-    : sink_(sink), registry_(registry), options_(options) {
+    : sink_(sink), registry_(registry), options_(std::move(options)) {
   // Ingest.Stream (method 0) reads its batches as bytes: StreamBytes parses them itself, once,
   // onto an arena, and keeps the bytes for the sink.
   MarkMethodStreamed(

@@ -19,6 +19,7 @@
 #include "isowatch/common/atomic_file.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/monitor/json_log_format.h"
+#include "isowatch/monitor/log_routing.h"
 #include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::monitor {
@@ -69,6 +70,7 @@ absl::Status ConfigureLogging(const config::LogConfig& log) {
   logger->set_level(SpdLevel(log.level));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(std::move(logger));
+  RouteProcessLogsToSpdlog();
   return absl::OkStatus();
 }
 
