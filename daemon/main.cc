@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -20,10 +21,12 @@
 namespace {
 
 constexpr char kVersion[] = "0.1.0";
+// The exit status of a bad flag or option value, or of a start that fails (docs/operations.md).
+constexpr int kExitStartFailed = 2;
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "isowatchd: %s\n", std::string(status.message()).c_str());
-  return 2;
+  return kExitStartFailed;
 }
 
 }  // namespace
@@ -34,6 +37,9 @@ int Fail(const absl::Status& status) {
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   isowatch::SetReleaseMutexMode();
+  // The store, the spill, checkpoints, logs and the ports file hold what the databases wrote:
+  // whatever the caller's umask, everything the daemon creates is its owner's only.
+  umask(umask(0) | 077);
   CLI::App app{"isowatchd: checks, continuously, the isolation level a database provides"};
   std::string config_path;
   std::optional<std::string> data_dir;
@@ -60,7 +66,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help succeeds; every other parse error (CLI11 numbers them from 100) is a bad flag.
+    return app.exit(e) == 0 ? 0 : kExitStartFailed;
   }
   if (version) {
     std::cout << "isowatchd " << kVersion << "\n";

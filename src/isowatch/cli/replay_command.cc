@@ -31,6 +31,9 @@ CLI::App* ReplayCommand::Register(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--rate", rate_tps_, "Sending rate, transactions per second; 0 = unpaced")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--connect-timeout-ms", connect_timeout_ms_,
+                  "How long to wait for the first connection to the daemon before giving up")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-watermarks", no_watermarks_,
                 "Send no watermarks: the daemon finalises by timeout");
   cmd->add_flag("--quiet", quiet_, "Print nothing but errors");
@@ -67,6 +70,7 @@ int ReplayCommand::Run() {
                                          .rate_tps = collect_rate_tps_,
                                          .watermarks = !no_watermarks_};
   replay.send_rate_tps = rate_tps_;
+  replay.connect_timeout = absl::Milliseconds(connect_timeout_ms_);
   auto result = collect::Replay(*h, replay);
   if (!result.ok()) {
     std::cerr << "isowatch replay: " << result.status().message() << "\n";

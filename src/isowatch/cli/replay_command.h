@@ -28,6 +28,7 @@ class ReplayCommand {
   uint64_t seed_ = 1;
   double collect_rate_tps_ = 10000;
   double rate_tps_ = 0;
+  int64_t connect_timeout_ms_ = 5000;
   bool no_watermarks_ = false;
   bool quiet_ = false;
 };

@@ -137,6 +137,7 @@ absl::StatusOr<ReplayResult> Replay(const history::History& h, const ReplayOptio
   RETURN_IF_ERROR(builder.Init());
   ingest::ClientOptions client_options;
   client_options.max_in_flight = options.max_in_flight;
+  client_options.connect_timeout = options.connect_timeout;
   ingest::IngestClient client(options.target, options.stream, client_options);
   ReplayResult result;
   const auto start = std::chrono::steady_clock::now();

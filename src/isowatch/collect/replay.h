@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 #include "isowatch/history/history.h"
 #include "isowatch/sim/delivery.h"
@@ -33,6 +34,8 @@ struct ReplayOptions {
   double send_rate_tps = 0;
   // Batches in flight before Send waits for acks.
   size_t max_in_flight = 8;
+  // A daemon not reached by then fails the replay (ingest::ClientOptions::connect_timeout).
+  absl::Duration connect_timeout = absl::Seconds(5);
   // End the stream when the history has been sent (the daemon then stops waiting for it).
   bool end_of_stream = true;
   Relabel relabel;

@@ -83,8 +83,9 @@ class Encoder {
     std::optional<std::string> initial = Initial();
     if (!initial.has_value() && !status_.ok()) return status_;
     if (initial) {
+      // J0, J00, J000, ...: the first not taken by a session.
       std::string name = "J0";
-      while (taken.contains(name)) name.insert(1, "0");
+      while (taken.contains(name)) name.push_back('0');
       files.emplace_back(name + ".log", std::move(*initial));
     }
     for (size_t s = 0; s < names.size(); ++s) {

@@ -71,7 +71,8 @@ std::shared_ptr<grpc::Channel> MakeIngestChannel(const std::string& target,
 }
 
 IngestClient::IngestClient(const std::string& target, std::string stream, ClientOptions options)
-    : stream_(std::move(stream)),
+    : target_(target),
+      stream_(std::move(stream)),
       options_(Normalize(options)),
       channel_(MakeIngestChannel(target, options_)),
       stub_(v1::Ingest::NewStub(channel_)),
@@ -158,7 +159,26 @@ absl::StatusOr<std::vector<v1::Refusal>> IngestClient::Close() {
   return std::move(refusals_);
 }
 
+bool IngestClient::Connect() {
+  if (options_.connect_timeout <= absl::ZeroDuration()) return true;
+  const absl::Time deadline = absl::Now() + options_.connect_timeout;
+  while (true) {
+    // In short waits, so that StopThreads is not held up.
+    const absl::Time until = std::min(deadline, absl::Now() + absl::Milliseconds(100));
+    if (channel_->WaitForConnected(absl::ToChronoTime(until))) return true;
+    absl::MutexLock lock(&mu_);
+    if (stop_) return false;
+    if (absl::Now() >= deadline) {
+      Fail(absl::UnavailableError(fmt::format("stream \"{}\": cannot connect to {} within {}",
+                                              stream_, target_,
+                                              absl::FormatDuration(options_.connect_timeout))));
+      return false;
+    }
+  }
+}
+
 void IngestClient::Run() {
+  if (!Connect()) return;
   absl::BitGen rng;
   absl::Duration backoff = options_.initial_backoff;
   bool first = true;

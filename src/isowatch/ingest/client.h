@@ -33,6 +33,10 @@ struct ClientOptions {
   absl::Duration max_backoff = absl::Seconds(5);
   // The longest Send waits for room, Close for the last ack, and PushBatch retries.
   absl::Duration deadline = absl::Seconds(60);
+  // The longest IngestClient waits for its first connection: a server it cannot reach by then
+  // stops the client with UNAVAILABLE (later breaks are retried until `deadline`). Zero: no
+  // limit, for a collector that may start before the daemon.
+  absl::Duration connect_timeout = absl::ZeroDuration();
   // The seq of the first batch Send assigns: 1 for a new stream.
   uint64_t first_seq = 1;
 };
@@ -99,6 +103,9 @@ class IngestClient {
   using ReaderWriter = grpc::ClientReaderWriterInterface<v1::IngestBatch, v1::IngestAck>;
 
   void Run();
+  // Waits for the channel's first connection, until options_.connect_timeout (if not zero).
+  // Returns false (the client stopped, or failed with UNAVAILABLE) if there is none.
+  bool Connect();
   // Writes queued batches on `stream` until it breaks, the client stops, or (closing) every batch
   // is acknowledged. Returns true in the last case.
   bool WriteLoop(ReaderWriter& stream);
@@ -109,6 +116,7 @@ class IngestClient {
   void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopThreads();
 
+  const std::string target_;
   const std::string stream_;
   const ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -151,6 +151,11 @@ void IngestService::LeaveGate() {
 
 IngestService::IngestService(BatchSink& sink, IdRegistry& registry, IngestServiceOptions options)
     : sink_(sink), registry_(registry), options_(std::move(options)) {
+  {
+    absl::MutexLock lock(&streams_mu_);
+    known_streams_.insert(options_.known_streams.begin(), options_.known_streams.end());
+    stream_count_ = known_streams_.size();
+  }
   // Ingest.Stream (method 0) reads its batches as bytes: StreamBytes parses them itself, once,
   // onto an arena, and keeps the bytes for the sink.
   MarkMethodStreamed(
@@ -160,6 +165,12 @@ IngestService::IngestService(BatchSink& sink, IdRegistry& registry, IngestServic
                return service->StreamBytes(context, stream);
              },
              this));
+  MarkMethodStreamed(1,
+                     new grpc::internal::StreamedUnaryHandler<grpc::ByteBuffer, v1::IngestAck>(
+                         [this](grpc::ServerContext* context,
+                                grpc::ServerUnaryStreamer<grpc::ByteBuffer, v1::IngestAck>* call) {
+                           return PushBytes(context, call);
+                         }));
 }
 
 IngestService::~IngestService() = default;
@@ -171,11 +182,26 @@ bool IngestService::Drain(absl::Time deadline) {
   return gate_mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
 }
 
-IngestService::StreamState& IngestService::State(std::string_view stream) {
+IngestService::StreamState* IngestService::State(std::string_view stream) {
+  std::string name(stream);
   absl::MutexLock lock(&streams_mu_);
-  auto [it, inserted] = streams_.try_emplace(std::string(stream));
-  if (inserted) it->second = std::make_unique<StreamState>();
-  return *it->second;
+  if (auto it = streams_.find(name); it != streams_.end()) return it->second.get();
+  const bool known = known_streams_.contains(name);
+  if (!known && options_.max_streams > 0 && stream_count_ >= options_.max_streams) {
+    Bump(counters_.streams_refused);
+    return nullptr;
+  }
+  if (!known) ++stream_count_;
+  auto& state = streams_[std::move(name)];
+  state = std::make_unique<StreamState>();
+  return state.get();
+}
+
+absl::Status IngestService::TooManyStreams(std::string_view stream) const {
+  return absl::FailedPreconditionError(
+      fmt::format("stream \"{}\" refused: the daemon takes at most {} streams "
+                  "(ingest.max_streams) and has that many",
+                  stream, options_.max_streams));
 }
 
 grpc::Status IngestService::StreamBytes(
@@ -278,6 +304,28 @@ grpc::Status IngestService::StreamBytes(
   return pipe->status;
 }
 
+grpc::Status IngestService::PushBytes(
+    grpc::ServerContext* context,
+    grpc::ServerUnaryStreamer<grpc::ByteBuffer, v1::IngestAck>* call) {
+  grpc::ByteBuffer buffer;
+  if (!call->Read(&buffer)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a Push without a message");
+  }
+  std::optional<std::string> wire = Flatten(buffer);
+  buffer.Clear();
+  v1::IngestBatch batch;
+  if (!wire || !batch.ParseFromString(*wire)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "a message that is not an isowatch.v1.IngestBatch");
+  }
+  v1::IngestAck ack;
+  grpc::Status status = Push(context, &batch, &ack);
+  if (status.ok() && !call->Write(ack)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+  }
+  return status;
+}
+
 grpc::Status IngestService::Push(grpc::ServerContext* context, const v1::IngestBatch* request,
                                  v1::IngestAck* response) {
   GateEntry gate(*this);
@@ -309,7 +357,9 @@ absl::StatusOr<v1::IngestAck> IngestService::Apply(v1::IngestBatch batch_in, Sub
     return absl::InvalidArgumentError("a batch with seq 0: the first batch of a stream has seq 1");
   }
   auto batch = std::make_shared<v1::IngestBatch>(std::move(batch_in));
-  StreamState& state = State(batch->stream());
+  StreamState* sp = State(batch->stream());
+  if (sp == nullptr) return TooManyStreams(batch->stream());
+  StreamState& state = *sp;
   if (mode == SubmitMode::kWait) {
     state.mu.Lock();
   } else if (!state.mu.TryLock()) {
@@ -486,7 +536,9 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
     return done(
         absl::InvalidArgumentError("a batch with seq 0: the first batch of a stream has seq 1"));
   }
-  StreamState& state = State(batch->stream());
+  StreamState* state_ptr = State(batch->stream());
+  if (state_ptr == nullptr) return done(TooManyStreams(batch->stream()));
+  StreamState& state = *state_ptr;
   absl::MutexLock lock(&state.mu);
   absl::StatusOr<std::variant<v1::IngestAck, Prepared>> prepared =
       Prepare(state, std::move(batch), std::move(wire));

@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -46,6 +47,7 @@ struct IngestCounters {
   std::atomic<uint64_t> transactions_duplicate{0};  // id already accepted with the same content
   std::atomic<uint64_t> watermark_regressions{0};   // watermarks below the stream's, ignored
   std::atomic<uint64_t> push_rejected_busy{0};      // unary Push answered RESOURCE_EXHAUSTED
+  std::atomic<uint64_t> streams_refused{0};         // batches of a stream over max_streams, refused
   // Transactions refused, by reason (RefusalReasonName gives the label); a whole-batch refusal
   // counts every transaction of its batch.
   std::array<std::atomic<uint64_t>, kRefusalReasonCount> refusals{};
@@ -71,6 +73,12 @@ struct IngestServiceOptions {
   // waiting for their sync, or acked but not yet written). At least 1; 1 handles one batch at a
   // time. More than a collector's window of unacknowledged batches gains nothing.
   size_t max_pipelined_batches = 64;
+  // Most streams the service takes; 0: no limit. A stream counts from its first batch with a
+  // valid name and seq; the first batch of one stream more fails (FAILED_PRECONDITION) before
+  // anything of it is kept, and is counted (IngestCounters::streams_refused). The streams of
+  // `known_streams` (those the sink holds from before a restart) count from the start.
+  size_t max_streams = 0;
+  std::vector<std::string> known_streams;
   IngestEvents events;
 };
 
@@ -179,7 +187,10 @@ class IngestService final : public v1::Ingest::Service {
     bool entered_;
   };
 
-  StreamState& State(std::string_view stream);
+  // The stream's state, created when first met; null when that would exceed max_streams.
+  StreamState* State(std::string_view stream);
+  // FailedPrecondition: `stream` would be one stream more than max_streams.
+  absl::Status TooManyStreams(std::string_view stream) const;
   // Checks and validates a batch under the stream's lock. Returns the ack at once (duplicate,
   // gap, closed stream) or what to hand to the sink.
   // `wire`: the batch as received, or empty.
@@ -193,6 +204,10 @@ class IngestService final : public v1::Ingest::Service {
   // an arena (ParseArenaBatch) and hands to the sink with the batch (ValidatedBatch::wire).
   grpc::Status StreamBytes(grpc::ServerContext* context,
                            grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream);
+  // The unary RPC (Ingest.Push) as bytes: a message that does not parse is INVALID_ARGUMENT (gRPC
+  // itself would answer INTERNAL with no message, which collectors retry), the rest goes to Push.
+  grpc::Status PushBytes(grpc::ServerContext* context,
+                         grpc::ServerUnaryStreamer<grpc::ByteBuffer, v1::IngestAck>* call);
   // The pipelined Apply of the streaming RPC: calls `done` exactly once, with the ack once the
   // batch is durable (or at once), or with an error.
   void ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire,
@@ -219,6 +234,9 @@ class IngestService final : public v1::Ingest::Service {
   // Entries are never removed, so references to them stay valid.
   absl::flat_hash_map<std::string, std::unique_ptr<StreamState>> streams_
       ABSL_GUARDED_BY(streams_mu_);
+  // options_.known_streams, and how many streams count towards max_streams.
+  absl::flat_hash_set<std::string> known_streams_ ABSL_GUARDED_BY(streams_mu_);
+  size_t stream_count_ ABSL_GUARDED_BY(streams_mu_) = 0;
 
   absl::Mutex gate_mu_;
   int in_progress_ ABSL_GUARDED_BY(gate_mu_) = 0;

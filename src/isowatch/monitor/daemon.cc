@@ -2,12 +2,17 @@
 #include "isowatch/monitor/daemon.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <fcntl.h>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <unistd.h>
 #include <utility>
 
 #include <fmt/format.h>
@@ -47,12 +52,45 @@ spdlog::level::level_enum SpdLevel(config::LogLevel level) {
 
 }  // namespace
 
+class Daemon::MonitorView final : public server::ViolationSource, public server::StatusSource {
+ public:
+  // REQUIRES: `monitor` outlives the HTTP server.
+  void Set(Monitor* monitor) { monitor_.store(monitor, std::memory_order_release); }
+
+  absl::Status Ready() const {
+    Monitor* m = monitor_.load(std::memory_order_acquire);
+    return m != nullptr ? m->Ready() : Recovering();
+  }
+  absl::StatusOr<store::ViolationPage> Query(const store::ViolationFilter& filter, size_t limit,
+                                             std::string_view page_token) override {
+    Monitor* m = monitor_.load(std::memory_order_acquire);
+    if (m == nullptr) return Recovering();
+    return m->Query(filter, limit, page_token);
+  }
+  absl::StatusOr<server::DaemonStatus> GetStatus() override {
+    Monitor* m = monitor_.load(std::memory_order_acquire);
+    if (m == nullptr) return Recovering();
+    return m->GetStatus();
+  }
+
+ private:
+  static absl::Status Recovering() { return absl::UnavailableError("recovering the store"); }
+
+  // Acquire/release: the monitor is fully built before an HTTP thread can see it.
+  std::atomic<Monitor*> monitor_{nullptr};
+};
+
+Daemon::Daemon() : view_(std::make_unique<MonitorView>()) {}
+
 absl::Status ConfigureLogging(const config::LogConfig& log) {
   std::shared_ptr<spdlog::logger> logger;
   if (log.file.empty()) {
     logger = std::make_shared<spdlog::logger>(
         "isowatchd", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   } else {
+    // Created owner-only (it holds what the databases wrote); spdlog then appends to it.
+    const int fd = open(log.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
     // spdlog reports a file it cannot open by throwing; the rest of isowatch never throws.
     try {
       logger = std::make_shared<spdlog::logger>(
@@ -80,7 +118,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   RETURN_IF_ERROR(config::Validate(config));
   std::unique_ptr<Daemon> d(new Daemon());
   std::error_code ec;
-  std::filesystem::create_directories(config.data_dir, ec);
+  // Owner-only, like everything in it (docs/operations.md, "Files").
+  if (std::filesystem::create_directories(config.data_dir, ec)) {
+    std::filesystem::permissions(config.data_dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
+  }
   if (ec) {
     return absl::FailedPreconditionError(
         fmt::format("data_dir: cannot create {}: {}", config.data_dir, ec.message()));
@@ -90,6 +132,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
                                     store::StoreOptions{.sync_writes = config.store.sync_writes}));
   d->metrics_ = std::make_unique<server::DaemonMetrics>(version);
   d->metrics_->engine_memory_budget_bytes().Set(static_cast<double>(config.engine.memory_budget));
+  server::HttpServer::Options http;
+  http.host = config.http.listen;
+  http.port = static_cast<uint16_t>(config.http.port);
+  d->http_ = std::make_unique<server::HttpServer>(http);
+  MonitorView* view = d->view_.get();
+  d->api_ = std::make_unique<server::HttpApi>(d->metrics_.get(), view, view,
+                                              [view] { return view->Ready(); });
+  RETURN_IF_ERROR(d->api_->RegisterOn(*d->http_));
+  RETURN_IF_ERROR(d->http_->Start());
+  spdlog::info("HTTP on {}:{}; recovering the store in {}", config.http.listen, d->http_port(),
+               config.data_dir);
   MonitorOptions options;
   options.clock = clock;
   options.live.engine.level = config.engine.level;
@@ -187,6 +240,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   grpc.service.limits.max_batch_txns =
       static_cast<uint32_t>(std::min<uint64_t>(config.ingest.max_batch_transactions, UINT32_MAX));
   grpc.service.limits.max_batch_bytes = config.ingest.max_batch_bytes;
+  grpc.service.max_streams = config.ingest.max_streams;
+  for (const store::StreamRecord& s : d->store_->ListStreams()) {
+    grpc.service.known_streams.push_back(s.name);
+  }
   grpc.service.limits.max_ops_per_txn =
       static_cast<uint32_t>(std::min<uint64_t>(config.ingest.max_ops_per_transaction, UINT32_MAX));
   grpc.service.events = d->monitor_->ingest_events();
@@ -194,16 +251,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
                    ingest::StartIngestServer(grpc, *d->monitor_, &d->monitor_->id_registry()));
   d->monitor_->SetIngestCounters(&d->ingest_->counters());
   d->monitor_->Start();
-
-  server::HttpServer::Options http;
-  http.host = config.http.listen;
-  http.port = static_cast<uint16_t>(config.http.port);
-  d->http_ = std::make_unique<server::HttpServer>(http);
-  Monitor* monitor = d->monitor_.get();
-  d->api_ = std::make_unique<server::HttpApi>(d->metrics_.get(), monitor, monitor,
-                                              [monitor] { return monitor->Ready(); });
-  RETURN_IF_ERROR(d->api_->RegisterOn(*d->http_));
-  RETURN_IF_ERROR(d->http_->Start());
+  view->Set(d->monitor_.get());
   spdlog::info("isowatchd {} serving: gRPC on {}:{}, HTTP on {}:{}, store in {}", version,
                config.grpc.listen, d->grpc_port(), config.http.listen, d->http_port(),
                config.data_dir);

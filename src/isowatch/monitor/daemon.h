@@ -21,7 +21,9 @@
 namespace isowatch::monitor {
 
 // isowatchd's parts wired together from a DaemonConfig: the store in data_dir, the monitor
-// (recovery, engine thread), the gRPC ingest server and the HTTP server. Used by the isowatchd
+// (recovery, engine thread), the gRPC ingest server and the HTTP server. The HTTP server starts
+// before recovery, so that /healthz answers and /readyz says "recovering the store" meanwhile;
+// the API answers 503 until the monitor is there. Used by the isowatchd
 // program and by `isowatch demo`, which runs one in-process.
 class Daemon {
  public:
@@ -48,10 +50,14 @@ class Daemon {
   server::DaemonMetrics& metrics() { return *metrics_; }
 
  private:
-  Daemon() = default;
+  // The HTTP API's view of the monitor, which is null until recovery is done.
+  class MonitorView;
+
+  Daemon();
 
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<server::DaemonMetrics> metrics_;
+  std::unique_ptr<MonitorView> view_;                 // outlives http_
   std::unique_ptr<engine::RocksVersionSpill> spill_;  // with a memory budget; outlives monitor_
   std::unique_ptr<Monitor> monitor_;
   std::unique_ptr<ingest::IngestServer> ingest_;

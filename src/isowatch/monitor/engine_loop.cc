@@ -2,6 +2,8 @@
 #include "isowatch/monitor/engine_loop.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -65,7 +67,18 @@ absl::Status EngineLoop::Recover() {
   RETURN_IF_ERROR(exporter_.Restore());
   if (options_.checkpoint != nullptr) RETURN_IF_ERROR(RestoreCheckpoint(*options_.checkpoint, now));
   last_checkpoint_ms_ = now;
-  RETURN_IF_ERROR(store_->ReadLog(store_->first_log_position(), [&](const store::LogEntry& e) {
+  const uint64_t first = store_->first_log_position();
+  const uint64_t end = store_->next_log_position();
+  if (end > first) {
+    spdlog::info("recovering: replaying log positions {} to {}", first, end - 1);
+  }
+  // Progress once a second, in real time whatever the clock: it is for the operator.
+  auto next_report = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  RETURN_IF_ERROR(store_->ReadLog(first, [&](const store::LogEntry& e) {
+    if (std::chrono::steady_clock::now() >= next_report) {
+      spdlog::info("recovering: {} of {} log entries replayed", e.position - first, end - first);
+      next_report += std::chrono::seconds(1);
+    }
     internal::DurableBatch q;
     q.batch = ingest::ParseArenaBatch(e.bytes);
     if (q.batch == nullptr) {

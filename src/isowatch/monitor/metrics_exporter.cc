@@ -50,6 +50,8 @@ MetricsExporter::MetricsExporter(store::Store* store, server::DaemonMetrics* met
                               .series = "isowatch_duplicate_batches_total"};
   kept_[kRefusedBatches] = {.metric = &metrics_->refused_batches(),
                             .series = "isowatch_refused_batches_total"};
+  kept_[kStreamsRefused] = {.metric = &metrics_->streams_refused(),
+                            .series = "isowatch_ingest_streams_refused_total"};
   kept_[kWatermarkRegressions] = {.metric = &metrics_->watermark_regressions(),
                                   .series = "isowatch_watermark_regressions_total"};
   kept_[kFlipFlops] = {.metric = &metrics_->flip_flops(), .series = "isowatch_flip_flops_total"};
@@ -133,6 +135,7 @@ MetricsExporter::Sources MetricsExporter::ReadSources(const LiveChecker& live,
     }
     out[kDuplicateBatches] = counters->batches_duplicate.load(std::memory_order_relaxed);
     out[kRefusedBatches] = counters->batches_refused.load(std::memory_order_relaxed);
+    out[kStreamsRefused] = counters->streams_refused.load(std::memory_order_relaxed);
     out[kWatermarkRegressions] = counters->watermark_regressions.load(std::memory_order_relaxed);
   }
   out[kHistoryConflicts] = late_refusals;

@@ -37,11 +37,11 @@ namespace isowatch::monitor {
 //
 // Restarts: the counters of what the daemon found or refused keep their totals. The violations'
 // come from the store's counts by kind (Restore); the others ("kept" counters: refusals,
-// duplicate and refused batches, backward watermarks, the engine's flip-flops (provisional and
-// reported), late arrivals, horizon misses and unjudged transactions, late window transactions) are
-// saved to the store (Store::SetCounterTotals) at every refresh where one grew, and restored from
-// there. What the replay of the log at start-up counts again was counted before the restart
-// (EndRecovery). The status's totals are those of the metrics.
+// duplicate and refused batches, streams over max_streams, backward watermarks, the engine's
+// flip-flops (provisional and reported), late arrivals, horizon misses and unjudged transactions,
+// late window transactions) are saved to the store (Store::SetCounterTotals) at every refresh where
+// one grew, and restored from there. What the replay of the log at start-up counts again was
+// counted before the restart (EndRecovery). The status's totals are those of the metrics.
 //
 // Engine-thread only (thread-compatible), but SetIngestCounters, which is thread-safe. Owns its
 // bookkeeping only; the store, the metrics, the spill and the ingest counters belong to the
@@ -88,6 +88,7 @@ class MetricsExporter {
     kHistoryConflicts = ingest::kRefusalReasonCount,  // refused by the live history, after the ack
     kDuplicateBatches,
     kRefusedBatches,
+    kStreamsRefused,
     kWatermarkRegressions,
     kFlipFlops,
     kReportedFlipFlops,

@@ -75,6 +75,13 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                                     "ignored.")
                                 .Register(r)
                                 .Add({});
+  streams_refused_ = &BuildCounter()
+                          .Name("isowatch_ingest_streams_refused_total")
+                          .Help(
+                              "Batches refused because their stream would exceed "
+                              "ingest.max_streams.")
+                          .Register(r)
+                          .Add({});
   queue_depth_ = &BuildGauge()
                       .Name("isowatch_ingest_queue_batches")
                       .Help("Batches received and not yet applied to the engine.")

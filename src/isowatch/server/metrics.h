@@ -51,6 +51,8 @@ class DaemonMetrics {
   prometheus::Counter& refused_batches() { return *refused_batches_; }
   // Watermarks below their stream's earlier one, ignored.
   prometheus::Counter& watermark_regressions() { return *watermark_regressions_; }
+  // Batches refused because their stream would be one more than ingest.max_streams.
+  prometheus::Counter& streams_refused() { return *streams_refused_; }
   // Batches received but not yet applied to the engine.
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   // Seconds from a batch's receipt to its durable acknowledgement.
@@ -182,6 +184,7 @@ class DaemonMetrics {
   prometheus::Counter* duplicate_batches_;
   prometheus::Counter* refused_batches_;
   prometheus::Counter* watermark_regressions_;
+  prometheus::Counter* streams_refused_;
   prometheus::Gauge* queue_depth_;
   prometheus::Histogram* ingest_batch_latency_;
   prometheus::Gauge* remembered_ids_;

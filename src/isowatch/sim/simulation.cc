@@ -107,17 +107,27 @@ void Simulation::Begin(Session& s) {
 uint64_t Simulation::DrawKey(bool append) {
   const uint64_t slot = chooser_.Next(rng_);
   if (options_.max_appends_per_key == 0 || !Lists()) return slot;
-  if (slot_generation_.empty()) {
+  if (slot_key_.empty()) {
+    slot_key_.resize(options_.keys);
+    key_names_.resize(options_.keys);
+    for (uint64_t i = 0; i < options_.keys; ++i) {
+      slot_key_[i] = i;
+      key_names_[i] = static_cast<int64_t>(i);
+    }
     slot_generation_.assign(options_.keys, 0);
     slot_appends_.assign(options_.keys, 0);
   }
-  const uint64_t key = slot + options_.keys * slot_generation_[slot];
+  const uint64_t key = slot_key_[slot];
   if (append && ++slot_appends_[slot] == options_.max_appends_per_key) {
+    // The next key of the slot takes the next free index, so the store stays as large as the
+    // keys in use, however many generations a hot slot goes through.
     ++slot_generation_[slot];
     slot_appends_[slot] = 0;
-    const uint64_t next = slot + options_.keys * slot_generation_[slot];
+    const uint64_t next = key_names_.size();
+    key_names_.push_back(static_cast<int64_t>(slot + options_.keys * slot_generation_[slot]));
+    slot_key_[slot] = next;
     store_.EnsureKey(next);
-    if (next >= key_ids_.size()) key_ids_.resize(next + 1, KeyId::Invalid());
+    key_ids_.resize(next + 1, KeyId::Invalid());
   }
   return key;
 }
@@ -418,10 +428,11 @@ absl::Status Simulation::Complete(Session& s) {
       return absl::InternalError(
           fmt::format("simulator bug: fault-free transaction {} (seed {}) violates {} on key {}",
                       rec.id, options_.seed, verdict::AnomalyName(findings_[0].anomaly),
-                      findings_[0].key.value_or(-1)));
+                      findings_[0].key ? KeyName(static_cast<uint64_t>(*findings_[0].key)) : -1));
     }
     for (ExpectedViolation& e : findings_) {
       e.cause = static_cast<Fault>(t.fault);
+      if (e.key) e.key = KeyName(static_cast<uint64_t>(*e.key));
       result_.expected.push_back(std::move(e));
     }
   }
@@ -454,7 +465,7 @@ absl::Status Simulation::Record(const Session& s, const OpenTxn& t) {
   RETURN_IF_ERROR(builder_.BeginTxn(header));
   for (const TxnOp& op : t.ops) {
     KeyId& key = key_ids_[op.key];
-    if (!key.valid()) key = builder_.IntKey(static_cast<int64_t>(op.key));
+    if (!key.valid()) key = builder_.IntKey(KeyName(op.key));
     switch (op.kind) {
       case OpKind::kRead:
         builder_.Read(key, op.value);
