@@ -147,6 +147,9 @@ struct CheckerInfo {
   std::string name;
   std::string help;                             // one sentence
   std::vector<verdict::IsolationLevel> levels;  // it can judge, in canonical order
+  // The anomalies it can report (at any of the levels it judges), e.g. for metrics that exist
+  // before the first finding.
+  std::vector<verdict::Anomaly> anomalies;
   Requirements requirements;
   // Options besides "levels", which every plug-in takes (a subset of `levels`; default all).
   std::vector<OptionSpec> options;

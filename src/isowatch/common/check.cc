@@ -10,6 +10,8 @@ namespace {
 
 // Relaxed: a count read at scrape time, ordering nothing.
 std::atomic<uint64_t> bug_count{0};
+// Release on store, acquire on load: a reporter set is seen whole.
+std::atomic<BugReporter> reporter{nullptr};
 
 }  // namespace
 
@@ -21,11 +23,19 @@ void CheckFailed(const char* file, int line, const char* cond, const char* msg) 
 
 void BugDetected(const char* file, int line, const char* cond, const char* msg) {
   bug_count.fetch_add(1, std::memory_order_relaxed);
-  std::fprintf(stderr, "isowatch: internal bug at %s:%d: %s (%s)%s\n", file, line, cond, msg,
-               kDebugChecks ? "" : "; continuing");
-  std::fflush(stderr);
+  char report[1024];
+  std::snprintf(report, sizeof(report), "internal bug at %s:%d: %s (%s)%s", file, line, cond, msg,
+                kDebugChecks ? "" : "; continuing");
+  if (const BugReporter r = reporter.load(std::memory_order_acquire); r != nullptr) {
+    r(report);
+  } else {
+    std::fprintf(stderr, "isowatch: %s\n", report);
+    std::fflush(stderr);
+  }
   if constexpr (kDebugChecks) std::abort();
 }
+
+void SetBugReporter(BugReporter r) { reporter.store(r, std::memory_order_release); }
 
 void AddInternalBugsForTest(uint64_t n) { bug_count.fetch_add(n, std::memory_order_relaxed); }
 

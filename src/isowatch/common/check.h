@@ -24,8 +24,14 @@ namespace isowatch::common {
 // Logs the failed check (file, line, condition, message) and aborts.
 [[noreturn]] void CheckFailed(const char* file, int line, const char* cond, const char* msg);
 
-// Logs the bug, counts it, and aborts when built without NDEBUG.
+// Logs the bug (through the BugReporter, if one is set; else to standard error), counts it, and
+// aborts when built without NDEBUG.
 void BugDetected(const char* file, int line, const char* cond, const char* msg);
+
+// Where BugDetected logs: a function given the report as one line of text (without a newline),
+// e.g. a program's logger; nullptr: standard error. Thread-safe.
+using BugReporter = void (*)(const char* report);
+void SetBugReporter(BugReporter reporter);
 
 // Internal bugs detected (and survived) since the process started. Thread-safe.
 uint64_t InternalBugCount();

@@ -247,6 +247,7 @@ absl::Status EngineImpl::RestoreCheckpoint(const v1::EngineCheckpoint& c,
   EngineStats& stats = ctx_.stats();
   stats.delivered = stats.checked = stats.duplicates = stats.late_arrivals = 0;
   stats.horizon_misses = stats.flip_flops = stats.final_violations = 0;
+  stats.below_final_arrivals = 0;
   stats.snapshot_unjudged = 0;
   stats.evicted_keys = evicted;
   return absl::OkStatus();

@@ -67,12 +67,16 @@ struct EngineOptions {
 
 // Counters and gauges of the engine. Plain data.
 struct EngineStats {
-  uint64_t delivered = 0;         // transactions delivered (any status)
-  uint64_t checked = 0;           // committed transactions checked
-  uint64_t duplicates = 0;        // transactions delivered twice (ignored)
-  uint64_t late_arrivals = 0;     // commit timestamp at or below its stream's passed watermark
-  uint64_t horizon_misses = 0;    // checks that needed state already collected
-  uint64_t flip_flops = 0;        // provisional EXT verdicts that changed
+  uint64_t delivered = 0;       // transactions delivered (any status)
+  uint64_t checked = 0;         // committed transactions checked
+  uint64_t duplicates = 0;      // transactions delivered twice (ignored)
+  uint64_t late_arrivals = 0;   // commit timestamp at or below its stream's passed watermark
+  uint64_t horizon_misses = 0;  // checks that needed state already collected
+  uint64_t flip_flops = 0;      // provisional EXT verdicts that changed (never reported)
+  // Committed transactions whose commit timestamp was at or below the final point when they
+  // arrived: the verdicts they could reverse were final, reported, and are not revisited. 0 with
+  // honest watermarks (docs/engine.md, "Finality").
+  uint64_t below_final_arrivals = 0;
   uint64_t final_violations = 0;  // violations reported
   // Checks of transactions with a snapshot left unjudged because a writer they would judge has
   // no xid (docs/engine.md, "Snapshots"); ChronosStats::snapshot_unjudged offline.

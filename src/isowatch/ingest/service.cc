@@ -79,7 +79,7 @@ struct IngestService::Prepared {
   uint64_t received = 0;
   uint64_t accepted = 0;
   uint64_t duplicates = 0;
-  bool watermark_regressed = false;
+  std::optional<history::Timestamp> regressed_watermark;  // ignored: below the stream's
 };
 
 // The registry as the validation of a stream's next batch sees it: with the accepted ids of the
@@ -421,14 +421,14 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
         MakeBatchRefusal(seq, v1::SEQUENCE_GAP,
                          fmt::format("batch {} after batch {}: send batch {} next", seq,
                                      state.taken.seq, state.taken.seq + 1));
-    CountRefusals(ack);
+    CountRefusals(ack, static_cast<uint64_t>(batch.txns_size()));
     return ack;
   }
   if (state.taken.closed) {
     *ack.add_refusals() = MakeBatchRefusal(
         seq, v1::STREAM_CLOSED,
         fmt::format("stream closed by end_of_stream at batch {}", state.taken.seq));
-    CountRefusals(ack);
+    CountRefusals(ack, static_cast<uint64_t>(batch.txns_size()));
     return ack;
   }
 
@@ -449,9 +449,9 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
   }
   if (batch.has_watermark() && state.taken.watermark &&
       FromProto(batch.watermark()) < *state.taken.watermark) {
+    p.regressed_watermark = FromProto(batch.watermark());
     batch.clear_watermark();
     wire.clear();
-    p.watermark_regressed = true;
   }
   p.next = state.taken;
   p.next.seq = seq;
@@ -491,8 +491,14 @@ void IngestService::Finish(Prepared& p, const SinkAck& sink_ack) {
   Bump(counters_.transactions_received, p.received);
   Bump(counters_.transactions_accepted, p.accepted);
   Bump(counters_.transactions_duplicate, p.duplicates);
-  if (p.watermark_regressed) Bump(counters_.watermark_regressions);
-  CountRefusals(p.ack);
+  if (p.regressed_watermark) {
+    Bump(counters_.watermark_regressions);
+    if (options_.events.watermark_regressed) {
+      options_.events.watermark_regressed(p.ack.stream(), p.seq, *p.regressed_watermark,
+                                          *p.next.watermark);
+    }
+  }
+  CountRefusals(p.ack, p.received);
   p.ack.set_durable_seq(sink_ack.durable_seq);
 }
 
@@ -615,12 +621,16 @@ void IngestService::RecordKept(const std::string& stream, const std::vector<Acce
   }
 }
 
-void IngestService::CountRefusals(const v1::IngestAck& ack) {
+void IngestService::CountRefusals(const v1::IngestAck& ack, uint64_t transactions) {
   for (const v1::Refusal& r : ack.refusals()) {
     const int reason = r.reason();
-    if (reason >= 0 && reason < kRefusalReasonCount) Bump(counters_.refusals[reason]);
+    if (reason >= 0 && reason < kRefusalReasonCount) {
+      Bump(counters_.refusals[reason], r.whole_batch() ? transactions : 1);
+    }
     if (r.whole_batch()) Bump(counters_.batches_refused);
   }
+  if (ack.refusals_size() > 0 && options_.events.refused)
+    options_.events.refused(ack, transactions);
 }
 
 std::string JoinHostPort(std::string_view host, int port) {

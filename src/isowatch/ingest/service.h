@@ -48,8 +48,21 @@ struct IngestCounters {
   std::atomic<uint64_t> watermark_regressions{0};   // watermarks below the stream's, ignored
   std::atomic<uint64_t> push_rejected_busy{0};      // unary Push answered RESOURCE_EXHAUSTED
   std::atomic<uint64_t> streams_refused{0};         // batches of a stream over max_streams, refused
-  // Refusals by reason (RefusalReasonName gives the label); a whole-batch refusal counts once.
+  // Transactions refused, by reason (RefusalReasonName gives the label); a whole-batch refusal
+  // counts every transaction of its batch.
   std::array<std::atomic<uint64_t>, kRefusalReasonCount> refusals{};
+};
+
+// What the service reports as it happens, for the daemon's log. Each is called on the RPC threads
+// (so it must be thread-safe, and quick), and may be empty.
+struct IngestEvents {
+  // The refusals of one batch (`ack` names the stream), once counted: `transactions` is the
+  // number of transactions the batch carried.
+  std::function<void(const v1::IngestAck& ack, uint64_t transactions)> refused;
+  // Batch `seq` of `stream` carried watermark `sent`, below the stream's `held`: ignored.
+  std::function<void(std::string_view stream, uint64_t seq, const history::Timestamp& sent,
+                     const history::Timestamp& held)>
+      watermark_regressed;
 };
 
 struct IngestServiceOptions {
@@ -66,6 +79,7 @@ struct IngestServiceOptions {
   // `known_streams` (those the sink holds from before a restart) count from the start.
   size_t max_streams = 0;
   std::vector<std::string> known_streams;
+  IngestEvents events;
 };
 
 // The name of the trailing metadata entry that carries the retry advice (milliseconds, decimal).
@@ -200,7 +214,9 @@ class IngestService final : public v1::Ingest::Service {
                   const std::function<void(absl::StatusOr<v1::IngestAck>)>& done);
   // Counts a batch made durable and completes its ack, with the sink's refusals.
   void Finish(Prepared& prepared, const SinkAck& sink_ack);
-  void CountRefusals(const v1::IngestAck& ack);
+  // Counts the ack's refusals (a whole-batch one for each of the batch's `transactions`) and
+  // reports them (IngestEvents::refused).
+  void CountRefusals(const v1::IngestAck& ack, uint64_t transactions);
   // Records in the IdRegistry the ids of a durable batch, but those of the transactions the sink
   // refused.
   void RecordKept(const std::string& stream, const std::vector<AcceptedId>& ids,

@@ -23,6 +23,8 @@
 #include "isowatch/checkers/registry.h"
 #include "isowatch/common/atomic_file.h"
 #include "isowatch/common/status_macros.h"
+#include "isowatch/monitor/json_log_format.h"
+#include "isowatch/monitor/log_routing.h"
 #include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::monitor {
@@ -99,15 +101,14 @@ absl::Status ConfigureLogging(const config::LogConfig& log) {
     }
   }
   if (log.format == config::LogFormat::kJson) {
-    // One JSON object per line; %v is the message, escaped by the callers' choice of text.
-    logger->set_pattern(
-        R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","thread":%t,"message":"%v"})");
+    logger->set_formatter(JsonLineFormatter());
   } else {
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
   }
   logger->set_level(SpdLevel(log.level));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(std::move(logger));
+  RouteProcessLogsToSpdlog();
   return absl::OkStatus();
 }
 
@@ -245,6 +246,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   }
   grpc.service.limits.max_ops_per_txn =
       static_cast<uint32_t>(std::min<uint64_t>(config.ingest.max_ops_per_transaction, UINT32_MAX));
+  grpc.service.events = d->monitor_->ingest_events();
   ASSIGN_OR_RETURN(d->ingest_,
                    ingest::StartIngestServer(grpc, *d->monitor_, &d->monitor_->id_registry()));
   d->monitor_->SetIngestCounters(&d->ingest_->counters());

@@ -28,11 +28,6 @@ std::vector<uint32_t> AllIndices(const v1::IngestBatch& b) {
   return out;
 }
 
-// The refusal reason label of transactions the live history refuses after their batch was
-// acknowledged: a transaction id it already holds. Key kinds and session numbering are decided
-// before the ack (ConflictRegistry); the live history's own check of them stays as a safety net.
-constexpr std::string_view kHistoryConflict = "history_conflict";
-
 constexpr std::string_view kSpillSnapshotPrefix = "spill-checkpoint-";
 
 // Removes the spill snapshots under `data_dir` but `keep` (a name under it; empty: keep none).
@@ -69,6 +64,7 @@ EngineLoop::EngineLoop(store::Store* store, server::DaemonMetrics* metrics,
 absl::Status EngineLoop::Recover() {
   uint64_t batches = 0;
   const int64_t now = clock_->NowUnixMs();
+  RETURN_IF_ERROR(exporter_.Restore());
   if (options_.checkpoint != nullptr) RETURN_IF_ERROR(RestoreCheckpoint(*options_.checkpoint, now));
   last_checkpoint_ms_ = now;
   const uint64_t first = store_->first_log_position();
@@ -106,6 +102,7 @@ absl::Status EngineLoop::Recover() {
   // Violations found again are already stored (and counted before the restart); only those
   // that became final in the replay for the first time are new.
   RETURN_IF_ERROR(StoreViolations(now, /*count=*/true));
+  exporter_.EndRecovery(live_, late_refusals());
   Refresh(now);
   if (batches > 0) {
     spdlog::info("recovered {} batches from the store ({} transactions, {} violations stored)",
@@ -193,10 +190,15 @@ void EngineLoop::ApplyOne(internal::DurableBatch& q, int64_t now_ms) {
     spdlog::warn("stream {}: batch {}: header ignored (the history already has transactions)",
                  b.stream(), b.seq());
   }
-  for (const TxnRefusal& r : refused) {
-    spdlog::warn("stream {}: batch {}: transaction {} refused: {}", b.stream(), b.seq(), r.txn_id,
-                 r.detail);
-    metrics_->RefusedTransactions(kHistoryConflict).Increment();
+  uint64_t held_back = 0;
+  if (!refused.empty() && late_refusal_log_.Allow(clock_->NowMicros() / 1000, &held_back)) {
+    spdlog::warn(
+        "stream {}: batch {}: {} transactions refused after their ack (history_conflict); "
+        "transaction {}: {}{}",
+        b.stream(), b.seq(), refused.size(), refused.front().txn_id, refused.front().detail,
+        held_back == 0
+            ? std::string()
+            : fmt::format(" ({} more batches with such refusals not logged)", held_back));
   }
   const auto delivered = static_cast<double>(b.txns_size()) - static_cast<double>(refused.size());
   if (delivered > 0) metrics_->IngestedTransactions(b.stream()).Increment(delivered);

@@ -12,8 +12,10 @@
 #include "absl/time/time.h"
 
 #include "isowatch/common/clock.h"
+#include "isowatch/common/rate_limiter.h"
 #include "isowatch/ingest/memory_id_registry.h"
 #include "isowatch/monitor/durable_log.h"
+#include "isowatch/monitor/ingest_log.h"
 #include "isowatch/monitor/internal/batch_queue.h"
 #include "isowatch/monitor/live_checker.h"
 #include "isowatch/monitor/metrics_exporter.h"
@@ -111,6 +113,8 @@ class EngineLoop {
   LiveChecker live_;
   MetricsExporter exporter_;
   int64_t last_checkpoint_ms_ = 0;
+  // Bounds the lines of the live history's refusals (IngestLog's limits).
+  RateLimiter late_refusal_log_{IngestLog::kIntervalMs, IngestLog::kBurst};
   uint64_t checkpoint_position_ = 0;  // log position of the last checkpoint saved or restored
 
   // Counter, bumped by the engine thread and read by any. Relaxed: read on its own, it orders

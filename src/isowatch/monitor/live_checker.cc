@@ -19,6 +19,18 @@ using history::Transaction;
 
 namespace {
 
+// The unit of the stream's timestamps as its header's metadata "timestamp_clock" names it, in
+// nanoseconds; nullopt if it names none (docs/operations.md, "Streams": lag).
+std::optional<int64_t> TimestampClockNs(const v1::Header& header) {
+  const auto it = header.metadata().find("timestamp_clock");
+  if (it == header.metadata().end()) return std::nullopt;
+  if (it->second == "unix_s") return 1'000'000'000;
+  if (it->second == "unix_ms") return 1'000'000;
+  if (it->second == "unix_us") return 1'000;
+  if (it->second == "unix_ns") return 1;
+  return std::nullopt;
+}
+
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
 constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
 
@@ -119,6 +131,7 @@ absl::Status LiveChecker::SaveCheckpoint(v1::LiveCheckpoint* out) {
     }
     p->set_delivered(s.delivered);
     p->set_committed(s.committed);
+    p->set_clock_ns(s.clock_ns);
   }
   return absl::OkStatus();
 }
@@ -174,6 +187,7 @@ absl::Status LiveChecker::RestoreCheckpoint(const v1::LiveCheckpoint& c, int64_t
       s.watermark = Timestamp{p.watermark().physical(), p.watermark().logical()};
     s.delivered = p.delivered();
     s.committed = p.committed();
+    s.clock_ns = p.clock_ns();
     streams.push_back(std::move(s));
   }
   const std::vector<TxnId> held_ids = h.HeldTxns();
@@ -249,6 +263,9 @@ std::vector<TxnRefusal> LiveChecker::Apply(const v1::IngestBatch& batch,
     live_.builder().SetOrigin(*id, static_cast<uint16_t>(stream_index));
   }
   Stream& s = streams_[stream_index];
+  if (batch.has_header()) {
+    if (std::optional<int64_t> clock = TimestampClockNs(batch.header())) s.clock_ns = *clock;
+  }
   std::optional<Timestamp> watermark;
   if (batch.has_watermark()) {
     watermark = Timestamp{batch.watermark().physical(), batch.watermark().logical()};
@@ -355,6 +372,7 @@ std::vector<LiveStreamStatus> LiveChecker::Streams() const {
     out.push_back(LiveStreamStatus{.name = s.name,
                                    .closed = s.closed,
                                    .watermark = s.watermark,
+                                   .clock_ns = s.clock_ns,
                                    .delivered = s.delivered,
                                    .committed = s.committed,
                                    .pending = static_cast<uint64_t>(pending)});

@@ -54,6 +54,9 @@ struct LiveStreamStatus {
   std::string name;
   bool closed = false;
   std::optional<history::Timestamp> watermark;
+  // The physical part of the stream's timestamps is a Unix time in units of this many
+  // nanoseconds, as its header's metadata "timestamp_clock" says; 0: no clock (LSNs, counters).
+  int64_t clock_ns = 0;
   uint64_t delivered = 0;  // transactions delivered to the engine
   uint64_t committed = 0;  // of which committed
   uint64_t pending = 0;    // of which not final yet
@@ -138,6 +141,7 @@ class LiveChecker {
     engine::StreamId id = 0;
     bool closed = false;
     std::optional<history::Timestamp> watermark;
+    int64_t clock_ns = 0;  // LiveStreamStatus::clock_ns
     uint64_t delivered = 0;
     uint64_t committed = 0;
     // Delivered committed transactions not yet known to be final: commit timestamp and arrival.

@@ -3,21 +3,120 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "isowatch/common/status_macros.h"
+#include "isowatch/common/string_view.h"
 #include "isowatch/ingest/validate.h"
+#include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::monitor {
 
+namespace {
+
+std::string RefusalSeries(std::string_view reason) {
+  return fmt::format("isowatch_refused_transactions_total{{reason=\"{}\"}}", reason);
+}
+
+// The refusal reason of transactions the live history refuses after their batch was
+// acknowledged: a transaction id it already holds.
+constexpr std::string_view kHistoryConflict = "history_conflict";
+
+// The anomalies the online engine reports at `level` (docs/engine.md): NOCONFLICT under SI only.
+std::vector<verdict::Anomaly> OnlineAnomalies(verdict::IsolationLevel level) {
+  std::vector<verdict::Anomaly> out = {verdict::Anomaly::kSession, verdict::Anomaly::kInt,
+                                       verdict::Anomaly::kExt};
+  if (level == verdict::IsolationLevel::kSnapshotIsolation) {
+    out.push_back(verdict::Anomaly::kNoConflict);
+  }
+  return out;
+}
+
+}  // namespace
+
 MetricsExporter::MetricsExporter(store::Store* store, server::DaemonMetrics* metrics,
                                  const MonitorOptions& options, int64_t start_unix_ms)
-    : store_(store), metrics_(metrics), options_(options), start_unix_ms_(start_unix_ms) {}
+    : store_(store), metrics_(metrics), options_(options), start_unix_ms_(start_unix_ms) {
+  for (int r = 0; r < ingest::kRefusalReasonCount; ++r) {
+    kept_[r].series = RefusalSeries(ingest::RefusalReasonName(static_cast<v1::RefusalReason>(r)));
+  }
+  kept_[kHistoryConflicts].series = RefusalSeries(kHistoryConflict);
+  kept_[kDuplicateBatches] = {.metric = &metrics_->duplicate_batches(),
+                              .series = "isowatch_duplicate_batches_total"};
+  kept_[kRefusedBatches] = {.metric = &metrics_->refused_batches(),
+                            .series = "isowatch_refused_batches_total"};
+  kept_[kStreamsRefused] = {.metric = &metrics_->streams_refused(),
+                            .series = "isowatch_ingest_streams_refused_total"};
+  kept_[kWatermarkRegressions] = {.metric = &metrics_->watermark_regressions(),
+                                  .series = "isowatch_watermark_regressions_total"};
+  kept_[kFlipFlops] = {.metric = &metrics_->flip_flops(), .series = "isowatch_flip_flops_total"};
+  kept_[kReportedFlipFlops] = {.metric = &metrics_->reported_flip_flops(),
+                               .series = "isowatch_reported_flip_flops_total"};
+  kept_[kLateArrivals] = {.metric = &metrics_->late_arrivals(),
+                          .series = "isowatch_late_arrivals_total"};
+  kept_[kHorizonMisses] = {.metric = &metrics_->horizon_misses(),
+                           .series = "isowatch_horizon_misses_total"};
+  kept_[kSessionUnjudged] = {.metric = &metrics_->session_unjudged(),
+                             .series = "isowatch_session_unjudged_total"};
+  kept_[kWindowLateTransactions] = {.metric = &metrics_->window_late_transactions(),
+                                    .series = "isowatch_window_late_transactions_total"};
+}
 
 void MetricsExporter::SetIngestCounters(const ingest::IngestCounters* counters) {
   absl::MutexLock l(&counters_mu_);
   counters_ = counters;
+}
+
+absl::Status MetricsExporter::Restore() {
+  // Every series a label value can take exists from the start, at 0: Prometheus' increase()
+  // then sees the first violation or refusal of each kind.
+  for (int r = 1; r < ingest::kRefusalReasonCount; ++r) {
+    kept_[r].metric = &metrics_->RefusedTransactions(
+        ingest::RefusalReasonName(static_cast<v1::RefusalReason>(r)));
+  }
+  kept_[kHistoryConflicts].metric = &metrics_->RefusedTransactions(kHistoryConflict);
+  const verdict::IsolationLevel level = options_.live.engine.level;
+  for (verdict::Anomaly anomaly : OnlineAnomalies(level)) {
+    metrics_->Violations("online", verdict::IsolationLevelName(level),
+                         verdict::AnomalyName(anomaly));
+  }
+  for (const auto& [kind, count] : store_->CountViolationsByKind()) {
+    metrics_->Violations(kind.checker, kind.level, kind.anomaly)
+        .Increment(static_cast<double>(count));
+  }
+  ASSIGN_OR_RETURN(const std::string blob, store_->CounterTotals());
+  if (blob.empty()) return absl::OkStatus();
+  v1::CounterTotals saved;
+  if (!saved.ParseFromString(blob)) {
+    return absl::DataLossError("the store's counter totals do not parse");
+  }
+  for (const v1::CounterTotals::Counter& c : saved.counters()) {
+    for (size_t i = 0; i < kKeptCount; ++i) {
+      if (kept_[i].series != c.series()) continue;
+      if (kept_[i].metric == nullptr) {
+        kept_[i].metric = &metrics_->RefusedTransactions(
+            ingest::RefusalReasonName(static_cast<v1::RefusalReason>(i)));
+      }
+      kept_[i].total = c.total();
+      kept_[i].metric->Increment(static_cast<double>(c.total()));
+    }
+  }
+  kept_restored_ = true;
+  return absl::OkStatus();
+}
+
+void MetricsExporter::EndRecovery(const LiveChecker& live, uint64_t late_refusals) {
+  const Sources sources = ReadSources(live, late_refusals, nullptr);
+  for (size_t i = 0; i < kKeptCount; ++i) {
+    // Without saved totals (a new store, or one written before they were kept) the replay's
+    // counts are all there is.
+    if (kept_restored_) kept_[i].source = sources[i];
+  }
 }
 
 void MetricsExporter::AddGrowth(prometheus::Counter& counter, uint64_t total, uint64_t* last) {
@@ -25,23 +124,81 @@ void MetricsExporter::AddGrowth(prometheus::Counter& counter, uint64_t total, ui
   *last = total;
 }
 
-void MetricsExporter::ExportEngineStats(int64_t now_ms, const engine::EngineStats& st) {
-  engine::EngineStats& last = last_stats_;
-  AddGrowth(metrics_->flip_flops(), st.flip_flops, &last.flip_flops);
-  AddGrowth(metrics_->late_arrivals(), st.late_arrivals, &last.late_arrivals);
-  const uint64_t misses_before = last.horizon_misses;
-  AddGrowth(metrics_->horizon_misses(), st.horizon_misses, &last.horizon_misses);
-  AddGrowth(metrics_->session_unjudged(), st.session_unjudged, &last.session_unjudged);
+MetricsExporter::Sources MetricsExporter::ReadSources(const LiveChecker& live,
+                                                      uint64_t late_refusals,
+                                                      const ingest::IngestCounters* counters) {
+  Sources out{};
+  if (counters != nullptr) {
+    // Relaxed: running totals read for export; nothing else is read through them.
+    for (int r = 0; r < ingest::kRefusalReasonCount; ++r) {
+      out[r] = counters->refusals[r].load(std::memory_order_relaxed);
+    }
+    out[kDuplicateBatches] = counters->batches_duplicate.load(std::memory_order_relaxed);
+    out[kRefusedBatches] = counters->batches_refused.load(std::memory_order_relaxed);
+    out[kStreamsRefused] = counters->streams_refused.load(std::memory_order_relaxed);
+    out[kWatermarkRegressions] = counters->watermark_regressions.load(std::memory_order_relaxed);
+  }
+  out[kHistoryConflicts] = late_refusals;
+  const engine::EngineStats& st = live.stats();
+  out[kFlipFlops] = st.flip_flops;
+  out[kReportedFlipFlops] = st.below_final_arrivals;
+  out[kLateArrivals] = st.late_arrivals;
+  out[kHorizonMisses] = st.horizon_misses;
+  out[kSessionUnjudged] = st.session_unjudged;
+  if (const windows::CutterStats* cut = live.window_stats(); cut != nullptr) {
+    out[kWindowLateTransactions] = cut->late;
+  }
+  return out;
+}
+
+void MetricsExporter::ExportKept(const Sources& sources, int64_t now_ms) {
+  const uint64_t misses_before = kept_[kHorizonMisses].total;
+  for (size_t i = 0; i < kKeptCount; ++i) {
+    Kept& k = kept_[i];
+    // A source only grows, but the engine's restart from a checkpoint zeroes its own.
+    if (sources[i] > k.source) {
+      const uint64_t growth = sources[i] - k.source;
+      if (k.metric == nullptr) {
+        k.metric = &metrics_->RefusedTransactions(
+            ingest::RefusalReasonName(static_cast<v1::RefusalReason>(i)));
+      }
+      k.metric->Increment(static_cast<double>(growth));
+      k.total += growth;
+      kept_changed_ = true;
+    }
+    k.source = sources[i];
+  }
   // A read left unjudged is a check not made: say why, and what cures it, at most once a minute.
-  if (st.horizon_misses > misses_before &&
-      now_ms - last_horizon_warning_ms_ >= kHorizonWarningIntervalMs) {
+  const uint64_t misses = kept_[kHorizonMisses].total;
+  if (misses > misses_before && now_ms - last_horizon_warning_ms_ >= kWarningIntervalMs) {
     last_horizon_warning_ms_ = now_ms;
     spdlog::warn(
         "{} reads left unjudged so far: the versions they needed were already collected; raise "
         "engine.retention to the longest transaction, in the unit of the timestamps (bytes of WAL "
         "for PostgreSQL)",
-        st.horizon_misses);
+        misses);
   }
+  if (!kept_changed_) return;
+  v1::CounterTotals totals;
+  for (const Kept& k : kept_) {
+    if (k.total == 0) continue;
+    v1::CounterTotals::Counter* c = totals.add_counters();
+    c->set_series(k.series);
+    c->set_total(k.total);
+  }
+  if (absl::Status s = store_->SetCounterTotals(totals.SerializeAsString()); !s.ok()) {
+    if (now_ms - last_save_warning_ms_ >= kWarningIntervalMs) {
+      last_save_warning_ms_ = now_ms;
+      spdlog::warn("the counter totals could not be saved (a restart may lose some): {}",
+                   common::StdView(s.message()));
+    }
+    return;
+  }
+  kept_changed_ = false;
+}
+
+void MetricsExporter::ExportEngineStats(const engine::EngineStats& st) {
+  engine::EngineStats& last = last_stats_;
   AddGrowth(metrics_->spilled_versions(), st.spilled_versions, &last.spilled_versions);
   AddGrowth(metrics_->spill_reloads(), st.reloads, &last.reloads);
   AddGrowth(metrics_->spill_errors(), st.spill_errors, &last.spill_errors);
@@ -57,27 +214,6 @@ void MetricsExporter::ExportEngineStats(int64_t now_ms, const engine::EngineStat
   metrics_->resident_keys().Set(static_cast<double>(st.resident_keys));
   metrics_->retained_transactions().Set(static_cast<double>(st.retained_txns));
   metrics_->retained_provisional_reads().Set(static_cast<double>(st.provisional_reads));
-}
-
-uint64_t MetricsExporter::ExportIngestCounters(const ingest::IngestCounters& counters) {
-  uint64_t refused_total = 0;
-  last_refusals_.resize(ingest::kRefusalReasonCount, 0);
-  for (int r = 0; r < ingest::kRefusalReasonCount; ++r) {
-    // Relaxed: a running total read for export; nothing else is read through it.
-    const uint64_t n = counters.refusals[r].load(std::memory_order_relaxed);
-    refused_total += n;
-    if (n > last_refusals_[r]) {
-      metrics_->RefusedTransactions(ingest::RefusalReasonName(static_cast<v1::RefusalReason>(r)))
-          .Increment(static_cast<double>(n - last_refusals_[r]));
-      last_refusals_[r] = n;
-    }
-  }
-  // Relaxed: as above.
-  AddGrowth(metrics_->duplicate_batches(),
-            counters.batches_duplicate.load(std::memory_order_relaxed), &last_duplicates_);
-  AddGrowth(metrics_->streams_refused(), counters.streams_refused.load(std::memory_order_relaxed),
-            &last_streams_refused_);
-  return refused_total;
 }
 
 void MetricsExporter::ReportRocksDbMemory(std::string_view db, const rocks::RocksDbMemory& m,
@@ -104,17 +240,25 @@ uint64_t MetricsExporter::ExportStreams(int64_t now_ms, const LiveChecker& live,
     out.ingested_transactions = s.delivered;
     out.committed_transactions = s.committed;
     ingested += s.delivered;
-    // Lag: how long ago the stream's watermark last moved (its promise is that old).
+    // Lag (docs/operations.md, "Streams"): wall-clock time minus the watermark where the
+    // stream's timestamps are a clock (0 if the watermark is ahead of this clock); otherwise how
+    // long ago the watermark last moved (its promise is that old).
     auto& last = last_watermark_[s.name];
     if (!watermark_moved_ms_.contains(s.name) || last != s.watermark) {
       watermark_moved_ms_[s.name] = now_ms;
       last = s.watermark;
     }
-    if (!s.closed) {
-      out.lag_seconds = static_cast<double>(now_ms - watermark_moved_ms_[s.name]) / 1000.0;
-      metrics_->StreamLagSeconds(s.name).Set(*out.lag_seconds);
-    } else {
+    if (s.closed) {
       metrics_->StreamLagSeconds(s.name).Set(0);
+    } else {
+      if (s.clock_ns > 0 && s.watermark) {
+        const double watermark_s =
+            static_cast<double>(s.watermark->physical) * static_cast<double>(s.clock_ns) / 1e9;
+        out.lag_seconds = std::max(0.0, static_cast<double>(now_ms) / 1000.0 - watermark_s);
+      } else {
+        out.lag_seconds = static_cast<double>(now_ms - watermark_moved_ms_[s.name]) / 1000.0;
+      }
+      metrics_->StreamLagSeconds(s.name).Set(*out.lag_seconds);
     }
     if (s.watermark) {
       metrics_->StreamWatermark(s.name).Set(static_cast<double>(s.watermark->physical));
@@ -129,7 +273,7 @@ server::DaemonStatus MetricsExporter::Refresh(int64_t now_ms, LiveChecker& live,
   metrics_->log_batches().Set(
       static_cast<double>(store_->next_log_position() - store_->first_log_position()));
   const engine::EngineStats& st = live.stats();
-  ExportEngineStats(now_ms, st);
+  ExportEngineStats(st);
   const auto history_bytes = static_cast<uint64_t>(live.history_bytes());
   metrics_->engine_history_bytes().Set(static_cast<double>(history_bytes));
   metrics_->history_keys().Set(static_cast<double>(live.history_keys()));
@@ -148,7 +292,7 @@ server::DaemonStatus MetricsExporter::Refresh(int64_t now_ms, LiveChecker& live,
     counters = counters_;
   }
   metrics_->queue_depth().Set(static_cast<double>(in.queued_batches));
-  const uint64_t refused_total = counters != nullptr ? ExportIngestCounters(*counters) : 0;
+  ExportKept(ReadSources(live, in.late_refusals, counters), now_ms);
 
   server::DaemonStatus status;
   status.version = options_.version;
@@ -157,9 +301,10 @@ server::DaemonStatus MetricsExporter::Refresh(int64_t now_ms, LiveChecker& live,
   status.counts.queued_batches = in.queued_batches;
   status.counts.violations = store_->CountViolations();
   status.counts.provisional_verdicts = st.provisional_reads;
-  status.counts.flip_flops = st.flip_flops;
-  status.counts.late_arrivals = st.late_arrivals;
-  status.counts.horizon_misses = st.horizon_misses;
+  status.counts.flip_flops = KeptTotal(kFlipFlops);
+  status.counts.reported_flip_flops = KeptTotal(kReportedFlipFlops);
+  status.counts.late_arrivals = KeptTotal(kLateArrivals);
+  status.counts.horizon_misses = KeptTotal(kHorizonMisses);
   status.memory.engine_bytes = st.memory_bytes;
   status.memory.history_bytes = history_bytes;
   status.memory.spill_bytes = st.spill_bytes;
@@ -172,18 +317,14 @@ server::DaemonStatus MetricsExporter::Refresh(int64_t now_ms, LiveChecker& live,
     ReportRocksDbMemory("spill", options_.rocks_spill->rocksdb_memory(), status.memory);
   }
   if (in.windows != nullptr) {
-    const windows::CutterStats* cut = live.window_stats();
-    const uint64_t late = cut != nullptr ? cut->late : 0;
-    AddGrowth(metrics_->window_late_transactions(), late, &last_window_late_);
     status.windows = in.windows->Status();
-    status.windows.late_transactions = late;
+    status.windows.late_transactions = KeptTotal(kWindowLateTransactions);
     metrics_->windows_queued().Set(static_cast<double>(status.windows.queued));
   }
-  status.counts.refused_transactions = refused_total + in.late_refusals;
-  if (counters != nullptr) {
-    // Relaxed: a running total read for display.
-    status.counts.duplicate_batches = counters->batches_duplicate.load(std::memory_order_relaxed);
-  }
+  uint64_t refused = KeptTotal(kHistoryConflicts);
+  for (int r = 0; r < ingest::kRefusalReasonCount; ++r) refused += KeptTotal(r);
+  status.counts.refused_transactions = refused;
+  status.counts.duplicate_batches = KeptTotal(kDuplicateBatches);
   return status;
 }
 

@@ -37,6 +37,7 @@ Monitor::Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOpt
     : store_(store),
       options_(std::move(options)),
       start_unix_ms_(options_.clock->NowUnixMs()),
+      ingest_log_(options_.clock),
       registry_(options_.remembered_ids),
       queue_(options_.queue_batches),
       windows_(std::move(windows)),

@@ -18,6 +18,7 @@
 #include "isowatch/ingest/service.h"
 #include "isowatch/monitor/durable_log.h"
 #include "isowatch/monitor/engine_loop.h"
+#include "isowatch/monitor/ingest_log.h"
 #include "isowatch/monitor/internal/batch_queue.h"
 #include "isowatch/monitor/monitor_options.h"
 #include "isowatch/monitor/window_tracker.h"
@@ -72,6 +73,9 @@ class Monitor final : public ingest::BatchSink,
   // at Open (the same Record calls in the same order per stream as before a restart: the same
   // ids are remembered).
   ingest::IdRegistry& id_registry() { return registry_; }
+  // What the ingest service reports (refusals, backward watermarks), to be logged
+  // (IngestLog). REQUIRES: the monitor outlives the service.
+  ingest::IngestEvents ingest_events() { return ingest_log_.Events(); }
 
   // Ready: recovered and running, not draining.
   absl::Status Ready() const;
@@ -105,6 +109,7 @@ class Monitor final : public ingest::BatchSink,
   store::Store* const store_;
   const MonitorOptions options_;  // its clocks resolved: never null
   const int64_t start_unix_ms_;
+  IngestLog ingest_log_;
   ingest::MemoryIdRegistry registry_;
   internal::BatchQueue queue_;
   std::unique_ptr<WindowTracker> windows_;  // null without window checkers

@@ -24,6 +24,18 @@ absl::StatusOr<std::unique_ptr<WindowTracker>> WindowTracker::Create(
   for (const auto& [name, checker_options] : checkers) {
     ASSIGN_OR_RETURN(std::unique_ptr<checkers::Checker> checker,
                      checkers::CreateChecker(name, checker_options));
+    // Its window checks, and each (level, anomaly) it may report, are counted from 0 (some pairs
+    // never occur).
+    metrics->WindowChecks(name, "checked");
+    metrics->WindowChecks(name, "unknown");
+    if (const checkers::CheckerInfo* info = checkers::FindChecker(name); info != nullptr) {
+      for (verdict::IsolationLevel level : checker->levels()) {
+        for (verdict::Anomaly anomaly : info->anomalies) {
+          metrics->Violations(name, verdict::IsolationLevelName(level),
+                              verdict::AnomalyName(anomaly));
+        }
+      }
+    }
     status.push_back({.name = std::string(checker->name())});
     created.push_back(std::move(checker));
   }

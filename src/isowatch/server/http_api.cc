@@ -267,6 +267,7 @@ void WriteCounts(JsonWriter& w, const StatusCounts& c) {
            {"violations", c.violations},
            {"provisional_verdicts", c.provisional_verdicts},
            {"flip_flops", c.flip_flops},
+           {"reported_flip_flops", c.reported_flip_flops},
            {"late_arrivals", c.late_arrivals},
            {"horizon_misses", c.horizon_misses}}) {
     Key(w, name);

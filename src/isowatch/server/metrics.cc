@@ -61,6 +61,20 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                                 "sequence number) and skipped.")
                             .Register(r)
                             .Add({});
+  refused_batches_ = &BuildCounter()
+                          .Name("isowatch_refused_batches_total")
+                          .Help(
+                              "Batches refused whole; their transactions count in "
+                              "isowatch_refused_transactions_total.")
+                          .Register(r)
+                          .Add({});
+  watermark_regressions_ = &BuildCounter()
+                                .Name("isowatch_watermark_regressions_total")
+                                .Help(
+                                    "Watermarks received below their stream's earlier one, and "
+                                    "ignored.")
+                                .Register(r)
+                                .Add({});
   streams_refused_ = &BuildCounter()
                           .Name("isowatch_ingest_streams_refused_total")
                           .Help(
@@ -94,7 +108,9 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                            .Register(r);
   lag_family_ = &BuildGauge()
                      .Name("isowatch_stream_lag_seconds")
-                     .Help("Wall-clock seconds between now and the stream's watermark.")
+                     .Help(
+                         "Wall-clock seconds between now and the stream's watermark (for a "
+                         "stream whose timestamps are no clock: since the watermark last moved).")
                      .Register(r);
   pending_family_ = &BuildGauge()
                          .Name("isowatch_stream_pending_transactions")
@@ -112,14 +128,24 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                                .Add({});
   flip_flops_ = &BuildCounter()
                      .Name("isowatch_flip_flops_total")
-                     .Help("Provisional verdicts reversed by a later arrival.")
+                     .Help(
+                         "Provisional verdicts a later arrival changed before they were final "
+                         "(never reported).")
                      .Register(r)
                      .Add({});
+  reported_flip_flops_ = &BuildCounter()
+                              .Name("isowatch_reported_flip_flops_total")
+                              .Help(
+                                  "Transactions that arrived below the final point, after the "
+                                  "reported verdicts they could reverse (an upper bound of "
+                                  "reported flip-flops; 0 with watermarks).")
+                              .Register(r)
+                              .Add({});
   late_arrivals_ = &BuildCounter()
                         .Name("isowatch_late_arrivals_total")
                         .Help(
-                            "Transactions that arrived after a reader whose snapshot includes "
-                            "them.")
+                            "Transactions whose commit timestamp was at or below their stream's "
+                            "watermark when they arrived.")
                         .Register(r)
                         .Add({});
   horizon_misses_ = &BuildCounter()

@@ -47,6 +47,10 @@ class DaemonMetrics {
   prometheus::Counter& RefusedTransactions(std::string_view reason);
   // Batches recognised as already applied (same stream and sequence number) and skipped.
   prometheus::Counter& duplicate_batches() { return *duplicate_batches_; }
+  // Batches refused whole (their transactions count in RefusedTransactions).
+  prometheus::Counter& refused_batches() { return *refused_batches_; }
+  // Watermarks below their stream's earlier one, ignored.
+  prometheus::Counter& watermark_regressions() { return *watermark_regressions_; }
   // Batches refused because their stream would be one more than ingest.max_streams.
   prometheus::Counter& streams_refused() { return *streams_refused_; }
   // Batches received but not yet applied to the engine.
@@ -74,9 +78,12 @@ class DaemonMetrics {
                                   std::string_view anomaly);
   // Verdicts reported provisionally and not yet final.
   prometheus::Gauge& provisional_verdicts() { return *provisional_verdicts_; }
-  // Provisional verdicts that a later arrival reversed.
+  // Provisional verdicts that a later arrival changed (never reported).
   prometheus::Counter& flip_flops() { return *flip_flops_; }
-  // Transactions that arrived after a reader whose snapshot they belong to.
+  // Transactions that arrived below the final point, after the reported verdicts they could
+  // reverse: an upper bound of reported verdicts a later arrival reversed. 0 with watermarks.
+  prometheus::Counter& reported_flip_flops() { return *reported_flip_flops_; }
+  // Transactions that arrived with a commit timestamp at or below their stream's watermark.
   prometheus::Counter& late_arrivals() { return *late_arrivals_; }
   // Reads that could not be judged because the state they needed had been collected.
   prometheus::Counter& horizon_misses() { return *horizon_misses_; }
@@ -175,12 +182,15 @@ class DaemonMetrics {
   prometheus::Family<prometheus::Gauge>* pending_family_;
 
   prometheus::Counter* duplicate_batches_;
+  prometheus::Counter* refused_batches_;
+  prometheus::Counter* watermark_regressions_;
   prometheus::Counter* streams_refused_;
   prometheus::Gauge* queue_depth_;
   prometheus::Histogram* ingest_batch_latency_;
   prometheus::Gauge* remembered_ids_;
   prometheus::Gauge* provisional_verdicts_;
   prometheus::Counter* flip_flops_;
+  prometheus::Counter* reported_flip_flops_;
   prometheus::Counter* late_arrivals_;
   prometheus::Counter* horizon_misses_;
   prometheus::Counter* session_unjudged_;

@@ -24,8 +24,8 @@ struct StreamStatus {
   uint64_t acked_sequence = 0;          // highest batch sequence number made durable
 };
 
-// Counters since the daemon started (or since its store was created, where the daemon keeps
-// them durably).
+// Counters since the daemon's store was created (kept across restarts, as the metrics of the
+// same name), and two gauges: queued_batches and provisional_verdicts.
 struct StatusCounts {
   uint64_t ingested_transactions = 0;
   uint64_t refused_transactions = 0;
@@ -33,7 +33,8 @@ struct StatusCounts {
   uint64_t queued_batches = 0;
   uint64_t violations = 0;  // final
   uint64_t provisional_verdicts = 0;
-  uint64_t flip_flops = 0;
+  uint64_t flip_flops = 0;           // of provisional verdicts, never reported
+  uint64_t reported_flip_flops = 0;  // an upper bound of reported verdicts reversed
   uint64_t late_arrivals = 0;
   uint64_t horizon_misses = 0;
 };

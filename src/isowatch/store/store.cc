@@ -27,6 +27,7 @@ namespace {
 using internal::DecodeNumberKey;
 using internal::EncodeNumberKey;
 using internal::kCheckpointKey;
+using internal::kCounterTotalsKey;
 using internal::kLogStartKey;
 using internal::kWindowsDoneKey;
 using internal::ToAbsl;
@@ -140,6 +141,7 @@ absl::Status Store::Load() {
     next_violation_ = next_violation;
     violation_count_.store(next_violation - 1, std::memory_order_release);
   }
+  RETURN_IF_ERROR(LoadViolationCounts(next_violation - 1));
   {
     absl::MutexLock lock(&truncate_mu_);
     checkpoint_generation_ = checkpoint_generation;
@@ -380,6 +382,23 @@ absl::StatusOr<uint64_t> Store::WindowsDone() const {
   if (s.IsNotFound()) return 0;
   RETURN_IF_ERROR(FromRocksStatus(s, "reading the windows done"));
   return DecodeNumberKey(value);
+}
+
+absl::Status Store::SetCounterTotals(std::string_view blob) {
+  rocksdb::WriteBatch batch;
+  RETURN_IF_ERROR(
+      FromRocksStatus(batch.Put(handles_->meta, ToSlice(kCounterTotalsKey), ToSlice(blob)),
+                      "encoding the counter totals"));
+  return Write(batch, /*sync=*/false, "recording the counter totals");
+}
+
+absl::StatusOr<std::string> Store::CounterTotals() const {
+  std::string value;
+  const rocksdb::Status s =
+      handles_->db->Get(rocksdb::ReadOptions(), handles_->meta, ToSlice(kCounterTotalsKey), &value);
+  if (s.IsNotFound()) return std::string();
+  RETURN_IF_ERROR(FromRocksStatus(s, "reading the counter totals"));
+  return value;
 }
 
 uint64_t Store::first_log_position() const {

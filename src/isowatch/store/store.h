@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -214,6 +215,17 @@ class Store {
 
   // Number of stored violations.
   uint64_t CountViolations() const;
+  // The stored violations counted by kind, in kind order (the counts add up to
+  // CountViolations()). The store keeps them with the violations, so this reads no record.
+  std::vector<std::pair<ViolationKind, uint64_t>> CountViolationsByKind() const;
+
+  // ---- Counter totals ----
+
+  // Stores `blob` (opaque to the store: the daemon's counter totals) in place of the previous
+  // one. Not synced (like violations). Errors: the write's error.
+  absl::Status SetCounterTotals(std::string_view blob);
+  // The blob last stored; empty when none was. Errors: the read's error.
+  absl::StatusOr<std::string> CounterTotals() const;
 
   // ---- Windows ----
 
@@ -244,6 +256,9 @@ class Store {
   Store(std::unique_ptr<Handles> handles, StoreOptions options);
 
   absl::Status Load();
+  // Reads the violation counts by kind (store_violations.cc); rebuilds them from the records
+  // when they do not add up to `stored` (a store written before they were kept).
+  absl::Status LoadViolationCounts(uint64_t stored);
   // Finds the stream, creating its in-memory state (with the next id) when `create` is set and
   // it is unknown. Returns nullptr when it is unknown and not created.
   StreamState* FindStream(std::string_view name, bool create) ABSL_LOCKS_EXCLUDED(mu_);
@@ -271,6 +286,7 @@ class Store {
   // Serialises PutViolation, which reads the id index before it writes.
   mutable absl::Mutex violations_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   uint64_t next_violation_ ABSL_GUARDED_BY(violations_mu_) = 1;
+  std::map<ViolationKind, uint64_t> violation_counts_ ABSL_GUARDED_BY(violations_mu_);
   // next_violation_ - 1, readable without waiting for a write. Release on store, acquire on load.
   std::atomic<uint64_t> violation_count_{0};
 

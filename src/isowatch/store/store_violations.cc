@@ -4,17 +4,20 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "fmt/format.h"
 #include "rocksdb/db.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/options.h"
 #include "rocksdb/write_batch.h"
+#include "spdlog/spdlog.h"
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/rocks/rocksdb_status.h"
@@ -74,6 +77,8 @@ absl::StatusOr<bool> Store::PutViolation(const ViolationRecord& record) {
     return FromRocksStatus(found, fmt::format("looking up violation {}", record.id));
   }
   const std::string number = EncodeNumberKey(next_violation_);
+  ViolationKind kind{.checker = record.checker, .level = record.level, .anomaly = record.anomaly};
+  auto [count, _] = violation_counts_.try_emplace(std::move(kind), 0);
   rocksdb::WriteBatch batch;
   RETURN_IF_ERROR(
       FromRocksStatus(batch.Put(handles_->violations, number, internal::EncodeViolation(record)),
@@ -81,10 +86,62 @@ absl::StatusOr<bool> Store::PutViolation(const ViolationRecord& record) {
   RETURN_IF_ERROR(FromRocksStatus(batch.Put(handles_->violation_ids, ToSlice(record.id), number),
                                   "encoding a violation"));
   RETURN_IF_ERROR(
+      FromRocksStatus(batch.Put(handles_->meta, internal::EncodeViolationCountKey(count->first),
+                                EncodeNumberKey(count->second + 1)),
+                      "encoding a violation count"));
+  RETURN_IF_ERROR(
       Write(batch, options_.sync_violations, fmt::format("storing violation {}", record.id)));
+  ++count->second;
   ++next_violation_;
   violation_count_.store(next_violation_ - 1, std::memory_order_release);
   return true;
+}
+
+absl::Status Store::LoadViolationCounts(uint64_t stored) {
+  std::map<ViolationKind, uint64_t> counts;
+  uint64_t sum = 0;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        handles_->db->NewIterator(rocksdb::ReadOptions(), handles_->meta));
+    for (it->Seek(ToSlice(internal::kViolationCountPrefix));
+         it->Valid() && ToView(it->key()).starts_with(internal::kViolationCountPrefix);
+         it->Next()) {
+      ASSIGN_OR_RETURN(ViolationKind kind, internal::DecodeViolationCountKey(ToView(it->key())));
+      ASSIGN_OR_RETURN(const uint64_t n, DecodeNumberKey(ToView(it->value())));
+      counts[std::move(kind)] = n;
+      sum += n;
+    }
+    RETURN_IF_ERROR(FromRocksStatus(it->status(), "reading the violation counts"));
+  }
+  if (sum != stored) {
+    // Counted again from the records, once: a store written before the counts were kept.
+    counts.clear();
+    std::unique_ptr<rocksdb::Iterator> it(
+        handles_->db->NewIterator(rocksdb::ReadOptions(), handles_->violations));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      ASSIGN_OR_RETURN(const ViolationRecord record,
+                       internal::DecodeViolation(ToView(it->value())));
+      ++counts[ViolationKind{
+          .checker = record.checker, .level = record.level, .anomaly = record.anomaly}];
+    }
+    RETURN_IF_ERROR(FromRocksStatus(it->status(), "reading the violations"));
+    rocksdb::WriteBatch batch;
+    const std::string prefix(internal::kViolationCountPrefix);
+    std::string end = prefix;
+    end.back() = static_cast<char>(end.back() + 1);
+    RETURN_IF_ERROR(FromRocksStatus(batch.DeleteRange(handles_->meta, prefix, end),
+                                    "encoding the violation counts"));
+    for (const auto& [kind, n] : counts) {
+      RETURN_IF_ERROR(FromRocksStatus(
+          batch.Put(handles_->meta, internal::EncodeViolationCountKey(kind), EncodeNumberKey(n)),
+          "encoding the violation counts"));
+    }
+    RETURN_IF_ERROR(Write(batch, options_.sync_violations, "storing the violation counts"));
+    spdlog::info("counted the store's {} violations by kind (kept from now on)", stored);
+  }
+  absl::MutexLock lock(&violations_mu_);
+  violation_counts_ = std::move(counts);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ViolationPage> Store::QueryViolations(const ViolationFilter& filter, size_t limit,
@@ -112,5 +169,10 @@ absl::StatusOr<ViolationPage> Store::QueryViolations(const ViolationFilter& filt
 }
 
 uint64_t Store::CountViolations() const { return violation_count_.load(std::memory_order_acquire); }
+
+std::vector<std::pair<ViolationKind, uint64_t>> Store::CountViolationsByKind() const {
+  absl::MutexLock lock(&violations_mu_);
+  return {violation_counts_.begin(), violation_counts_.end()};
+}
 
 }  // namespace isowatch::store

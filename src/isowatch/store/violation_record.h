@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,6 +24,15 @@ struct ViolationRecord {
   // The violation as one JSON object with the fields of `isowatch check --json`'s violations
   // (anomaly, ext_kind, txns, key, expected, observed, explanation).
   std::string json;
+};
+
+// What the metrics count violations by: the checker that found them, the level and the anomaly.
+struct ViolationKind {
+  std::string checker;
+  std::string level;
+  std::string anomaly;
+
+  auto operator<=>(const ViolationKind&) const = default;
 };
 
 // A filter over stored violations; unset fields match everything.

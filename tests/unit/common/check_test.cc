@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/common/check.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 namespace isowatch::common {
@@ -44,6 +47,19 @@ TEST(CheckDeathTest, BugAbortsInDebugAndIsCountedInRelease) {
     EXPECT_FALSE(ISOWATCH_BUG(answer == 42, "degradable"));
     EXPECT_EQ(InternalBugCount(), before + 1);
   }
+}
+
+// A program's logger takes the report in place of standard error (a daemon whose log is JSON
+// lines keeps it so).
+TEST(CheckDeathTest, BugGoesToTheReporterWhenOneIsSet) {
+  auto report = [] {
+    SetBugReporter([](const char* text) { std::fprintf(stderr, "REPORTED<%s>\n", text); });
+    const int answer = 41;
+    (void)ISOWATCH_BUG(answer == 42, "reported");
+    SetBugReporter(nullptr);
+    if constexpr (!kDebugChecks) std::abort();  // so that both builds can check the output
+  };
+  EXPECT_DEATH(report(), "REPORTED<internal bug at .*: answer == 42 \\(reported\\)");
 }
 
 }  // namespace

@@ -175,6 +175,7 @@ TEST_P(EngineDifferentialTest, FinalViolationsEqualChronos) {
       }
       EXPECT_EQ(online.repeated_reports, 0u) << where;
       EXPECT_EQ(online.stats.late_arrivals, 0u) << where;  // the watermarks are honest
+      EXPECT_EQ(online.stats.below_final_arrivals, 0u) << where;
       EXPECT_EQ(online.stats.duplicates, 0u) << where;
       EXPECT_EQ(online.stats.delivered, h.size()) << where;
       EXPECT_EQ(online.stats.checked, chronos.stats.transactions_checked) << where;

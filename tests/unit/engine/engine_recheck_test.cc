@@ -27,6 +27,7 @@ using ::isowatch::testing::SummarizeAll;
 using ::isowatch::testing::TestHistory;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::StartsWith;
 using verdict::IsolationLevel;
 
 // Seed 000, Figure 2, arrival order of Example 5: T1, T2, T3, T5, then T4. Before T4 arrives T5's
@@ -54,6 +55,25 @@ TEST(EngineRecheckTest, Example5) {
   EXPECT_EQ(e.stats().final_violations, 1u);
   EXPECT_EQ(e.stats().provisional_reads, 0u);
   EXPECT_EQ(e.stats().late_arrivals, 0u);
+}
+
+// A transaction that arrives at or below the final point comes after the verdicts it could
+// reverse were final and reported: counted (an upper bound of reported flip-flops), and the
+// reported verdict stands. Honest watermarks never give one (Example5 above).
+TEST(EngineRecheckTest, AnArrivalBelowTheFinalPointIsCounted) {
+  TestHistory t;
+  t.Txn("T1", "a", 1, 2).W(kX, 1);
+  t.Txn("T3", "c", 3, 4).W(kX, 2);
+  t.Txn("T2", "b", 5, 6).R(kX, 2);
+  Harness e(t);
+  e.Deliver({"T1", "T2"}, /*watermark=*/10);
+  EXPECT_THAT(e.Take(), ElementsAre(StartsWith("EXT")));  // T2 read a value nobody wrote yet
+  EXPECT_EQ(e.stats().below_final_arrivals, 0u);
+  e.Deliver({"T3"}, /*watermark=*/10);  // the watermark lied
+  EXPECT_EQ(e.stats().late_arrivals, 1u);
+  EXPECT_EQ(e.stats().below_final_arrivals, 1u);
+  EXPECT_EQ(e.stats().flip_flops, 0u);
+  EXPECT_THAT(e.Take(), IsEmpty());
 }
 
 // The same history with no watermark at all: Finish makes everything final, with the same result.

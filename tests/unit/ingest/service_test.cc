@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include <fmt/format.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -158,9 +160,18 @@ TEST_F(ServiceTest, DuplicatesAreRecognisedAfterARestart) {
 }
 
 TEST_F(ServiceTest, SequenceGapIsRefusedAndNotApplied) {
+  // What the service reports, for the daemon's log.
+  std::vector<std::pair<std::string, uint64_t>> reported;  // (refusal reason, transactions)
+  server_->Shutdown(absl::Now());
+  service_options_.events.refused = [&](const v1::IngestAck& ack, uint64_t transactions) {
+    for (const v1::Refusal& r : ack.refusals()) {
+      reported.emplace_back(RefusalReasonName(r.reason()), transactions);
+    }
+  };
+  Start(0);
   auto s = Open();
   Exchange(*s, WriteBatch("a", 1, 1, 1));
-  v1::IngestAck gap = Exchange(*s, WriteBatch("a", 3, 5, 1));
+  v1::IngestAck gap = Exchange(*s, WriteBatch("a", 3, 5, 2));
   EXPECT_EQ(gap.durable_seq(), 1u);
   ASSERT_EQ(gap.refusals_size(), 1);
   EXPECT_EQ(gap.refusals(0).reason(), v1::SEQUENCE_GAP);
@@ -168,10 +179,13 @@ TEST_F(ServiceTest, SequenceGapIsRefusedAndNotApplied) {
   EXPECT_EQ(gap.refusals(0).seq(), 3u);
   // Resending from the gap works.
   EXPECT_EQ(Exchange(*s, WriteBatch("a", 2, 2, 1)).durable_seq(), 2u);
-  EXPECT_EQ(Exchange(*s, WriteBatch("a", 3, 5, 1)).durable_seq(), 3u);
+  EXPECT_EQ(Exchange(*s, WriteBatch("a", 3, 5, 2)).durable_seq(), 3u);
   EXPECT_TRUE(Finish(*s).ok());
   EXPECT_EQ(sink_.batches().size(), 3u);
-  EXPECT_EQ(Load(server_->counters().refusals[v1::SEQUENCE_GAP]), 1u);
+  // A whole-batch refusal counts every transaction of its batch.
+  EXPECT_EQ(Load(server_->counters().refusals[v1::SEQUENCE_GAP]), 2u);
+  EXPECT_EQ(Load(server_->counters().batches_refused), 1u);
+  EXPECT_EQ(reported, (std::vector<std::pair<std::string, uint64_t>>{{"sequence_gap", 2}}));
 }
 
 TEST_F(ServiceTest, StreamsAreIndependent) {
@@ -204,9 +218,18 @@ TEST_F(ServiceTest, OversizedBatchIsRefusedWholeAndItsSeqConsumed) {
   EXPECT_FALSE(batches[0].batch->has_watermark());
   EXPECT_EQ(batches[1].accepted.size(), 2u);
   EXPECT_EQ(Load(server_->counters().batches_refused), 1u);
+  EXPECT_EQ(Load(server_->counters().refusals[v1::BATCH_TOO_LARGE]), 3u);
 }
 
-TEST_F(ServiceTest, WatermarkGoingBackIsIgnoredAndCounted) {
+TEST_F(ServiceTest, WatermarkGoingBackIsIgnoredCountedAndReported) {
+  std::vector<std::string> reported;
+  server_->Shutdown(absl::Now());
+  service_options_.events.watermark_regressed = [&](std::string_view stream, uint64_t seq,
+                                                    const history::Timestamp& sent,
+                                                    const history::Timestamp& held) {
+    reported.push_back(fmt::format("{} {} {} {}", stream, seq, sent.physical, held.physical));
+  };
+  Start(0);
   auto s = Open();
   v1::IngestBatch first = WriteBatch("a", 1, 1, 1);
   first.mutable_watermark()->set_physical(10);
@@ -226,6 +249,7 @@ TEST_F(ServiceTest, WatermarkGoingBackIsIgnoredAndCounted) {
   EXPECT_EQ(batches[1].accepted.size(), 1u);  // the transactions are kept
   EXPECT_TRUE(batches[2].batch->has_watermark());
   EXPECT_EQ(Load(server_->counters().watermark_regressions), 1u);
+  EXPECT_EQ(reported, std::vector<std::string>{"a 2 5 10"});
 }
 
 TEST_F(ServiceTest, EndOfStreamClosesTheStream) {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// isowatchd in-process, at ingest: bad transactions are refused in the ack and the rest kept; a
-// restart still recognises re-sent batches and ids; a shutdown applies every acknowledged batch.
+// isowatchd in-process, at ingest: bad transactions are refused in the ack and the rest kept, and
+// counted; a backward watermark is ignored, counted and logged; a restart still recognises
+// re-sent batches and ids, and keeps the counts; a shutdown applies every acknowledged batch.
 #include <chrono>
 #include <cstdint>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -14,8 +16,12 @@
 
 #include "absl/status/statusor.h"
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "isowatch/config/config.h"
 #include "isowatch/ingest/client.h"
@@ -31,6 +37,8 @@
 
 namespace isowatch::monitor {
 namespace {
+
+using ::testing::HasSubstr;
 
 v1::Transaction Appender(int64_t id, int64_t key, int64_t value) {
   return OneOp(id, v1::Operation::APPEND, key, value);
@@ -177,33 +185,36 @@ TEST_F(DaemonTest, RefusesMalformedTransactionsAndKeepsTheRest) {
 
   ASSERT_TRUE(WaitChecked(s)) << "the stream was not checked completely";
 
-  // Every reason counted once, all at ingest: none is left for the live history to refuse.
-  const std::vector<std::string> reasons = {"missing_id",         "missing_commit_timestamp",
-                                            "start_after_commit", "unknown_operation_kind",
-                                            "missing_value",      "batch_too_large",
-                                            "id_reused",          "sequence_gap",
-                                            "key_kind_conflict"};
+  // Every reason counted once per transaction refused (a whole batch: each of its transactions),
+  // all at ingest: none is left for the live history to refuse.
+  const std::map<std::string, double> reasons = {
+      {"missing_id", 1},         {"missing_commit_timestamp", 1},
+      {"start_after_commit", 1}, {"unknown_operation_kind", 1},
+      {"missing_value", 1},      {"batch_too_large", 9},
+      {"id_reused", 1},          {"sequence_gap", 1},
+      {"key_kind_conflict", 1}};
+  double refused = 0;
+  for (const auto& [reason, n] : reasons) refused += n;
   std::string metrics;
   const bool counted = WaitFor([&] {
     metrics = Metrics();
-    for (const std::string& reason : reasons) {
+    for (const auto& [reason, n] : reasons) {
       auto v = Sample(metrics,
                       fmt::format("isowatch_refused_transactions_total{{reason=\"{}\"}}", reason));
-      if (!v || *v != 1) return false;
+      if (!v || *v != n) return false;
     }
     return true;
   });
   EXPECT_TRUE(counted) << metrics;
-  for (const std::string& reason : reasons) {
+  for (const auto& [reason, n] : reasons) {
     EXPECT_EQ(Sample(metrics,
                      fmt::format("isowatch_refused_transactions_total{{reason=\"{}\"}}", reason)),
-              1.0)
+              n)
         << reason;
   }
   // Nothing else refused.
-  EXPECT_EQ(Total(metrics, "isowatch_refused_transactions_total"),
-            static_cast<double>(reasons.size()))
-      << metrics;
+  EXPECT_EQ(Total(metrics, "isowatch_refused_transactions_total"), refused) << metrics;
+  EXPECT_EQ(Sample(metrics, "isowatch_refused_batches_total"), 2.0) << metrics;
   EXPECT_EQ(
       Sample(metrics, fmt::format("isowatch_ingested_transactions_total{{stream=\"{}\"}}", s)),
       static_cast<double>(good));
@@ -217,7 +228,7 @@ TEST_F(DaemonTest, RefusesMalformedTransactionsAndKeepsTheRest) {
   ASSERT_TRUE(status->IsObject() && status->HasMember("counts"));
   const rapidjson::Value& counts = (*status)["counts"];
   ASSERT_TRUE(counts.HasMember("refused_transactions"));
-  EXPECT_EQ(ToJson(counts["refused_transactions"]), std::to_string(reasons.size()));
+  EXPECT_EQ(ToJson(counts["refused_transactions"]), fmt::format("{}", refused));
   EXPECT_EQ(ToJson(counts["violations"]), std::to_string(want.size()));
 
   // Still alive and ready, and the good transactions gave exactly the expected violations.
@@ -371,7 +382,8 @@ TEST_F(DaemonTest, RefusesHistoryConflictsInTheAck) {
   b4.set_end_of_stream(true);
   ExpectRefusals(Push(b4), 4, {});
   for (const char* stream : {"a", "b", "c"}) ASSERT_TRUE(WaitChecked(stream)) << stream;
-  counted(2, 1);
+  // The counts go on from those before the restart.
+  counted(5 + 2, 1 + 1);
 
   // Exactly the kept transactions were checked: 1, 2, 7 and 4; 6, 9, 12 and 14; 19 and 20.
   for (const auto& [stream, delivered] :
@@ -415,6 +427,13 @@ TEST_F(DaemonTest, RestartKeepsViolationsAndRecognisesResentBatches) {
   for (const Seen& v : *before) ids_before.insert(v.id);
   for (const Seen& v : *after) ids_after.insert(v.id);
   EXPECT_EQ(ids_after, ids_before);
+  // Counted as before the restart, and as the status and the store count them.
+  std::string restored = Metrics();
+  EXPECT_EQ(Total(restored, "isowatch_violations_total"), 3.0) << restored;
+  EXPECT_EQ(
+      Sample(restored, R"(isowatch_violations_total{anomaly="EXT",checker="online",level="si"})"),
+      3.0);
+  EXPECT_EQ(ToJson((*Status())["counts"]["violations"]), "3");
 
   // The first batch again: a duplicate, not applied again.
   absl::StatusOr<v1::IngestAck> ack = Push(first);
@@ -442,8 +461,39 @@ TEST_F(DaemonTest, RestartKeepsViolationsAndRecognisesResentBatches) {
   std::string metrics;
   EXPECT_TRUE(WaitFor([&] {
     metrics = Metrics();
-    return Sample(metrics, "isowatch_duplicate_batches_total") == 1.0;
+    return Sample(metrics, "isowatch_duplicate_batches_total") == 1.0 &&
+           Total(metrics, "isowatch_violations_total") == 4.0;
   })) << metrics;
+}
+
+TEST_F(DaemonTest, ABackwardWatermarkIsIgnoredCountedAndLogged) {
+  TempDir dir;
+  ASSERT_FALSE(dir.Path().empty());
+  // The daemon's log, captured.
+  std::ostringstream log;
+  const std::shared_ptr<spdlog::logger> before = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  ASSERT_NO_FATAL_FAILURE(Start(TestConfig(dir.Path())));
+  const std::string s = "back";
+  v1::IngestBatch first = Batch(s, 1, {Writer(1, 1, 100)});
+  first.mutable_watermark()->set_physical(100);
+  v1::IngestBatch second = Batch(s, 2, {Writer(2, 2, 200)});
+  second.mutable_watermark()->set_physical(50);
+  for (const v1::IngestBatch& b : {first, second}) {
+    absl::StatusOr<v1::IngestAck> ack = Push(b);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    EXPECT_EQ(ack->refusals_size(), 0);
+  }
+  Tick();
+  const std::string metrics = Metrics();
+  EXPECT_EQ(Sample(metrics, "isowatch_watermark_regressions_total"), 1.0) << metrics;
+  EXPECT_EQ(Sample(metrics, R"(isowatch_stream_watermark{stream="back"})"), 100.0) << metrics;
+  Stop();
+  spdlog::default_logger()->flush();
+  spdlog::set_default_logger(before);
+  EXPECT_THAT(log.str(),
+              HasSubstr("stream back: batch 2: watermark (50, 0) is below the stream's (100, 0)"));
 }
 
 TEST_F(DaemonTest, RestartKeepsTheIdsOfAnOpenStream) {

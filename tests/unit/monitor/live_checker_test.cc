@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -235,6 +236,37 @@ TEST(LiveChecker, HeaderAfterTransactionsIsIgnoredAndCounted) {
   for (const LiveStreamStatus& s : live.Streams()) {
     EXPECT_EQ(s.pending, s.name == "a" ? 0u : 1u) << s.name;
   }
+}
+
+// A header's metadata "timestamp_clock" says the stream's timestamps are a Unix time (for its
+// lag), a later header may change it, an unknown value leaves it, and a checkpoint keeps it.
+TEST(LiveChecker, KeepsWhatClockAStreamsTimestampsAre) {
+  common::ManualClock clock;
+  LiveChecker live(LiveOptions{.engine = {.clock = &clock}});
+  auto apply = [&](const std::string& stream, uint64_t seq, const std::string& value) {
+    v1::IngestBatch b;
+    b.set_stream(stream);
+    b.set_seq(seq);
+    if (!value.empty()) (*b.mutable_header()->mutable_metadata())["timestamp_clock"] = value;
+    *b.add_txns() = Txn(static_cast<int64_t>(seq) * 10 + (stream == "a" ? 1 : 2), 1, 2);
+    EXPECT_TRUE(live.Apply(b, All(b)).empty());
+  };
+  auto clocks = [](const LiveChecker& l) {
+    std::map<std::string, int64_t> out;
+    for (const LiveStreamStatus& s : l.Streams()) out[s.name] = s.clock_ns;
+    return out;
+  };
+  apply("a", 1, "unix_ms");
+  apply("b", 1, "");
+  EXPECT_EQ(clocks(live), (std::map<std::string, int64_t>{{"a", 1'000'000}, {"b", 0}}));
+  apply("a", 2, "lsn");  // not a clock this daemon knows: ignored
+  apply("b", 2, "unix_us");
+  EXPECT_EQ(clocks(live), (std::map<std::string, int64_t>{{"a", 1'000'000}, {"b", 1'000}}));
+  v1::LiveCheckpoint c;
+  ASSERT_TRUE(live.SaveCheckpoint(&c).ok());
+  LiveChecker restored(LiveOptions{.engine = {.clock = &clock}});
+  ASSERT_TRUE(restored.RestoreCheckpoint(c, 0).ok());
+  EXPECT_EQ(clocks(restored), clocks(live));
 }
 
 TEST(LiveChecker, PendingCountsTransactionsHeldBackByAnOpenStream) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "absl/status/status.h"
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
 #include "isowatch/history/timestamp.h"
 #include "isowatch/store/store.h"
@@ -44,6 +46,39 @@ inline std::vector<Entry> ReadAll(const Store& store, uint64_t from = 0) {
   EXPECT_TRUE(s.ok()) << s;
   return entries;
 }
+
+// Opens the RocksDB database of a closed store directly, with all its column families.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& dir) {
+    std::vector<std::string> names;
+    EXPECT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+    descriptors.reserve(names.size());
+    for (const std::string& n : names) descriptors.emplace_back(n, rocksdb::ColumnFamilyOptions());
+    rocksdb::DB* raw = nullptr;
+    const rocksdb::Status s =
+        rocksdb::DB::Open(rocksdb::DBOptions(), dir, descriptors, &handles_, &raw);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    db_.reset(raw);
+  }
+  ~RawDb() {
+    for (auto* h : handles_) EXPECT_TRUE(db_->DestroyColumnFamilyHandle(h).ok());
+    EXPECT_TRUE(db_->Close().ok());
+  }
+  rocksdb::DB& Db() { return *db_; }
+  rocksdb::ColumnFamilyHandle* Cf(std::string_view name) {
+    for (auto* h : handles_) {
+      if (h->GetName() == name) return h;
+    }
+    ADD_FAILURE() << "no column family " << name;
+    return nullptr;
+  }
+
+ private:
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+};
 
 inline ViolationRecord Violation(std::string id, std::string level, std::string anomaly,
                                  std::vector<std::string> streams, int64_t finalised_ms) {

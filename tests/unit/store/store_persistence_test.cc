@@ -40,39 +40,6 @@ using history::Timestamp;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Opens the RocksDB database of a closed store directly, with all its column families.
-class RawDb {
- public:
-  explicit RawDb(const std::string& dir) {
-    std::vector<std::string> names;
-    EXPECT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names).ok());
-    std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-    descriptors.reserve(names.size());
-    for (const std::string& n : names) descriptors.emplace_back(n, rocksdb::ColumnFamilyOptions());
-    rocksdb::DB* raw = nullptr;
-    const rocksdb::Status s =
-        rocksdb::DB::Open(rocksdb::DBOptions(), dir, descriptors, &handles_, &raw);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    db_.reset(raw);
-  }
-  ~RawDb() {
-    for (auto* h : handles_) EXPECT_TRUE(db_->DestroyColumnFamilyHandle(h).ok());
-    EXPECT_TRUE(db_->Close().ok());
-  }
-  rocksdb::DB& Db() { return *db_; }
-  rocksdb::ColumnFamilyHandle* Cf(std::string_view name) {
-    for (auto* h : handles_) {
-      if (h->GetName() == name) return h;
-    }
-    ADD_FAILURE() << "no column family " << name;
-    return nullptr;
-  }
-
- private:
-  std::unique_ptr<rocksdb::DB> db_;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
-};
-
 TEST_F(StoreTest, ReopeningKeepsEverything) {
   std::vector<Entry> log;
   std::vector<StreamRecord> streams;

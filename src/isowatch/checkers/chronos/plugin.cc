@@ -121,6 +121,7 @@ CheckerInfo ChronosPlugin() {
           "Replays the history in timestamp order and checks SI's axioms (SESSION, INT, EXT, "
           "NOCONFLICT) or SER's commit-order replay (docs/checkers/chronos.md).",
       .levels = {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
+      .anomalies = {Anomaly::kSession, Anomaly::kInt, Anomaly::kExt, Anomaly::kNoConflict},
       .requirements = {.commit_timestamps = true, .start_snapshots = true},
       .options = {},
       .create = [](std::vector<IsolationLevel> levels,

@@ -60,13 +60,14 @@ class Finality {
   Stream& stream(StreamId id) { return streams_[id]; }
   std::span<const Stream> streams() const { return streams_; }
 
-  // A transaction of `s` arrived: counts it if late, and queues it for the timeout if `s` sends
-  // no watermarks.
+  // A transaction of `s` arrived: counts it if late (and if below the final point), and queues it
+  // for the timeout if `s` sends no watermarks.
   void OnArrival(Stream& s, const history::Transaction& t) {
     if (!t.has_commit) return;
     if (s.watermark > history::Timestamp::Min() && t.commit <= s.watermark) {
       ++ctx_.stats().late_arrivals;
     }
+    if (t.commit <= final_point_) ++ctx_.stats().below_final_arrivals;
     if (!s.has_watermark) s.arrivals.emplace_back(clock_->NowMs(), t.commit);
   }
   // `s` promises that every transaction with commit <= `watermark` was delivered. Ignored below

@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 
 #include "isowatch/common/status_macros.h"
+#include "isowatch/store/internal/database.h"
 
 namespace isowatch::store::internal {
 namespace {
@@ -216,6 +217,26 @@ absl::StatusOr<LogValue> DecodeLogValue(std::string_view bytes) {
   RETURN_IF_ERROR(ReadFlagsAndWatermark(r, &value.watermark, &value.end_of_stream));
   value.bytes = r.Rest();
   return value;
+}
+
+std::string EncodeViolationCountKey(const ViolationKind& kind) {
+  std::string out(kViolationCountPrefix);
+  out.reserve(out.size() + 12 + kind.checker.size() + kind.level.size() + kind.anomaly.size());
+  PutString(&out, kind.checker);
+  PutString(&out, kind.level);
+  PutString(&out, kind.anomaly);
+  return out;
+}
+
+absl::StatusOr<ViolationKind> DecodeViolationCountKey(std::string_view key) {
+  Reader r("violation count key", key.substr(kViolationCountPrefix.size()));
+  ViolationKind kind;
+  for (std::string* field : {&kind.checker, &kind.level, &kind.anomaly}) {
+    ASSIGN_OR_RETURN(const std::string_view s, r.String());
+    *field = std::string(s);
+  }
+  RETURN_IF_ERROR(r.ExpectEnd());
+  return kind;
 }
 
 std::string EncodeViolation(const ViolationRecord& record) {

@@ -66,6 +66,12 @@ struct LogValue {
 std::string EncodeLogValue(const LogValue& value);
 absl::StatusOr<LogValue> DecodeLogValue(std::string_view bytes);
 
+// The "violation_count:" meta key of a violation kind: the prefix, then the checker, the level and
+// the anomaly as strings. Its value is a u64 (EncodeNumberKey).
+std::string EncodeViolationCountKey(const ViolationKind& kind);
+// REQUIRES: `key` starts with the prefix.
+absl::StatusOr<ViolationKind> DecodeViolationCountKey(std::string_view key);
+
 std::string EncodeViolation(const ViolationRecord& record);
 absl::StatusOr<ViolationRecord> DecodeViolation(std::string_view bytes);
 

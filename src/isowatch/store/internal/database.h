@@ -37,6 +37,9 @@ inline constexpr std::string_view kFormatVersionKey = "format_version";
 inline constexpr std::string_view kLogStartKey = "log_start";
 inline constexpr std::string_view kWindowsDoneKey = "windows_done";
 inline constexpr std::string_view kCheckpointKey = "checkpoint";
+inline constexpr std::string_view kCounterTotalsKey = "counter_totals";
+// Followed by a violation kind (EncodeViolationCountKey): one key per kind stored.
+inline constexpr std::string_view kViolationCountPrefix = "violation_count:";
 
 // RocksDB's memory (docs/store-format.md, "Memory"): the memtables of all column families
 // together, and the blocks read back (recovery, violation queries).

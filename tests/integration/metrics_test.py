@@ -1,0 +1,539 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end tests of isowatchd's metrics, alert rules and log, against the real programs.
+
+Each case runs isowatchd (and, for `alert`, a real Prometheus server) on free loopback ports in a
+temporary directory, feeds it with `isowatch replay`, and stops everything:
+  rules    deploy/prometheus/isowatch-rules.yml passes `promtool check rules` and its unit tests
+           (isowatch-rules.test.yml), and every metric name either file uses is one a running
+           isowatchd exports: a renamed metric fails here
+  alert    Prometheus (Debian's package) scrapes a fresh isowatchd every second and evaluates the
+           rules: before any violation the violation counters exist at 0 and nothing fires; the
+           first violations make IsowatchIsolationViolation fire
+  restart  counters, status totals and the store agree, and the counters keep their totals: a
+           kill -9 in the middle of a paced replay and a restart (the replay reconnects), then a
+           stop with SIGTERM and a restart, then a kill -9 and a restart
+  jsonlog  with log.format=json every line of the daemon's log (to a file, and to standard error)
+           is a JSON object, violations, refusals and whole-batch refusals included
+
+Usage: metrics_test.py PATH/TO/isowatchd PATH/TO/isowatch RULES_DIR [CASE...]
+With ISOWATCH_KEEP_TMP=1 the temporary directory is kept on failure.
+"""
+
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.parse
+import urllib.request
+
+ALL_CASES = ["rules", "alert", "restart", "jsonlog"]
+PROMETHEUS = "/usr/bin/prometheus"
+PROMTOOL = "/usr/bin/promtool"
+# Every process a case starts, killed at the end of the case if still running.
+PROCESSES = []
+
+
+class TestFailure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise TestFailure(message)
+
+
+def log(message):
+    print(message, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(port, target, timeout=10):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{target}", timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError):
+        return None, None
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TestFailure(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def parse_metrics(text):
+    """{series: value} of the samples of a /metrics text, and the metric family names."""
+    samples, families = {}, set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            name, kind = line.split()[2:4]
+            families.add(name)
+            if kind == "histogram":
+                families.update({name + "_bucket", name + "_sum", name + "_count"})
+            continue
+        if not line or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        samples[series] = float(value)
+    return samples, families
+
+
+def total(samples, name):
+    return sum(v for s, v in samples.items() if s == name or s.startswith(name + "{"))
+
+
+class Daemon:
+    """isowatchd with its store and log in DIR; start() on fixed or free ports."""
+
+    def __init__(self, path, root, name, sets=(), log_file=None):
+        self.path, self.sets, self.log_file = path, list(sets), log_file
+        self.dir = os.path.join(root, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.log_path = os.path.join(self.dir, "isowatchd.log")
+        self.proc = None
+        self.grpc = self.http = 0
+
+    def start(self, grpc=0, http=0):
+        ports = os.path.join(self.dir, "ports.json")
+        if os.path.exists(ports):
+            os.unlink(ports)
+        args = [self.path, "--data-dir", os.path.join(self.dir, "data"), "--grpc-port", str(grpc),
+                "--http-port", str(http), "--ports-file", ports,
+                # Verdicts final at the watermarks and the end of the stream, never by timeout.
+                "--set", "engine.finality_timeout=600s"]
+        for s in self.sets:
+            args += ["--set", s]
+        self.proc = subprocess.Popen(args, stdout=open(self.log_path, "a"),
+                                     stderr=subprocess.STDOUT)
+        PROCESSES.append(self.proc)
+
+        def written():
+            check(self.proc.poll() is None, f"isowatchd exited: see {self.log_path}")
+            return os.path.exists(ports) and os.path.getsize(ports) > 0
+
+        wait_for(written, 60, "the ports file")
+        p = json.load(open(ports))
+        self.grpc, self.http = p["grpc"], p["http"]
+        wait_for(lambda: http_get(self.http, "/readyz")[0] == 200, 60, "/readyz")
+        return self
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise TestFailure("isowatchd did not stop within 60 s of SIGTERM")
+        check(code == 0, f"isowatchd exited with status {code} after SIGTERM")
+
+    def metrics(self):
+        code, body = http_get(self.http, "/metrics")
+        check(code == 200, f"/metrics answered {code}")
+        return body
+
+    def status(self):
+        code, body = http_get(self.http, "/api/v1/status")
+        check(code == 200, f"/api/v1/status answered {code}")
+        return json.loads(body)
+
+    def stream(self, name):
+        for s in self.status().get("streams", []):
+            if s["name"] == name:
+                return s
+        return None
+
+    def wait_checked(self, name, timeout=300):
+        def checked():
+            s = self.stream(name)
+            return s is not None and s["closed"] and s["pending_transactions"] == 0
+
+        wait_for(checked, timeout, f"stream {name} closed and checked")
+
+    def stored_violations(self):
+        out, token = [], None
+        while True:
+            query = {"limit": "1000"}
+            if token:
+                query["page_token"] = token
+            code, body = http_get(self.http, "/api/v1/violations?" + urllib.parse.urlencode(query))
+            check(code == 200, f"/api/v1/violations answered {code}: {body}")
+            page = json.loads(body)
+            out += page["violations"]
+            token = page.get("next_page_token")
+            if not token:
+                return out
+
+
+def gen(cli, root, name, *args):
+    path = os.path.join(root, f"{name}.json")
+    subprocess.run([cli, "gen", "--out", path, *args], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return path
+
+
+def replay(cli, daemon, history, stream, *args, may_fail=False, background=False):
+    out = open(os.path.join(daemon.dir, f"replay-{stream}.log"), "a")
+    cmd = [cli, "replay", history, "--to", f"127.0.0.1:{daemon.grpc}", "--stream", stream, *args]
+    if background:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        PROCESSES.append(proc)
+        return proc
+    code = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=300).returncode
+    check(may_fail or code == 0, f"isowatch replay {stream} exited {code}")
+
+
+def faulty_history(cli, root, txns=1500, seed=7):
+    return gen(cli, root, f"faulty-{txns}-{seed}", "--committed", "--txns", str(txns),
+               "--sessions", "8", "--keys", "25", "--seed", str(seed),
+               "--fault", "stale-snapshot:0.02", "--fault", "lost-update:0.02")
+
+
+# --- rules ----------------------------------------------------------------------------------------
+
+METRIC_NAME = re.compile(r"\b((?:isowatch|process)_[a-z0-9_]+)")
+
+
+def case_rules(tools, root):
+    daemond, cli, rules_dir = tools
+    rules = os.path.join(rules_dir, "isowatch-rules.yml")
+    tests = os.path.join(rules_dir, "isowatch-rules.test.yml")
+    for args in (["check", "rules", rules], ["test", "rules", tests]):
+        r = subprocess.run([PROMTOOL, *args], capture_output=True, text=True, cwd=rules_dir)
+        log(r.stdout.strip())
+        check(r.returncode == 0, f"promtool {' '.join(args)} failed:\n{r.stdout}{r.stderr}")
+    # With plug-in checkers and a stream, so that every metric the daemon can export is there.
+    d = Daemon(daemond, root, "d", sets=["windows.checkers=chronos"]).start()
+    small = gen(cli, root, "small", "--committed", "--txns", "50", "--seed", "1")
+    replay(cli, d, small, "small")
+    d.wait_checked("small")
+    _, families = parse_metrics(d.metrics())
+    d.stop()
+    used = set()
+    for path in (rules, tests):
+        used |= set(METRIC_NAME.findall(open(path).read()))
+    check(len(used) >= 15, f"only {len(used)} metric names found in the rules and their tests")
+    missing = sorted(used - families)
+    check(not missing, f"metrics the rules or their tests use that isowatchd does not export: "
+                       f"{missing}")
+    log(f"{len(used)} metric names used by the rules and their tests, all exported")
+
+
+# --- alert ----------------------------------------------------------------------------------------
+
+class Prometheus:
+    def __init__(self, root, target_port, rules):
+        self.dir = os.path.join(root, "prometheus")
+        os.makedirs(os.path.join(self.dir, "data"))
+        self.port = free_port()
+        self.log_path = os.path.join(self.dir, "prometheus.log")
+        config = os.path.join(self.dir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n"
+                    "  scrape_interval: 1s\n"
+                    "  scrape_timeout: 1s\n"
+                    "  evaluation_interval: 1s\n"
+                    f"rule_files:\n  - {rules}\n"
+                    "scrape_configs:\n"
+                    "  - job_name: isowatch\n"
+                    "    static_configs:\n"
+                    f"      - targets: ['127.0.0.1:{target_port}']\n")
+        self.proc = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={config}",
+             f"--storage.tsdb.path={os.path.join(self.dir, 'data')}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1h"],
+            stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        PROCESSES.append(self.proc)
+
+        def ready():
+            check(self.proc.poll() is None, f"prometheus exited: see {self.log_path}")
+            return http_get(self.port, "/-/ready")[0] == 200
+
+        wait_for(ready, 60, "Prometheus to be ready")
+
+    def api(self, target):
+        code, body = http_get(self.port, target)
+        check(code == 200, f"Prometheus {target} answered {code}: {body}")
+        answer = json.loads(body)
+        check(answer.get("status") == "success", f"Prometheus {target}: {body}")
+        return answer["data"]
+
+    def query(self, expr):
+        return self.api("/api/v1/query?" + urllib.parse.urlencode({"query": expr}))["result"]
+
+    def alerts(self, name):
+        return [a for a in self.api("/api/v1/alerts")["alerts"]
+                if a["labels"].get("alertname") == name]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def case_alert(tools, root):
+    daemond, cli, rules_dir = tools
+    history = faulty_history(cli, root)
+    d = Daemon(daemond, root, "d").start()
+    prom = Prometheus(root, d.http, os.path.join(rules_dir, "isowatch-rules.yml"))
+    try:
+        # A few scrapes of the fresh daemon: the violation counters are there, at 0.
+        def scraped_at_zero():
+            up = prom.query('up{job="isowatch"}')
+            series = prom.query('count_over_time(isowatch_violations_total{checker="online"}[1m])')
+            return (up and up[0]["value"][1] == "1" and len(series) == 4 and
+                    all(int(s["value"][1]) >= 3 for s in series))
+
+        wait_for(scraped_at_zero, 60, "3 scrapes of the 4 online violation counters")
+        check(prom.query("sum(isowatch_violations_total)")[0]["value"][1] == "0",
+              "violations before any transaction")
+        check(not prom.alerts("IsowatchIsolationViolation"), "the alert fired before a violation")
+        started = time.monotonic()
+        replay(cli, d, history, "faulty", "--batch", "100")
+        d.wait_checked("faulty")
+        stored = len(d.stored_violations())
+        check(stored > 0, "the faulty history gave no violation")
+
+        def firing():
+            return [a for a in prom.alerts("IsowatchIsolationViolation")
+                    if a["state"] == "firing"]
+
+        alerts = wait_for(firing, 60, "IsowatchIsolationViolation to fire")
+        kinds = sorted((a["labels"]["level"], a["labels"]["anomaly"]) for a in alerts)
+        log(f"IsowatchIsolationViolation firing {time.monotonic() - started:.1f} s after the "
+            f"replay started, for {kinds} ({stored} violations stored)")
+        for a in alerts:
+            check(a["labels"].get("severity") == "critical", f"alert labels: {a['labels']}")
+        counted = prom.query("sum by (level, anomaly) (isowatch_violations_total) > 0")
+        want = sorted((s["metric"]["level"], s["metric"]["anomaly"]) for s in counted)
+        wait_for(lambda: sorted((a["labels"]["level"], a["labels"]["anomaly"])
+                                for a in firing()) == want,
+                 30, f"an alert for each kind found: {want}")
+    finally:
+        prom.stop()
+        d.stop()
+
+
+# --- restart --------------------------------------------------------------------------------------
+
+# The counters a restart keeps (docs/operations.md, "Metrics"), with the violations.
+KEPT = ["isowatch_violations_total", "isowatch_refused_transactions_total",
+        "isowatch_refused_batches_total", "isowatch_duplicate_batches_total",
+        "isowatch_watermark_regressions_total", "isowatch_flip_flops_total",
+        "isowatch_reported_flip_flops_total",
+        "isowatch_late_arrivals_total", "isowatch_horizon_misses_total",
+        "isowatch_session_unjudged_total", "isowatch_ingested_transactions_total"]
+
+
+def agree(d, what):
+    """The metrics, the status and the store say the same; returns the kept series."""
+    # The engine thread refreshes both at its ticks: read until two reads agree.
+    def consistent():
+        samples, _ = parse_metrics(d.metrics())
+        status = d.status()["counts"]
+        stored = len(d.stored_violations())
+        ok = (total(samples, "isowatch_violations_total") == status["violations"] == stored and
+              total(samples, "isowatch_refused_transactions_total") ==
+              status["refused_transactions"] and
+              total(samples, "isowatch_ingested_transactions_total") ==
+              status["ingested_transactions"] and
+              total(samples, "isowatch_flip_flops_total") == status["flip_flops"] and
+              total(samples, "isowatch_duplicate_batches_total") == status["duplicate_batches"])
+        if ok:
+            return samples, status
+        agree.last = (samples, status, stored)
+        return None
+
+    samples, status = wait_for(consistent, 30,
+                               f"{what}: metrics, status and store to agree "
+                               f"(last: {getattr(agree, 'last', None)})")
+    kept = {s: v for s, v in samples.items() if any(s == n or s.startswith(n + "{") for n in KEPT)}
+    log(f"{what}: {status['violations']} violations, {status['refused_transactions']} refused, "
+        f"{status['flip_flops']} flip-flops, {status['duplicate_batches']} duplicate batches: "
+        f"metrics, status and store agree")
+    return kept
+
+
+def case_restart(tools, root):
+    daemond, cli, _ = tools
+    kv = gen(cli, root, "kv", "--committed", "--txns", "4000", "--sessions", "12", "--keys", "40",
+             "--seed", "13", "--fault", "lost-update:0.01", "--fault", "stale-snapshot:0.01",
+             "--fault", "session-order:0.01")
+    big = gen(cli, root, "big", "--committed", "--txns", "300", "--keys", "10", "--seed", "2")
+    d = Daemon(daemond, root, "d", sets=["ingest.max_batch_transactions=60"])
+    d.start(free_port(), free_port())
+    grpc, http = d.grpc, d.http
+    # Violations: a paced replay, killed -9 in the middle.
+    paced = replay(cli, d, kv, "kv", "--batch", "50", "--sigma-ms", "50", "--seed", "5",
+                   "--rate", "800", background=True)
+    wait_for(lambda: (d.stream("kv") or {}).get("acked_sequence", 0) >= 5, 120,
+             "5 batches of the paced replay acknowledged")
+    # Refusals: three batches of 100 over the limit of 60, refused whole (300 transactions). (The
+    # stream ends, empty, while the paced one is open: alone it would let the final point jump.)
+    replay(cli, d, big, "big", "--batch", "100", may_fail=True)
+    wait_for(lambda: (d.stream("kv") or {}).get("acked_sequence", 0) >= 15, 120,
+             "15 batches of the paced replay acknowledged")
+    samples, _ = parse_metrics(d.metrics())
+    before_crash = total(samples, "isowatch_violations_total")
+    refused_before = total(samples, "isowatch_refused_transactions_total")
+    check(refused_before == 300, f"{refused_before} transactions refused, want 300")
+    d.kill()
+    check(paced.poll() is None, "the replay ended before the daemon was killed")
+    time.sleep(1)
+    d.start(grpc, http)
+    samples, _ = parse_metrics(d.metrics())
+    check(total(samples, "isowatch_violations_total") >= before_crash,
+          f"violations went down from {before_crash} over the kill -9: {samples}")
+    check(total(samples, "isowatch_refused_transactions_total") == 300,
+          "the refusals were not kept over the kill -9")
+    code = paced.wait(timeout=300)
+    check(code == 0, f"the paced replay exited {code} after the restart")
+    d.wait_checked("kv")
+    kept = agree(d, "after the replay")
+    check(kept['isowatch_refused_transactions_total{reason="batch_too_large"}'] == 300,
+          f"batch_too_large: {kept}")
+    check(kept["isowatch_refused_batches_total"] == 3, f"refused batches: {kept}")
+    check(total(kept, "isowatch_violations_total") > 0, "no violation")
+    check(total(kept, "isowatch_ingested_transactions_total") == 4000, "ingested")
+
+    d.stop()
+    d.start(grpc, http)
+    after_stop = agree(d, "after a stop with SIGTERM and a restart")
+    check(after_stop == kept, f"a restart changed the counters:\n{kept}\n{after_stop}")
+
+    d.kill()
+    d.start(grpc, http)
+    after_kill = agree(d, "after a kill -9 and a restart")
+    check(after_kill == kept, f"a kill -9 changed the counters:\n{kept}\n{after_kill}")
+    d.stop()
+
+
+# --- jsonlog --------------------------------------------------------------------------------------
+
+def json_lines(path):
+    """Every line of the file as a JSON object; fails on the first that is not one."""
+    records = []
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise TestFailure(f"{path}:{number} is not JSON ({e}): {raw[:300]!r}")
+            check(isinstance(record, dict) and
+                  {"time", "level", "thread", "message"} <= set(record),
+                  f"{path}:{number}: not a log record: {raw[:300]!r}")
+            records.append(record)
+    return records
+
+
+def case_jsonlog(tools, root):
+    daemond, cli, _ = tools
+    faulty = faulty_history(cli, root)
+    lists = gen(cli, root, "lists", "--data", "list", "--committed", "--txns", "200",
+                "--keys", "25", "--seed", "5")
+    for where in ("file", "stderr"):
+        log_file = os.path.join(root, f"{where}.jsonl")
+        sets = ["log.format=json", "ingest.max_batch_transactions=50"]
+        if where == "file":
+            sets.append(f"log.file={log_file}")
+        d = Daemon(daemond, root, where, sets=sets).start()
+        replay(cli, d, faulty, "faulty", "--batch", "40")
+        # The faulty history's keys are registers: appends to them are refused one by one.
+        replay(cli, d, lists, "lists", "--batch", "40", may_fail=True)
+        replay(cli, d, lists, "whole", "--batch", "100", may_fail=True)
+        d.wait_checked("faulty")
+        d.stop()
+        records = json_lines(log_file if where == "file" else d.log_path)
+        messages = [r["message"] for r in records]
+        violations = [m for m in messages if m.startswith("violation ")]
+        check(violations, f"{where}: no violation logged")
+        # A violation's line carries the violation's JSON, which parses on its own.
+        json.loads(violations[0][violations[0].index("{"):])
+        check(any("transactions refused (" in m and "key_kind_conflict" in m for m in messages),
+              f"{where}: no refusal logged")
+        check(any("refused whole" in m and "batch_too_large" in m for m in messages),
+              f"{where}: no whole-batch refusal logged")
+        check(all(r["level"] == "warning" for r in records
+                  if "refused" in r["message"] or r["message"].startswith("violation ")),
+              f"{where}: refusals and violations are warnings")
+        log(f"{where}: {len(records)} lines, all JSON ({len(violations)} violations)")
+
+
+CASES = {"rules": case_rules, "alert": case_alert, "restart": case_restart,
+         "jsonlog": case_jsonlog}
+
+
+def main(argv):
+    if len(argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    tools = (os.path.abspath(argv[1]), os.path.abspath(argv[2]), os.path.abspath(argv[3]))
+    cases = argv[4:] or ALL_CASES
+    failed = []
+    for name in cases:
+        root = tempfile.mkdtemp(prefix=f"isowatch-metrics-{name}-")
+        log(f"== {name} ({root})")
+        started = time.monotonic()
+        try:
+            CASES[name](tools, root)
+            log(f"== {name}: passed in {time.monotonic() - started:.1f} s")
+            shutil.rmtree(root, ignore_errors=True)
+        except Exception as e:  # a failing case must not hide the others' results
+            log(f"== {name}: FAILED: {e}")
+            if not isinstance(e, TestFailure):
+                traceback.print_exc()
+            for path in glob.glob(os.path.join(root, "**", "*.log"), recursive=True):
+                if f"{os.sep}data{os.sep}" in path:
+                    continue  # RocksDB's
+                log(f"--- last lines of {path}")
+                with open(path, errors="replace") as f:
+                    log("".join(line[:400] for line in f.readlines()[-15:]))
+            failed.append(name)
+            if os.environ.get("ISOWATCH_KEEP_TMP") != "1":
+                shutil.rmtree(root, ignore_errors=True)
+        finally:
+            for proc in PROCESSES:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            PROCESSES.clear()
+    if failed:
+        log(f"failed cases: {' '.join(failed)}")
+        return 1
+    log("all metrics tests passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
