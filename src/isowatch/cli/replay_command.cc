@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/cli/command.h"
+#include "isowatch/cli/interrupt.h"
 #include "isowatch/cli/read_flags.h"
 #include "isowatch/collect/replay.h"
 #include "isowatch/formats/history_file.h"
@@ -71,6 +72,9 @@ int ReplayCommand::Run() {
                                          .watermarks = !no_watermarks_};
   replay.send_rate_tps = rate_tps_;
   replay.connect_timeout = absl::Milliseconds(connect_timeout_ms_);
+  // Ctrl-C stops sending, waits for the acks of what was sent and leaves the stream open: the
+  // daemon must not take the part sent for the whole history.
+  replay.cancel = &CatchInterrupts();
   auto result = collect::Replay(*h, replay);
   if (!result.ok()) {
     std::cerr << "isowatch replay: " << result.status().message() << "\n";
@@ -87,6 +91,13 @@ int ReplayCommand::Run() {
       std::cout << fmt::format("  refused: batch {} #{} ({}): {}: {}\n", r.seq(), r.index(),
                                r.txn_id(), ingest::RefusalReasonName(r.reason()), r.detail());
     }
+  }
+  if (result->interrupted) {
+    std::cerr << fmt::format(
+        "isowatch replay: interrupted after {} of {} transactions; stream {} left open at batch "
+        "{} (not ended: the daemon keeps waiting for the rest)\n",
+        result->transactions, h->size(), stream_, result->durable_seq);
+    return kExitBadInput;
   }
   return kExitValid;
 }

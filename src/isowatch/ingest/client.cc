@@ -130,15 +130,22 @@ absl::Status IngestClient::Send(std::shared_ptr<v1::IngestBatch> batch) {
 }
 
 absl::StatusOr<std::vector<v1::Refusal>> IngestClient::Close() {
+  auto end = std::make_shared<v1::IngestBatch>();
+  end->set_end_of_stream(true);
+  return Finish(std::move(end));
+}
+
+absl::StatusOr<std::vector<v1::Refusal>> IngestClient::Detach() { return Finish(nullptr); }
+
+absl::StatusOr<std::vector<v1::Refusal>> IngestClient::Finish(
+    std::shared_ptr<v1::IngestBatch> last) {
   const absl::Time deadline = absl::Now() + options_.deadline;
   absl::Status status;
   {
     absl::MutexLock lock(&mu_);
-    if (closed_) return absl::FailedPreconditionError("Close called twice");
+    if (closed_) return absl::FailedPreconditionError("Close or Detach called twice");
     closed_ = true;
-    auto end = std::make_shared<v1::IngestBatch>();
-    end->set_end_of_stream(true);
-    status = Enqueue(std::move(end), deadline);
+    if (last != nullptr) status = Enqueue(std::move(last), deadline);
     if (status.ok()) {
       closing_ = true;
       auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -186,10 +193,15 @@ void IngestClient::Run() {
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_ || !fatal_.ok() || !unacked_.empty();
+        return stop_ || !fatal_.ok() || !unacked_.empty() || closing_;
       };
       mu_.Await(absl::Condition(&ready));
       if (stop_ || !fatal_.ok()) return;
+      if (unacked_.empty()) {
+        // Detached with everything acknowledged: nothing left to send.
+        finished_ = true;
+        return;
+      }
       if (!first) ++reconnects_;
       first = false;
       broken_ = false;

@@ -83,6 +83,14 @@ class IngestClient {
   // client.
   absl::StatusOr<std::vector<v1::Refusal>> Close();
 
+  // Stops without ending the stream: waits until every batch sent is acknowledged (until
+  // options.deadline), then ends the RPC and stops the threads, sending no end_of_stream. The
+  // stream stays open on the server, its watermark where the last batch left it, so that nothing
+  // the collector did not send is taken as final; the collector (or its successor) resumes it
+  // from durable_seq() + 1. For a collector interrupted before it sent everything. Returns every
+  // refusal received, as Close does. Errors: as Close.
+  absl::StatusOr<std::vector<v1::Refusal>> Detach();
+
   // The highest seq the server has acknowledged as durable.
   uint64_t durable_seq() const;
   // The seq the next Send assigns.
@@ -115,6 +123,8 @@ class IngestClient {
   bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopThreads();
+  // Close and Detach: queues `last` (when not null), then waits for every ack and stops.
+  absl::StatusOr<std::vector<v1::Refusal>> Finish(std::shared_ptr<v1::IngestBatch> last);
 
   const std::string target_;
   const std::string stream_;
@@ -132,7 +142,7 @@ class IngestClient {
   // The current connection's context (to cancel it), or null.
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;    // the current connection is unusable
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;   // Close queued end_of_stream
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;   // Close or Detach waits for the last acks
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // the stream ended cleanly after Close
   bool stop_ ABSL_GUARDED_BY(mu_) = false;      // the threads are to stop
   bool closed_ ABSL_GUARDED_BY(mu_) = false;    // Close was called

@@ -206,5 +206,40 @@ TEST_F(ClientTest, ResumesAStreamFromAGivenSeq) {
   for (const auto& [key, count] : sink_.applied_counts()) EXPECT_EQ(count, 1) << key.second;
 }
 
+// Detach leaves the stream open: everything sent is acknowledged, no end of stream is sent, and a
+// successor that claims the stream resumes it after the last ack.
+TEST_F(ClientTest, DetachLeavesTheStreamOpenForASuccessor) {
+  Start(0, sink_);
+  uint64_t durable = 0;
+  {
+    IngestClient client(server_->address(), kStream, Options());
+    for (int64_t n = 0; n < 5; ++n) ASSERT_TRUE(client.Send(Batch(n)).ok());
+    absl::StatusOr<std::vector<v1::Refusal>> detached = client.Detach();
+    ASSERT_TRUE(detached.ok()) << detached.status();
+    durable = client.durable_seq();
+    EXPECT_EQ(client.Send(Batch(5)).code(), absl::StatusCode::kFailedPrecondition);
+  }
+  EXPECT_EQ(durable, 5u);
+  EXPECT_EQ(sink_.Position(kStream).durable_seq, 5u);
+  EXPECT_FALSE(sink_.Position(kStream).closed);
+  ClientOptions o = Options();
+  o.first_seq = durable + 1;
+  IngestClient successor(server_->address(), kStream, o);
+  ASSERT_TRUE(successor.Send(Batch(5)).ok());
+  ASSERT_TRUE(successor.Close().ok());
+  EXPECT_EQ(successor.epoch(), 2u);
+  EXPECT_EQ(sink_.Position(kStream).durable_seq, 7u);
+  EXPECT_TRUE(sink_.Position(kStream).closed);
+  EXPECT_EQ(sink_.txn_counts().size(), static_cast<size_t>(6 * kTxns));
+}
+
+// Detach with nothing sent ends at once, and sends nothing.
+TEST_F(ClientTest, DetachWithNothingSentSendsNothing) {
+  Start(0, sink_);
+  IngestClient client(server_->address(), kStream, Options());
+  ASSERT_TRUE(client.Detach().ok());
+  EXPECT_TRUE(sink_.batches().empty());
+}
+
 }  // namespace
 }  // namespace isowatch::ingest
