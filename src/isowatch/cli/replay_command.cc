@@ -22,6 +22,9 @@ CLI::App* ReplayCommand::Register(CLI::App& app) {
   cmd->add_option("--to", to_, "isowatchd's gRPC address, HOST:PORT")->required();
   read_.Register(*cmd);
   cmd->add_option("--stream", stream_, "Stream id the daemon knows this replay by");
+  cmd->add_option("--id-prefix", id_prefix_,
+                  "Prefix every transaction id and session with this text (ids are unique across "
+                  "the daemon's streams)");
   cmd->add_option("--batch", batch_, "Transactions per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--sigma-ms", sigma_ms_, "Standard deviation of the delivery delay (ms)")
       ->check(CLI::NonNegativeNumber);
@@ -71,6 +74,7 @@ int ReplayCommand::Run() {
                                          .rate_tps = collect_rate_tps_,
                                          .watermarks = !no_watermarks_};
   replay.send_rate_tps = rate_tps_;
+  replay.relabel.id_prefix = id_prefix_;
   replay.connect_timeout = absl::Milliseconds(connect_timeout_ms_);
   // Ctrl-C stops sending, waits for the acks of what was sent and leaves the stream open: the
   // daemon must not take the part sent for the whole history.
@@ -97,6 +101,15 @@ int ReplayCommand::Run() {
         "isowatch replay: interrupted after {} of {} transactions; stream {} left open at batch "
         "{} (not ended: the daemon keeps waiting for the rest)\n",
         result->transactions, h->size(), stream_, result->durable_seq);
+    return kExitBadInput;
+  }
+  if (!result->refusals.empty()) {
+    uint64_t whole = 0;
+    for (const v1::Refusal& r : result->refusals) whole += r.whole_batch() ? 1 : 0;
+    std::cerr << fmt::format(
+        "isowatch replay: the daemon refused {} transactions and {} whole batches of what was "
+        "sent{}; what it refused is not checked\n",
+        result->refusals.size() - whole, whole, quiet_ ? "" : " (listed above)");
     return kExitBadInput;
   }
   return kExitValid;

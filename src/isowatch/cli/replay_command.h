@@ -22,6 +22,7 @@ class ReplayCommand {
   std::string to_;
   ReadFlags read_;
   std::string stream_ = "replay";
+  std::string id_prefix_;
   uint32_t batch_ = 500;
   double sigma_ms_ = 10;
   double mean_ms_ = 100;

@@ -192,8 +192,8 @@ IngestService::StreamState* IngestService::State(std::string_view stream) {
     return nullptr;
   }
   if (!known) ++stream_count_;
-  auto& state = streams_[std::move(name)];
-  state = std::make_unique<StreamState>();
+  auto& state = streams_[name];
+  state = std::make_unique<StreamState>(std::move(name));
   return state.get();
 }
 
@@ -436,6 +436,7 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
   BatchValidation validation =
       ValidateBatch(batch, options_.limits, ids_view,
                     wire.empty() ? std::nullopt : std::optional<uint64_t>(wire.size()));
+  if (!validation.whole_batch_refused) ReserveIds(state, seq, validation);
   Prepared p;
   p.seq = seq;
   p.received = static_cast<uint64_t>(batch.txns_size());
@@ -512,13 +513,18 @@ absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state,
   absl::StatusOr<SinkAck> durable = mode == SubmitMode::kWait
                                         ? sink_.Submit(std::move(p.validated))
                                         : sink_.TrySubmit(std::move(p.validated));
-  if (!durable.ok()) return durable.status();
+  if (!durable.ok()) {
+    ReleaseIds(state, p.ids);
+    return durable.status();
+  }
   if (durable->durable_seq < p.seq) {
+    ReleaseIds(state, p.ids);
     return absl::InternalError(
         fmt::format("the sink made batch {} of stream \"{}\" durable but reports durable seq {}",
                     p.seq, stream, durable->durable_seq));
   }
   RecordKept(stream, p.ids, durable->refusals);
+  ReleaseIds(state, p.ids);
   state.taken = p.next;
   {
     absl::MutexLock lock(&state.durable_mu);
@@ -580,6 +586,8 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
       } else {
         sp->failed = true;
       }
+      // After RecordKept: a reservation ends only once its ids are in the registry.
+      ReleaseIds(*sp, ids);
     }
     if (!durable.ok()) return done(durable.status());
     Finish(*p, *durable);
@@ -593,6 +601,7 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
       absl::MutexLock durable_lock(&state.durable_mu);
       --state.in_flight;
       for (const AcceptedId& a : state.pending_batches.back().ids) state.pending_ids.erase(a.id);
+      ReleaseIds(state, state.pending_batches.back().ids);
       state.pending_batches.pop_back();
     }
     return done(refusals.status());
@@ -604,13 +613,61 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
     if (!state.pending_batches.empty() && state.pending_batches.back().seq == p->seq) {
       const std::vector<uint32_t> refused = RefusedIndices(*refusals);
       std::vector<AcceptedId>& ids = state.pending_batches.back().ids;
+      std::vector<AcceptedId> dropped;
       for (const AcceptedId& a : ids) {
-        if (Contains(refused, a.index)) state.pending_ids.erase(a.id);
+        if (!Contains(refused, a.index)) continue;
+        state.pending_ids.erase(a.id);
+        dropped.push_back(a);
       }
+      ReleaseIds(state, dropped);
       std::erase_if(ids, [&refused](const AcceptedId& a) { return Contains(refused, a.index); });
     }
   }
   state.taken = p->next;
+}
+
+void IngestService::ReserveIds(const StreamState& state, uint64_t seq,
+                               BatchValidation& validation) {
+  std::vector<v1::Refusal> refused;
+  std::vector<uint32_t> accepted;
+  std::vector<uint64_t> fingerprints;
+  std::vector<std::string> ids;
+  absl::MutexLock lock(&owners_mu_);
+  for (size_t i = 0; i < validation.accepted.size(); ++i) {
+    std::string& id = validation.ids[i];
+    // Reservations first: one ends only after its ids are in the registry.
+    std::optional<std::string> owner;
+    if (auto it = reserved_ids_.find(id); it != reserved_ids_.end() && it->second != &state) {
+      owner = it->second->name;
+    } else {
+      owner = registry_.OwnerOf(state.name, id);
+    }
+    if (owner) {
+      refused.push_back(MakeRefusal(
+          seq, validation.accepted[i], id, v1::ID_ON_OTHER_STREAM,
+          fmt::format("transaction id {} was accepted on stream \"{}\": the streams of one daemon "
+                      "share one history, so ids must be unique across them",
+                      id, *owner)));
+      continue;
+    }
+    reserved_ids_.try_emplace(id, &state);
+    accepted.push_back(validation.accepted[i]);
+    fingerprints.push_back(validation.fingerprints[i]);
+    ids.push_back(std::move(id));
+  }
+  validation.accepted = std::move(accepted);
+  validation.fingerprints = std::move(fingerprints);
+  validation.ids = std::move(ids);
+  if (!refused.empty()) validation.refusals = MergeRefusals(validation.refusals, refused);
+}
+
+void IngestService::ReleaseIds(const StreamState& state, const std::vector<AcceptedId>& ids) {
+  if (ids.empty()) return;
+  absl::MutexLock lock(&owners_mu_);
+  for (const AcceptedId& a : ids) {
+    auto it = reserved_ids_.find(a.id);
+    if (it != reserved_ids_.end() && it->second == &state) reserved_ids_.erase(it);
+  }
 }
 
 void IngestService::RecordKept(const std::string& stream, const std::vector<AcceptedId>& ids,

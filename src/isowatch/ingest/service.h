@@ -155,6 +155,8 @@ class IngestService final : public v1::Ingest::Service {
   // What the service knows of one stream: loaded from the sink when first met, then kept up to
   // date by the batches it hands over (`taken`) and the sink's reports (`durable`).
   struct StreamState {
+    explicit StreamState(std::string stream_name) : name(std::move(stream_name)) {}
+    const std::string name;
     // Held while a batch of the stream is checked, validated and handed to the sink.
     absl::Mutex mu;
     bool loaded ABSL_GUARDED_BY(mu) = false;
@@ -217,6 +219,15 @@ class IngestService final : public v1::Ingest::Service {
   // Counts the ack's refusals (a whole-batch one for each of the batch's `transactions`) and
   // reports them (IngestEvents::refused).
   void CountRefusals(const v1::IngestAck& ack, uint64_t transactions);
+  // Refuses with ID_ON_OTHER_STREAM the accepted transactions of `validation` (of batch `seq`)
+  // whose id another stream holds: remembered by the registry (IdRegistry::OwnerOf), or reserved
+  // by a batch of it still in flight. Reserves the ids of the others for `state` until their batch
+  // is settled (ReleaseIds): ids are unique across streams, and checked in one place so that two
+  // streams sending one id at once cannot both have it.
+  void ReserveIds(const StreamState& state, uint64_t seq, BatchValidation& validation);
+  // Ends `state`'s reservations of `ids`: their batch is durable (and its kept ids recorded in the
+  // registry first), failed, or the sink refused them.
+  void ReleaseIds(const StreamState& state, const std::vector<AcceptedId>& ids);
   // Records in the IdRegistry the ids of a durable batch, but those of the transactions the sink
   // refused.
   void RecordKept(const std::string& stream, const std::vector<AcceptedId>& ids,
@@ -237,6 +248,10 @@ class IngestService final : public v1::Ingest::Service {
   // options_.known_streams, and how many streams count towards max_streams.
   absl::flat_hash_set<std::string> known_streams_ ABSL_GUARDED_BY(streams_mu_);
   size_t stream_count_ ABSL_GUARDED_BY(streams_mu_) = 0;
+
+  // Transaction ids in batches in flight -> the stream whose batch holds them (ReserveIds).
+  absl::Mutex owners_mu_;
+  absl::flat_hash_map<std::string, const StreamState*> reserved_ids_ ABSL_GUARDED_BY(owners_mu_);
 
   absl::Mutex gate_mu_;
   int in_progress_ ABSL_GUARDED_BY(gate_mu_) = 0;

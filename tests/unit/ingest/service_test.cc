@@ -15,6 +15,7 @@
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "isowatch/ingest/client.h"
@@ -191,10 +192,36 @@ TEST_F(ServiceTest, SequenceGapIsRefusedAndNotApplied) {
 TEST_F(ServiceTest, StreamsAreIndependent) {
   auto s = Open();
   EXPECT_EQ(Exchange(*s, WriteBatch("a", 1, 1, 1)).durable_seq(), 1u);
-  EXPECT_EQ(Exchange(*s, WriteBatch("b", 1, 1, 1)).durable_seq(), 1u);
+  EXPECT_EQ(Exchange(*s, WriteBatch("b", 1, 10, 1)).durable_seq(), 1u);
   EXPECT_EQ(Exchange(*s, WriteBatch("a", 2, 2, 1)).durable_seq(), 2u);
   EXPECT_TRUE(Finish(*s).ok());
   EXPECT_EQ(registry_.size(), 3u);
+}
+
+// The streams of one daemon share one history: an id accepted on one stream is refused on
+// another, in the ack, with the stream that has it; the rest of the batch is kept.
+TEST_F(ServiceTest, AnIdAcceptedOnAnotherStreamIsRefused) {
+  auto s = Open();
+  EXPECT_TRUE(Exchange(*s, WriteBatch("a", 1, 1, 3)).refusals().empty());  // ids 1, 2, 3
+  const v1::IngestAck ack = Exchange(*s, WriteBatch("b", 1, 3, 3));        // ids 3, 4, 5
+  EXPECT_EQ(ack.durable_seq(), 1u);
+  ASSERT_EQ(ack.refusals_size(), 1) << ack.ShortDebugString();
+  EXPECT_EQ(ack.refusals(0).index(), 0u);
+  EXPECT_EQ(ack.refusals(0).txn_id(), "3");
+  EXPECT_EQ(ack.refusals(0).reason(), v1::ID_ON_OTHER_STREAM);
+  EXPECT_THAT(ack.refusals(0).detail(), ::testing::HasSubstr("stream \"a\""));
+  // Sent again unchanged on "b": the same refusal, never a duplicate.
+  const v1::IngestAck again = Exchange(*s, WriteBatch("b", 2, 3, 1));
+  ASSERT_EQ(again.refusals_size(), 1) << again.ShortDebugString();
+  EXPECT_EQ(again.refusals(0).reason(), v1::ID_ON_OTHER_STREAM);
+  EXPECT_TRUE(Finish(*s).ok());
+  const std::vector<ValidatedBatch> batches = sink_.batches();
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_EQ(batches[1].accepted, (std::vector<uint32_t>{1, 2}));
+  EXPECT_TRUE(batches[2].accepted.empty());
+  EXPECT_EQ(Load(server_->counters().refusals[v1::ID_ON_OTHER_STREAM]), 2u);
+  EXPECT_EQ(registry_.OwnerOf("b", "3"), "a");
+  EXPECT_EQ(registry_.size(), 5u);
 }
 
 TEST_F(ServiceTest, OversizedBatchIsRefusedWholeAndItsSeqConsumed) {
