@@ -47,6 +47,20 @@ def replay_args(cli, d, history, stream, *extra):
             "--batch", "50", "--sigma-ms", "200", "--connect-timeout-ms", "10000"] + list(extra)
 
 
+def start_replay(cli, d, history, stream, rate, batches):
+    """A replay in the background, paced at `rate`, once `batches` of its batches are acked."""
+    p = subprocess.Popen(replay_args(cli, d, history, stream, "--rate", str(rate)),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    daemon_compare.poll(
+        lambda: (daemon_compare.stream_status(d.http, stream) or {}).get(
+            "acked_sequence", 0) >= batches, 60, f"{batches} batches of stream {stream}")
+    return p
+
+
+def output_of(p):
+    return p.communicate(timeout=120)[0].decode("utf-8", "replace")
+
+
 def online_violations(d, tmp):
     """Every violation the daemon reports (daemon_compare.violations writes them to a file)."""
     path = os.path.join(tmp, "online.json")
@@ -66,14 +80,10 @@ def case_same_stream(cli, daemond, tmp):
     b = gen(cli, tmp, "b", 2)
     d = Daemon(daemond, tmp, "same")
     try:
-        first = subprocess.Popen(replay_args(cli, d, a, "replay", "--rate", "100"),
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         # Let the first one get a few batches in, then start the second on the same name.
-        daemon_compare.poll(
-            lambda: (daemon_compare.stream_status(d.http, "replay") or {}).get(
-                "acked_sequence", 0) >= 3, 60, "the first replay's batches")
+        first = start_replay(cli, d, a, "replay", rate=100, batches=3)
         status, second_out, _ = run(replay_args(cli, d, b, "replay"))
-        first_out = first.communicate(timeout=120)[0].decode("utf-8", "replace")
+        first_out = output_of(first)
         check(first.returncode != 0, f"the fenced replay exited 0: {first_out}")
         check("claimed by another writer" in first_out,
               f"the fenced replay does not say why it stopped: {first_out}")
@@ -128,13 +138,9 @@ def case_interrupted(cli, daemond, tmp):
     h = gen(cli, tmp, "h", 4, txns=6000)
     d = Daemon(daemond, tmp, "interrupted")
     try:
-        p = subprocess.Popen(replay_args(cli, d, h, "ctrl-c", "--rate", "500"),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        daemon_compare.poll(
-            lambda: (daemon_compare.stream_status(d.http, "ctrl-c") or {}).get(
-                "acked_sequence", 0) >= 20, 60, "the replay's first batches")
+        p = start_replay(cli, d, h, "ctrl-c", rate=500, batches=20)
         p.send_signal(signal.SIGINT)
-        out = p.communicate(timeout=120)[0].decode("utf-8", "replace")
+        out = output_of(p)
         check(p.returncode != 0, f"an interrupted replay exited 0: {out}")
         check("interrupted after" in out and "left open" in out,
               f"the replay does not say it stopped early: {out}")
