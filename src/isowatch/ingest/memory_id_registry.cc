@@ -74,7 +74,7 @@ MemoryIdRegistry::Generations& MemoryIdRegistry::StreamOf(std::string_view strea
 }
 
 void MemoryIdRegistry::Disown(const Ids& ids, uint32_t index) {
-  auto drop = [&](uint64_t hash) {
+  auto drop = [&](uint64_t hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = owners_.find(hash);
     if (it != owners_.end() && it->second == index) owners_.erase(it);
   };
