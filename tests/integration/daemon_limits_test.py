@@ -167,7 +167,9 @@ def case_max_streams(cli, daemond, tmp):
     args = ["--set", "ingest.max_streams=2"]
 
     def replay(d, stream):
-        return run([cli, "replay", history, "--to", f"127.0.0.1:{d.grpc}", "--stream", stream])
+        # Ids are unique across a daemon's streams: each stream sends the history under its own.
+        return run([cli, "replay", history, "--to", f"127.0.0.1:{d.grpc}", "--stream", stream,
+                    "--id-prefix", f"{stream}-"])
 
     d = Daemon(daemond, tmp, "streams", args)
     try:
