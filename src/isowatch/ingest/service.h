@@ -34,6 +34,14 @@
 #include "isowatch/v1/ingest.pb.h"
 
 namespace isowatch::ingest {
+namespace internal {
+
+// Adds to one of IngestCounters' counters (relaxed: none guards other data).
+inline void Bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+  counter.fetch_add(n, std::memory_order_relaxed);
+}
+
+}  // namespace internal
 
 // The service's counters, for the daemon to export. Each is only ever incremented, with relaxed
 // order (a reader may see them a little out of step with one another; none guards other data).
