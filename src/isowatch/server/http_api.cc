@@ -359,27 +359,31 @@ absl::Status HttpApi::RegisterOn(HttpServer& server) {
   auto bind = [this](HttpResponse (HttpApi::*handler)(const HttpRequest&) const) {
     return [this, handler](const HttpRequest& request) { return (this->*handler)(request); };
   };
-  if (absl::Status s = server.Handle("GET", "/metrics", bind(&HttpApi::ServeMetrics)); !s.ok()) {
-    return s;
+  server_ = &server;
+  // The probes and /metrics are quick and never block: they run on the I/O thread, and answer
+  // while the API's threads are all busy (docs/operations.md, "HTTP under load").
+  const std::pair<const char*, HttpResponse (HttpApi::*)(const HttpRequest&) const> routes[] = {
+      {"/metrics", &HttpApi::ServeMetrics},
+      {"/healthz", &HttpApi::ServeHealth},
+      {"/livez", &HttpApi::ServeHealth},
+      {"/readyz", &HttpApi::ServeReady},
+      {"/api/v1/violations", &HttpApi::ServeViolations},
+      {"/api/v1/status", &HttpApi::ServeStatus},
+  };
+  for (const auto& [path, handler] : routes) {
+    const RouteKind kind =
+        std::string_view(path).starts_with("/api/") ? RouteKind::kPooled : RouteKind::kInline;
+    if (absl::Status s = server.Handle("GET", path, bind(handler), kind); !s.ok()) return s;
   }
-  for (const char* path : {"/healthz", "/livez"}) {
-    if (absl::Status s = server.Handle("GET", path, bind(&HttpApi::ServeHealth)); !s.ok()) {
-      return s;
-    }
-  }
-  if (absl::Status s = server.Handle("GET", "/readyz", bind(&HttpApi::ServeReady)); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = server.Handle("GET", "/api/v1/violations", bind(&HttpApi::ServeViolations));
-      !s.ok()) {
-    return s;
-  }
-  return server.Handle("GET", "/api/v1/status", bind(&HttpApi::ServeStatus));
+  return absl::OkStatus();
 }
 
 HttpResponse HttpApi::ServeMetrics(const HttpRequest& /*request*/) const {
   if (metrics_ == nullptr) return HttpResponse::Text(503, "metrics are not available\n");
   metrics_->ready().Set(!readiness_ || readiness_().ok() ? 1 : 0);
+  if (server_ != nullptr) {
+    metrics_->http_connections().Set(static_cast<double>(server_->open_connections()));
+  }
   HttpResponse response = HttpResponse::Text(200, metrics_->Serialize());
   response.content_type = std::string(DaemonMetrics::kContentType);
   return response;

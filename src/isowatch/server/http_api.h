@@ -42,8 +42,9 @@ class HttpApi {
           ReadinessCheck readiness)
       : HttpApi(metrics, violations, status, std::move(readiness), Options()) {}
 
-  // Adds the endpoints above to `server`. REQUIRES: before server.Start(). Errors: those of
-  // HttpServer::Handle (a path already taken).
+  // Adds the endpoints above to `server`: the probes and /metrics inline, the API pooled
+  // (RouteKind). /metrics then also reports the server's open connections. REQUIRES: before
+  // server.Start(). Errors: those of HttpServer::Handle (a path already taken).
   absl::Status RegisterOn(HttpServer& server);
 
   // The handlers, also callable directly.
@@ -59,6 +60,7 @@ class HttpApi {
   StatusSource* status_;
   ReadinessCheck readiness_;
   Options options_;
+  const HttpServer* server_ = nullptr;  // set by RegisterOn; not owned
 };
 
 }  // namespace isowatch::server
