@@ -299,6 +299,17 @@ absl::Status Validate(const DaemonConfig& config) {
   check(config.engine.finality_timeout.count() > 0,
         fmt::format("engine.finality_timeout: must be positive, got {}",
                     FormatDuration(config.engine.finality_timeout)));
+  for (const auto& [name, timeout] :
+       {std::pair{"http.idle_timeout", config.http_limits.idle_timeout},
+        std::pair{"http.header_timeout", config.http_limits.header_timeout},
+        std::pair{"http.body_timeout", config.http_limits.body_timeout},
+        std::pair{"http.write_timeout", config.http_limits.write_timeout}}) {
+    check(timeout.count() > 0,
+          fmt::format("{}: must be positive, got {}", name, FormatDuration(timeout)));
+  }
+  // The server's threads are ints; far more than any machine needs is a typo.
+  check(config.http_limits.api_threads <= 1024,
+        fmt::format("http.api_threads: at most 1024, got {}", config.http_limits.api_threads));
   check(config.engine.retention >= 0,
         fmt::format("engine.retention: must not be negative, got {}", config.engine.retention));
   check(config.engine.spill_retention >= 0,
@@ -309,7 +320,9 @@ absl::Status Validate(const DaemonConfig& config) {
       {"ingest.max_ops_per_transaction", config.ingest.max_ops_per_transaction},
       {"ingest.queue_batches", config.ingest.queue_batches},
       {"ingest.max_streams", config.ingest.max_streams},
-      {"ingest.max_batch_bytes", config.ingest.max_batch_bytes}};
+      {"ingest.max_batch_bytes", config.ingest.max_batch_bytes},
+      {"http.max_connections", config.http_limits.max_connections},
+      {"http.api_threads", config.http_limits.api_threads}};
   for (const auto& [name, value] : counts) {
     check(value >= 1, fmt::format("{}: must be at least 1", name));
   }

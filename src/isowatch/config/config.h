@@ -31,6 +31,27 @@ struct Endpoint {
   bool operator==(const Endpoint&) const = default;
 };
 
+// The HTTP server's defences against slow and idle clients and against a saturated API
+// (docs/operations.md, "HTTP under load"): the http.* options besides the endpoint.
+struct HttpLimits {
+  // Connections open at once; one more closes the connection idle the longest.
+  uint64_t max_connections = 256;
+  // A kept-alive connection is closed when its next request does not start within this.
+  std::chrono::milliseconds idle_timeout{60'000};
+  // A request header must be complete this long after the connection was accepted (first
+  // request) or after its first byte (later requests).
+  std::chrono::milliseconds header_timeout{10'000};
+  // A request body must be complete this long after its header.
+  std::chrono::milliseconds body_timeout{30'000};
+  // A response must be taken by the client within this.
+  std::chrono::milliseconds write_timeout{30'000};
+  // Threads answering /api/v1/*, and API requests waiting for one (beyond: 503).
+  uint64_t api_threads = 2;
+  uint64_t api_queue = 16;
+
+  bool operator==(const HttpLimits&) const = default;
+};
+
 struct LogConfig {
   LogLevel level = LogLevel::kInfo;
   LogFormat format = LogFormat::kText;
@@ -110,6 +131,7 @@ struct DaemonConfig {
   std::string data_dir = "/var/lib/isowatch";
   Endpoint grpc{.listen = "127.0.0.1", .port = 7470};
   Endpoint http{.listen = "127.0.0.1", .port = 7471};
+  HttpLimits http_limits;  // the http.* options besides listen and port
   std::string ports_file;  // empty: none
   LogConfig log;
   EngineConfig engine;

@@ -2,6 +2,7 @@
 #include "isowatch/monitor/daemon.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -135,6 +136,32 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   server::HttpServer::Options http;
   http.host = config.http.listen;
   http.port = static_cast<uint16_t>(config.http.port);
+  const config::HttpLimits& limits = config.http_limits;
+  http.max_connections = static_cast<size_t>(limits.max_connections);
+  http.idle_timeout = limits.idle_timeout;
+  http.header_timeout = limits.header_timeout;
+  http.body_timeout = limits.body_timeout;
+  http.write_timeout = limits.write_timeout;
+  http.api_threads = static_cast<int>(limits.api_threads);
+  http.api_queue = static_cast<size_t>(limits.api_queue);
+  server::DaemonMetrics* metrics = d->metrics_.get();
+  // Looked up once: a flood of connections drops thousands a second.
+  std::array<prometheus::Counter*, std::size(server::kAllHttpDrops)> dropped{};
+  for (server::HttpDrop drop : server::kAllHttpDrops) {
+    dropped[static_cast<size_t>(drop)] =
+        &metrics->HttpConnectionsDropped(server::HttpDropName(drop));
+  }
+  std::array<prometheus::Counter*, std::size(server::kAllHttpRejections)> rejected{};
+  for (server::HttpRejection rejection : server::kAllHttpRejections) {
+    rejected[static_cast<size_t>(rejection)] =
+        &metrics->HttpRequestsRejected(server::HttpRejectionName(rejection));
+  }
+  http.events.dropped = [dropped](server::HttpDrop drop) {
+    dropped[static_cast<size_t>(drop)]->Increment();
+  };
+  http.events.rejected = [rejected](server::HttpRejection rejection) {
+    rejected[static_cast<size_t>(rejection)]->Increment();
+  };
   d->http_ = std::make_unique<server::HttpServer>(http);
   MonitorView* view = d->view_.get();
   d->api_ = std::make_unique<server::HttpApi>(d->metrics_.get(), view, view,
@@ -179,7 +206,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
     options.live.engine.spill_collected = config.engine.spill_collected;
     options.live.engine.memory_budget = config.engine.memory_budget;
     options.live.engine.spill_retention = config.engine.spill_retention;
-    server::DaemonMetrics* metrics = d->metrics_.get();
     options.live.engine.on_spill_pause = [metrics](double seconds) {
       metrics->spill_pause().Observe(seconds);
     };

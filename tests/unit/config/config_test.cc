@@ -124,10 +124,12 @@ TEST(ConfigTest, TheShippedFileListsEveryOption) {
 // docs/configuration.md and here.
 TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
   DaemonConfig c;
-  auto& [data_dir, grpc, http, ports_file, log, engine, ingest, store, windows, checker_options] =
-      c;
+  auto& [data_dir, grpc, http, http_limits, ports_file, log, engine, ingest, store, windows,
+         checker_options] = c;
   auto& [grpc_listen, grpc_port] = grpc;
   auto& [http_listen, http_port] = http;
+  auto& [http_max_connections, http_idle_timeout, http_header_timeout, http_body_timeout,
+         http_write_timeout, http_api_threads, http_api_queue] = http_limits;
   auto& [log_level, log_format, log_file] = log;
   auto& [engine_level, finality_timeout, retention, memory_budget, spill_collected,
          spill_retention] = engine;
@@ -151,6 +153,13 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
       {"grpc.port", "9000", [p = &grpc_port] { return *p == 9000; }},
       {"http.listen", "0.0.0.0", [p = &http_listen] { return *p == "0.0.0.0"; }},
       {"http.port", "9001", [p = &http_port] { return *p == 9001; }},
+      {"http.max_connections", "12", [p = &http_max_connections] { return *p == 12u; }},
+      {"http.idle_timeout", "3s", [p = &http_idle_timeout] { return *p == 3s; }},
+      {"http.header_timeout", "2s", [p = &http_header_timeout] { return *p == 2s; }},
+      {"http.body_timeout", "4s", [p = &http_body_timeout] { return *p == 4s; }},
+      {"http.write_timeout", "5s", [p = &http_write_timeout] { return *p == 5s; }},
+      {"http.api_threads", "3", [p = &http_api_threads] { return *p == 3u; }},
+      {"http.api_queue", "0", [p = &http_api_queue] { return *p == 0u; }},
       {"ports_file", "/tmp/p.json", [p = &ports_file] { return *p == "/tmp/p.json"; }},
       {"log.level", "debug", [p = &log_level] { return *p == LogLevel::kDebug; }},
       {"log.format", "json", [p = &log_format] { return *p == LogFormat::kJson; }},
@@ -437,11 +446,16 @@ TEST(ConfigTest, ValidateChecksAcrossFields) {
   bad.engine.retention = -1;
   bad.ingest.queue_batches = 0;
   bad.ingest.max_batch_bytes = 4ull << 30;
+  bad.http_limits.max_connections = 0;
+  bad.http_limits.header_timeout = 0ms;
+  bad.http_limits.api_threads = 5000;
   s = Validate(bad);
   ASSERT_FALSE(s.ok());
   for (std::string_view key :
        {"data_dir:", "grpc.port:", "http.listen:", "engine.finality_timeout:", "engine.retention:",
-        "ingest.queue_batches:", "ingest.max_batch_bytes: at most 2GiB - 1"}) {
+        "ingest.queue_batches:", "ingest.max_batch_bytes: at most 2GiB - 1",
+        "http.max_connections: must be at least 1", "http.header_timeout: must be positive",
+        "http.api_threads: at most 1024"}) {
     EXPECT_THAT(s.message(), HasSubstr(std::string(key)));
   }
 }

@@ -386,6 +386,38 @@ const std::vector<Option>& Table() {
         PortOption(
             "http.port", "Port of the HTTP server; 0 picks a free port.",
             [](auto& c) -> auto& { return c.http.port; }),
+        CountOption(
+            "http.max_connections",
+            "Connections the HTTP server keeps open at once; one more closes the connection idle "
+            "the longest.",
+            [](auto& c) -> auto& { return c.http_limits.max_connections; }),
+        DurationOption(
+            "http.idle_timeout",
+            "A kept-alive HTTP connection is closed when its next request does not start within "
+            "this.",
+            [](auto& c) -> auto& { return c.http_limits.idle_timeout; }),
+        DurationOption(
+            "http.header_timeout",
+            "A request header must be complete this long after the connection was accepted (or, "
+            "on a kept-alive connection, after its first byte); else the connection is closed.",
+            [](auto& c) -> auto& { return c.http_limits.header_timeout; }),
+        DurationOption(
+            "http.body_timeout",
+            "A request body must be complete this long after its header; else the connection is "
+            "closed.",
+            [](auto& c) -> auto& { return c.http_limits.body_timeout; }),
+        DurationOption(
+            "http.write_timeout",
+            "A client must take a response within this; else the connection is closed.",
+            [](auto& c) -> auto& { return c.http_limits.write_timeout; }),
+        CountOption(
+            "http.api_threads",
+            "Threads answering /api/v1/*; the probes and /metrics are answered apart from them.",
+            [](auto& c) -> auto& { return c.http_limits.api_threads; }),
+        UnsignedOption(
+            "http.api_queue", "none wait",
+            "API requests waiting for one of http.api_threads; one more is answered 503.",
+            [](auto& c) -> auto& { return c.http_limits.api_queue; }),
         StringOption(
             "ports_file", "a file path",
             R"(Once ready, the daemon writes {"grpc": PORT, "http": PORT} here; empty: no file.)",
