@@ -5,6 +5,7 @@
 #include <cctype>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -17,6 +18,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
 #include "isowatch/server/internal/connection_registry.h"
@@ -30,18 +32,20 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 namespace net = boost::asio;
 
-class Session;
-
 // The running part of an HttpServer: the io_contexts of the I/O threads and of the API pool, and
 // the acceptor. Created by Start(), destroyed by Stop() after the threads are joined.
 class HttpServerCore {
  public:
   explicit HttpServerCore(const HttpServer& server)
       : server_(server),
+        ssl_(net::ssl::context::tls_server),
         api_guard_(net::make_work_guard(api_context_)),
         acceptor_(net::make_strand(io_context_)),
         retry_timer_(acceptor_.get_executor()) {}
 
+  // Sets up the TLS context from the options' credentials (only when they enable TLS). Errors:
+  // InvalidArgument for credentials OpenSSL refuses.
+  absl::Status SetUpTls();
   // Opens, binds and listens; returns the bound port.
   absl::StatusOr<uint16_t> Listen(const std::string& host, uint16_t port);
   // Queues the first accept; the threads are started afterwards.
@@ -85,8 +89,14 @@ class HttpServerCore {
   static void Run(net::io_context& context);
   void DoAccept();
   void OnAccept(beast::error_code ec, net::ip::tcp::socket socket);
+  // Registers a new session and runs it, or drops it (at the limit with every connection busy).
+  template <class SessionType>
+  void Admit(const std::shared_ptr<SessionType>& session);
 
   const HttpServer& server_;
+  // The TLS context of every connection, when options().tls is enabled; read-only once the
+  // server runs (OpenSSL contexts may be shared by connections on several threads).
+  net::ssl::context ssl_;
   // Pooled requests running or waiting for a pool thread. Relaxed: a count that orders nothing.
   std::atomic<size_t> pooled_{0};
 
@@ -101,10 +111,14 @@ class HttpServerCore {
 // One connection: reads a request, answers it, and reads the next while the connection is kept
 // alive, with a deadline for each step (HttpServer, "Abuse"). All its work runs on its own strand,
 // except the handlers of pooled routes, which run on the pool and post their answer back.
-class Session : public Connection, public std::enable_shared_from_this<Session> {
+// `Stream` is beast::tcp_stream (plaintext) or beast::ssl_stream over one (TLS).
+template <class Stream>
+class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(HttpServerCore& core, net::ip::tcp::socket socket)
-      : core_(core), stream_(std::move(socket)) {}
+  // `args`: what Stream is built from (the accepted socket, and for TLS the context).
+  template <class... Args>
+  explicit Session(HttpServerCore& core, Args&&... args)
+      : core_(core), stream_(std::forward<Args>(args)...) {}
   ~Session() override { core_.registry().Unregister(this); }
 
   Session(const Session&) = delete;
@@ -112,21 +126,44 @@ class Session : public Connection, public std::enable_shared_from_this<Session> 
 
   void Run() {
     net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&Session::Begin, shared_from_this()));
+                  beast::bind_front_handler(&Session::Begin, this->shared_from_this()));
   }
 
   // Closes the connection from another thread; pending reads and writes complete with an error.
   void CloseAsync() override {
-    net::post(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->Close(); });
   }
 
  private:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
   // What the connection waits for: which deadline runs.
-  enum class Phase : uint8_t { kIdle, kHeader, kBody, kHandler, kWrite };
+  enum class Phase : uint8_t { kHandshake, kIdle, kHeader, kBody, kHandler, kWrite };
+
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
 
   void Begin() {
-    // The first request's header is due header_timeout after the accept.
-    stream_.expires_after(core_.options().header_timeout);
+    // The TLS handshake and the first request's header are due header_timeout after the accept.
+    tcp().expires_after(core_.options().header_timeout);
+    if constexpr (kTls) {
+      phase_ = Phase::kHandshake;
+      stream_.async_handshake(
+          net::ssl::stream_base::server,
+          beast::bind_front_handler(&Session::OnHandshake, this->shared_from_this()));
+    } else {
+      ReadRequest();
+    }
+  }
+
+  void OnHandshake(beast::error_code ec) {
+    if (closed_) return;
+    if (ec) {
+      // A plaintext client, an unknown CA, no client certificate where one is needed, ...
+      core_.Report(ec == beast::error::timeout ? HttpDrop::kHeaderTimeout
+                                               : HttpDrop::kTlsHandshake);
+      Close();
+      return;
+    }
     ReadRequest();
   }
 
@@ -143,9 +180,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session> 
       return;
     }
     phase_ = Phase::kIdle;
-    stream_.expires_after(core_.options().idle_timeout);
-    stream_.async_read_some(buffer_.prepare(kFirstRead),
-                            beast::bind_front_handler(&Session::OnFirstBytes, shared_from_this()));
+    tcp().expires_after(core_.options().idle_timeout);
+    stream_.async_read_some(
+        buffer_.prepare(kFirstRead),
+        beast::bind_front_handler(&Session::OnFirstBytes, this->shared_from_this()));
   }
 
   void OnFirstBytes(beast::error_code ec, size_t bytes) {
@@ -160,9 +198,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session> 
 
   void ReadHeader(bool restart_deadline) {
     phase_ = Phase::kHeader;
-    if (restart_deadline) stream_.expires_after(core_.options().header_timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+    if (restart_deadline) tcp().expires_after(core_.options().header_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        beast::bind_front_handler(&Session::OnHeader, this->shared_from_this()));
   }
 
   void OnHeader(beast::error_code ec, size_t /*bytes*/) {
@@ -176,9 +215,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session> 
       return;
     }
     phase_ = Phase::kBody;
-    stream_.expires_after(core_.options().body_timeout);
+    tcp().expires_after(core_.options().body_timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnBody, shared_from_this()));
+                     beast::bind_front_handler(&Session::OnBody, this->shared_from_this()));
   }
 
   void OnBody(beast::error_code ec, size_t /*bytes*/) {
@@ -214,7 +253,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session> 
     core_.registry().SetIdle(this, false);
     phase_ = Phase::kHandler;
     // No deadline while a handler runs: the pool's queue bounds the wait.
-    stream_.expires_never();
+    tcp().expires_never();
     const http::request<http::string_body>& message = parser_->get();
     Reply reply{.version = message.version(), .keep_alive = message.keep_alive()};
     HttpRequest request;
@@ -257,16 +296,17 @@ class Session : public Connection, public std::enable_shared_from_this<Session> 
       Send(std::move(busy), reply);
     } else {
       // The work guard keeps the I/O threads running until the answer is posted back.
-      net::post(core_.api_executor(),
-                [self = shared_from_this(), handler = routed.handler, request = std::move(request),
-                 reply, guard = net::make_work_guard(stream_.get_executor())]() mutable {
-                  HttpResponse response = HttpServerCore::Invoke(*handler, request);
-                  self->core_.LeavePool();
-                  net::post(self->stream_.get_executor(),
-                            [self, response = std::move(response), reply]() mutable {
-                              self->Send(std::move(response), reply);
-                            });
-                });
+      net::post(
+          core_.api_executor(),
+          [self = this->shared_from_this(), handler = routed.handler, request = std::move(request),
+           reply, guard = net::make_work_guard(stream_.get_executor())]() mutable {
+            HttpResponse response = HttpServerCore::Invoke(*handler, request);
+            self->core_.LeavePool();
+            net::post(self->stream_.get_executor(),
+                      [self, response = std::move(response), reply]() mutable {
+                        self->Send(std::move(response), reply);
+                      });
+          });
     }
   }
 
@@ -302,35 +342,49 @@ class Session : public Connection, public std::enable_shared_from_this<Session> 
       out.content_length(length);
     }
     phase_ = Phase::kWrite;
-    stream_.expires_after(core_.options().write_timeout);
+    tcp().expires_after(core_.options().write_timeout);
     http::async_write(stream_, out,
-                      beast::bind_front_handler(&Session::OnWrite, shared_from_this(),
+                      beast::bind_front_handler(&Session::OnWrite, this->shared_from_this(),
                                                 !reply.keep_alive || out.need_eof()));
   }
 
   void OnWrite(bool close, beast::error_code ec, size_t /*bytes*/) {
     response_.reset();
     if (ec == beast::error::timeout) core_.Report(HttpDrop::kWriteTimeout);
-    if (ec || close) {
+    if (ec) {
       Close();
+      return;
+    }
+    if (close) {
+      if constexpr (kTls) {
+        // The TLS close_notify, so that the client knows the response was not cut short; it
+        // has write_timeout still.
+        stream_.async_shutdown(
+            beast::bind_front_handler(&Session::OnShutdown, this->shared_from_this()));
+      } else {
+        Close();
+      }
       return;
     }
     ReadRequest();
   }
 
+  void OnShutdown(beast::error_code /*ec*/) { Close(); }
+
+  // Closes the socket at once (no TLS close_notify).
   void Close() {
     if (closed_) return;
     closed_ = true;
     beast::error_code ignored;
-    stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    tcp().socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+    tcp().socket().close(ignored);
   }
 
   // Bytes asked for while waiting for the first byte of a kept-alive connection's next request.
   static constexpr size_t kFirstRead = 1024;
 
   HttpServerCore& core_;
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
@@ -396,7 +450,17 @@ void HttpServerCore::OnAccept(beast::error_code ec, net::ip::tcp::socket socket)
     });
     return;
   }
-  auto session = std::make_shared<Session>(*this, std::move(socket));
+  if (options().tls.enabled()) {
+    Admit(std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(*this, std::move(socket),
+                                                                          ssl_));
+  } else {
+    Admit(std::make_shared<Session<beast::tcp_stream>>(*this, std::move(socket)));
+  }
+  DoAccept();
+}
+
+template <class SessionType>
+void HttpServerCore::Admit(const std::shared_ptr<SessionType>& session) {
   switch (registry().Register(session)) {
     case ConnectionRegistry::Admission::kEvicted:
       Report(HttpDrop::kEvicted);
@@ -411,7 +475,27 @@ void HttpServerCore::OnAccept(beast::error_code ec, net::ip::tcp::socket socket)
     case ConnectionRegistry::Admission::kStopping:
       break;
   }
-  DoAccept();
+}
+
+absl::Status HttpServerCore::SetUpTls() {
+  const TlsCredentials& tls = options().tls;
+  if (!tls.enabled()) return absl::OkStatus();
+  beast::error_code ec;
+  // TLS 1.2 and later only.
+  ssl_.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                       net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                       net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use,
+                   ec);
+  if (!ec) ssl_.use_certificate_chain(net::buffer(tls.cert_chain), ec);
+  if (!ec) ssl_.use_private_key(net::buffer(tls.private_key), net::ssl::context::pem, ec);
+  if (!ec && !tls.client_ca.empty()) {
+    ssl_.add_certificate_authority(net::buffer(tls.client_ca), ec);
+    if (!ec) {
+      ssl_.set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert, ec);
+    }
+  }
+  if (ec) return absl::InvalidArgumentError(fmt::format("HTTP TLS: {}", ec.message()));
+  return absl::OkStatus();
 }
 
 }  // namespace internal
@@ -430,6 +514,8 @@ const char* HttpDropName(HttpDrop drop) {
       return "body_timeout";
     case HttpDrop::kWriteTimeout:
       return "write_timeout";
+    case HttpDrop::kTlsHandshake:
+      return "tls_handshake";
   }
   return "?";
 }
@@ -438,6 +524,8 @@ const char* HttpRejectionName(HttpRejection rejection) {
   switch (rejection) {
     case HttpRejection::kApiBusy:
       return "api_busy";
+    case HttpRejection::kUnauthorized:
+      return "unauthorized";
   }
   return "?";
 }
@@ -482,6 +570,7 @@ absl::Status HttpServer::Start() {
       return absl::InvalidArgumentError(fmt::format("{} must be positive", name));
   }
   auto core = std::make_unique<internal::HttpServerCore>(*this);
+  if (absl::Status s = core->SetUpTls(); !s.ok()) return s;
   absl::StatusOr<uint16_t> port = core->Listen(options_.host, options_.port);
   if (!port.ok()) return port.status();
   started_ = true;

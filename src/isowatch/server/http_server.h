@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 
+#include "isowatch/common/credentials.h"
 #include "isowatch/server/http_message.h"
 
 namespace isowatch::server {
@@ -35,19 +36,23 @@ enum class HttpDrop : uint8_t {
   kHeaderTimeout,  // a request header not complete within header_timeout
   kBodyTimeout,    // a request body not complete within body_timeout
   kWriteTimeout,   // a response the client did not take within write_timeout
+  kTlsHandshake,   // a TLS handshake failed (a plaintext client, no client certificate, ...)
 };
 inline constexpr HttpDrop kAllHttpDrops[] = {HttpDrop::kEvicted,     HttpDrop::kRefused,
                                              HttpDrop::kIdleTimeout, HttpDrop::kHeaderTimeout,
-                                             HttpDrop::kBodyTimeout, HttpDrop::kWriteTimeout};
+                                             HttpDrop::kBodyTimeout, HttpDrop::kWriteTimeout,
+                                             HttpDrop::kTlsHandshake};
 const char* HttpDropName(HttpDrop drop);  // "evicted", "refused", "idle_timeout", ...
 
 // Requests the server answered without running their handler: the label values of
 // isowatch_http_requests_rejected_total.
 enum class HttpRejection : uint8_t {
-  kApiBusy,  // a pooled route while api_threads + api_queue requests were already taken (503)
+  kApiBusy,       // a pooled route while api_threads + api_queue requests were taken (503)
+  kUnauthorized,  // no bearer token, or a wrong one, where one is needed (401; HttpApi)
 };
-inline constexpr HttpRejection kAllHttpRejections[] = {HttpRejection::kApiBusy};
-const char* HttpRejectionName(HttpRejection rejection);  // "api_busy"
+inline constexpr HttpRejection kAllHttpRejections[] = {HttpRejection::kApiBusy,
+                                                       HttpRejection::kUnauthorized};
+const char* HttpRejectionName(HttpRejection rejection);  // "api_busy", "unauthorized"
 
 // Where a route's handler runs (HttpServer::Handle).
 enum class RouteKind : uint8_t {
@@ -76,7 +81,8 @@ enum class RouteKind : uint8_t {
 //   `header_timeout` of being accepted; a kept-alive one gets `idle_timeout` for the first byte
 //   of its next request and `header_timeout` from there for the rest of the header. The body must
 //   follow within `body_timeout` of the header, and a response must be taken within
-//   `write_timeout`. A connection past a deadline is closed without an answer.
+//   `write_timeout`. A connection past a deadline is closed without an answer. With TLS, the
+//   handshake is part of the first request's header_timeout.
 // - At most `max_connections` are open. A new connection over the limit closes the connection
 //   idle the longest (waiting for or reading a request: ConnectionRegistry) and takes its place;
 //   only when every connection is busy is the new one closed at once.
@@ -114,6 +120,9 @@ class HttpServer {
     std::chrono::milliseconds header_timeout = std::chrono::seconds(10);
     std::chrono::milliseconds body_timeout = std::chrono::seconds(30);
     std::chrono::milliseconds write_timeout = std::chrono::seconds(30);
+    // Enabled: the port speaks HTTPS only (TLS 1.2 or later), and with a client CA asks every
+    // client for a certificate that CA signed. A failed handshake drops the connection.
+    TlsCredentials tls;
     Events events;
   };
 
@@ -131,8 +140,8 @@ class HttpServer {
                       RouteKind kind = RouteKind::kPooled);
 
   // Binds host:port, listens and starts the server's threads. Errors: InvalidArgument for a host
-  // that is not an address or bad options; Unavailable when the address cannot be bound (in use,
-  // not local); FailedPrecondition when called twice.
+  // that is not an address, bad options or TLS credentials OpenSSL refuses; Unavailable when the
+  // address cannot be bound (in use, not local); FailedPrecondition when called twice.
   absl::Status Start();
 
   // The bound port once Start() succeeded, else 0.
