@@ -13,6 +13,7 @@ localhost, a client certificate, and a second CA that signed neither), one case 
               open by default, behind the token with http.auth.metrics/health=token
   warnings    an address other than loopback without authentication is warned about at start;
               with authentication, or on loopback, it is not
+  demo        `isowatch demo` with TLS, a client certificate and a token end to end
 
 Usage: tls_test.py PATH/TO/isowatch PATH/TO/isowatchd CASE
 Each daemon runs on loopback, on free ports, with its store in a temporary directory.
@@ -320,6 +321,28 @@ def case_warnings(cli, daemond, tmp):
     check("without authentication" not in d.log_text(), f"a warning on loopback: {d.log_text()}")
 
 
+def case_demo(cli, daemond, tmp):
+    pki = Pki(tmp)
+    status, out, _ = run(
+        [cli, "demo", "--txns", "3000", "--rate", "0",
+         "--set", f"grpc.tls.cert_file={pki.path('server.pem')}",
+         "--set", f"grpc.tls.key_file={pki.path('server.key')}",
+         "--set", f"grpc.tls.client_ca_file={pki.path('ca.pem')}",
+         "--set", f"grpc.auth.token_file={pki.token}",
+         "--tls-ca", pki.path("ca.pem"), "--tls-cert", pki.path("client.pem"),
+         "--tls-key", pki.path("client.key"), "--token-file", pki.token], timeout=300)
+    check("gRPC with TLS" in out, f"the demo does not say it uses TLS: {out}")
+    check("feeding the daemon failed" not in out, f"the demo could not feed its daemon: {out}")
+    check(status in (0, 1), f"isowatch demo exited with {status}: {out}")
+    status, out, _ = run(
+        [cli, "demo", "--txns", "3000", "--rate", "0",
+         "--set", f"grpc.tls.cert_file={pki.path('server.pem')}",
+         "--set", f"grpc.tls.key_file={pki.path('server.key')}",
+         "--set", f"grpc.auth.token_file={pki.token}",
+         "--tls-ca", pki.path("ca.pem"), "--token-file", pki.wrong_token], timeout=300)
+    check("wrong bearer token" in out, f"the demo with a wrong token: {status}: {out}")
+
+
 CASES = {
     "grpc_tls": case_grpc_tls,
     "grpc_mtls": case_grpc_mtls,
@@ -327,6 +350,7 @@ CASES = {
     "http_tls": case_http_tls,
     "http_token": case_http_token,
     "warnings": case_warnings,
+    "demo": case_demo,
 }
 
 
