@@ -94,16 +94,20 @@ struct Probe {
 
 // Learns the stream's durable seq from the daemon by pushing its first batch (the header) again:
 // a daemon that has the stream answers it as a duplicate; one that has not takes it as batch 1.
+// It claims the stream for that (the IngestClient that follows claims it again, fencing this
+// probe's epoch).
 absl::StatusOr<Probe> ProbeStream(const CollectorOptions& o) {
   ingest::ClientOptions co;
   co.auth = o.auth;
   std::shared_ptr<grpc::Channel> channel = ingest::MakeIngestChannel(o.target, co);
   std::unique_ptr<v1::Ingest::Stub> stub = v1::Ingest::NewStub(channel);
+  ASSIGN_OR_RETURN(const v1::ClaimReply claim, ingest::ClaimStream(*stub, o.stream, co));
   v1::IngestBatch batch;
   batch.set_stream(o.stream);
   batch.set_seq(1);
   *batch.mutable_header() = MakeHeader(o);
-  ASSIGN_OR_RETURN(v1::IngestAck ack, ingest::PushBatch(*stub, batch, co));
+  ASSIGN_OR_RETURN(v1::IngestAck ack,
+                   ingest::PushBatch(*stub, batch, co, /*stats=*/nullptr, claim.epoch()));
   for (const v1::Refusal& r : ack.refusals()) {
     return absl::FailedPreconditionError(
         fmt::format("isowatchd refused stream \"{}\": {}", o.stream, r.detail()));

@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -18,6 +17,7 @@
 #include <rapidjson/document.h>
 
 #include "isowatch/cli/command.h"
+#include "isowatch/cli/interrupt.h"
 #include "isowatch/collect/replay.h"
 #include "isowatch/config/config.h"
 #include "isowatch/monitor/daemon.h"
@@ -26,10 +26,6 @@ namespace isowatch::cli {
 namespace {
 
 constexpr char kVersion[] = "0.1.0";
-
-std::atomic<bool> interrupted{false};
-
-extern "C" void OnInterrupt(int) { interrupted.store(true); }
 
 sim::WorkloadOptions DemoDefaults() {
   sim::WorkloadOptions o;
@@ -192,11 +188,11 @@ int DemoCommand::Run() {
       "ms); Ctrl-C stops\n\n",
       h.size(), sim->committed, rate_tps_, sigma_ms_);
 
-  std::signal(SIGINT, OnInterrupt);
-  std::signal(SIGTERM, OnInterrupt);
+  const std::atomic<bool>& interrupted = CatchInterrupts();
   std::atomic<uint64_t> sent{0};
   std::atomic<bool> replay_done{false};
   absl::Status replay_status;
+  bool replay_interrupted = false;
   collect::ReplayOptions replay;
   replay.target = fmt::format("127.0.0.1:{}", d.grpc_port());
   replay.auth = *std::move(auth);
@@ -207,7 +203,11 @@ int DemoCommand::Run() {
   replay.cancel = &interrupted;
   std::thread feeder([&] {
     auto r = collect::Replay(h, replay, [&](uint64_t n) { sent.store(n); });
-    if (!r.ok()) replay_status = r.status();
+    if (!r.ok()) {
+      replay_status = r.status();
+    } else {
+      replay_interrupted = r->interrupted;
+    }
     replay_done.store(true);
   });
 
@@ -295,7 +295,15 @@ int DemoCommand::Run() {
     std::filesystem::remove_all(dir, ec);
   }
   if (interrupted.load()) {
-    std::cout << "interrupted: stopped cleanly\n";
+    if (replay_interrupted) {
+      std::cout << fmt::format(
+          "interrupted: stopped early, after sending {} of {} transactions. The stream was left "
+          "open, not ended: reads whose writers were never sent stay pending, never reported as "
+          "violations\n",
+          sent.load(), h.size());
+    } else {
+      std::cout << "interrupted: stopped cleanly, after the whole history was sent\n";
+    }
     return kExitValid;
   }
 

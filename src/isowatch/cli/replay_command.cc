@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/cli/command.h"
+#include "isowatch/cli/interrupt.h"
 #include "isowatch/cli/read_flags.h"
 #include "isowatch/collect/replay.h"
 #include "isowatch/formats/history_file.h"
@@ -22,6 +23,9 @@ CLI::App* ReplayCommand::Register(CLI::App& app) {
   read_.Register(*cmd);
   channel_.Register(*cmd);
   cmd->add_option("--stream", stream_, "Stream id the daemon knows this replay by");
+  cmd->add_option("--id-prefix", id_prefix_,
+                  "Prefix every transaction id and session with this text (ids are unique across "
+                  "the daemon's streams)");
   cmd->add_option("--batch", batch_, "Transactions per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--sigma-ms", sigma_ms_, "Standard deviation of the delivery delay (ms)")
       ->check(CLI::NonNegativeNumber);
@@ -77,7 +81,11 @@ int ReplayCommand::Run() {
                                          .rate_tps = collect_rate_tps_,
                                          .watermarks = !no_watermarks_};
   replay.send_rate_tps = rate_tps_;
+  replay.relabel.id_prefix = id_prefix_;
   replay.connect_timeout = absl::Milliseconds(connect_timeout_ms_);
+  // Ctrl-C stops sending, waits for the acks of what was sent and leaves the stream open: the
+  // daemon must not take the part sent for the whole history.
+  replay.cancel = &CatchInterrupts();
   auto result = collect::Replay(*h, replay);
   if (!result.ok()) {
     std::cerr << "isowatch replay: " << channel_.Explain(result.status()).message() << "\n";
@@ -94,6 +102,22 @@ int ReplayCommand::Run() {
       std::cout << fmt::format("  refused: batch {} #{} ({}): {}: {}\n", r.seq(), r.index(),
                                r.txn_id(), ingest::RefusalReasonName(r.reason()), r.detail());
     }
+  }
+  if (result->interrupted) {
+    std::cerr << fmt::format(
+        "isowatch replay: interrupted after {} of {} transactions; stream {} left open at batch "
+        "{} (not ended: the daemon keeps waiting for the rest)\n",
+        result->transactions, h->size(), stream_, result->durable_seq);
+    return kExitBadInput;
+  }
+  if (!result->refusals.empty()) {
+    uint64_t whole = 0;
+    for (const v1::Refusal& r : result->refusals) whole += r.whole_batch() ? 1 : 0;
+    std::cerr << fmt::format(
+        "isowatch replay: the daemon refused {} transactions and {} whole batches of what was "
+        "sent{}; what it refused is not checked\n",
+        result->refusals.size() - whole, whole, quiet_ ? "" : " (listed above)");
+    return kExitBadInput;
   }
   return kExitValid;
 }

@@ -24,6 +24,7 @@ class ReplayCommand {
   ReadFlags read_;
   ChannelFlags channel_;
   std::string stream_ = "replay";
+  std::string id_prefix_;
   uint32_t batch_ = 500;
   double sigma_ms_ = 10;
   double mean_ms_ = 100;

@@ -143,7 +143,10 @@ absl::StatusOr<ReplayResult> Replay(const history::History& h, const ReplayOptio
   ReplayResult result;
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < builder.size(); ++i) {
-    if (options.cancel != nullptr && options.cancel->load()) break;
+    if (options.cancel != nullptr && options.cancel->load()) {
+      result.interrupted = true;
+      break;
+    }
     std::shared_ptr<v1::IngestBatch> batch = ingest::NewArenaBatch();
     RETURN_IF_ERROR(builder.Build(i, batch.get()));
     const auto n = static_cast<uint64_t>(batch->txns_size());
@@ -159,11 +162,12 @@ absl::StatusOr<ReplayResult> Replay(const history::History& h, const ReplayOptio
       std::this_thread::sleep_until(due);
     }
   }
-  if (options.end_of_stream) {
+  if (options.end_of_stream && !result.interrupted) {
     ASSIGN_OR_RETURN(result.refusals, client.Close());
   } else {
-    result.refusals = client.TakeRefusals();
+    ASSIGN_OR_RETURN(result.refusals, client.Detach());
   }
+  result.durable_seq = client.durable_seq();
   result.reconnects = client.reconnects();
   result.duplicates = client.duplicates();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

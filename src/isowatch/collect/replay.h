@@ -42,7 +42,9 @@ struct ReplayOptions {
   // End the stream when the history has been sent (the daemon then stops waiting for it).
   bool end_of_stream = true;
   Relabel relabel;
-  // Set (from another thread) to stop sending; the stream is then closed as usual.
+  // Set (from another thread) to stop sending. The batches sent are then acknowledged, and the
+  // stream is left open (ingest::IngestClient::Detach), not ended: what was not sent must not be
+  // taken for all there was (ReplayResult::interrupted).
   const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -53,6 +55,9 @@ struct ReplayResult {
   uint64_t duplicates = 0;  // batches the daemon had already (re-sent after a reconnect)
   std::vector<v1::Refusal> refusals;
   double seconds = 0;
+  // Stopped by `cancel` before the whole history was sent; the stream was left open.
+  bool interrupted = false;
+  uint64_t durable_seq = 0;  // the last batch the daemon acknowledged
 };
 
 // The batches `h` is sent as: the delivery schedule's batches in arrival order, each with its
@@ -63,7 +68,8 @@ absl::StatusOr<std::vector<v1::IngestBatch>> BuildReplayBatches(const history::H
 
 // Streams `h` to isowatchd (the replay collector): builds the batches, sends them through an
 // ingest::IngestClient (which reconnects and resumes from the last ack), paces them at
-// send_rate_tps, and closes the stream. `progress` (optional) is called after each batch with
+// send_rate_tps, and closes the stream (unless options.end_of_stream is off, or it was cancelled:
+// then it leaves the stream open). `progress` (optional) is called after each batch with
 // the transactions sent so far.
 absl::StatusOr<ReplayResult> Replay(const history::History& h, const ReplayOptions& options,
                                     const std::function<void(uint64_t)>& progress = nullptr);

@@ -39,6 +39,9 @@ struct ValidatedBatch {
   std::vector<uint64_t> fingerprints;
   std::vector<v1::Refusal> refusals;
   bool whole_batch_refused = false;
+  // BatchFingerprint of the batch as the collector sent it (before any change by the service),
+  // for the sink to keep with the batch (DurableBatchOf).
+  uint64_t content_fingerprint = 0;
 };
 
 // What a sink reports of a batch it has made durable.
@@ -56,6 +59,15 @@ struct StreamPosition {
   uint64_t durable_seq = 0;                     // 0: nothing yet
   std::optional<history::Timestamp> watermark;  // the highest watermark made durable
   bool closed = false;                          // a batch with end_of_stream is durable
+  uint64_t epoch = 0;                           // the latest ClaimStream's epoch (0: never)
+};
+
+// What a sink kept of a durable batch, for the ack of the batch when it is sent again.
+struct DurableBatch {
+  // The refusals of its first ack, all of them (the service's and the sink's, in batch order).
+  std::vector<v1::Refusal> refusals;
+  // ValidatedBatch::content_fingerprint; nullopt when the sink does not know it.
+  std::optional<uint64_t> content_fingerprint;
 };
 
 // Where validated batches go: implemented by the daemon (RocksDB, then the engine) and by fakes in
@@ -124,16 +136,20 @@ class BatchSink {
   }
   // NOLINTEND(performance-unnecessary-value-param)
 
-  // The refusals of durable batch `seq` of `stream`, all of them (the service's and the sink's,
-  // in batch order), for the ack of the batch when it is sent again: its first ack may never
-  // have reached the collector. Empty when the batch had none or the sink does not keep them
-  // (the default). An error ends the RPC; the collector sends the batch again.
-  virtual absl::StatusOr<std::vector<v1::Refusal>> RefusalsOf(std::string_view stream,
-                                                              uint64_t seq) {
+  // What the sink kept of durable batch `seq` of `stream` (DurableBatch). A sink keeps it for at
+  // least the stream's latest 4,096 batches; for older ones, and by default, it knows nothing
+  // (no refusals, no fingerprint). An error ends the RPC; the collector sends the batch again.
+  virtual absl::StatusOr<DurableBatch> DurableBatchOf(std::string_view stream, uint64_t seq) {
     (void)stream;
     (void)seq;
-    return std::vector<v1::Refusal>{};
+    return DurableBatch{};
   }
+
+  // Makes a new writer of `stream` (ingest protocol, Claim): returns an epoch higher than every
+  // one returned before for the stream, durable (it survives a crash) before it is returned, as
+  // StreamPosition::epoch reports it from then on. Creates nothing else: a stream claimed but
+  // never written has no batches. Errors: the write's.
+  virtual absl::StatusOr<uint64_t> ClaimStream(std::string_view stream) = 0;
 };
 
 }  // namespace isowatch::ingest

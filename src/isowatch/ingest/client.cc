@@ -134,15 +134,22 @@ absl::Status IngestClient::Send(std::shared_ptr<v1::IngestBatch> batch) {
 }
 
 absl::StatusOr<std::vector<v1::Refusal>> IngestClient::Close() {
+  auto end = std::make_shared<v1::IngestBatch>();
+  end->set_end_of_stream(true);
+  return Finish(std::move(end));
+}
+
+absl::StatusOr<std::vector<v1::Refusal>> IngestClient::Detach() { return Finish(nullptr); }
+
+absl::StatusOr<std::vector<v1::Refusal>> IngestClient::Finish(
+    std::shared_ptr<v1::IngestBatch> last) {
   const absl::Time deadline = absl::Now() + options_.deadline;
   absl::Status status;
   {
     absl::MutexLock lock(&mu_);
-    if (closed_) return absl::FailedPreconditionError("Close called twice");
+    if (closed_) return absl::FailedPreconditionError("Close or Detach called twice");
     closed_ = true;
-    auto end = std::make_shared<v1::IngestBatch>();
-    end->set_end_of_stream(true);
-    status = Enqueue(std::move(end), deadline);
+    if (last != nullptr) status = Enqueue(std::move(last), deadline);
     if (status.ok()) {
       closing_ = true;
       auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -181,8 +188,51 @@ bool IngestClient::Connect() {
   }
 }
 
+bool IngestClient::Claim() {
+  absl::BitGen rng;
+  absl::Duration backoff = options_.initial_backoff;
+  while (true) {
+    grpc::ClientContext context;
+    // In short calls, so that StopThreads is not held up for long.
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return false;
+      context_ = &context;
+    }
+    v1::ClaimRequest request;
+    request.set_stream(stream_);
+    v1::ClaimReply reply;
+    const grpc::Status status = stub_->Claim(&context, request, &reply);
+    absl::MutexLock lock(&mu_);
+    context_ = nullptr;
+    if (stop_) return false;
+    if (status.ok()) {
+      epoch_ = reply.epoch();
+      return true;
+    }
+    if (!Retryable(status.error_code())) {
+      Fail(absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        fmt::format("stream \"{}\": claiming the stream failed: {}", stream_,
+                                    status.error_message())));
+      return false;
+    }
+    // Like a broken stream: again after a backoff, for as long as the client runs.
+    ++reconnects_;
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+    mu_.AwaitWithTimeout(absl::Condition(&stopping), Jitter(backoff, rng));
+    if (stop_) return false;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
 void IngestClient::Run() {
-  if (!Connect()) return;
+  if (!Connect() || !Claim()) return;
+  std::string epoch_text;
+  {
+    absl::MutexLock lock(&mu_);
+    epoch_text = fmt::format("{}", epoch_);
+  }
   absl::BitGen rng;
   absl::Duration backoff = options_.initial_backoff;
   bool first = true;
@@ -190,10 +240,15 @@ void IngestClient::Run() {
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_ || !fatal_.ok() || !unacked_.empty();
+        return stop_ || !fatal_.ok() || !unacked_.empty() || closing_;
       };
       mu_.Await(absl::Condition(&ready));
       if (stop_ || !fatal_.ok()) return;
+      if (unacked_.empty()) {
+        // Detached with everything acknowledged: nothing left to send.
+        finished_ = true;
+        return;
+      }
       if (!first) ++reconnects_;
       first = false;
       broken_ = false;
@@ -201,6 +256,7 @@ void IngestClient::Run() {
       next_write_ = unacked_.front().seq;
     }
     grpc::ClientContext context;
+    context.AddMetadata(kEpochMetadataKey, epoch_text);
     std::unique_ptr<ReaderWriter> stream = stub_->Stream(&context);
     {
       absl::MutexLock lock(&mu_);
@@ -306,6 +362,11 @@ uint64_t IngestClient::durable_seq() const {
   return durable_seq_;
 }
 
+uint64_t IngestClient::epoch() const {
+  absl::MutexLock lock(&mu_);
+  return epoch_;
+}
+
 uint64_t IngestClient::next_seq() const {
   absl::MutexLock lock(&mu_);
   return next_seq_;
@@ -333,9 +394,31 @@ std::vector<v1::Refusal> IngestClient::TakeRefusals() {
   return out;
 }
 
+absl::StatusOr<v1::ClaimReply> ClaimStream(v1::Ingest::StubInterface& stub, std::string_view stream,
+                                           const ClientOptions& options) {
+  const ClientOptions o = Normalize(options);
+  const absl::Time deadline = absl::Now() + o.deadline;
+  absl::BitGen rng;
+  absl::Duration backoff = o.initial_backoff;
+  v1::ClaimRequest request;
+  request.set_stream(std::string(stream));
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    v1::ClaimReply reply;
+    const grpc::Status status = stub.Claim(&context, request, &reply);
+    if (status.ok()) return reply;
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return FromGrpcStatus(status);
+    const absl::Duration wait = Jitter(backoff, rng);
+    backoff = std::min(backoff * 2, o.max_backoff);
+    if (absl::Now() + wait >= deadline) return FromGrpcStatus(status);
+    absl::SleepFor(wait);
+  }
+}
+
 absl::StatusOr<v1::IngestAck> PushBatch(v1::Ingest::StubInterface& stub,
                                         const v1::IngestBatch& batch, const ClientOptions& options,
-                                        PushStats* stats) {
+                                        PushStats* stats, uint64_t epoch) {
   const ClientOptions o = Normalize(options);
   const absl::Time deadline = absl::Now() + o.deadline;
   absl::BitGen rng;
@@ -343,6 +426,7 @@ absl::StatusOr<v1::IngestAck> PushBatch(v1::Ingest::StubInterface& stub,
   while (true) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
+    if (epoch != 0) context.AddMetadata(kEpochMetadataKey, fmt::format("{}", epoch));
     v1::IngestAck ack;
     const grpc::Status status = stub.Push(&context, batch, &ack);
     if (stats != nullptr) ++stats->attempts;

@@ -51,6 +51,12 @@ std::shared_ptr<grpc::Channel> MakeIngestChannel(const std::string& target,
 
 // The collector side of one stream over the bidirectional Ingest.Stream RPC.
 //
+// It first claims the stream (Ingest.Claim, retried like a broken stream):
+// from then on it is the stream's one writer, and sends its epoch with every batch. A later claim
+// by another writer (another collector with the same stream name, or a successor of this one)
+// fences it: the server refuses its next batch with FAILED_PRECONDITION, and the client stops.
+// So does a batch whose (stream, seq) the server holds with other content (ALREADY_EXISTS).
+//
 // Send gives each batch the stream's name and the next sequence number and queues it; a sender
 // thread writes the queued batches in order, a reader thread consumes the acks and drops each
 // batch once an ack says it is durable. When the stream breaks (server restart, network), the
@@ -86,8 +92,18 @@ class IngestClient {
   // client.
   absl::StatusOr<std::vector<v1::Refusal>> Close();
 
+  // Stops without ending the stream: waits until every batch sent is acknowledged (until
+  // options.deadline), then ends the RPC and stops the threads, sending no end_of_stream. The
+  // stream stays open on the server, its watermark where the last batch left it, so that nothing
+  // the collector did not send is taken as final; the collector (or its successor) resumes it
+  // from durable_seq() + 1. For a collector interrupted before it sent everything. Returns every
+  // refusal received, as Close does. Errors: as Close.
+  absl::StatusOr<std::vector<v1::Refusal>> Detach();
+
   // The highest seq the server has acknowledged as durable.
   uint64_t durable_seq() const;
+  // The writer epoch the claim brought; 0 before it came.
+  uint64_t epoch() const;
   // The seq the next Send assigns.
   uint64_t next_seq() const;
   // Times the stream was opened again after it broke.
@@ -109,6 +125,9 @@ class IngestClient {
   // Waits for the channel's first connection, until options_.connect_timeout (if not zero).
   // Returns false (the client stopped, or failed with UNAVAILABLE) if there is none.
   bool Connect();
+  // Claims the stream, retrying as Run reconnects (each retry counts as a reconnect). Returns
+  // false (the client stopped, or failed) if it got no epoch.
+  bool Claim();
   // Writes queued batches on `stream` until it breaks, the client stops, or (closing) every batch
   // is acknowledged. Returns true in the last case.
   bool WriteLoop(ReaderWriter& stream);
@@ -118,6 +137,8 @@ class IngestClient {
   bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopThreads();
+  // Close and Detach: queues `last` (when not null), then waits for every ack and stops.
+  absl::StatusOr<std::vector<v1::Refusal>> Finish(std::shared_ptr<v1::IngestBatch> last);
 
   const std::string target_;
   const std::string stream_;
@@ -130,12 +151,13 @@ class IngestClient {
   std::deque<Pending> unacked_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_);
   uint64_t durable_seq_ ABSL_GUARDED_BY(mu_);
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   // The seq of the next batch to write on the current connection.
   uint64_t next_write_ ABSL_GUARDED_BY(mu_) = 0;
   // The current connection's context (to cancel it), or null.
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;    // the current connection is unusable
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;   // Close queued end_of_stream
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;   // Close or Detach waits for the last acks
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // the stream ended cleanly after Close
   bool stop_ ABSL_GUARDED_BY(mu_) = false;      // the threads are to stop
   bool closed_ ABSL_GUARDED_BY(mu_) = false;    // Close was called
@@ -157,13 +179,22 @@ struct PushStats {
   uint64_t resource_exhausted = 0;  // answers RESOURCE_EXHAUSTED (queue full), each retried
 };
 
+// Claims `stream` with Ingest.Claim (a new writer: docs/ingest-protocol.md, section 2), retrying
+// UNAVAILABLE with the client's backoff until options.deadline. Returns the reply, whose epoch
+// goes with every batch of this writer (PushBatch's `epoch`). Errors: the last error when the
+// deadline passes, any other error at once. Thread-safe.
+absl::StatusOr<v1::ClaimReply> ClaimStream(v1::Ingest::StubInterface& stub, std::string_view stream,
+                                           const ClientOptions& options);
+
 // Sends `batch` (with its stream and seq set by the caller) with the unary Ingest.Push, retrying
 // until options.deadline: after RESOURCE_EXHAUSTED it waits as long as the server's
 // `retry-after-ms` advice says (options.initial_backoff without advice), after UNAVAILABLE as the
 // client's backoff says. Returns the ack. Errors: the last error when the deadline passes, any
 // other error at once. Thread-safe (as the stub is).
+// `epoch`: the writer's, from ClaimStream (0: a writer that did not claim the stream, which the
+// server refuses once anyone has).
 absl::StatusOr<v1::IngestAck> PushBatch(v1::Ingest::StubInterface& stub,
                                         const v1::IngestBatch& batch, const ClientOptions& options,
-                                        PushStats* stats = nullptr);
+                                        PushStats* stats = nullptr, uint64_t epoch = 0);
 
 }  // namespace isowatch::ingest

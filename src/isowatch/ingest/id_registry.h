@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace isowatch::ingest {
@@ -34,6 +36,16 @@ class IdRegistry {
   // Remembers `txn_id` with `fingerprint`. Never fails: an implementation whose storage fails
   // logs and counts it (a missed record only weakens the detection of reused ids).
   virtual void Record(std::string_view stream, std::string_view txn_id, uint64_t fingerprint) = 0;
+
+  // The name of another stream than `stream` that holds `txn_id`, if one does. One daemon checks
+  // one database, whose streams share keys and sessions, so a transaction id is unique across
+  // them: an id already accepted on another stream is refused (ID_ON_OTHER_STREAM). Only the ids
+  // Check still remembers are found. The default finds none.
+  virtual std::optional<std::string> OwnerOf(std::string_view stream, std::string_view txn_id) {
+    (void)stream;
+    (void)txn_id;
+    return std::nullopt;
+  }
 };
 
 }  // namespace isowatch::ingest

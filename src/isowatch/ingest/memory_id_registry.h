@@ -3,8 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -31,6 +33,11 @@ namespace isowatch::ingest {
 // Only Record calls that add an id count ("new ids"); recording an id already remembered changes
 // nothing. The state depends only on the sequence of Record calls of each stream, so replaying the
 // same calls (a daemon rebuilding the registry from its log) gives the same generations.
+//
+// OwnerOf finds the stream that holds an id through an index of 64-bit hashes of the ids (one
+// entry per id remembered, about 20 bytes), each with the first stream that recorded it; a hit is
+// confirmed in that stream's generations, so a collision of hashes never names a wrong stream (it
+// can only hide an owner: the id then counts as new on the other stream).
 class MemoryIdRegistry final : public IdRegistry {
  public:
   // `per_stream`: the bound described above; 0 remembers every id.
@@ -38,6 +45,7 @@ class MemoryIdRegistry final : public IdRegistry {
 
   Outcome Check(std::string_view stream, std::string_view txn_id, uint64_t fingerprint) override;
   void Record(std::string_view stream, std::string_view txn_id, uint64_t fingerprint) override;
+  std::optional<std::string> OwnerOf(std::string_view stream, std::string_view txn_id) override;
 
   // Ids remembered, over all streams.
   size_t size() const;
@@ -63,6 +71,7 @@ class MemoryIdRegistry final : public IdRegistry {
   // A stream's ids: `current` takes new ids; `previous` is the generation before it (always
   // empty when unbounded).
   struct Generations {
+    uint32_t index = 0;  // into names_
     Ids current;
     Ids previous;
   };
@@ -75,10 +84,25 @@ class MemoryIdRegistry final : public IdRegistry {
   static Key MakeKey(std::string_view txn_id);
   // The fingerprint recorded for `key` in `ids`, or null.
   static const uint64_t* Find(const Ids& ids, const Key& key);
+  static const uint64_t* Find(const Generations& g, const Key& key);
+  // The hash of owners_.
+  static uint64_t OwnerHash(const Key& key);
+  static uint64_t OwnerHash(int64_t number);
+  static uint64_t OwnerHash(std::string_view text);
+  // The stream's generations, created (with the next index) if needed.
+  Generations& StreamOf(std::string_view stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops `index`'s entries of owners_ for the ids of `ids`.
+  void Disown(const Ids& ids, uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Own(uint64_t hash, uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    owners_.try_emplace(hash, index);
+  }
 
   const size_t per_stream_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Generations> streams_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> names_ ABSL_GUARDED_BY(mu_);  // by Generations::index
+  // OwnerHash of each id remembered -> the index of the first stream that recorded it.
+  absl::flat_hash_map<uint64_t, uint32_t> owners_ ABSL_GUARDED_BY(mu_);
   size_t size_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

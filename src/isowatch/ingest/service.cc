@@ -2,6 +2,7 @@
 #include "isowatch/ingest/service.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include "isowatch/ingest/arena_batch.h"
 #include "isowatch/ingest/grpc_status.h"
 #include "isowatch/ingest/memory_id_registry.h"
+#include "isowatch/ingest/txn_fingerprint.h"
 
 namespace isowatch::ingest {
 namespace {
@@ -53,6 +55,22 @@ std::vector<uint32_t> RefusedIndices(const std::vector<v1::Refusal>& refusals) {
 
 bool Contains(const std::vector<uint32_t>& sorted, uint32_t index) {
   return std::binary_search(sorted.begin(), sorted.end(), index);
+}
+
+// The writer's epoch in the call's metadata (kEpochMetadataKey): 0 when absent.
+// InvalidArgument when it is not a decimal number.
+absl::StatusOr<uint64_t> EpochOf(const grpc::ServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kEpochMetadataKey);
+  if (it == metadata.end()) return 0;
+  uint64_t epoch = 0;
+  const char* begin = it->second.data();
+  const char* end = begin + it->second.size();
+  if (auto [ptr, ec] = std::from_chars(begin, end, epoch); ec != std::errc() || ptr != end) {
+    return absl::InvalidArgumentError(
+        fmt::format("metadata {}: not a decimal number", kEpochMetadataKey));
+  }
+  return epoch;
 }
 
 // The bytes of a received message in one piece, or nullopt if gRPC cannot give them.
@@ -192,8 +210,8 @@ IngestService::StreamState* IngestService::State(std::string_view stream) {
     return nullptr;
   }
   if (!known) ++stream_count_;
-  auto& state = streams_[std::move(name)];
-  state = std::make_unique<StreamState>();
+  auto& state = streams_[name];
+  state = std::make_unique<StreamState>(std::move(name));
   return state.get();
 }
 
@@ -208,6 +226,8 @@ grpc::Status IngestService::StreamBytes(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream) {
   const size_t window = std::max<size_t>(options_.max_pipelined_batches, 1);
+  const absl::StatusOr<uint64_t> epoch = EpochOf(*context);
+  if (!epoch.ok()) return ToGrpcStatus(epoch.status());
   auto pipe = std::make_shared<AckPipe>();
   using Entry = AckPipe::Entry;
 
@@ -284,7 +304,7 @@ grpc::Status IngestService::StreamBytes(
     }
     bool error = false;
     ApplyAsync(
-        std::move(batch), *std::move(wire),
+        std::move(batch), *std::move(wire), *epoch,
         [pipe, entry](absl::StatusOr<v1::IngestAck> ack) { pipe->Resolve(entry, std::move(ack)); });
     {
       // A batch refused synchronously (bad name, seq 0, in progress elsewhere) ends the RPC with
@@ -333,7 +353,9 @@ grpc::Status IngestService::Push(grpc::ServerContext* context, const v1::IngestB
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         "the server is draining: send the batch again later");
   }
-  absl::StatusOr<v1::IngestAck> ack = Apply(*request, SubmitMode::kNoWait);
+  const absl::StatusOr<uint64_t> epoch = EpochOf(*context);
+  if (!epoch.ok()) return ToGrpcStatus(epoch.status());
+  absl::StatusOr<v1::IngestAck> ack = Apply(*request, SubmitMode::kNoWait, *epoch);
   if (!ack.ok()) {
     if (ack.status().code() != absl::StatusCode::kResourceExhausted) {
       return ToGrpcStatus(ack.status());
@@ -350,7 +372,79 @@ grpc::Status IngestService::Push(grpc::ServerContext* context, const v1::IngestB
   return grpc::Status::OK;
 }
 
-absl::StatusOr<v1::IngestAck> IngestService::Apply(v1::IngestBatch batch_in, SubmitMode mode) {
+grpc::Status IngestService::Claim(grpc::ServerContext* /*context*/, const v1::ClaimRequest* request,
+                                  v1::ClaimReply* response) {
+  GateEntry gate(*this);
+  if (!gate.entered()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining: claim again later");
+  }
+  absl::StatusOr<v1::ClaimReply> reply = ClaimStream(request->stream());
+  if (!reply.ok()) return ToGrpcStatus(reply.status());
+  *response = *std::move(reply);
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<v1::ClaimReply> IngestService::ClaimStream(std::string_view stream) {
+  RETURN_IF_ERROR(CheckStreamName(stream));
+  StreamState* sp = State(stream);
+  if (sp == nullptr) return TooManyStreams(stream);
+  StreamState& state = *sp;
+  // After the batch of the stream in progress, if any: the new epoch fences the next one.
+  absl::MutexLock lock(&state.mu);
+  Load(state, stream);
+  ASSIGN_OR_RETURN(const uint64_t epoch, sink_.ClaimStream(stream));
+  if (epoch <= state.epoch) {
+    return absl::InternalError(
+        fmt::format("the sink handed out epoch {} for stream \"{}\", not above its epoch {}", epoch,
+                    stream, state.epoch));
+  }
+  state.epoch = epoch;
+  Bump(counters_.claims);
+  v1::ClaimReply reply;
+  reply.set_stream(std::string(stream));
+  reply.set_epoch(epoch);
+  absl::MutexLock durable_lock(&state.durable_mu);
+  reply.set_durable_seq(state.durable.seq);
+  reply.set_closed(state.durable.closed);
+  return reply;
+}
+
+void IngestService::Load(StreamState& state, std::string_view stream) {
+  if (state.loaded) return;
+  const StreamPosition position = sink_.Position(stream);
+  state.taken = Progress{
+      .seq = position.durable_seq, .watermark = position.watermark, .closed = position.closed};
+  state.epoch = position.epoch;
+  absl::MutexLock lock(&state.durable_mu);
+  state.durable = state.taken;
+  state.loaded = true;
+}
+
+absl::Status IngestService::CheckEpoch(const StreamState& state, uint64_t epoch) {
+  if (epoch == state.epoch) return absl::OkStatus();
+  Bump(counters_.batches_fenced);
+  if (options_.events.fenced) options_.events.fenced(state.name, epoch, state.epoch);
+  if (epoch < state.epoch && epoch == 0) {
+    return absl::FailedPreconditionError(fmt::format(
+        "stream \"{}\" has a writer that claimed it (epoch {}): a batch without an epoch is "
+        "refused; claim the stream, or use a stream name of its own",
+        state.name, state.epoch));
+  }
+  if (epoch < state.epoch) {
+    return absl::FailedPreconditionError(fmt::format(
+        "stream \"{}\" was claimed by another writer (epoch {}; this writer's is {}): this "
+        "writer is fenced and must stop. Two collectors may be using one stream name",
+        state.name, state.epoch, epoch));
+  }
+  // Epochs only grow, durably: one above the stream's was handed out by a daemon that had more.
+  return absl::DataLossError(
+      fmt::format("stream \"{}\": epoch {} was never handed out here (the stream's is {}): the "
+                  "daemon lost what it had of the stream (its store was replaced or wiped)",
+                  state.name, epoch, state.epoch));
+}
+
+absl::StatusOr<v1::IngestAck> IngestService::Apply(v1::IngestBatch batch_in, SubmitMode mode,
+                                                   uint64_t epoch) {
   Bump(counters_.batches_received);
   RETURN_IF_ERROR(CheckStreamName(batch_in.stream()));
   if (batch_in.seq() == 0) {
@@ -366,22 +460,17 @@ absl::StatusOr<v1::IngestAck> IngestService::Apply(v1::IngestBatch batch_in, Sub
     return absl::ResourceExhaustedError(
         fmt::format("another batch of stream \"{}\" is in progress", batch->stream()));
   }
-  absl::StatusOr<v1::IngestAck> ack = ApplyLocked(state, std::move(batch), mode);
+  absl::StatusOr<v1::IngestAck> ack = ApplyLocked(state, std::move(batch), mode, epoch);
   state.mu.Unlock();
   return ack;
 }
 
 absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestService::Prepare(
-    StreamState& state, std::shared_ptr<v1::IngestBatch> batch_ptr, std::string wire) {
+    StreamState& state, std::shared_ptr<v1::IngestBatch> batch_ptr, std::string wire,
+    uint64_t epoch) {
   v1::IngestBatch& batch = *batch_ptr;
-  if (!state.loaded) {
-    StreamPosition position = sink_.Position(batch.stream());
-    state.taken = Progress{
-        .seq = position.durable_seq, .watermark = position.watermark, .closed = position.closed};
-    absl::MutexLock lock(&state.durable_mu);
-    state.durable = state.taken;
-    state.loaded = true;
-  }
+  Load(state, batch.stream());
+  RETURN_IF_ERROR(CheckEpoch(state, epoch));
   uint64_t durable_seq = 0;
   {
     absl::MutexLock lock(&state.durable_mu);
@@ -403,11 +492,21 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
   ack.set_stream(batch.stream());
   ack.set_durable_seq(durable_seq);
   if (seq <= durable_seq) {
+    // The same batch again, or another one under its (stream, seq)?
+    ASSIGN_OR_RETURN(DurableBatch kept, sink_.DurableBatchOf(batch.stream(), seq));
+    if (kept.content_fingerprint && *kept.content_fingerprint != BatchFingerprint(batch)) {
+      Bump(counters_.batches_conflicting);
+      if (options_.events.conflicting) options_.events.conflicting(batch.stream(), seq);
+      return absl::AlreadyExistsError(fmt::format(
+          "batch {} of stream \"{}\" is durable with other content: another collector writes "
+          "this stream, or this one sent other batches under these numbers. Nothing of it was "
+          "kept; the stream's next batch is {}",
+          seq, batch.stream(), durable_seq + 1));
+    }
     // Its refusals again (not counted again): the collector may not have had the first ack.
-    ASSIGN_OR_RETURN(std::vector<v1::Refusal> refusals, sink_.RefusalsOf(batch.stream(), seq));
     Bump(counters_.batches_duplicate);
     ack.set_duplicate(true);
-    for (v1::Refusal& r : refusals) *ack.add_refusals() = std::move(r);
+    for (v1::Refusal& r : kept.refusals) *ack.add_refusals() = std::move(r);
     return ack;
   }
   if (seq <= state.taken.seq) {
@@ -432,10 +531,12 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
     return ack;
   }
 
+  const uint64_t content = BatchFingerprint(batch);
   PendingIdView ids_view(registry_, state);
   BatchValidation validation =
       ValidateBatch(batch, options_.limits, ids_view,
                     wire.empty() ? std::nullopt : std::optional<uint64_t>(wire.size()));
+  if (!validation.whole_batch_refused) ReserveIds(state, seq, validation);
   Prepared p;
   p.seq = seq;
   p.received = static_cast<uint64_t>(batch.txns_size());
@@ -475,6 +576,7 @@ absl::StatusOr<std::variant<v1::IngestAck, IngestService::Prepared>> IngestServi
   p.validated.fingerprints = std::move(validation.fingerprints);
   p.validated.refusals = std::move(validation.refusals);
   p.validated.whole_batch_refused = validation.whole_batch_refused;
+  p.validated.content_fingerprint = content;
   return p;
 }
 
@@ -504,21 +606,26 @@ void IngestService::Finish(Prepared& p, const SinkAck& sink_ack) {
 
 absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state,
                                                          std::shared_ptr<v1::IngestBatch> batch,
-                                                         SubmitMode mode) {
-  ASSIGN_OR_RETURN(auto prepared, Prepare(state, std::move(batch), std::string()));
+                                                         SubmitMode mode, uint64_t epoch) {
+  ASSIGN_OR_RETURN(auto prepared, Prepare(state, std::move(batch), std::string(), epoch));
   if (auto* ack = std::get_if<v1::IngestAck>(&prepared)) return std::move(*ack);
   Prepared& p = std::get<Prepared>(prepared);
   const std::string stream = p.ack.stream();
   absl::StatusOr<SinkAck> durable = mode == SubmitMode::kWait
                                         ? sink_.Submit(std::move(p.validated))
                                         : sink_.TrySubmit(std::move(p.validated));
-  if (!durable.ok()) return durable.status();
+  if (!durable.ok()) {
+    ReleaseIds(state, p.ids);
+    return durable.status();
+  }
   if (durable->durable_seq < p.seq) {
+    ReleaseIds(state, p.ids);
     return absl::InternalError(
         fmt::format("the sink made batch {} of stream \"{}\" durable but reports durable seq {}",
                     p.seq, stream, durable->durable_seq));
   }
   RecordKept(stream, p.ids, durable->refusals);
+  ReleaseIds(state, p.ids);
   state.taken = p.next;
   {
     absl::MutexLock lock(&state.durable_mu);
@@ -529,6 +636,7 @@ absl::StatusOr<v1::IngestAck> IngestService::ApplyLocked(StreamState& state,
 }
 
 void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire,
+                               uint64_t epoch,
                                const std::function<void(absl::StatusOr<v1::IngestAck>)>& done) {
   Bump(counters_.batches_received);
   if (absl::Status s = CheckStreamName(batch->stream()); !s.ok()) return done(s);
@@ -541,7 +649,7 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
   StreamState& state = *state_ptr;
   absl::MutexLock lock(&state.mu);
   absl::StatusOr<std::variant<v1::IngestAck, Prepared>> prepared =
-      Prepare(state, std::move(batch), std::move(wire));
+      Prepare(state, std::move(batch), std::move(wire), epoch);
   if (!prepared.ok()) return done(prepared.status());
   if (auto* ack = std::get_if<v1::IngestAck>(&*prepared)) return done(std::move(*ack));
   auto p = std::make_shared<Prepared>(std::get<Prepared>(std::move(*prepared)));
@@ -580,6 +688,8 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
       } else {
         sp->failed = true;
       }
+      // After RecordKept: a reservation ends only once its ids are in the registry.
+      ReleaseIds(*sp, ids);
     }
     if (!durable.ok()) return done(durable.status());
     Finish(*p, *durable);
@@ -593,6 +703,7 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
       absl::MutexLock durable_lock(&state.durable_mu);
       --state.in_flight;
       for (const AcceptedId& a : state.pending_batches.back().ids) state.pending_ids.erase(a.id);
+      ReleaseIds(state, state.pending_batches.back().ids);
       state.pending_batches.pop_back();
     }
     return done(refusals.status());
@@ -604,13 +715,61 @@ void IngestService::ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::stri
     if (!state.pending_batches.empty() && state.pending_batches.back().seq == p->seq) {
       const std::vector<uint32_t> refused = RefusedIndices(*refusals);
       std::vector<AcceptedId>& ids = state.pending_batches.back().ids;
+      std::vector<AcceptedId> dropped;
       for (const AcceptedId& a : ids) {
-        if (Contains(refused, a.index)) state.pending_ids.erase(a.id);
+        if (!Contains(refused, a.index)) continue;
+        state.pending_ids.erase(a.id);
+        dropped.push_back(a);
       }
+      ReleaseIds(state, dropped);
       std::erase_if(ids, [&refused](const AcceptedId& a) { return Contains(refused, a.index); });
     }
   }
   state.taken = p->next;
+}
+
+void IngestService::ReserveIds(const StreamState& state, uint64_t seq,
+                               BatchValidation& validation) {
+  std::vector<v1::Refusal> refused;
+  std::vector<uint32_t> accepted;
+  std::vector<uint64_t> fingerprints;
+  std::vector<std::string> ids;
+  absl::MutexLock lock(&owners_mu_);
+  for (size_t i = 0; i < validation.accepted.size(); ++i) {
+    std::string& id = validation.ids[i];
+    // Reservations first: one ends only after its ids are in the registry.
+    std::optional<std::string> owner;
+    if (auto it = reserved_ids_.find(id); it != reserved_ids_.end() && it->second != &state) {
+      owner = it->second->name;
+    } else {
+      owner = registry_.OwnerOf(state.name, id);
+    }
+    if (owner) {
+      refused.push_back(MakeRefusal(
+          seq, validation.accepted[i], id, v1::ID_ON_OTHER_STREAM,
+          fmt::format("transaction id {} was accepted on stream \"{}\": the streams of one daemon "
+                      "share one history, so ids must be unique across them",
+                      id, *owner)));
+      continue;
+    }
+    reserved_ids_.try_emplace(id, &state);
+    accepted.push_back(validation.accepted[i]);
+    fingerprints.push_back(validation.fingerprints[i]);
+    ids.push_back(std::move(id));
+  }
+  validation.accepted = std::move(accepted);
+  validation.fingerprints = std::move(fingerprints);
+  validation.ids = std::move(ids);
+  if (!refused.empty()) validation.refusals = MergeRefusals(validation.refusals, refused);
+}
+
+void IngestService::ReleaseIds(const StreamState& state, const std::vector<AcceptedId>& ids) {
+  if (ids.empty()) return;
+  absl::MutexLock lock(&owners_mu_);
+  for (const AcceptedId& a : ids) {
+    auto it = reserved_ids_.find(a.id);
+    if (it != reserved_ids_.end() && it->second == &state) reserved_ids_.erase(it);
+  }
 }
 
 void IngestService::RecordKept(const std::string& stream, const std::vector<AcceptedId>& ids,

@@ -49,6 +49,9 @@ struct IngestCounters {
   std::atomic<uint64_t> watermark_regressions{0};   // watermarks below the stream's, ignored
   std::atomic<uint64_t> push_rejected_busy{0};      // unary Push answered RESOURCE_EXHAUSTED
   std::atomic<uint64_t> streams_refused{0};         // batches of a stream over max_streams, refused
+  std::atomic<uint64_t> claims{0};                  // Claim calls answered with an epoch
+  std::atomic<uint64_t> batches_fenced{0};          // batches of a writer that is not the current
+  std::atomic<uint64_t> batches_conflicting{0};     // (stream, seq) durable with other content
   // Transactions refused, by reason (RefusalReasonName gives the label); a whole-batch refusal
   // counts every transaction of its batch.
   std::array<std::atomic<uint64_t>, kRefusalReasonCount> refusals{};
@@ -64,6 +67,10 @@ struct IngestEvents {
   std::function<void(std::string_view stream, uint64_t seq, const history::Timestamp& sent,
                      const history::Timestamp& held)>
       watermark_regressed;
+  // A batch of `stream` came with writer epoch `sent` while the stream's is `current`: refused.
+  std::function<void(std::string_view stream, uint64_t sent, uint64_t current)> fenced;
+  // Batch `seq` of `stream`, durable already, was sent again with other content: refused.
+  std::function<void(std::string_view stream, uint64_t seq)> conflicting;
 };
 
 struct IngestServiceOptions {
@@ -85,6 +92,9 @@ struct IngestServiceOptions {
 
 // The name of the trailing metadata entry that carries the retry advice (milliseconds, decimal).
 inline constexpr char kRetryAfterMetadataKey[] = "retry-after-ms";
+// The name of the call metadata entry that carries the writer's epoch (decimal) on Stream and
+// Push: what Claim returned. Absent: 0, the epoch of a stream never claimed.
+inline constexpr char kEpochMetadataKey[] = "isowatch-epoch";
 
 // The ingest gRPC service (proto/isowatch/v1/ingest.proto, docs/ingest-protocol.md) on the
 // synchronous gRPC API: each RPC runs on a gRPC thread. Per batch it checks the stream name and
@@ -115,6 +125,13 @@ class IngestService final : public v1::Ingest::Service {
 
   grpc::Status Push(grpc::ServerContext* context, const v1::IngestBatch* request,
                     v1::IngestAck* response) override;
+  grpc::Status Claim(grpc::ServerContext* context, const v1::ClaimRequest* request,
+                     v1::ClaimReply* response) override;
+
+  // Makes a new writer of `stream`, as the Claim RPC does: its epoch (durable, through the sink),
+  // then every batch of the stream must carry it (Apply's `epoch`). Errors: InvalidArgument (no
+  // valid stream name), FailedPrecondition (one stream more than max_streams), the sink's.
+  absl::StatusOr<v1::ClaimReply> ClaimStream(std::string_view stream);
 
   // How Apply hands a batch to the sink.
   enum class SubmitMode {
@@ -125,7 +142,11 @@ class IngestService final : public v1::Ingest::Service {
   // stream name, seq 0), Unavailable (draining), ResourceExhausted (kNoWait and busy), Internal
   // (the sink broke its contract), or the sink's error. After an error nothing of the batch is
   // durable or remembered, and the same batch can be sent again.
-  absl::StatusOr<v1::IngestAck> Apply(v1::IngestBatch batch, SubmitMode mode);
+  // `epoch`: the writer's, from its claim (0 for a writer that never claimed the stream); one
+  // below the stream's current epoch is FailedPrecondition (fenced), one above it DataLoss (the
+  // daemon lost the claim). A batch under a (stream, seq)
+  // already durable with other content is AlreadyExists.
+  absl::StatusOr<v1::IngestAck> Apply(v1::IngestBatch batch, SubmitMode mode, uint64_t epoch = 0);
 
   // Stops taking batches (those that come later fail with UNAVAILABLE) and waits until none is in
   // progress, or until `deadline`. Returns true if none is in progress. Irreversible.
@@ -156,10 +177,13 @@ class IngestService final : public v1::Ingest::Service {
   // What the service knows of one stream: loaded from the sink when first met, then kept up to
   // date by the batches it hands over (`taken`) and the sink's reports (`durable`).
   struct StreamState {
+    explicit StreamState(std::string stream_name) : name(std::move(stream_name)) {}
+    const std::string name;
     // Held while a batch of the stream is checked, validated and handed to the sink.
     absl::Mutex mu;
     bool loaded ABSL_GUARDED_BY(mu) = false;
-    Progress taken ABSL_GUARDED_BY(mu);  // including the batches waiting for their sync
+    Progress taken ABSL_GUARDED_BY(mu);      // including the batches waiting for their sync
+    uint64_t epoch ABSL_GUARDED_BY(mu) = 0;  // the current writer's (ClaimStream)
 
     // Guards what the sink's callbacks update (they never wait for `mu`).
     absl::Mutex durable_mu ABSL_ACQUIRED_AFTER(mu);
@@ -195,12 +219,19 @@ class IngestService final : public v1::Ingest::Service {
   // Checks and validates a batch under the stream's lock. Returns the ack at once (duplicate,
   // gap, closed stream) or what to hand to the sink.
   // `wire`: the batch as received, or empty.
+  // `epoch`: the writer's (Apply).
   absl::StatusOr<std::variant<v1::IngestAck, Prepared>> Prepare(
-      StreamState& state, std::shared_ptr<v1::IngestBatch> batch, std::string wire)
+      StreamState& state, std::shared_ptr<v1::IngestBatch> batch, std::string wire, uint64_t epoch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
+  // Loads what the sink has of the stream, the first time.
+  void Load(StreamState& state, std::string_view stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
+  // FailedPrecondition or DataLoss (Apply), counted and reported, unless `epoch` is the stream's
+  // current one.
+  absl::Status CheckEpoch(const StreamState& state, uint64_t epoch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
   absl::StatusOr<v1::IngestAck> ApplyLocked(StreamState& state,
-                                            std::shared_ptr<v1::IngestBatch> batch, SubmitMode mode)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
+                                            std::shared_ptr<v1::IngestBatch> batch, SubmitMode mode,
+                                            uint64_t epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
   // The streaming RPC (Ingest.Stream). It reads the batches as bytes, which it parses once onto
   // an arena (ParseArenaBatch) and hands to the sink with the batch (ValidatedBatch::wire).
   grpc::Status StreamBytes(grpc::ServerContext* context,
@@ -211,13 +242,22 @@ class IngestService final : public v1::Ingest::Service {
                          grpc::ServerUnaryStreamer<grpc::ByteBuffer, v1::IngestAck>* call);
   // The pipelined Apply of the streaming RPC: calls `done` exactly once, with the ack once the
   // batch is durable (or at once), or with an error.
-  void ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire,
+  void ApplyAsync(std::shared_ptr<v1::IngestBatch> batch, std::string wire, uint64_t epoch,
                   const std::function<void(absl::StatusOr<v1::IngestAck>)>& done);
   // Counts a batch made durable and completes its ack, with the sink's refusals.
   void Finish(Prepared& prepared, const SinkAck& sink_ack);
   // Counts the ack's refusals (a whole-batch one for each of the batch's `transactions`) and
   // reports them (IngestEvents::refused).
   void CountRefusals(const v1::IngestAck& ack, uint64_t transactions);
+  // Refuses with ID_ON_OTHER_STREAM the accepted transactions of `validation` (of batch `seq`)
+  // whose id another stream holds: remembered by the registry (IdRegistry::OwnerOf), or reserved
+  // by a batch of it still in flight. Reserves the ids of the others for `state` until their batch
+  // is settled (ReleaseIds): ids are unique across streams, and checked in one place so that two
+  // streams sending one id at once cannot both have it.
+  void ReserveIds(const StreamState& state, uint64_t seq, BatchValidation& validation);
+  // Ends `state`'s reservations of `ids`: their batch is durable (and its kept ids recorded in the
+  // registry first), failed, or the sink refused them.
+  void ReleaseIds(const StreamState& state, const std::vector<AcceptedId>& ids);
   // Records in the IdRegistry the ids of a durable batch, but those of the transactions the sink
   // refused.
   void RecordKept(const std::string& stream, const std::vector<AcceptedId>& ids,
@@ -238,6 +278,10 @@ class IngestService final : public v1::Ingest::Service {
   // options_.known_streams, and how many streams count towards max_streams.
   absl::flat_hash_set<std::string> known_streams_ ABSL_GUARDED_BY(streams_mu_);
   size_t stream_count_ ABSL_GUARDED_BY(streams_mu_) = 0;
+
+  // Transaction ids in batches in flight -> the stream whose batch holds them (ReserveIds).
+  absl::Mutex owners_mu_;
+  absl::flat_hash_map<std::string, const StreamState*> reserved_ids_ ABSL_GUARDED_BY(owners_mu_);
 
   absl::Mutex gate_mu_;
   int in_progress_ ABSL_GUARDED_BY(gate_mu_) = 0;

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/ingest/txn_fingerprint.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 #include <xxhash.h>
 
 #include <fmt/format.h>
@@ -126,6 +129,57 @@ uint64_t TxnFingerprint(const v1::Transaction& txn) {
     h.U64(txn.snapshot().xmax());
     h.U64(static_cast<uint64_t>(txn.snapshot().xip_size()));
     for (uint64_t x : txn.snapshot().xip()) h.U64(x);
+  }
+  return h.value();
+}
+
+uint64_t BatchFingerprint(const v1::IngestBatch& batch) {
+  // TxnFingerprint uses the thread's buffer: the transactions' first, then the batch's own.
+  std::vector<uint64_t> txns;
+  txns.reserve(static_cast<size_t>(batch.txns_size()));
+  for (const v1::Transaction& t : batch.txns()) txns.push_back(TxnFingerprint(t));
+  std::vector<std::pair<std::string_view, std::string_view>> metadata;
+  if (batch.has_header()) {
+    for (const auto& [key, value] : batch.header().metadata()) metadata.emplace_back(key, value);
+    std::sort(metadata.begin(), metadata.end());
+  }
+  ContentHash h;
+  h.Byte(0xba);  // never the first byte of a transaction's encoding
+  h.U64(txns.size());
+  for (uint64_t f : txns) h.U64(f);
+  HashTimestamp(batch.has_watermark(), batch.watermark(), h);
+  h.Byte(batch.end_of_stream() ? 1 : 0);
+  if (!batch.has_header()) {
+    h.Byte(0);
+    return h.value();
+  }
+  const v1::Header& header = batch.header();
+  h.Byte(1);
+  h.U64(header.version());
+  h.Bytes(header.time_unit());
+  h.U64(metadata.size());
+  for (const auto& [key, value] : metadata) {
+    h.Bytes(key);
+    h.Bytes(value);
+  }
+  const v1::InitialState& initial = header.initial();
+  HashDatum(initial.default_value(), h);
+  h.U64(static_cast<uint64_t>(initial.registers_size()));
+  for (const v1::InitialState::Register& r : initial.registers()) {
+    HashDatum(r.key(), h);
+    HashDatum(r.value(), h);
+    h.Byte(r.installed() ? 1 : 0);
+  }
+  h.U64(static_cast<uint64_t>(initial.lists_size()));
+  for (const v1::InitialState::List& l : initial.lists()) {
+    HashDatum(l.key(), h);
+    h.U64(static_cast<uint64_t>(l.elements_size()));
+    for (const v1::Datum& e : l.elements()) HashDatum(e, h);
+  }
+  h.U64(static_cast<uint64_t>(initial.tombstones_size()));
+  for (const v1::KeyValue& kv : initial.tombstones()) {
+    HashDatum(kv.key(), h);
+    HashDatum(kv.value(), h);
   }
   return h.value();
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "isowatch/v1/history.pb.h"
+#include "isowatch/v1/ingest.pb.h"
 
 namespace isowatch::ingest {
 
@@ -19,6 +20,14 @@ namespace isowatch::ingest {
 // and unknown marks, and the xid and snapshot when there are any. Not content: Transaction.stream
 // (the batch names the stream) and unknown fields. Deterministic, pure and thread-safe.
 uint64_t TxnFingerprint(const v1::Transaction& txn);
+
+// A stable 64-bit fingerprint of a batch's content, to tell a batch sent again (the same content
+// under its (stream, seq): a duplicate) from another batch under a (stream, seq) already durable
+// (refused). Content: the transactions in order (each by TxnFingerprint), the watermark, the end
+// of stream mark and the header (version, time unit, metadata in key order, the initial state
+// in its order). Not content: the stream and seq, and Transaction.stream. Encoded as
+// docs/ingest-protocol.md says and hashed like TxnFingerprint, with the same guarantees.
+uint64_t BatchFingerprint(const v1::IngestBatch& batch);
 
 // The transaction's id as text: id_int in decimal, id_str as is, "" when neither is set.
 std::string TxnIdString(const v1::Transaction& txn);

@@ -169,6 +169,8 @@ std::string_view RefusalReasonName(v1::RefusalReason reason) {
       return "key_kind_conflict";
     case v1::SESSION_SEQ_CONFLICT:
       return "session_seq_conflict";
+    case v1::ID_ON_OTHER_STREAM:
+      return "id_on_other_stream";
     default:
       break;
   }

@@ -13,6 +13,7 @@
 #include "isowatch/common/status_macros.h"
 #include "isowatch/common/string_view.h"
 #include "isowatch/ingest/validate.h"
+#include "isowatch/v1/checkpoint.pb.h"
 
 namespace isowatch::monitor {
 
@@ -46,21 +47,37 @@ void DurableLog::Stop() {
 }
 
 ingest::StreamPosition DurableLog::Position(std::string_view stream) const {
+  ingest::StreamPosition p;
+  // A stream may be claimed and have no record yet (nothing written).
+  if (absl::StatusOr<uint64_t> epoch = store_->StreamEpoch(stream); epoch.ok()) {
+    p.epoch = *epoch;
+  } else {
+    spdlog::error("{}", common::StdView(epoch.status().message()));
+  }
   absl::StatusOr<store::StreamRecord> r = store_->GetStream(stream);
-  if (!r.ok()) return {};
-  return ingest::StreamPosition{
-      .durable_seq = r->durable_seq, .watermark = r->watermark, .closed = r->closed};
+  if (!r.ok()) return p;
+  p.durable_seq = r->durable_seq;
+  p.watermark = r->watermark;
+  p.closed = r->closed;
+  return p;
 }
 
-absl::StatusOr<std::vector<v1::Refusal>> DurableLog::RefusalsOf(std::string_view stream,
+absl::StatusOr<ingest::DurableBatch> DurableLog::DurableBatchOf(std::string_view stream,
                                                                 uint64_t seq) const {
-  ASSIGN_OR_RETURN(const std::string bytes, store_->BatchRefusals(stream, seq));
-  v1::IngestAck kept;
-  if (!kept.ParseFromString(bytes)) {
+  ASSIGN_OR_RETURN(const std::string bytes, store_->BatchMemo(stream, seq));
+  v1::BatchMemo memo;
+  if (!memo.ParseFromString(bytes)) {
     return absl::DataLossError(
-        fmt::format("the refusals kept with batch {} of stream \"{}\" do not decode", seq, stream));
+        fmt::format("the memo kept with batch {} of stream \"{}\" does not decode", seq, stream));
   }
-  return std::vector<v1::Refusal>(kept.refusals().begin(), kept.refusals().end());
+  ingest::DurableBatch out;
+  out.refusals.assign(memo.refusals().begin(), memo.refusals().end());
+  if (memo.has_content_fingerprint()) out.content_fingerprint = memo.content_fingerprint();
+  return out;
+}
+
+absl::StatusOr<uint64_t> DurableLog::ClaimStream(std::string_view stream) {
+  return store_->ClaimStream(stream);
 }
 
 absl::StatusOr<ingest::SinkAck> DurableLog::AppendAndWait(ingest::ValidatedBatch batch, bool wait) {
@@ -117,19 +134,18 @@ absl::StatusOr<std::vector<v1::Refusal>> DurableLog::Append(
   if (logged->has_watermark()) {
     watermark = history::Timestamp{logged->watermark().physical(), logged->watermark().logical()};
   }
-  // The ack's refusals, kept with the batch so that the ack of a re-sent batch repeats them.
-  std::string refusals;
-  if (!vb.refusals.empty() || !decision.refusals.empty()) {
-    v1::IngestAck kept;
-    for (v1::Refusal& r : ingest::MergeRefusals(vb.refusals, decision.refusals)) {
-      *kept.add_refusals() = std::move(r);
-    }
-    refusals = kept.SerializeAsString();
+  // The ack's refusals and the batch's content, kept with it so that the ack of the batch sent
+  // again repeats them, and another batch under its (stream, seq) is told apart.
+  v1::BatchMemo memo;
+  for (v1::Refusal& r : ingest::MergeRefusals(vb.refusals, decision.refusals)) {
+    *memo.add_refusals() = std::move(r);
   }
+  memo.set_content_fingerprint(vb.content_fingerprint);
+  const std::string memo_bytes = memo.SerializeAsString();
   // Unsynced: the syncer makes it durable together with whatever else was appended meanwhile.
   absl::StatusOr<uint64_t> position =
       store_->AppendBatch(logged->stream(), logged->seq(), watermark, logged->end_of_stream(),
-                          bytes, /*sync=*/false, refusals);
+                          bytes, /*sync=*/false, memo_bytes);
   if (!position.ok()) {
     conflicts_.Undo();
     queue_->Unreserve();

@@ -33,9 +33,10 @@ namespace isowatch::monitor {
 // queues the synced batches for the engine thread and reports them durable, in append order.
 // Only durable batches reach the engine thread: recovery replays only what is durable.
 //
-// Thread-safe: Append, AppendAndWait, Position and RefusalsOf from any thread; the durable
-// callbacks run on the syncer thread. Owns the conflict registry and the syncer thread (Start,
-// Stop); the store, the metrics, the queue and the clock belong to the caller and outlive it.
+// Thread-safe: Append, AppendAndWait, Position, DurableBatchOf and ClaimStream from any thread; the
+// durable callbacks run on the syncer thread. Owns the conflict registry and the syncer thread
+// (Start, Stop); the store, the metrics, the queue and the clock belong to the caller and outlive
+// it.
 class DurableLog {
  public:
   DurableLog(store::Store* store, server::DaemonMetrics* metrics, internal::BatchQueue* queue,
@@ -66,9 +67,10 @@ class DurableLog {
   // Append, then waits until the batch is durable (BatchSink::Submit and TrySubmit).
   absl::StatusOr<ingest::SinkAck> AppendAndWait(ingest::ValidatedBatch batch, bool wait);
 
-  // What is durable of `stream`, as BatchSink::Position and RefusalsOf answer.
+  // What is durable of `stream`, as BatchSink::Position, DurableBatchOf and ClaimStream answer.
   ingest::StreamPosition Position(std::string_view stream) const;
-  absl::StatusOr<std::vector<v1::Refusal>> RefusalsOf(std::string_view stream, uint64_t seq) const;
+  absl::StatusOr<ingest::DurableBatch> DurableBatchOf(std::string_view stream, uint64_t seq) const;
+  absl::StatusOr<uint64_t> ClaimStream(std::string_view stream);
 
  private:
   // A batch appended and waiting for the syncer.

@@ -27,6 +27,9 @@ ingest::IngestEvents IngestLog::Events() {
       .watermark_regressed =
           [this](std::string_view stream, uint64_t seq, const history::Timestamp& sent,
                  const history::Timestamp& held) { WatermarkRegressed(stream, seq, sent, held); },
+      .fenced = [this](std::string_view stream, uint64_t sent,
+                       uint64_t current) { Fenced(stream, sent, current); },
+      .conflicting = [this](std::string_view stream, uint64_t seq) { Conflicting(stream, seq); },
   };
 }
 
@@ -63,6 +66,26 @@ void IngestLog::WatermarkRegressed(std::string_view stream, uint64_t seq,
       "collector that went back, or two collectors on one stream){}",
       stream, seq, sent.physical, sent.logical, held.physical, held.logical,
       HeldBack(held_back, "backward watermarks"));
+}
+
+void IngestLog::Fenced(std::string_view stream, uint64_t sent, uint64_t current) {
+  uint64_t held_back = 0;
+  if (!writers_.Allow(clock_->NowMicros() / 1000, &held_back)) return;
+  spdlog::warn(
+      "stream {}: batch of writer epoch {} refused: the stream's writer is epoch {} ({}){}", stream,
+      sent, current,
+      sent < current ? "a newer writer claimed it; two collectors may share its name"
+                     : "the daemon lost the claim: its store was replaced",
+      HeldBack(held_back, "refused writers"));
+}
+
+void IngestLog::Conflicting(std::string_view stream, uint64_t seq) {
+  uint64_t held_back = 0;
+  if (!writers_.Allow(clock_->NowMicros() / 1000, &held_back)) return;
+  spdlog::warn(
+      "stream {}: batch {} refused: it is durable with other content (another collector writes "
+      "this stream, or this one numbered other batches the same){}",
+      stream, seq, HeldBack(held_back, "refused writers"));
 }
 
 }  // namespace isowatch::monitor

@@ -14,8 +14,9 @@ namespace isowatch::monitor {
 
 // The daemon's log lines for what ingest refuses or ignores (docs/operations.md, "Logs"): one
 // line per batch with refused transactions (how many, by reason, and the first one's detail),
-// and one per watermark below its stream's, both at warn. Each kind is limited to kBurst lines
-// every kIntervalMs; the next line let through says how many were not logged.
+// one per watermark below its stream's, one per batch of a fenced writer and one per batch sent
+// under a (stream, seq) durable with other content, all at warn. Each kind is limited to kBurst
+// lines every kIntervalMs; the next line let through says how many were not logged.
 //
 // Thread-safe. Owns its rate limiters; the clock belongs to the caller and outlives it.
 class IngestLog {
@@ -33,11 +34,14 @@ class IngestLog {
   void Refused(const v1::IngestAck& ack, uint64_t transactions);
   void WatermarkRegressed(std::string_view stream, uint64_t seq, const history::Timestamp& sent,
                           const history::Timestamp& held);
+  void Fenced(std::string_view stream, uint64_t sent, uint64_t current);
+  void Conflicting(std::string_view stream, uint64_t seq);
 
  private:
   const common::Clock* const clock_;
   RateLimiter refusals_{kIntervalMs, kBurst};
   RateLimiter watermarks_{kIntervalMs, kBurst};
+  RateLimiter writers_{kIntervalMs, kBurst};  // fenced and conflicting batches
 };
 
 }  // namespace isowatch::monitor

@@ -52,6 +52,12 @@ MetricsExporter::MetricsExporter(store::Store* store, server::DaemonMetrics* met
                             .series = "isowatch_refused_batches_total"};
   kept_[kStreamsRefused] = {.metric = &metrics_->streams_refused(),
                             .series = "isowatch_ingest_streams_refused_total"};
+  kept_[kFencedBatches] = {.metric = &metrics_->fenced_batches(),
+                           .series = "isowatch_ingest_fenced_batches_total"};
+  kept_[kConflictingBatches] = {.metric = &metrics_->conflicting_batches(),
+                                .series = "isowatch_ingest_conflicting_batches_total"};
+  kept_[kStreamClaims] = {.metric = &metrics_->stream_claims(),
+                          .series = "isowatch_ingest_stream_claims_total"};
   kept_[kWatermarkRegressions] = {.metric = &metrics_->watermark_regressions(),
                                   .series = "isowatch_watermark_regressions_total"};
   kept_[kFlipFlops] = {.metric = &metrics_->flip_flops(), .series = "isowatch_flip_flops_total"};
@@ -136,6 +142,9 @@ MetricsExporter::Sources MetricsExporter::ReadSources(const LiveChecker& live,
     out[kDuplicateBatches] = counters->batches_duplicate.load(std::memory_order_relaxed);
     out[kRefusedBatches] = counters->batches_refused.load(std::memory_order_relaxed);
     out[kStreamsRefused] = counters->streams_refused.load(std::memory_order_relaxed);
+    out[kFencedBatches] = counters->batches_fenced.load(std::memory_order_relaxed);
+    out[kConflictingBatches] = counters->batches_conflicting.load(std::memory_order_relaxed);
+    out[kStreamClaims] = counters->claims.load(std::memory_order_relaxed);
     out[kWatermarkRegressions] = counters->watermark_regressions.load(std::memory_order_relaxed);
   }
   out[kHistoryConflicts] = late_refusals;

@@ -92,9 +92,13 @@ absl::Status Monitor::Ready() const {
 
 ingest::StreamPosition Monitor::Position(std::string_view stream) { return log_.Position(stream); }
 
-absl::StatusOr<std::vector<v1::Refusal>> Monitor::RefusalsOf(std::string_view stream,
+absl::StatusOr<ingest::DurableBatch> Monitor::DurableBatchOf(std::string_view stream,
                                                              uint64_t seq) {
-  return log_.RefusalsOf(stream, seq);
+  return log_.DurableBatchOf(stream, seq);
+}
+
+absl::StatusOr<uint64_t> Monitor::ClaimStream(std::string_view stream) {
+  return log_.ClaimStream(stream);
 }
 
 absl::StatusOr<ingest::SinkAck> Monitor::Submit(ingest::ValidatedBatch batch) {

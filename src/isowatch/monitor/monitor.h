@@ -44,9 +44,10 @@ namespace isowatch::monitor {
 // Start (the engine thread), Stop (drain: no new batches, every queued one applied, a last
 // checkpoint, the window checks cancelled), and the destructor (the syncer).
 //
-// Thread-safe: Submit/TrySubmit/SubmitAsync/Position/RefusalsOf from ingest threads, Query and
-// GetStatus from HTTP threads, the rest from the owner's thread. SubmitAsync's callbacks run on
-// the syncer thread, in append order. The store and the metrics belong to the caller.
+// Thread-safe: Submit/TrySubmit/SubmitAsync/Position/DurableBatchOf/ClaimStream from ingest
+// threads, Query and GetStatus from HTTP threads, the rest from the owner's thread. SubmitAsync's
+// callbacks run on the syncer thread, in append order. The store and the metrics belong to the
+// caller.
 class Monitor final : public ingest::BatchSink,
                       public server::ViolationSource,
                       public server::StatusSource {
@@ -87,8 +88,9 @@ class Monitor final : public ingest::BatchSink,
 
   // ingest::BatchSink
   ingest::StreamPosition Position(std::string_view stream) override;
-  absl::StatusOr<std::vector<v1::Refusal>> RefusalsOf(std::string_view stream,
+  absl::StatusOr<ingest::DurableBatch> DurableBatchOf(std::string_view stream,
                                                       uint64_t seq) override;
+  absl::StatusOr<uint64_t> ClaimStream(std::string_view stream) override;
   absl::StatusOr<ingest::SinkAck> Submit(ingest::ValidatedBatch batch) override;
   absl::StatusOr<ingest::SinkAck> TrySubmit(ingest::ValidatedBatch batch) override;
   absl::StatusOr<std::vector<v1::Refusal>> SubmitAsync(ingest::ValidatedBatch batch,

@@ -83,6 +83,25 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                               "ingest.max_streams.")
                           .Register(r)
                           .Add({});
+  fenced_batches_ = &BuildCounter()
+                         .Name("isowatch_ingest_fenced_batches_total")
+                         .Help(
+                             "Batches refused because a newer writer claimed their stream, or "
+                             "their writer's epoch is unknown to the daemon.")
+                         .Register(r)
+                         .Add({});
+  conflicting_batches_ = &BuildCounter()
+                              .Name("isowatch_ingest_conflicting_batches_total")
+                              .Help(
+                                  "Batches refused because their stream and sequence number were "
+                                  "durable with other content.")
+                              .Register(r)
+                              .Add({});
+  stream_claims_ = &BuildCounter()
+                        .Name("isowatch_ingest_stream_claims_total")
+                        .Help("Claims of streams answered: writers that took a stream.")
+                        .Register(r)
+                        .Add({});
   queue_depth_ = &BuildGauge()
                       .Name("isowatch_ingest_queue_batches")
                       .Help("Batches received and not yet applied to the engine.")

@@ -53,6 +53,12 @@ class DaemonMetrics {
   prometheus::Counter& watermark_regressions() { return *watermark_regressions_; }
   // Batches refused because their stream would be one more than ingest.max_streams.
   prometheus::Counter& streams_refused() { return *streams_refused_; }
+  // Batches refused because their writer is not the stream's current one (docs/ingest-protocol.md,
+  // section 2), and batches refused because their (stream, seq) was durable with other content.
+  prometheus::Counter& fenced_batches() { return *fenced_batches_; }
+  prometheus::Counter& conflicting_batches() { return *conflicting_batches_; }
+  // Claims of streams answered (new writers).
+  prometheus::Counter& stream_claims() { return *stream_claims_; }
   // Batches received but not yet applied to the engine.
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   // Seconds from a batch's receipt to its durable acknowledgement.
@@ -194,6 +200,9 @@ class DaemonMetrics {
   prometheus::Counter* refused_batches_;
   prometheus::Counter* watermark_regressions_;
   prometheus::Counter* streams_refused_;
+  prometheus::Counter* fenced_batches_;
+  prometheus::Counter* conflicting_batches_;
+  prometheus::Counter* stream_claims_;
   prometheus::Gauge* queue_depth_;
   prometheus::Histogram* ingest_batch_latency_;
   prometheus::Gauge* remembered_ids_;

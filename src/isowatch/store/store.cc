@@ -198,7 +198,7 @@ Store::StreamState* Store::FindStream(std::string_view name, bool create) {
 absl::StatusOr<uint64_t> Store::AppendBatch(std::string_view stream, uint64_t seq,
                                             std::optional<history::Timestamp> watermark,
                                             bool end_of_stream, std::string_view bytes, bool sync,
-                                            std::string_view refusals) {
+                                            std::string_view memo) {
   if (stream.empty()) return absl::InvalidArgumentError("a stream needs a non-empty name");
   RETURN_IF_ERROR(CheckWritable());
   StreamState* state = FindStream(stream, /*create=*/seq == 1);
@@ -253,17 +253,18 @@ absl::StatusOr<uint64_t> Store::AppendBatch(std::string_view stream, uint64_t se
                                                              .closed = next.closed,
                                                              .header = next.header})),
                       "encoding a stream record"));
-  if (!refusals.empty()) {
-    // Those of batches older than the kept ones go in the same write (a no-op when none are).
+  if (!memo.empty()) {
+    // The memo that falls out of the kept ones goes in the same write: one point deletion, as
+    // every batch has a memo.
     if (seq > kKeptRefusalBatches) {
       RETURN_IF_ERROR(FromRocksStatus(
-          batch.DeleteRange(handles_->refusals, internal::EncodeRefusalsKey(next.id, 0),
-                            internal::EncodeRefusalsKey(next.id, seq - kKeptRefusalBatches + 1)),
-          "forgetting old refusals"));
+          batch.Delete(handles_->refusals,
+                       internal::EncodeRefusalsKey(next.id, seq - kKeptRefusalBatches)),
+          "forgetting an old batch memo"));
     }
     RETURN_IF_ERROR(FromRocksStatus(
-        batch.Put(handles_->refusals, internal::EncodeRefusalsKey(next.id, seq), ToSlice(refusals)),
-        "encoding a batch's refusals"));
+        batch.Put(handles_->refusals, internal::EncodeRefusalsKey(next.id, seq), ToSlice(memo)),
+        "encoding a batch memo"));
   }
   RETURN_IF_ERROR(Write(batch, sync && options_.sync_writes,
                         fmt::format("appending batch {} of {}", seq, StreamLabel(stream))));
@@ -420,14 +421,16 @@ absl::StatusOr<StreamRecord> Store::GetStream(std::string_view name) const {
   return state->record;
 }
 
-absl::StatusOr<std::string> Store::BatchRefusals(std::string_view stream, uint64_t seq) const {
+absl::StatusOr<std::string> Store::BatchMemo(std::string_view stream, uint64_t seq) const {
   uint32_t id = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = streams_.find(ToAbsl(stream));
     if (it == streams_.end()) return std::string();
     absl::MutexLock state_lock(&it->second->mu);
-    if (seq > it->second->record.durable_seq) return std::string();
+    const uint64_t durable = it->second->record.durable_seq;
+    // Beyond the kept ones: a stale memo of a store written before memos were point-deleted.
+    if (seq > durable || seq + kKeptRefusalBatches <= durable) return std::string();
     id = it->second->record.id;
   }
   std::string value;
@@ -435,8 +438,36 @@ absl::StatusOr<std::string> Store::BatchRefusals(std::string_view stream, uint64
                                               internal::EncodeRefusalsKey(id, seq), &value);
   if (s.IsNotFound()) return std::string();
   RETURN_IF_ERROR(FromRocksStatus(
-      s, fmt::format("reading the refusals of batch {} of {}", seq, StreamLabel(stream))));
+      s, fmt::format("reading the memo of batch {} of {}", seq, StreamLabel(stream))));
   return value;
+}
+
+absl::StatusOr<uint64_t> Store::ClaimStream(std::string_view name) {
+  if (name.empty()) return absl::InvalidArgumentError("a stream needs a non-empty name");
+  RETURN_IF_ERROR(CheckWritable());
+  absl::MutexLock lock(&claim_mu_);
+  ASSIGN_OR_RETURN(const uint64_t epoch, StreamEpoch(name));
+  rocksdb::WriteBatch batch;
+  RETURN_IF_ERROR(FromRocksStatus(
+      batch.Put(handles_->epochs, ToSlice(name), EncodeNumberKey(epoch + 1)), "encoding an epoch"));
+  // Synced whatever sync_writes says: an epoch handed out twice would let two writers in.
+  RETURN_IF_ERROR(Write(batch, /*sync=*/true, fmt::format("claiming {}", StreamLabel(name))));
+  return epoch + 1;
+}
+
+absl::StatusOr<uint64_t> Store::StreamEpoch(std::string_view name) const {
+  std::string value;
+  const rocksdb::Status s =
+      handles_->db->Get(rocksdb::ReadOptions(), handles_->epochs, ToSlice(name), &value);
+  if (s.IsNotFound()) return 0;
+  RETURN_IF_ERROR(
+      FromRocksStatus(s, fmt::format("reading the writer epoch of {}", StreamLabel(name))));
+  absl::StatusOr<uint64_t> epoch = DecodeNumberKey(value);
+  if (!epoch.ok()) {
+    return absl::DataLossError(
+        fmt::format("the writer epoch of {} does not decode", StreamLabel(name)));
+  }
+  return *epoch;
 }
 
 std::vector<StreamRecord> Store::ListStreams() const {

@@ -103,7 +103,7 @@ class Store {
  public:
   // Version of the on-disk format this code reads and writes.
   static constexpr uint32_t kFormatVersion = 2;
-  // How many of a stream's latest batches keep their refusals at least (BatchRefusals).
+  // How many of a stream's latest batches keep their memo at least (BatchMemo).
   static constexpr uint64_t kKeptRefusalBatches = 4096;
   // Size of a checkpoint's chunks (the last one may be smaller).
   static constexpr size_t kCheckpointChunkBytes = size_t{4} << 20;
@@ -133,19 +133,19 @@ class Store {
   // becomes durable against a power failure only at the next SyncLog (or synced write) that
   // starts after AppendBatch returns. The stream's record (GetStream) counts the batch at once.
   //
-  // `refusals`, when not empty, is kept with the batch in the same write (opaque to the store:
-  // the daemon keeps the refusals of the batch's ack there), for BatchRefusals to return when
-  // the batch is sent again. Writing them forgets those of the stream's batches at or below
-  // seq - kKeptRefusalBatches.
+  // `memo`, when not empty, is kept with the batch in the same write (opaque to the store: the
+  // daemon keeps there the refusals of the batch's ack and its content fingerprint), for
+  // BatchMemo to return when the batch is sent again. The same write forgets the memo of the
+  // stream's batch seq - kKeptRefusalBatches.
   absl::StatusOr<uint64_t> AppendBatch(std::string_view stream, uint64_t seq,
                                        std::optional<history::Timestamp> watermark,
                                        bool end_of_stream, std::string_view bytes, bool sync = true,
-                                       std::string_view refusals = {});
+                                       std::string_view memo = {});
 
-  // The `refusals` AppendBatch kept with batch `seq` of `stream`: empty when it had none, when
-  // the batch is not durable, or when a batch of the stream at or above seq + kKeptRefusalBatches
-  // kept refusals since. Errors: the read's error.
-  absl::StatusOr<std::string> BatchRefusals(std::string_view stream, uint64_t seq) const;
+  // The `memo` AppendBatch kept with batch `seq` of `stream`: empty when it had none, when the
+  // batch is not durable, or when it is kKeptRefusalBatches or more batches behind the stream's
+  // latest. Errors: the read's error.
+  absl::StatusOr<std::string> BatchMemo(std::string_view stream, uint64_t seq) const;
 
   // Makes durable every write that returned before the call (RocksDB's SyncWAL); one call covers
   // any number of unsynced appends, of any streams (group commit: the caller batches). A no-op
@@ -196,6 +196,17 @@ class Store {
   // Stores `header` as the stream's header, creating the stream (durable_seq 0) if needed.
   // Errors: InvalidArgument for an empty name; the write's error.
   absl::Status SetStreamHeader(std::string_view name, std::string_view header);
+
+  // ---- Writers ----
+
+  // Raises the writer epoch of stream `name` by one and returns it, in a synced write: it is
+  // durable before it is returned, so no epoch is ever handed out twice, crashes included. A
+  // stream never claimed has epoch 0; claiming needs no stream record (none is created).
+  // Errors: InvalidArgument for an empty name; the write's error.
+  absl::StatusOr<uint64_t> ClaimStream(std::string_view name);
+  // The stream's latest epoch (0: never claimed). Errors: the read's error; DataLoss when the
+  // stored epoch does not decode.
+  absl::StatusOr<uint64_t> StreamEpoch(std::string_view name) const;
 
   // ---- Violations ----
 
@@ -292,6 +303,9 @@ class Store {
 
   // Serialises SyncLog.
   absl::Mutex sync_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+
+  // Serialises ClaimStream, which reads an epoch before it writes the next.
+  absl::Mutex claim_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 
   // Serialises truncations and checkpoints.
   absl::Mutex truncate_mu_ ABSL_ACQUIRED_BEFORE(mu_);

@@ -10,6 +10,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "isowatch/ingest/health_check.h"
 #include "isowatch/ingest/memory_id_registry.h"
 #include "isowatch/ingest/service.h"
+#include "isowatch/ingest/txn_fingerprint.h"
 
 #include "tests/unit/ingest/fake_batch_sink.h"
 #include "tests/unit/ingest/txn_builder.h"
@@ -204,6 +206,74 @@ TEST_F(ClientTest, ResumesAStreamFromAGivenSeq) {
   EXPECT_EQ(second.durable_seq(), 6u);
   EXPECT_EQ(sink_.txn_counts().size(), 5u * kTxns);
   for (const auto& [key, count] : sink_.applied_counts()) EXPECT_EQ(count, 1) << key.second;
+}
+
+// Two collectors on one stream name: the second's claim fences the first, whose next batch fails
+// it (FAILED_PRECONDITION); the second's own batch 1 is another batch under a durable (stream,
+// seq), refused (ALREADY_EXISTS). Neither is acknowledged as a duplicate of the other, and the sink
+// holds the first one's batches only.
+TEST_F(ClientTest, TwoWritersOfOneStreamAreBothStoppedAndNothingIsMixed) {
+  Start(0, sink_);
+  IngestClient first(server_->address(), kStream, Options());
+  ASSERT_TRUE(first.Send(Batch(0)).ok());
+  ASSERT_TRUE(sink_.AwaitDurable(kStream, 1, kWait));
+  const absl::Time until = absl::Now() + kWait;
+  while (first.durable_seq() < 1 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(2));
+  EXPECT_EQ(first.epoch(), 1u);
+
+  IngestClient second(server_->address(), kStream, Options());
+  ASSERT_TRUE(second.Send(Batch(100)).ok());
+  absl::StatusOr<std::vector<v1::Refusal>> second_closed = second.Close();
+  EXPECT_EQ(second_closed.status().code(), absl::StatusCode::kAlreadyExists)
+      << second_closed.status();
+  EXPECT_EQ(second.epoch(), 2u);
+
+  (void)first.Send(Batch(1));
+  absl::StatusOr<std::vector<v1::Refusal>> first_closed = first.Close();
+  EXPECT_EQ(first_closed.status().code(), absl::StatusCode::kFailedPrecondition)
+      << first_closed.status();
+  EXPECT_THAT(std::string(first_closed.status().message()),
+              ::testing::HasSubstr("claimed by another writer"));
+
+  const std::vector<ValidatedBatch> batches = sink_.batches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(TxnIdString(batches[0].batch->txns(0)), "1");
+  EXPECT_FALSE(sink_.Position(kStream).closed);
+}
+
+// Detach leaves the stream open: everything sent is acknowledged, no end of stream is sent, and a
+// successor that claims the stream resumes it after the last ack.
+TEST_F(ClientTest, DetachLeavesTheStreamOpenForASuccessor) {
+  Start(0, sink_);
+  uint64_t durable = 0;
+  {
+    IngestClient client(server_->address(), kStream, Options());
+    for (int64_t n = 0; n < 5; ++n) ASSERT_TRUE(client.Send(Batch(n)).ok());
+    absl::StatusOr<std::vector<v1::Refusal>> detached = client.Detach();
+    ASSERT_TRUE(detached.ok()) << detached.status();
+    durable = client.durable_seq();
+    EXPECT_EQ(client.Send(Batch(5)).code(), absl::StatusCode::kFailedPrecondition);
+  }
+  EXPECT_EQ(durable, 5u);
+  EXPECT_EQ(sink_.Position(kStream).durable_seq, 5u);
+  EXPECT_FALSE(sink_.Position(kStream).closed);
+  ClientOptions o = Options();
+  o.first_seq = durable + 1;
+  IngestClient successor(server_->address(), kStream, o);
+  ASSERT_TRUE(successor.Send(Batch(5)).ok());
+  ASSERT_TRUE(successor.Close().ok());
+  EXPECT_EQ(successor.epoch(), 2u);
+  EXPECT_EQ(sink_.Position(kStream).durable_seq, 7u);
+  EXPECT_TRUE(sink_.Position(kStream).closed);
+  EXPECT_EQ(sink_.txn_counts().size(), static_cast<size_t>(6 * kTxns));
+}
+
+// Detach with nothing sent ends at once, and sends nothing.
+TEST_F(ClientTest, DetachWithNothingSentSendsNothing) {
+  Start(0, sink_);
+  IngestClient client(server_->address(), kStream, Options());
+  ASSERT_TRUE(client.Detach().ok());
+  EXPECT_TRUE(sink_.batches().empty());
 }
 
 }  // namespace

@@ -48,6 +48,22 @@ class FakeBatchSink final : public BatchSink {
     return ApplyLocked(std::move(batch));
   }
 
+  // The content fingerprint the batch had (and no refusals: this sink keeps none).
+  absl::StatusOr<DurableBatch> DurableBatchOf(std::string_view stream, uint64_t seq) override {
+    absl::MutexLock lock(&mu_);
+    for (const ValidatedBatch& b : batches_) {
+      if (b.batch->stream() == stream && b.batch->seq() == seq) {
+        return DurableBatch{.content_fingerprint = b.content_fingerprint};
+      }
+    }
+    return DurableBatch{};
+  }
+
+  absl::StatusOr<uint64_t> ClaimStream(std::string_view stream) override {
+    absl::MutexLock lock(&mu_);
+    return ++positions_[std::string(stream)].epoch;
+  }
+
   void SetFull(bool full) {
     absl::MutexLock lock(&mu_);
     full_ = full;

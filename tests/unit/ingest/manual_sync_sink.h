@@ -31,8 +31,17 @@ class ManualSyncSink final : public BatchSink {
  public:
   StreamPosition Position(std::string_view stream) override {
     absl::MutexLock lock(&mu_);
-    auto it = durable_.find(std::string(stream));
-    return it == durable_.end() ? StreamPosition{} : StreamPosition{.durable_seq = it->second};
+    StreamPosition p;
+    if (auto it = durable_.find(std::string(stream)); it != durable_.end()) {
+      p.durable_seq = it->second;
+    }
+    if (auto it = epochs_.find(std::string(stream)); it != epochs_.end()) p.epoch = it->second;
+    return p;
+  }
+
+  absl::StatusOr<uint64_t> ClaimStream(std::string_view stream) override {
+    absl::MutexLock lock(&mu_);
+    return ++epochs_[std::string(stream)];
   }
 
   absl::StatusOr<SinkAck> Submit(ValidatedBatch batch) override {
@@ -149,6 +158,7 @@ class ManualSyncSink final : public BatchSink {
   std::set<std::string> refused_ids_ ABSL_GUARDED_BY(mu_);
   size_t taken_total_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, uint64_t> durable_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> epochs_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<std::string, uint64_t>> synced_ ABSL_GUARDED_BY(mu_);
   std::vector<ValidatedBatch> durable_batches_ ABSL_GUARDED_BY(mu_);
 };

@@ -176,5 +176,43 @@ TEST(MemoryIdRegistryTest, TheSameRecordsGiveTheSameState) {
   }
 }
 
+// Ids are unique across streams: OwnerOf names the other stream that holds an id, never the
+// asking stream itself, and only while the id is remembered.
+TEST(MemoryIdRegistryTest, OwnerOfNamesTheOtherStreamThatHoldsAnId) {
+  MemoryIdRegistry r(/*per_stream=*/2);
+  r.Record("a", "7", 1);
+  r.Record("a", "x-1", 2);
+  EXPECT_EQ(r.OwnerOf("b", "7"), "a");
+  EXPECT_EQ(r.OwnerOf("b", "x-1"), "a");
+  EXPECT_EQ(r.OwnerOf("a", "7"), std::nullopt);  // its own
+  EXPECT_EQ(r.OwnerOf("b", "8"), std::nullopt);
+  EXPECT_EQ(r.OwnerOf("b", "07"), std::nullopt);  // not the integer 7
+  r.Record("b", "9", 3);
+  EXPECT_EQ(r.OwnerOf("a", "9"), "b");
+  // Four more ids on "a": 7 and x-1 are forgotten (2N after them), so nobody holds them.
+  for (const char* id : {"10", "11", "12", "13"}) r.Record("a", id, 4);
+  EXPECT_EQ(r.Check("a", "7", 1), IdRegistry::Outcome::kNew);
+  EXPECT_EQ(r.OwnerOf("b", "7"), std::nullopt);
+  EXPECT_EQ(r.OwnerOf("b", "x-1"), std::nullopt);
+  EXPECT_EQ(r.OwnerOf("b", "13"), "a");
+}
+
+// A checkpoint restores the owners with the ids.
+TEST(MemoryIdRegistryTest, OwnersSurviveACheckpoint) {
+  MemoryIdRegistry r;
+  r.Record("a", "1", 1);
+  r.Record("b", "two", 2);
+  v1::IdRegistryCheckpoint saved;
+  r.Save(&saved);
+  MemoryIdRegistry restored;
+  ASSERT_TRUE(restored.Restore(saved).ok());
+  EXPECT_EQ(restored.OwnerOf("b", "1"), "a");
+  EXPECT_EQ(restored.OwnerOf("a", "two"), "b");
+  EXPECT_EQ(restored.OwnerOf("c", "1"), "a");
+  EXPECT_EQ(restored.OwnerOf("a", "1"), std::nullopt);
+  restored.Record("c", "3", 3);
+  EXPECT_EQ(restored.OwnerOf("a", "3"), "c");
+}
+
 }  // namespace
 }  // namespace isowatch::ingest

@@ -211,6 +211,44 @@ TEST_F(PipelineTest, SinkRefusalsAreInTheAckAndTheirIdsCountForNothing) {
   EXPECT_EQ(c.refusals[v1::KEY_KIND_CONFLICT].load(), 2u);
 }
 
+// Two streams send one id at once: the first batch to be validated reserves it, so the other is
+// refused while the first still waits for its sync, and after it too. A batch that failed gives
+// its ids back.
+TEST_F(PipelineTest, AnIdInFlightOnAnotherStreamIsRefused) {
+  Rpc a(*stub_, sink_);
+  ASSERT_TRUE(a.Write(WriteBatch("a", 1, 1, 2)));  // ids 1 and 2, not durable yet
+  ASSERT_TRUE(sink_.AwaitTaken(1, kWait));
+  Rpc b(*stub_, sink_);
+  ASSERT_TRUE(b.Write(WriteBatch("b", 1, 2, 2)));  // ids 2 and 3
+  ASSERT_TRUE(sink_.AwaitTaken(2, kWait));
+  sink_.Sync();
+  std::vector<SeenAck> acks = b.AwaitAcks(1);
+  ASSERT_EQ(acks.size(), 1u);
+  ASSERT_EQ(acks[0].ack.refusals_size(), 1) << acks[0].ack.ShortDebugString();
+  EXPECT_EQ(acks[0].ack.refusals(0).txn_id(), "2");
+  EXPECT_EQ(acks[0].ack.refusals(0).reason(), v1::ID_ON_OTHER_STREAM);
+  EXPECT_EQ(a.AwaitAcks(1).size(), 1u);
+  ASSERT_TRUE(a.Finish().ok());
+
+  // Stream "c" takes id 9, its sync fails: 9 is free again for "b".
+  {
+    Rpc c(*stub_, sink_);
+    ASSERT_TRUE(c.Write(WriteBatch("c", 1, 9, 1)));
+    ASSERT_TRUE(sink_.AwaitTaken(3, kWait));
+    sink_.Fail(absl::UnavailableError("disk gone"));
+    EXPECT_FALSE(c.FinishEnded().ok());
+  }
+  ASSERT_TRUE(b.Write(WriteBatch("b", 2, 9, 1)));
+  ASSERT_TRUE(sink_.AwaitTaken(4, kWait));
+  sink_.Sync();
+  acks = b.AwaitAcks(2);
+  ASSERT_TRUE(b.Finish().ok());
+  ASSERT_EQ(acks.size(), 2u);
+  EXPECT_EQ(acks[1].ack.refusals_size(), 0) << acks[1].ack.ShortDebugString();
+  EXPECT_EQ(registry_.OwnerOf("a", "9"), "b");
+  EXPECT_EQ(registry_.OwnerOf("b", "1"), "a");
+}
+
 TEST_F(PipelineTest, FailedSyncFailsItsBatchesAndTheyAreSentAgain) {
   {
     Rpc rpc(*stub_, sink_);

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -55,16 +56,36 @@ class ServiceTest : public ::testing::Test {
     stub_ = v1::Ingest::NewStub(channel_);
   }
 
-  // Opens a raw Stream RPC.
+  // Opens a raw Stream RPC, as the writer with `epoch` (0: one that never claimed).
   struct RawStream {
     grpc::ClientContext context;
     std::unique_ptr<grpc::ClientReaderWriter<v1::IngestBatch, v1::IngestAck>> rw;
   };
-  std::unique_ptr<RawStream> Open() {
+  std::unique_ptr<RawStream> Open(uint64_t epoch = 0) {
     auto s = std::make_unique<RawStream>();
     s->context.set_deadline(absl::ToChronoTime(absl::Now() + kWait));
+    if (epoch != 0) s->context.AddMetadata(kEpochMetadataKey, std::to_string(epoch));
     s->rw = stub_->Stream(&s->context);
     return s;
+  }
+
+  // Claims `stream`; its epoch.
+  uint64_t Claim(const std::string& stream) {
+    grpc::ClientContext context;
+    v1::ClaimRequest request;
+    request.set_stream(stream);
+    v1::ClaimReply reply;
+    const grpc::Status status = stub_->Claim(&context, request, &reply);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return reply.epoch();
+  }
+
+  // Writes `batch` on `s` and returns how the RPC ended (it must end).
+  static grpc::Status ExchangeFails(RawStream& s, const v1::IngestBatch& batch) {
+    EXPECT_TRUE(s.rw->Write(batch));
+    v1::IngestAck ack;
+    EXPECT_FALSE(s.rw->Read(&ack)) << ack.ShortDebugString();
+    return s.rw->Finish();
   }
 
   // Writes `batch` on `s` and reads its ack.
@@ -159,6 +180,96 @@ TEST_F(ServiceTest, DuplicatesAreRecognisedAfterARestart) {
   EXPECT_EQ(sink_.batches().size(), 2u);
 }
 
+// A batch sent again under its (stream, seq) is a duplicate only with the same content; another
+// batch under a (stream, seq) already durable is refused (ALREADY_EXISTS), never acknowledged,
+// counted, and nothing of it is kept. After a restart too.
+TEST_F(ServiceTest, AnotherBatchUnderADurableSeqIsRefused) {
+  std::vector<std::pair<std::string, uint64_t>> reported;
+  service_options_.events.conflicting = [&reported](std::string_view stream, uint64_t seq) {
+    reported.emplace_back(stream, seq);
+  };
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  Start(0);
+  auto s = Open();
+  EXPECT_EQ(Exchange(*s, WriteBatch("a", 1, 1, 2)).durable_seq(), 1u);
+  const grpc::Status status = ExchangeFails(*s, WriteBatch("a", 1, 5, 2));  // other ids
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("durable with other content"));
+  // A change of watermark or end of stream is a change of content too.
+  v1::IngestBatch marked = WriteBatch("a", 1, 1, 2);
+  marked.set_end_of_stream(true);
+  auto t = Open();
+  EXPECT_EQ(ExchangeFails(*t, marked).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  Start(0);
+  auto u = Open();
+  EXPECT_TRUE(Exchange(*u, WriteBatch("a", 1, 1, 2)).duplicate());  // the same content
+  EXPECT_TRUE(Finish(*u).ok());
+  auto v = Open();
+  EXPECT_EQ(ExchangeFails(*v, WriteBatch("a", 1, 2, 2)).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(sink_.batches().size(), 1u);
+  EXPECT_EQ(Load(server_->counters().batches_conflicting), 1u);  // this server's
+  EXPECT_EQ(reported,
+            (std::vector<std::pair<std::string, uint64_t>>{{"a", 1}, {"a", 1}, {"a", 1}}));
+}
+
+// A stream has one writer at a time: each claim gets a higher epoch and fences the writers before
+// it (FAILED_PRECONDITION); a writer that never claimed is refused once anyone has, and an epoch
+// never handed out is DATA_LOSS.
+TEST_F(ServiceTest, AClaimFencesTheEarlierWriters) {
+  std::vector<std::pair<uint64_t, uint64_t>> fenced;  // (sent, current)
+  service_options_.events.fenced = [&fenced](std::string_view, uint64_t sent, uint64_t current) {
+    fenced.emplace_back(sent, current);
+  };
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  Start(0);
+  auto unclaimed = Open();
+  EXPECT_EQ(Exchange(*unclaimed, WriteBatch("a", 1, 1, 1)).durable_seq(), 1u);
+  const uint64_t first = Claim("a");
+  EXPECT_EQ(first, 1u);
+  grpc::Status status = ExchangeFails(*unclaimed, WriteBatch("a", 2, 2, 1));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("claim"));
+
+  auto one = Open(first);
+  EXPECT_EQ(Exchange(*one, WriteBatch("a", 2, 2, 1)).durable_seq(), 2u);
+  const uint64_t second = Claim("a");
+  EXPECT_EQ(second, 2u);
+  status = ExchangeFails(*one, WriteBatch("a", 3, 3, 1));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("claimed by another writer"));
+  auto two = Open(second);
+  EXPECT_EQ(Exchange(*two, WriteBatch("a", 3, 3, 1)).durable_seq(), 3u);
+  EXPECT_TRUE(Finish(*two).ok());
+  // An epoch above the stream's: the daemon lost the claim (its store was replaced).
+  auto ahead = Open(second + 5);
+  EXPECT_EQ(ExchangeFails(*ahead, WriteBatch("a", 4, 4, 1)).error_code(),
+            grpc::StatusCode::DATA_LOSS);
+  // Push is fenced the same way; another stream is not.
+  grpc::ClientContext context;
+  context.AddMetadata(kEpochMetadataKey, std::to_string(first));
+  v1::IngestAck pushed;
+  EXPECT_EQ(stub_->Push(&context, WriteBatch("a", 4, 4, 1), &pushed).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  auto other = Open();
+  EXPECT_EQ(Exchange(*other, WriteBatch("b", 1, 10, 1)).durable_seq(), 1u);
+  EXPECT_TRUE(Finish(*other).ok());
+
+  EXPECT_EQ(sink_.batches().size(), 4u);
+  EXPECT_EQ(Load(server_->counters().batches_fenced), 4u);
+  EXPECT_EQ(Load(server_->counters().claims), 2u);
+  EXPECT_EQ(fenced, (std::vector<std::pair<uint64_t, uint64_t>>{
+                        {0, 1}, {first, second}, {second + 5, second}, {first, second}}));
+  // The epoch lives in the sink: a restarted server keeps fencing.
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  Start(0);
+  auto stale = Open(first);
+  EXPECT_EQ(ExchangeFails(*stale, WriteBatch("a", 4, 4, 1)).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(Claim("a"), 3u);
+}
+
 TEST_F(ServiceTest, SequenceGapIsRefusedAndNotApplied) {
   // What the service reports, for the daemon's log.
   std::vector<std::pair<std::string, uint64_t>> reported;  // (refusal reason, transactions)
@@ -191,10 +302,36 @@ TEST_F(ServiceTest, SequenceGapIsRefusedAndNotApplied) {
 TEST_F(ServiceTest, StreamsAreIndependent) {
   auto s = Open();
   EXPECT_EQ(Exchange(*s, WriteBatch("a", 1, 1, 1)).durable_seq(), 1u);
-  EXPECT_EQ(Exchange(*s, WriteBatch("b", 1, 1, 1)).durable_seq(), 1u);
+  EXPECT_EQ(Exchange(*s, WriteBatch("b", 1, 10, 1)).durable_seq(), 1u);
   EXPECT_EQ(Exchange(*s, WriteBatch("a", 2, 2, 1)).durable_seq(), 2u);
   EXPECT_TRUE(Finish(*s).ok());
   EXPECT_EQ(registry_.size(), 3u);
+}
+
+// The streams of one daemon share one history: an id accepted on one stream is refused on
+// another, in the ack, with the stream that has it; the rest of the batch is kept.
+TEST_F(ServiceTest, AnIdAcceptedOnAnotherStreamIsRefused) {
+  auto s = Open();
+  EXPECT_TRUE(Exchange(*s, WriteBatch("a", 1, 1, 3)).refusals().empty());  // ids 1, 2, 3
+  const v1::IngestAck ack = Exchange(*s, WriteBatch("b", 1, 3, 3));        // ids 3, 4, 5
+  EXPECT_EQ(ack.durable_seq(), 1u);
+  ASSERT_EQ(ack.refusals_size(), 1) << ack.ShortDebugString();
+  EXPECT_EQ(ack.refusals(0).index(), 0u);
+  EXPECT_EQ(ack.refusals(0).txn_id(), "3");
+  EXPECT_EQ(ack.refusals(0).reason(), v1::ID_ON_OTHER_STREAM);
+  EXPECT_THAT(ack.refusals(0).detail(), ::testing::HasSubstr("stream \"a\""));
+  // Sent again unchanged on "b": the same refusal, never a duplicate.
+  const v1::IngestAck again = Exchange(*s, WriteBatch("b", 2, 3, 1));
+  ASSERT_EQ(again.refusals_size(), 1) << again.ShortDebugString();
+  EXPECT_EQ(again.refusals(0).reason(), v1::ID_ON_OTHER_STREAM);
+  EXPECT_TRUE(Finish(*s).ok());
+  const std::vector<ValidatedBatch> batches = sink_.batches();
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_EQ(batches[1].accepted, (std::vector<uint32_t>{1, 2}));
+  EXPECT_TRUE(batches[2].accepted.empty());
+  EXPECT_EQ(Load(server_->counters().refusals[v1::ID_ON_OTHER_STREAM]), 2u);
+  EXPECT_EQ(registry_.OwnerOf("b", "3"), "a");
+  EXPECT_EQ(registry_.size(), 5u);
 }
 
 TEST_F(ServiceTest, OversizedBatchIsRefusedWholeAndItsSeqConsumed) {

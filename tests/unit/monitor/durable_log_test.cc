@@ -109,15 +109,36 @@ TEST_F(DurableLogTest, HistoryConflictsStayOutOfTheLogAndAreInTheAck) {
   EXPECT_EQ(ack->refusals[0].index(), 0u);
   EXPECT_EQ(ack->refusals[0].reason(), v1::KEY_KIND_CONFLICT);
   // The refusals are kept with the batch, for the ack of a batch sent again.
-  auto kept = log_->RefusalsOf("a", 2);
+  auto kept = log_->DurableBatchOf("a", 2);
   ASSERT_TRUE(kept.ok()) << kept.status();
-  ASSERT_EQ(kept->size(), 1u);
-  EXPECT_EQ((*kept)[0].index(), 0u);
+  ASSERT_EQ(kept->refusals.size(), 1u);
+  EXPECT_EQ(kept->refusals[0].index(), 0u);
   // The engine gets the batch without the refused transaction.
   const std::vector<internal::DurableBatch> queued = Queued();
   ASSERT_EQ(queued.size(), 2u);
   ASSERT_EQ(queued[1].batch->txns_size(), 1);
   EXPECT_EQ(queued[1].batch->txns(0).id_int(), 3);
+}
+
+// Each batch keeps its content fingerprint; a stream's epoch is reported with its position, also
+// for a stream claimed and never written.
+TEST_F(DurableLogTest, KeepsContentFingerprintsAndEpochs) {
+  log_->Start();
+  ingest::ValidatedBatch b = Batch("a", 1, 1, {{v1::Operation::WRITE, 7}});
+  b.content_fingerprint = 0x1234;
+  ASSERT_TRUE(log_->AppendAndWait(std::move(b), true).ok());
+  auto kept = log_->DurableBatchOf("a", 1);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->content_fingerprint, std::optional<uint64_t>(0x1234));
+  EXPECT_TRUE(kept->refusals.empty());
+  EXPECT_EQ(log_->DurableBatchOf("a", 2)->content_fingerprint, std::nullopt);  // not durable
+  EXPECT_EQ(log_->Position("b").epoch, 0u);
+  EXPECT_EQ(*log_->ClaimStream("b"), 1u);
+  EXPECT_EQ(*log_->ClaimStream("b"), 2u);
+  EXPECT_EQ(log_->Position("b").epoch, 2u);
+  EXPECT_EQ(log_->Position("b").durable_seq, 0u);
+  EXPECT_EQ(log_->Position("a").epoch, 0u);
+  EXPECT_EQ(log_->Position("a").durable_seq, 1u);
 }
 
 TEST_F(DurableLogTest, StopReportsEverythingAppended) {

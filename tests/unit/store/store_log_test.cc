@@ -128,46 +128,74 @@ TEST_F(StoreTest, RefusesASequenceNumberThatDoesNotFollowTheDurableOne) {
   EXPECT_TRUE(store->AppendBatch("s", 2, std::nullopt, false, "two").ok());
 }
 
-TEST_F(StoreTest, KeepsTheRefusalsOfRecentBatches) {
+TEST_F(StoreTest, KeepsTheMemosOfRecentBatches) {
   auto store = OpenOrDie(dir_);
   ASSERT_NE(store, nullptr);
-  auto refusals = [&](std::string_view stream, uint64_t seq) {
-    absl::StatusOr<std::string> r = store->BatchRefusals(stream, seq);
+  auto memo = [&](std::string_view stream, uint64_t seq) {
+    absl::StatusOr<std::string> r = store->BatchMemo(stream, seq);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : std::string("error");
   };
-  ASSERT_TRUE(store->AppendBatch("s", 1, std::nullopt, false, "one", true, "r1").ok());
+  ASSERT_TRUE(store->AppendBatch("s", 1, std::nullopt, false, "one", true, "m1").ok());
   ASSERT_TRUE(store->AppendBatch("s", 2, std::nullopt, false, "two").ok());
   ASSERT_TRUE(store->AppendBatch("t", 1, std::nullopt, false, "one", false, "t1").ok());
-  EXPECT_EQ(refusals("s", 1), "r1");
-  EXPECT_EQ(refusals("s", 2), "");  // had none
-  EXPECT_EQ(refusals("s", 3), "");  // not durable
-  EXPECT_EQ(refusals("t", 1), "t1");
-  EXPECT_EQ(refusals("u", 1), "");  // no such stream
+  EXPECT_EQ(memo("s", 1), "m1");
+  EXPECT_EQ(memo("s", 2), "");  // had none
+  EXPECT_EQ(memo("s", 3), "");  // not durable
+  EXPECT_EQ(memo("t", 1), "t1");
+  EXPECT_EQ(memo("u", 1), "");  // no such stream
   // A failed append keeps nothing.
-  EXPECT_FALSE(store->AppendBatch("s", 4, std::nullopt, false, "x", true, "r4").ok());
-  ASSERT_TRUE(store->AppendBatch("s", 3, std::nullopt, false, "three", true, "r3").ok());
-  EXPECT_EQ(refusals("s", 4), "");
+  EXPECT_FALSE(store->AppendBatch("s", 4, std::nullopt, false, "x", true, "m4").ok());
+  ASSERT_TRUE(store->AppendBatch("s", 3, std::nullopt, false, "three", true, "m3").ok());
+  EXPECT_EQ(memo("s", 4), "");
 
   // They survive reopening.
   store.reset();
   store = OpenOrDie(dir_);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(refusals("s", 1), "r1");
-  EXPECT_EQ(refusals("t", 1), "t1");
+  EXPECT_EQ(memo("s", 1), "m1");
+  EXPECT_EQ(memo("t", 1), "t1");
 
-  // Refusals kept with batch n forget those of the stream's batches at or below
-  // n - kKeptRefusalBatches, and only that stream's.
+  // The memos of a stream's latest kKeptRefusalBatches batches are kept; writing batch n's
+  // forgets batch n - kKeptRefusalBatches's, and only that stream's.
   const uint64_t keep = Store::kKeptRefusalBatches;
-  for (uint64_t seq = 4; seq <= keep + 1; ++seq) {
-    ASSERT_TRUE(store->AppendBatch("s", seq, std::nullopt, false, "b", false).ok());
+  for (uint64_t seq = 4; seq <= keep; ++seq) {
+    ASSERT_TRUE(
+        store->AppendBatch("s", seq, std::nullopt, false, "b", false, "m" + std::to_string(seq))
+            .ok());
   }
-  EXPECT_EQ(refusals("s", 1), "r1");  // nothing kept since: nothing forgotten
-  ASSERT_TRUE(store->AppendBatch("s", keep + 2, std::nullopt, false, "b", false, "r-late").ok());
-  EXPECT_EQ(refusals("s", 1), "");
-  EXPECT_EQ(refusals("s", 3), "r3");
-  EXPECT_EQ(refusals("s", keep + 2), "r-late");
-  EXPECT_EQ(refusals("t", 1), "t1");
+  EXPECT_EQ(memo("s", 1), "m1");
+  ASSERT_TRUE(store->AppendBatch("s", keep + 1, std::nullopt, false, "b", false, "late").ok());
+  EXPECT_EQ(memo("s", 1), "");
+  EXPECT_EQ(memo("s", 2), "");  // had none
+  EXPECT_EQ(memo("s", 3), "m3");
+  EXPECT_EQ(memo("s", keep), "m" + std::to_string(keep));
+  EXPECT_EQ(memo("s", keep + 1), "late");
+  EXPECT_EQ(memo("t", 1), "t1");
+  ASSERT_TRUE(store->AppendBatch("s", keep + 2, std::nullopt, false, "b", false, "later").ok());
+  EXPECT_EQ(memo("s", 2), "");
+  EXPECT_EQ(memo("s", 3), "m3");
+  ASSERT_TRUE(store->AppendBatch("s", keep + 3, std::nullopt, false, "b", false, "latest").ok());
+  EXPECT_EQ(memo("s", 3), "");
+}
+
+// Each claim raises the stream's epoch, durably; streams need no record to be claimed.
+TEST_F(StoreTest, ClaimsRaiseTheEpochDurably) {
+  auto store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->StreamEpoch("s"), 0u);
+  EXPECT_EQ(*store->ClaimStream("s"), 1u);
+  EXPECT_EQ(*store->ClaimStream("s"), 2u);
+  EXPECT_EQ(*store->ClaimStream("t"), 1u);
+  EXPECT_EQ(*store->StreamEpoch("s"), 2u);
+  EXPECT_FALSE(store->GetStream("s").ok());  // no record made
+  EXPECT_EQ(store->ClaimStream("").status().code(), absl::StatusCode::kInvalidArgument);
+  store.reset();
+  store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->StreamEpoch("s"), 2u);
+  EXPECT_EQ(*store->ClaimStream("s"), 3u);
+  EXPECT_EQ(*store->StreamEpoch("t"), 1u);
 }
 
 TEST_F(StoreTest, AClosedStreamTakesNoMoreBatches) {

@@ -65,6 +65,7 @@ absl::Status Checkpointer::Save(v1::EngineCheckpoint* out) {
   out->set_max_duration(ctx_.longest());
   ToProto(spill_.pruned_point(), out->mutable_pruned_point());
   out->set_saw_snapshot(snapshots_.seen());
+  ToProto(finality_.highest_commit(), out->mutable_highest_commit());
   for (const Finality::Stream& s : finality_.streams()) {
     v1::EngineStream* p = out->add_streams();
     p->set_name(s.name);
@@ -254,6 +255,8 @@ uint64_t Checkpointer::Apply(const v1::EngineCheckpoint& c, std::span<const Held
                                              .has_watermark = s.explicit_watermark(),
                                              .watermark = FromProto(s.watermark())});
   }
+  finality_.RestoreHighestCommit(c.has_highest_commit() ? FromProto(c.highest_commit())
+                                                        : Timestamp::Max());
   return evicted;
 }
 

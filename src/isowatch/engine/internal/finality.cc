@@ -44,12 +44,20 @@ void Finality::Tick() {
   }
 }
 
-bool Finality::Advance() {
+Timestamp Finality::Target() const {
   Timestamp f = Timestamp::Max();
+  bool open = false;
   for (const Stream& s : streams_) {
-    if (!s.closed) f = std::min(f, s.watermark);
+    if (s.closed) continue;
+    open = true;
+    f = std::min(f, s.watermark);
   }
-  if (streams_.empty()) f = Timestamp::Min();
+  // Not Max: a stream that opens later must still hold back what it delivers.
+  return open ? f : highest_commit_;
+}
+
+bool Finality::Advance() {
+  const Timestamp f = Target();
   if (f <= final_point_) return false;
   final_point_ = f;
   ++advances_;
@@ -57,13 +65,11 @@ bool Finality::Advance() {
 }
 
 void Finality::CheckInvariants() const {
-  Timestamp f = streams_.empty() ? Timestamp::Min() : Timestamp::Max();
   for (const Stream& s : streams_) {
-    if (!s.closed) f = std::min(f, s.watermark);
     ISOWATCH_CHECK(!s.has_watermark || s.arrivals.empty(),
                    "a stream with explicit watermarks keeps arrivals");
   }
-  ISOWATCH_CHECK(final_point_ >= f, "the final point is below the open streams' watermarks");
+  ISOWATCH_CHECK(final_point_ >= Target(), "the final point is below the open streams' watermarks");
   ISOWATCH_CHECK(final_point_ == Timestamp::Min() || advances_ > 0,
                  "the final point moved without an advance");
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -18,8 +19,8 @@ namespace isowatch::engine::internal {
 
 // Invariants:
 //  1. final_point() never decreases. After Advance() it is the minimum watermark over the open
-//     streams (Max once every stream is closed, Min while there is none), unless it was already
-//     higher.
+//     streams (the highest commit timestamp delivered once every stream is closed, Min while there
+//     is none), unless it was already higher.
 //  2. A stream with an explicit watermark keeps no arrivals.
 //  3. advances() counts the times Advance() raised the final point; a stream's watermark never
 //     decreases.
@@ -29,6 +30,10 @@ namespace isowatch::engine::internal {
 // lifts the stream's to its commit timestamp), and F, the minimum over the open streams. Every
 // verdict of a read at or below F is final. Says nothing about what becomes final: the parts
 // that hold provisional state act on each advance.
+//
+// Once every stream is closed, F is the highest commit timestamp delivered, not Max: every
+// transaction delivered is then final (a read's point is at or below its own commit), and a
+// stream that opens later still holds F back for what it will deliver above that.
 //
 // Engine-thread only. Owns the streams and the clock the options do not give.
 class Finality {
@@ -52,8 +57,8 @@ class Finality {
 
   history::Timestamp final_point() const { return final_point_; }
   uint64_t advances() const { return advances_; }
-  // The final point lowered by `keep` physical units: Max while the final point is Max (every
-  // stream closed), Min where it would fall below the first timestamp.
+  // The final point lowered by `keep` physical units: Max while the final point is Max, Min where
+  // it would fall below the first timestamp.
   history::Timestamp BelowFinal(int64_t keep) const;
 
   StreamId AddStream(std::string name);
@@ -64,6 +69,7 @@ class Finality {
   // for the timeout if `s` sends no watermarks.
   void OnArrival(Stream& s, const history::Transaction& t) {
     if (!t.has_commit) return;
+    highest_commit_ = std::max(highest_commit_, t.commit);
     if (s.watermark > history::Timestamp::Min() && t.commit <= s.watermark) {
       ++ctx_.stats().late_arrivals;
     }
@@ -84,6 +90,10 @@ class Finality {
 
   // RestoreCheckpoint: a stream as it was saved. REQUIRES: nothing delivered yet.
   void RestoreStream(Stream s) { streams_.push_back(std::move(s)); }
+  // The highest commit timestamp delivered (Min: none), for checkpoints.
+  history::Timestamp highest_commit() const { return highest_commit_; }
+  // RestoreCheckpoint: the highest commit timestamp delivered before the checkpoint.
+  void RestoreHighestCommit(const history::Timestamp& t) { highest_commit_ = t; }
 
   void CheckInvariants() const;
 
@@ -92,7 +102,11 @@ class Finality {
   const common::Clock* clock_;
   std::vector<Stream> streams_;
   history::Timestamp final_point_ = history::Timestamp::Min();
+  history::Timestamp highest_commit_ = history::Timestamp::Min();
   uint64_t advances_ = 0;
+  // The target of Advance(): the minimum watermark over the open streams, the highest commit
+  // when none is open, Min without streams.
+  history::Timestamp Target() const;
 };
 
 }  // namespace isowatch::engine::internal

@@ -149,8 +149,8 @@ absl::Status OpenDatabase(const std::string& dir, const StoreOptions& options,
   }
   for (std::string_view name : kOwnCfs) {
     if (database->Find(name) != nullptr) continue;
-    // `checkpoint` came later within version 2: a store written before it lacks it.
-    if (version.has_value() && name != kCheckpointCf) {
+    // `checkpoint` and `epochs` came later within version 2: a store written before lacks them.
+    if (version.has_value() && name != kCheckpointCf && name != kEpochsCf) {
       return absl::DataLossError(
           fmt::format("the store in {} lacks its column family \"{}\"", dir, name));
     }
@@ -168,6 +168,7 @@ absl::Status OpenDatabase(const std::string& dir, const StoreOptions& options,
   database->violation_ids = database->Find(kViolationIdsCf);
   database->refusals = database->Find(kRefusalsCf);
   database->checkpoint = database->Find(kCheckpointCf);
+  database->epochs = database->Find(kEpochsCf);
 
   if (!version.has_value()) {
     rocksdb::WriteOptions write_options;

@@ -29,8 +29,10 @@ inline constexpr std::string_view kViolationsCf = "violations";
 inline constexpr std::string_view kViolationIdsCf = "violation_ids";
 inline constexpr std::string_view kRefusalsCf = "refusals";
 inline constexpr std::string_view kCheckpointCf = "checkpoint";
-inline constexpr std::array<std::string_view, 7> kOwnCfs = {
-    kMetaCf, kLogCf, kStreamsCf, kViolationsCf, kViolationIdsCf, kRefusalsCf, kCheckpointCf};
+inline constexpr std::string_view kEpochsCf = "epochs";
+inline constexpr std::array<std::string_view, 8> kOwnCfs = {
+    kMetaCf,         kLogCf,      kStreamsCf,    kViolationsCf,
+    kViolationIdsCf, kRefusalsCf, kCheckpointCf, kEpochsCf};
 
 // The keys of the `meta` column family.
 inline constexpr std::string_view kFormatVersionKey = "format_version";
@@ -76,6 +78,7 @@ struct Database {
   rocksdb::ColumnFamilyHandle* violation_ids = nullptr;
   rocksdb::ColumnFamilyHandle* refusals = nullptr;
   rocksdb::ColumnFamilyHandle* checkpoint = nullptr;
+  rocksdb::ColumnFamilyHandle* epochs = nullptr;
 };
 
 // Opens into `*database` (new, not yet open) the store's database in directory `dir`, creating
