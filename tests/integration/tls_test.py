@@ -92,9 +92,12 @@ class Pki:
 
 
 def replay(cli, history, d, stream, *flags):
-    """Replays `history` to the daemon's gRPC port with `flags`; (exit status, output)."""
+    """Replays `history` to the daemon's gRPC port with `flags` on a stream of its own, its ids
+    prefixed with the stream's name (ids are unique across the streams of a daemon); (exit
+    status, output)."""
     status, out, _ = run([cli, "replay", history, "--to", f"127.0.0.1:{d.grpc}",
-                          "--stream", stream, "--connect-timeout-ms", "3000"] + list(flags))
+                          "--stream", stream, "--id-prefix", f"{stream}-",
+                          "--connect-timeout-ms", "3000"] + list(flags))
     return status, out
 
 
