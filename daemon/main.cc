@@ -2,10 +2,12 @@
 // isowatchd: the daemon (docs/operations.md). All logic lives in libisowatch; this is the wiring
 // of configuration, signals and the ports file.
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <vector>
 
@@ -23,6 +25,31 @@ namespace {
 constexpr char kVersion[] = "0.1.0";
 // The exit status of a bad flag or option value, or of a start that fails (docs/operations.md).
 constexpr int kExitStartFailed = 2;
+
+// Every HTTP connection, gRPC stream and RocksDB file takes a descriptor, and the soft limit many
+// systems start processes with (1024) is below what http.max_connections and the store may
+// need: raise it to the hard limit, which the administrator chose.
+void RaiseOpenFileLimit(uint64_t http_connections) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    const rlim_t before = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      spdlog::info("open-file limit raised from {} to {}", before, limit.rlim_max);
+    } else {
+      limit.rlim_cur = before;
+    }
+  }
+  // Room for the store, the gRPC streams and the accept of one more connection besides.
+  constexpr uint64_t kOtherFiles = 512;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < http_connections + kOtherFiles) {
+    spdlog::warn(
+        "the open-file limit ({}) leaves little room beside http.max_connections ({}): raise "
+        "it (LimitNOFILE= in the systemd unit) or lower http.max_connections",
+        limit.rlim_cur, http_connections);
+  }
+}
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "isowatchd: %s\n", std::string(status.message()).c_str());
@@ -98,6 +125,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (auto s = isowatch::monitor::ConfigureLogging(config.log); !s.ok()) return Fail(s);
+  RaiseOpenFileLimit(config.http_limits.max_connections);
 
   // Before any thread starts (BlockStopSignals): SIGTERM and SIGINT are waited for below.
   const sigset_t signals = isowatch::BlockStopSignals();

@@ -12,11 +12,11 @@ packages=(
   libabsl-dev libprotobuf-dev protobuf-compiler libsimdjson-dev libcli11-dev
   libfmt-dev libspdlog-dev rapidjson-dev
   libgrpc++-dev protobuf-compiler-grpc librocksdb-dev libyaml-cpp-dev libboost-dev
-  prometheus-cpp-dev libxxhash-dev libpq-dev
+  prometheus-cpp-dev libxxhash-dev libpq-dev libssl-dev
   # real peers in tests
   prometheus postgresql-15
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev python3 time
+  libgtest-dev libgmock-dev libbenchmark-dev python3 time openssl
 )
 
 missing=()

@@ -98,6 +98,7 @@ struct Probe {
 // probe's epoch).
 absl::StatusOr<Probe> ProbeStream(const CollectorOptions& o) {
   ingest::ClientOptions co;
+  co.auth = o.auth;
   std::shared_ptr<grpc::Channel> channel = ingest::MakeIngestChannel(o.target, co);
   std::unique_ptr<v1::Ingest::Stub> stub = v1::Ingest::NewStub(channel);
   ASSIGN_OR_RETURN(const v1::ClaimReply claim, ingest::ClaimStream(*stub, o.stream, co));
@@ -193,7 +194,8 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   constexpr size_t kMaxInFlight = 8;
   ingest::IngestClient client(
       options.target, options.stream,
-      ingest::ClientOptions{.max_in_flight = kMaxInFlight, .first_seq = probe.durable_seq + 1});
+      ingest::ClientOptions{
+          .max_in_flight = kMaxInFlight, .first_seq = probe.durable_seq + 1, .auth = options.auth});
 
   // Flag, set once the workload's sessions have ended. Sequentially consistent (the default): it
   // is set and read once per loop, so the strongest order costs nothing.

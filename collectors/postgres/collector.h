@@ -11,6 +11,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
+#include "isowatch/ingest/channel_credentials.h"
+
 #include "collectors/postgres/decoded_txn.h"
 #include "collectors/postgres/joiner.h"
 #include "collectors/postgres/workload.h"
@@ -36,8 +38,9 @@ using CommitFeedFactory = std::function<absl::StatusOr<std::unique_ptr<CommitFee
 
 struct CollectorOptions {
   WorkloadOptions workload;
-  // isowatchd's gRPC ingest, host:port.
+  // isowatchd's gRPC ingest, host:port, and how to authenticate to it (docs/security.md).
   std::string target;
+  ingest::ChannelAuth auth;
   std::string stream = "postgres";
   // Where the collector keeps its run count and the position it has made durable in the daemon,
   // so that a restart resumes without losing or repeating a transaction. Created if missing.

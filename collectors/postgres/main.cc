@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/common/stop_signals.h"
+#include "isowatch/ingest/channel_credentials.h"
 
 #include "collectors/postgres/collector.h"
 #include "collectors/postgres/replication_feed.h"
@@ -37,12 +38,30 @@ struct Flags {
   bool keep_open = false;
   bool bare = false;
   int progress_ms = 0;
+  isowatch::ingest::ChannelSecurity security;
   CollectorOptions o;
 };
 
 void AddCommon(CLI::App* cmd, Flags& f) {
   cmd->add_option("--dsn", f.dsn, "libpq connection string of the database")->required();
   cmd->add_option("--to", f.to, "isowatchd's gRPC ingest address, HOST:PORT");
+  // The token is read from a file, never given on the command line, where others could see it.
+  cmd->add_flag("--tls", f.security.tls,
+                "Connect to isowatchd with TLS (implied by the other --tls-* flags and "
+                "--token-file)");
+  cmd->add_option("--tls-ca", f.security.ca_file,
+                  "CA bundle (PEM) that signed isowatchd's certificate; default: the system's")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tls-cert", f.security.cert_file,
+                  "Client certificate (PEM), for an isowatchd that asks for one (mutual TLS)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tls-key", f.security.key_file, "Private key (PEM) of --tls-cert")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tls-server-name", f.security.server_name,
+                  "Name isowatchd's certificate must carry, when not the host of --to");
+  cmd->add_option("--token-file", f.security.token_file,
+                  "File holding the bearer token isowatchd asks for (needs TLS)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--sessions", f.o.workload.sessions, "Client sessions (connections)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--keys", f.o.workload.keys, "Keys (rows) the workload uses")
@@ -127,6 +146,13 @@ int Run(Flags& f, bool canary) {
     return 2;
   }
   if (f.progress_ms > 0) o.progress_interval = absl::Milliseconds(f.progress_ms);
+  absl::StatusOr<isowatch::ingest::ChannelAuth> auth =
+      isowatch::ingest::MakeChannelAuth(f.security);
+  if (!auth.ok()) {
+    fmt::print(stderr, "isowatch-pg: {}\n", std::string(auth.status().message()));
+    return 2;
+  }
+  o.auth = *std::move(auth);
   isowatch::pg::FeedOptions feed{.dsn = f.dsn,
                                  .slot = f.slot,
                                  .publication = f.publication,

@@ -18,6 +18,8 @@ isowatch-pg, waits until the daemon has checked the whole stream, and stops ever
            test_decoding slot) is in the daemon once, nothing refused, no violation
   canary   the canary on its own table, stopped by SIGTERM and started again: its stream stays
            open and resumes, no violation
+  tls      to an isowatchd that asks for TLS, a client certificate and a token (certificates made
+           with `openssl`): refused without the token, every transaction in the daemon with it
 
 Usage: postgres_test.py PATH/TO/isowatchd PATH/TO/isowatch-pg [CASE...]
 With ISOWATCH_KEEP_TMP=1 the temporary directory is kept on failure.
@@ -39,7 +41,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-ALL_CASES = ["rr", "rr-list", "ser", "rc", "restart", "canary"]
+ALL_CASES = ["rr", "rr-list", "ser", "rc", "restart", "canary", "tls"]
 
 
 class TestFailure(Exception):
@@ -320,6 +322,40 @@ def case_rr_list(tools, root):
     case_rr(tools, root, data="list")
 
 
+def case_tls(tools, root):
+    """The collector to an isowatchd that asks for TLS, a client certificate and a token
+    (docs/security.md); without the token it is refused and says so."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from tls_test import Pki  # the certificates, made with `openssl`
+    isowatchd, pgc = tools
+    pki = Pki(root)
+    cluster = Cluster(root)
+    cluster.start()
+    daemon = Daemon(isowatchd, root, [f"grpc.tls.cert_file={pki.path('server.pem')}",
+                                      f"grpc.tls.key_file={pki.path('server.key')}",
+                                      f"grpc.tls.client_ca_file={pki.path('ca.pem')}",
+                                      f"grpc.auth.token_file={pki.token}"])
+    tls = ["--tls-ca", pki.path("ca.pem"), "--tls-cert", pki.path("client.pem"),
+           "--tls-key", pki.path("client.key")]
+    try:
+        args = collector_args(pgc, cluster, daemon, root, "pg-tls", "repeatable-read",
+                              tls + ["--txns", "300"])
+        r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        check(r.returncode != 0, f"isowatch-pg without the token got through: {r.stdout}")
+        check("needs a bearer token" in r.stdout + r.stderr,
+              f"isowatch-pg without the token does not say why: {r.stdout} {r.stderr}")
+        s = run_collector(args + ["--token-file", pki.token], root)
+        check(s["refused"] == 0, f"isowatchd refused {s['refused']} transactions")
+        st = daemon.wait_checked("pg-tls")
+        check(st["ingested_transactions"] == s["committed"] + s["conflict"] + s["other"] +
+              s["unknown"], f"the daemon has {st['ingested_transactions']} transactions, the "
+              f"collector recorded {s}")
+        daemon.stop()
+    finally:
+        daemon.proc.kill()
+        cluster.stop()
+
+
 def case_ser(tools, root):
     isowatchd, pgc = tools
     cluster = Cluster(root)
@@ -470,7 +506,7 @@ def case_canary(tools, root):
 
 
 CASES = {"rr": case_rr, "rr-list": case_rr_list, "ser": case_ser, "rc": case_rc,
-         "restart": case_restart, "canary": case_canary}
+         "restart": case_restart, "canary": case_canary, "tls": case_tls}
 
 
 def main(argv):

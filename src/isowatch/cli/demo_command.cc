@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -99,6 +100,11 @@ CLI::App* DemoCommand::Register(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-shown", max_shown_, "Violations printed as they become final");
   cmd->add_flag("--keep", keep_, "Keep the daemon's temporary directory (store and log)");
+  cmd->add_option("--set", assignments_,
+                  "Set an option of the in-process daemon, as isowatchd --set does: "
+                  "--set grpc.tls.cert_file=server.pem")
+      ->type_name("KEY=VALUE");
+  channel_.Register(*cmd);
   return cmd;
 }
 
@@ -150,6 +156,18 @@ int DemoCommand::Run() {
   cfg.windows.checkers = {"adya"};
   cfg.windows.size = 5000;
   cfg.windows.overlap = 500;
+  auto fail_setup = [&dir](const absl::Status& s) {
+    std::cerr << "isowatch demo: " << s.message() << "\n";
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+    return kExitBadInput;
+  };
+  for (const std::string& a : assignments_) {
+    if (auto s = config::ApplyAssignment(&cfg, a); !s.ok()) return fail_setup(s);
+  }
+  if (auto s = config::Validate(cfg); !s.ok()) return fail_setup(s);
+  absl::StatusOr<ingest::ChannelAuth> auth = channel_.Auth();
+  if (!auth.ok()) return fail_setup(auth.status());
   if (auto s = monitor::ConfigureLogging(cfg.log); !s.ok()) {
     std::cerr << "isowatch demo: " << s.message() << "\n";
     return kExitBadInput;
@@ -161,9 +179,10 @@ int DemoCommand::Run() {
   }
   monitor::Daemon& d = **daemon;
   std::cout << fmt::format(
-      "isowatchd: gRPC 127.0.0.1:{}, metrics and API on http://127.0.0.1:{} (/metrics, "
+      "isowatchd: gRPC{} 127.0.0.1:{}, metrics and API on {}://127.0.0.1:{} (/metrics, "
       "/api/v1/status, /api/v1/violations), store and log in {}\n",
-      d.grpc_port(), d.http_port(), dir);
+      cfg.grpc.tls.enabled() ? " with TLS" : "", d.grpc_port(),
+      cfg.http.tls.enabled() ? "https" : "http", d.http_port(), dir);
   std::cout << fmt::format(
       "feeding {} transactions ({} committed) at {} per second, delivery delay N(100 ms, {} "
       "ms); Ctrl-C stops\n\n",
@@ -176,6 +195,7 @@ int DemoCommand::Run() {
   bool replay_interrupted = false;
   collect::ReplayOptions replay;
   replay.target = fmt::format("127.0.0.1:{}", d.grpc_port());
+  replay.auth = *std::move(auth);
   replay.stream = "simulator";
   replay.delivery = sim::DeliveryOptions{
       .mean_ms = 100, .sigma_ms = sigma_ms_, .batch = 200, .seed = 7, .rate_tps = 10000};
@@ -253,6 +273,9 @@ int DemoCommand::Run() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     poll(/*print=*/true);
     const bool finished = replay_done.load();
+    // A feeder that failed (no connection, refused credentials) sends nothing more. replay_status
+    // was written before replay_done was set.
+    if (finished && !replay_status.ok()) break;
     if (std::chrono::steady_clock::now() - last >= std::chrono::seconds(1)) {
       last = std::chrono::steady_clock::now();
       if (summary("") && finished) break;
@@ -264,7 +287,8 @@ int DemoCommand::Run() {
   poll(/*print=*/false);
   summary("\nfinal ");
   if (!replay_status.ok()) {
-    std::cerr << "isowatch demo: feeding the daemon failed: " << replay_status.message() << "\n";
+    std::cerr << "isowatch demo: feeding the daemon failed: "
+              << channel_.Explain(replay_status).message() << "\n";
   }
   if (!keep_) {
     std::error_code ec;

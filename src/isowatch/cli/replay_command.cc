@@ -21,6 +21,7 @@ CLI::App* ReplayCommand::Register(CLI::App& app) {
   cmd->add_option("file", file_, "History file")->required();
   cmd->add_option("--to", to_, "isowatchd's gRPC address, HOST:PORT")->required();
   read_.Register(*cmd);
+  channel_.Register(*cmd);
   cmd->add_option("--stream", stream_, "Stream id the daemon knows this replay by");
   cmd->add_option("--id-prefix", id_prefix_,
                   "Prefix every transaction id and session with this text (ids are unique across "
@@ -64,8 +65,14 @@ int ReplayCommand::Run() {
         file_, formats::FileFormatName(used));
     return kExitBadInput;
   }
+  absl::StatusOr<ingest::ChannelAuth> auth = channel_.Auth();
+  if (!auth.ok()) {
+    std::cerr << "isowatch replay: " << auth.status().message() << "\n";
+    return kExitBadInput;
+  }
   collect::ReplayOptions replay;
   replay.target = to_;
+  replay.auth = *std::move(auth);
   replay.stream = stream_;
   replay.delivery = sim::DeliveryOptions{.mean_ms = mean_ms_,
                                          .sigma_ms = sigma_ms_,
@@ -81,7 +88,7 @@ int ReplayCommand::Run() {
   replay.cancel = &CatchInterrupts();
   auto result = collect::Replay(*h, replay);
   if (!result.ok()) {
-    std::cerr << "isowatch replay: " << result.status().message() << "\n";
+    std::cerr << "isowatch replay: " << channel_.Explain(result.status()).message() << "\n";
     return kExitBadInput;
   }
   if (!quiet_) {

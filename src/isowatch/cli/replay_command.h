@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "isowatch/cli/channel_flags.h"
 #include "isowatch/cli/read_flags.h"
 
 namespace isowatch::cli {
@@ -21,6 +22,7 @@ class ReplayCommand {
   std::string file_;
   std::string to_;
   ReadFlags read_;
+  ChannelFlags channel_;
   std::string stream_ = "replay";
   std::string id_prefix_;
   uint32_t batch_ = 500;

@@ -138,6 +138,7 @@ absl::StatusOr<ReplayResult> Replay(const history::History& h, const ReplayOptio
   ingest::ClientOptions client_options;
   client_options.max_in_flight = options.max_in_flight;
   client_options.connect_timeout = options.connect_timeout;
+  client_options.auth = options.auth;
   ingest::IngestClient client(options.target, options.stream, client_options);
   ReplayResult result;
   const auto start = std::chrono::steady_clock::now();

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 
 #include "isowatch/history/history.h"
+#include "isowatch/ingest/channel_credentials.h"
 #include "isowatch/sim/delivery.h"
 #include "isowatch/v1/ingest.pb.h"
 
@@ -36,6 +37,8 @@ struct ReplayOptions {
   size_t max_in_flight = 8;
   // A daemon not reached by then fails the replay (ingest::ClientOptions::connect_timeout).
   absl::Duration connect_timeout = absl::Seconds(5);
+  // TLS, client certificate and token (ingest::MakeChannelAuth); by default plaintext.
+  ingest::ChannelAuth auth;
   // End the stream when the history has been sent (the daemon then stops waiting for it).
   bool end_of_stream = true;
   Relabel relabel;

@@ -2,6 +2,7 @@
 #include "isowatch/config/config.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cctype>
 #include <charconv>
 #include <exception>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <netinet/in.h>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -203,6 +205,16 @@ const char* WindowCutName(WindowCut cut) {
   return "?";
 }
 
+const char* HttpAccessName(HttpAccess access) {
+  switch (access) {
+    case HttpAccess::kOpen:
+      return "open";
+    case HttpAccess::kToken:
+      return "token";
+  }
+  return "?";
+}
+
 const char* LogFormatName(LogFormat format) {
   switch (format) {
     case LogFormat::kText:
@@ -292,6 +304,23 @@ absl::Status Validate(const DaemonConfig& config) {
     check(endpoint.port >= 0 && endpoint.port <= 65535,
           fmt::format("{}.port: expected a port number from 0 to 65535, got {}", name,
                       endpoint.port));
+    const TlsFiles& tls = endpoint.tls;
+    check(tls.cert_file.empty() == tls.key_file.empty(),
+          fmt::format("{0}.tls: cert_file and key_file go together ({0}.tls.{1} is not set)", name,
+                      tls.cert_file.empty() ? "cert_file" : "key_file"));
+    check(tls.client_ca_file.empty() || !tls.cert_file.empty(),
+          fmt::format("{0}.tls.client_ca_file: client certificates need TLS: set "
+                      "{0}.tls.cert_file and {0}.tls.key_file too",
+                      name));
+  }
+  // gRPC sends call credentials only over TLS, and a token in clear could be read and replayed.
+  check(config.grpc.token_file.empty() || !config.grpc.tls.cert_file.empty(),
+        "grpc.auth.token_file: a bearer token needs TLS: set grpc.tls.cert_file and "
+        "grpc.tls.key_file too");
+  for (const auto& [name, access] : {std::pair{"http.auth.metrics", config.http_auth.metrics},
+                                     std::pair{"http.auth.health", config.http_auth.health}}) {
+    check(access == HttpAccess::kOpen || !config.http.token_file.empty(),
+          fmt::format("{}: \"token\" needs http.auth.token_file", name));
   }
   check(config.grpc.port == 0 || config.grpc.port != config.http.port,
         fmt::format("http.port: {} is grpc.port too; the two servers need different ports",
@@ -299,6 +328,17 @@ absl::Status Validate(const DaemonConfig& config) {
   check(config.engine.finality_timeout.count() > 0,
         fmt::format("engine.finality_timeout: must be positive, got {}",
                     FormatDuration(config.engine.finality_timeout)));
+  for (const auto& [name, timeout] :
+       {std::pair{"http.idle_timeout", config.http_limits.idle_timeout},
+        std::pair{"http.header_timeout", config.http_limits.header_timeout},
+        std::pair{"http.body_timeout", config.http_limits.body_timeout},
+        std::pair{"http.write_timeout", config.http_limits.write_timeout}}) {
+    check(timeout.count() > 0,
+          fmt::format("{}: must be positive, got {}", name, FormatDuration(timeout)));
+  }
+  // The server's threads are ints; far more than any machine needs is a typo.
+  check(config.http_limits.api_threads <= 1024,
+        fmt::format("http.api_threads: at most 1024, got {}", config.http_limits.api_threads));
   check(config.engine.retention >= 0,
         fmt::format("engine.retention: must not be negative, got {}", config.engine.retention));
   check(config.engine.spill_retention >= 0,
@@ -309,7 +349,9 @@ absl::Status Validate(const DaemonConfig& config) {
       {"ingest.max_ops_per_transaction", config.ingest.max_ops_per_transaction},
       {"ingest.queue_batches", config.ingest.queue_batches},
       {"ingest.max_streams", config.ingest.max_streams},
-      {"ingest.max_batch_bytes", config.ingest.max_batch_bytes}};
+      {"ingest.max_batch_bytes", config.ingest.max_batch_bytes},
+      {"http.max_connections", config.http_limits.max_connections},
+      {"http.api_threads", config.http_limits.api_threads}};
   for (const auto& [name, value] : counts) {
     check(value >= 1, fmt::format("{}: must be at least 1", name));
   }
@@ -324,6 +366,51 @@ absl::Status Validate(const DaemonConfig& config) {
   std::string message = problems.front();
   for (size_t i = 1; i < problems.size(); ++i) message += "; " + problems[i];
   return absl::InvalidArgumentError(message);
+}
+
+bool IsLoopback(std::string_view host) {
+  if (host == "localhost") return true;
+  std::string text(host);
+  if (text.size() > 2 && text.front() == '[' && text.back() == ']') {
+    text = text.substr(1, text.size() - 2);
+  }
+  in_addr v4{};
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, text.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;  // a host name: it may well resolve to a public address
+}
+
+std::vector<std::string> AccessWarnings(const DaemonConfig& config) {
+  std::vector<std::string> out;
+  if (!IsLoopback(config.grpc.listen) && config.grpc.tls.client_ca_file.empty() &&
+      config.grpc.token_file.empty()) {
+    out.push_back(fmt::format(
+        "gRPC listens on {} without authentication: anyone who can connect can send batches; set "
+        "grpc.tls.client_ca_file (client certificates) or grpc.auth.token_file "
+        "(docs/security.md)",
+        config.grpc.listen));
+  }
+  if (!IsLoopback(config.http.listen)) {
+    if (config.http.token_file.empty()) {
+      out.push_back(
+          fmt::format("HTTP listens on {} without authentication: anyone who can connect can read "
+                      "/api/v1/* (the violations and the data they name); set http.auth.token_file "
+                      "(docs/security.md)",
+                      config.http.listen));
+    } else if (!config.http.tls.enabled()) {
+      out.push_back(fmt::format(
+          "HTTP listens on {} with a token but without TLS: the token travels in clear; set "
+          "http.tls.cert_file and http.tls.key_file (docs/security.md)",
+          config.http.listen));
+    }
+  }
+  return out;
 }
 
 std::string DescribeConfig(const DaemonConfig& config) {

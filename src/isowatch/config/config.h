@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "isowatch/common/credentials.h"
 #include "isowatch/config/units.h"
 #include "isowatch/verdict/violation.h"
 
@@ -23,12 +24,51 @@ const char* LogLevelName(LogLevel level);  // "trace", "debug", "info", "warn", 
 enum class LogFormat : uint8_t { kText, kJson };
 const char* LogFormatName(LogFormat format);  // "text", "json"
 
-// Where a server listens.
+// Where a server listens, and who may talk to it (docs/security.md).
 struct Endpoint {
   std::string listen;  // address or host name
   int port = 0;        // 0: a free port chosen by the system (see ports_file)
+  TlsFiles tls;        // no cert_file: no TLS
+  // A file holding the bearer token clients must send; empty: none.
+  std::string token_file;
 
   bool operator==(const Endpoint&) const = default;
+};
+
+// Who may read an HTTP endpoint that is not the API.
+enum class HttpAccess : uint8_t {
+  kOpen,   // anyone who can connect
+  kToken,  // only with http.auth.token_file's bearer token, as /api/v1/*
+};
+const char* HttpAccessName(HttpAccess access);  // "open", "token"
+
+// Which of the HTTP endpoints besides /api/v1/* need the token (docs/security.md).
+struct HttpAuthConfig {
+  HttpAccess metrics = HttpAccess::kOpen;  // /metrics
+  HttpAccess health = HttpAccess::kOpen;   // /healthz, /livez, /readyz
+
+  bool operator==(const HttpAuthConfig&) const = default;
+};
+
+// The HTTP server's defences against slow and idle clients and against a saturated API
+// (docs/operations.md, "HTTP under load"): the http.* options besides the endpoint.
+struct HttpLimits {
+  // Connections open at once; one more closes the connection idle the longest.
+  uint64_t max_connections = 256;
+  // A kept-alive connection is closed when its next request does not start within this.
+  std::chrono::milliseconds idle_timeout{60'000};
+  // A request header must be complete this long after the connection was accepted (first
+  // request) or after its first byte (later requests).
+  std::chrono::milliseconds header_timeout{10'000};
+  // A request body must be complete this long after its header.
+  std::chrono::milliseconds body_timeout{30'000};
+  // A response must be taken by the client within this.
+  std::chrono::milliseconds write_timeout{30'000};
+  // Threads answering /api/v1/*, and API requests waiting for one (beyond: 503).
+  uint64_t api_threads = 2;
+  uint64_t api_queue = 16;
+
+  bool operator==(const HttpLimits&) const = default;
 };
 
 struct LogConfig {
@@ -110,7 +150,9 @@ struct DaemonConfig {
   std::string data_dir = "/var/lib/isowatch";
   Endpoint grpc{.listen = "127.0.0.1", .port = 7470};
   Endpoint http{.listen = "127.0.0.1", .port = 7471};
-  std::string ports_file;  // empty: none
+  HttpAuthConfig http_auth;  // http.auth.metrics, http.auth.health
+  HttpLimits http_limits;    // the http.* options that bound connections and the API
+  std::string ports_file;    // empty: none
   LogConfig log;
   EngineConfig engine;
   IngestConfig ingest;
@@ -165,6 +207,16 @@ absl::Status ApplyAssignment(DaemonConfig* config, std::string_view assignment);
 // distinct, positive limits, ... Errors: InvalidArgument listing every problem, each naming its
 // option.
 absl::Status Validate(const DaemonConfig& config);
+
+// Whether `host` (an address or a host name as grpc.listen takes it) can only be reached from
+// this machine: 127.0.0.0/8, ::1, an IPv4-mapped loopback, or "localhost".
+bool IsLoopback(std::string_view host);
+
+// What the configuration leaves open to anyone who can connect, one sentence each, for the
+// daemon to log as warnings at start (docs/security.md): a gRPC port on an address other than
+// loopback with neither client certificates nor a token, an HTTP port so with an API without a
+// token, and a token that would travel in clear over a network.
+std::vector<std::string> AccessWarnings(const DaemonConfig& config);
 
 // The configuration as YAML, every option present (for isowatchd --print-config). Loading it
 // back gives the same configuration.

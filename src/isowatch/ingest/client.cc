@@ -67,13 +67,17 @@ std::shared_ptr<grpc::Channel> MakeIngestChannel(const std::string& target,
   args.SetMaxSendMessageSize(-1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ClampMs(o.initial_backoff));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, ClampMs(o.max_backoff));
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (!o.auth.server_name.empty()) args.SetSslTargetNameOverride(o.auth.server_name);
+  return grpc::CreateCustomChannel(
+      target,
+      o.auth.credentials != nullptr ? o.auth.credentials : grpc::InsecureChannelCredentials(),
+      args);
 }
 
 IngestClient::IngestClient(const std::string& target, std::string stream, ClientOptions options)
     : target_(target),
       stream_(std::move(stream)),
-      options_(Normalize(options)),
+      options_(Normalize(std::move(options))),
       channel_(MakeIngestChannel(target, options_)),
       stub_(v1::Ingest::NewStub(channel_)),
       next_seq_(options_.first_seq),

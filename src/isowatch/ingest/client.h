@@ -18,6 +18,7 @@
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
 
+#include "isowatch/ingest/channel_credentials.h"
 #include "isowatch/v1/ingest.grpc.pb.h"
 #include "isowatch/v1/ingest.pb.h"
 
@@ -39,10 +40,12 @@ struct ClientOptions {
   absl::Duration connect_timeout = absl::ZeroDuration();
   // The seq of the first batch Send assigns: 1 for a new stream.
   uint64_t first_seq = 1;
+  // TLS, client certificate and token (MakeChannelAuth); by default plaintext.
+  ChannelAuth auth;
 };
 
 // A channel to an ingest server at `target` ("host:port") set up for ingest: no limit on the size
-// of acks, reconnection backoff from `options`.
+// of acks, reconnection backoff and credentials from `options`.
 std::shared_ptr<grpc::Channel> MakeIngestChannel(const std::string& target,
                                                  const ClientOptions& options);
 

@@ -742,11 +742,12 @@ absl::StatusOr<std::unique_ptr<IngestServer>> StartIngestServer(const IngestServ
   }
   server->service_ = std::make_unique<IngestService>(sink, *registry, options.service);
 
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   MakeServerCredentials(options.security));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(JoinHostPort(options.host, options.port),
-                           grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(JoinHostPort(options.host, options.port), credentials, &port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_batch_bytes + kMessageSlackBytes));
   // A port already taken is an error, not a second listener sharing it.

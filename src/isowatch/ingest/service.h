@@ -29,6 +29,7 @@
 #include "isowatch/history/timestamp.h"
 #include "isowatch/ingest/batch_sink.h"
 #include "isowatch/ingest/id_registry.h"
+#include "isowatch/ingest/server_credentials.h"
 #include "isowatch/ingest/validate.h"
 #include "isowatch/v1/ingest.grpc.pb.h"
 #include "isowatch/v1/ingest.pb.h"
@@ -301,6 +302,8 @@ struct IngestServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;
   IngestServiceOptions service;
+  // TLS, mutual TLS and the bearer token (MakeServerCredentials); by default plaintext.
+  ServerSecurity security;
 };
 
 // A running gRPC server with the ingest service and the standard health service
@@ -352,8 +355,8 @@ class IngestServer {
 };
 
 // Starts a server per `options` that feeds `sink`. `registry` remembers transaction ids; when null
-// the server keeps them in memory (MemoryIdRegistry). Errors: InvalidArgument (bad options),
-// Unavailable (cannot listen on the address).
+// the server keeps them in memory (MemoryIdRegistry). Errors: InvalidArgument (bad options, TLS
+// material gRPC refuses), Unavailable (cannot listen on the address).
 absl::StatusOr<std::unique_ptr<IngestServer>> StartIngestServer(const IngestServerOptions& options,
                                                                 BatchSink& sink,
                                                                 IdRegistry* registry = nullptr);

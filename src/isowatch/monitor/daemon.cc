@@ -2,6 +2,7 @@
 #include "isowatch/monitor/daemon.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,7 @@
 
 #include "isowatch/checkers/registry.h"
 #include "isowatch/common/atomic_file.h"
+#include "isowatch/common/credentials.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/monitor/json_log_format.h"
 #include "isowatch/monitor/log_routing.h"
@@ -116,6 +118,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
                                                       std::string version,
                                                       const common::Clock* clock) {
   RETURN_IF_ERROR(config::Validate(config));
+  // The credentials first: a file that cannot be read stops the start before anything is opened.
+  ASSIGN_OR_RETURN(TlsCredentials grpc_tls, LoadTlsCredentials(config.grpc.tls, "grpc.tls"));
+  ASSIGN_OR_RETURN(TlsCredentials http_tls, LoadTlsCredentials(config.http.tls, "http.tls"));
+  std::string grpc_token;
+  if (!config.grpc.token_file.empty()) {
+    ASSIGN_OR_RETURN(grpc_token, ReadTokenFile(config.grpc.token_file, "grpc.auth.token_file"));
+  }
+  std::string http_token;
+  if (!config.http.token_file.empty()) {
+    ASSIGN_OR_RETURN(http_token, ReadTokenFile(config.http.token_file, "http.auth.token_file"));
+  }
+  for (const std::string& warning : config::AccessWarnings(config)) spdlog::warn("{}", warning);
   std::unique_ptr<Daemon> d(new Daemon());
   std::error_code ec;
   // Owner-only, like everything in it (docs/operations.md, "Files").
@@ -135,10 +149,41 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   server::HttpServer::Options http;
   http.host = config.http.listen;
   http.port = static_cast<uint16_t>(config.http.port);
+  const config::HttpLimits& limits = config.http_limits;
+  http.max_connections = static_cast<size_t>(limits.max_connections);
+  http.idle_timeout = limits.idle_timeout;
+  http.header_timeout = limits.header_timeout;
+  http.body_timeout = limits.body_timeout;
+  http.write_timeout = limits.write_timeout;
+  http.api_threads = static_cast<int>(limits.api_threads);
+  http.api_queue = static_cast<size_t>(limits.api_queue);
+  http.tls = std::move(http_tls);
+  server::DaemonMetrics* metrics = d->metrics_.get();
+  // Looked up once: a flood of connections drops thousands a second.
+  std::array<prometheus::Counter*, std::size(server::kAllHttpDrops)> dropped{};
+  for (server::HttpDrop drop : server::kAllHttpDrops) {
+    dropped[static_cast<size_t>(drop)] =
+        &metrics->HttpConnectionsDropped(server::HttpDropName(drop));
+  }
+  std::array<prometheus::Counter*, std::size(server::kAllHttpRejections)> rejected{};
+  for (server::HttpRejection rejection : server::kAllHttpRejections) {
+    rejected[static_cast<size_t>(rejection)] =
+        &metrics->HttpRequestsRejected(server::HttpRejectionName(rejection));
+  }
+  http.events.dropped = [dropped](server::HttpDrop drop) {
+    dropped[static_cast<size_t>(drop)]->Increment();
+  };
+  http.events.rejected = [rejected](server::HttpRejection rejection) {
+    rejected[static_cast<size_t>(rejection)]->Increment();
+  };
   d->http_ = std::make_unique<server::HttpServer>(http);
   MonitorView* view = d->view_.get();
-  d->api_ = std::make_unique<server::HttpApi>(d->metrics_.get(), view, view,
-                                              [view] { return view->Ready(); });
+  server::HttpApi::Options api;
+  api.token = std::move(http_token);
+  api.metrics_need_token = config.http_auth.metrics == config::HttpAccess::kToken;
+  api.health_need_token = config.http_auth.health == config::HttpAccess::kToken;
+  d->api_ = std::make_unique<server::HttpApi>(
+      d->metrics_.get(), view, view, [view] { return view->Ready(); }, std::move(api));
   RETURN_IF_ERROR(d->api_->RegisterOn(*d->http_));
   RETURN_IF_ERROR(d->http_->Start());
   spdlog::info("HTTP on {}:{}; recovering the store in {}", config.http.listen, d->http_port(),
@@ -179,7 +224,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
     options.live.engine.spill_collected = config.engine.spill_collected;
     options.live.engine.memory_budget = config.engine.memory_budget;
     options.live.engine.spill_retention = config.engine.spill_retention;
-    server::DaemonMetrics* metrics = d->metrics_.get();
     options.live.engine.on_spill_pause = [metrics](double seconds) {
       metrics->spill_pause().Observe(seconds);
     };
@@ -247,13 +291,16 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   grpc.service.limits.max_ops_per_txn =
       static_cast<uint32_t>(std::min<uint64_t>(config.ingest.max_ops_per_transaction, UINT32_MAX));
   grpc.service.events = d->monitor_->ingest_events();
+  grpc.security.tls = std::move(grpc_tls);
+  grpc.security.token = std::move(grpc_token);
   ASSIGN_OR_RETURN(d->ingest_,
                    ingest::StartIngestServer(grpc, *d->monitor_, &d->monitor_->id_registry()));
   d->monitor_->SetIngestCounters(&d->ingest_->counters());
   d->monitor_->Start();
   view->Set(d->monitor_.get());
-  spdlog::info("isowatchd {} serving: gRPC on {}:{}, HTTP on {}:{}, store in {}", version,
-               config.grpc.listen, d->grpc_port(), config.http.listen, d->http_port(),
+  spdlog::info("isowatchd {} serving: gRPC{} on {}:{}, HTTP{} on {}:{}, store in {}", version,
+               config.grpc.tls.enabled() ? " (TLS)" : "", config.grpc.listen, d->grpc_port(),
+               config.http.tls.enabled() ? "S" : "", config.http.listen, d->http_port(),
                config.data_dir);
   const uint64_t remembered = config::RememberedIds(config);
   spdlog::info(

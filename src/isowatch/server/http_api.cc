@@ -18,6 +18,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "isowatch/common/credentials.h"
 #include "isowatch/common/string_view.h"
 #include "isowatch/store/violation_record.h"
 
@@ -350,36 +351,74 @@ HttpApi::HttpApi(DaemonMetrics* metrics, ViolationSource* violations, StatusSour
       violations_(violations),
       status_(status),
       readiness_(std::move(readiness)),
-      options_(options) {
+      options_(std::move(options)) {
   if (options_.max_limit == 0) options_.max_limit = 1;
   options_.default_limit = std::clamp<size_t>(options_.default_limit, 1, options_.max_limit);
 }
 
 absl::Status HttpApi::RegisterOn(HttpServer& server) {
+  if ((options_.metrics_need_token || options_.health_need_token) && options_.token.empty()) {
+    return absl::InvalidArgumentError("/metrics or the probes need a token, and there is none");
+  }
   auto bind = [this](HttpResponse (HttpApi::*handler)(const HttpRequest&) const) {
     return [this, handler](const HttpRequest& request) { return (this->*handler)(request); };
   };
-  if (absl::Status s = server.Handle("GET", "/metrics", bind(&HttpApi::ServeMetrics)); !s.ok()) {
-    return s;
+  server_ = &server;
+  if (metrics_ != nullptr) {
+    unauthorized_ =
+        &metrics_->HttpRequestsRejected(HttpRejectionName(HttpRejection::kUnauthorized));
   }
-  for (const char* path : {"/healthz", "/livez"}) {
-    if (absl::Status s = server.Handle("GET", path, bind(&HttpApi::ServeHealth)); !s.ok()) {
+  struct Endpoint {
+    const char* path;
+    HttpResponse (HttpApi::*handler)(const HttpRequest&) const;
+    bool need_token;
+  };
+  const bool api_token = !options_.token.empty();
+  const Endpoint endpoints[] = {
+      {"/metrics", &HttpApi::ServeMetrics, options_.metrics_need_token},
+      {"/healthz", &HttpApi::ServeHealth, options_.health_need_token},
+      {"/livez", &HttpApi::ServeHealth, options_.health_need_token},
+      {"/readyz", &HttpApi::ServeReady, options_.health_need_token},
+      {"/api/v1/violations", &HttpApi::ServeViolations, api_token},
+      {"/api/v1/status", &HttpApi::ServeStatus, api_token},
+  };
+  for (const Endpoint& e : endpoints) {
+    // The probes and /metrics are quick and never block: they run on the I/O thread, and answer
+    // while the API's threads are all busy (docs/operations.md, "HTTP under load").
+    const bool api = std::string_view(e.path).starts_with("/api/");
+    const RouteKind kind = api ? RouteKind::kPooled : RouteKind::kInline;
+    if (absl::Status s =
+            server.Handle("GET", e.path, Guard(bind(e.handler), e.need_token, /*json=*/api), kind);
+        !s.ok()) {
       return s;
     }
   }
-  if (absl::Status s = server.Handle("GET", "/readyz", bind(&HttpApi::ServeReady)); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = server.Handle("GET", "/api/v1/violations", bind(&HttpApi::ServeViolations));
-      !s.ok()) {
-    return s;
-  }
-  return server.Handle("GET", "/api/v1/status", bind(&HttpApi::ServeStatus));
+  return absl::OkStatus();
+}
+
+HttpHandler HttpApi::Guard(HttpHandler handler, bool need_token, bool json) const {
+  if (!need_token) return handler;
+  return [this, handler = std::move(handler), json](const HttpRequest& request) {
+    const std::optional<std::string_view> header = request.Header("authorization");
+    const std::optional<std::string_view> token =
+        header.has_value() ? BearerToken(*header) : std::nullopt;
+    if (token.has_value() && TokensMatch(*token, options_.token)) return handler(request);
+    if (unauthorized_ != nullptr) unauthorized_->Increment();
+    const std::string_view message =
+        token.has_value() ? "wrong bearer token" : "this endpoint needs a bearer token";
+    HttpResponse response =
+        json ? JsonError(401, message) : HttpResponse::Text(401, fmt::format("{}\n", message));
+    response.headers.emplace_back("WWW-Authenticate", R"(Bearer realm="isowatch")");
+    return response;
+  };
 }
 
 HttpResponse HttpApi::ServeMetrics(const HttpRequest& /*request*/) const {
   if (metrics_ == nullptr) return HttpResponse::Text(503, "metrics are not available\n");
   metrics_->ready().Set(!readiness_ || readiness_().ok() ? 1 : 0);
+  if (server_ != nullptr) {
+    metrics_->http_connections().Set(static_cast<double>(server_->open_connections()));
+  }
   HttpResponse response = HttpResponse::Text(200, metrics_->Serialize());
   response.content_type = std::string(DaemonMetrics::kContentType);
   return response;

@@ -34,6 +34,12 @@ class HttpApi {
   struct Options {
     size_t default_limit = 100;  // violations per page when the request gives no limit
     size_t max_limit = 1000;     // larger limits are lowered to this
+    // The bearer token /api/v1/* needs (`Authorization: Bearer TOKEN`); empty: none. A request
+    // without it, or with another, answers 401 with `WWW-Authenticate: Bearer` and is counted
+    // (isowatch_http_requests_rejected_total{reason="unauthorized"}). docs/security.md.
+    std::string token;
+    bool metrics_need_token = false;  // /metrics needs it too
+    bool health_need_token = false;   // /healthz, /livez and /readyz need it too
   };
 
   HttpApi(DaemonMetrics* metrics, ViolationSource* violations, StatusSource* status,
@@ -42,8 +48,11 @@ class HttpApi {
           ReadinessCheck readiness)
       : HttpApi(metrics, violations, status, std::move(readiness), Options()) {}
 
-  // Adds the endpoints above to `server`. REQUIRES: before server.Start(). Errors: those of
-  // HttpServer::Handle (a path already taken).
+  // Adds the endpoints above to `server`: the probes and /metrics inline, the API pooled
+  // (RouteKind), each behind the token where the options ask for it. /metrics then also reports
+  // the server's open connections. REQUIRES: before server.Start(). Errors: InvalidArgument when
+  // metrics or health need a token and there is none; those of HttpServer::Handle (a path
+  // already taken).
   absl::Status RegisterOn(HttpServer& server);
 
   // The handlers, also callable directly.
@@ -54,11 +63,16 @@ class HttpApi {
   HttpResponse ServeStatus(const HttpRequest& request) const;
 
  private:
+  // `handler` behind the token when `need_token`: 401 (JSON with `json`) without it.
+  HttpHandler Guard(HttpHandler handler, bool need_token, bool json) const;
+
   DaemonMetrics* metrics_;
   ViolationSource* violations_;
   StatusSource* status_;
   ReadinessCheck readiness_;
   Options options_;
+  const HttpServer* server_ = nullptr;           // set by RegisterOn; not owned
+  prometheus::Counter* unauthorized_ = nullptr;  // set by RegisterOn; metrics_'s
 };
 
 }  // namespace isowatch::server

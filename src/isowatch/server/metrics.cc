@@ -7,6 +7,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "isowatch/common/check.h"
+#include "isowatch/server/http_server.h"
 #include "isowatch/server/process_memory.h"
 
 namespace isowatch::server {
@@ -397,6 +398,28 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                 .Help("1 while the daemon is ready to take ingest (as /readyz), else 0.")
                 .Register(r)
                 .Add({});
+  http_connections_ = &BuildGauge()
+                           .Name("isowatch_http_connections")
+                           .Help("Connections open on the HTTP server.")
+                           .Register(r)
+                           .Add({});
+  http_dropped_family_ = &BuildCounter()
+                              .Name("isowatch_http_connections_dropped_total")
+                              .Help(
+                                  "Connections the HTTP server closed before their client did, "
+                                  "by reason (a deadline passed, evicted or refused at the "
+                                  "connection limit).")
+                              .Register(r);
+  for (HttpDrop drop : kAllHttpDrops) HttpConnectionsDropped(HttpDropName(drop));
+  http_rejected_family_ = &BuildCounter()
+                               .Name("isowatch_http_requests_rejected_total")
+                               .Help(
+                                   "HTTP requests answered without running their handler, by "
+                                   "reason.")
+                               .Register(r);
+  for (HttpRejection rejection : kAllHttpRejections) {
+    HttpRequestsRejected(HttpRejectionName(rejection));
+  }
   internal_bugs_ = &BuildCounter()
                         .Name("isowatch_internal_bugs_total")
                         .Help("Internal inconsistencies the daemon detected and survived.")
@@ -435,6 +458,14 @@ Counter& DaemonMetrics::IngestedTransactions(std::string_view stream) {
 
 Counter& DaemonMetrics::RefusedTransactions(std::string_view reason) {
   return refused_family_->Add({{"reason", std::string(reason)}});
+}
+
+Counter& DaemonMetrics::HttpConnectionsDropped(std::string_view reason) {
+  return http_dropped_family_->Add({{"reason", std::string(reason)}});
+}
+
+Counter& DaemonMetrics::HttpRequestsRejected(std::string_view reason) {
+  return http_rejected_family_->Add({{"reason", std::string(reason)}});
 }
 
 Gauge& DaemonMetrics::StreamWatermark(std::string_view stream) {

@@ -158,6 +158,15 @@ class DaemonMetrics {
   // at every scrape of /metrics.
   prometheus::Gauge& ready() { return *ready_; }
 
+  // --- the HTTP server (docs/operations.md, "HTTP under load") ---
+  // Connections open; HttpApi sets it at every scrape of /metrics.
+  prometheus::Gauge& http_connections() { return *http_connections_; }
+  // Connections the server closed before their client did, by `reason` (HttpDropName); every
+  // reason is there, at 0, from the start.
+  prometheus::Counter& HttpConnectionsDropped(std::string_view reason);
+  // Requests answered without running their handler, by `reason` (HttpRejectionName).
+  prometheus::Counter& HttpRequestsRejected(std::string_view reason);
+
   // "Can't happen" conditions the daemon survived: those counted here directly, and at every
   // Serialize() those ISOWATCH_BUG caught (common/check.h).
   prometheus::Counter& internal_bugs() { return *internal_bugs_; }
@@ -241,6 +250,9 @@ class DaemonMetrics {
   prometheus::Family<prometheus::Counter>* window_checks_family_;
   prometheus::Family<prometheus::Histogram>* window_seconds_family_;
   prometheus::Gauge* ready_;
+  prometheus::Gauge* http_connections_;
+  prometheus::Family<prometheus::Counter>* http_dropped_family_;
+  prometheus::Family<prometheus::Counter>* http_rejected_family_;
   prometheus::Counter* internal_bugs_;
   // common::InternalBugCount() as last added to internal_bugs_. Relaxed: a mark only raised.
   std::atomic<uint64_t> bugs_exported_{0};

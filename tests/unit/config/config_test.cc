@@ -28,6 +28,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string ShippedFile() { return isowatch::testing::SourceDir() + "/config/isowatchd.yaml"; }
@@ -124,10 +125,15 @@ TEST(ConfigTest, TheShippedFileListsEveryOption) {
 // docs/configuration.md and here.
 TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
   DaemonConfig c;
-  auto& [data_dir, grpc, http, ports_file, log, engine, ingest, store, windows, checker_options] =
-      c;
-  auto& [grpc_listen, grpc_port] = grpc;
-  auto& [http_listen, http_port] = http;
+  auto& [data_dir, grpc, http, http_auth, http_limits, ports_file, log, engine, ingest, store,
+         windows, checker_options] = c;
+  auto& [grpc_listen, grpc_port, grpc_tls, grpc_token_file] = grpc;
+  auto& [grpc_cert, grpc_key, grpc_client_ca] = grpc_tls;
+  auto& [http_listen, http_port, http_tls, http_token_file] = http;
+  auto& [http_cert, http_key, http_client_ca] = http_tls;
+  auto& [http_metrics_access, http_health_access] = http_auth;
+  auto& [http_max_connections, http_idle_timeout, http_header_timeout, http_body_timeout,
+         http_write_timeout, http_api_threads, http_api_queue] = http_limits;
   auto& [log_level, log_format, log_file] = log;
   auto& [engine_level, finality_timeout, retention, memory_budget, spill_collected,
          spill_retention] = engine;
@@ -149,8 +155,26 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
       {"data_dir", "/elsewhere", [p = &data_dir] { return *p == "/elsewhere"; }},
       {"grpc.listen", "::", [p = &grpc_listen] { return *p == "::"; }},
       {"grpc.port", "9000", [p = &grpc_port] { return *p == 9000; }},
+      {"grpc.tls.cert_file", "/c.pem", [p = &grpc_cert] { return *p == "/c.pem"; }},
+      {"grpc.tls.key_file", "/k.pem", [p = &grpc_key] { return *p == "/k.pem"; }},
+      {"grpc.tls.client_ca_file", "/ca.pem", [p = &grpc_client_ca] { return *p == "/ca.pem"; }},
+      {"grpc.auth.token_file", "/t", [p = &grpc_token_file] { return *p == "/t"; }},
       {"http.listen", "0.0.0.0", [p = &http_listen] { return *p == "0.0.0.0"; }},
       {"http.port", "9001", [p = &http_port] { return *p == 9001; }},
+      {"http.tls.cert_file", "/hc.pem", [p = &http_cert] { return *p == "/hc.pem"; }},
+      {"http.tls.key_file", "/hk.pem", [p = &http_key] { return *p == "/hk.pem"; }},
+      {"http.tls.client_ca_file", "/hca.pem", [p = &http_client_ca] { return *p == "/hca.pem"; }},
+      {"http.auth.token_file", "/ht", [p = &http_token_file] { return *p == "/ht"; }},
+      {"http.auth.metrics", "token",
+       [p = &http_metrics_access] { return *p == HttpAccess::kToken; }},
+      {"http.auth.health", "token", [p = &http_health_access] { return *p == HttpAccess::kToken; }},
+      {"http.max_connections", "12", [p = &http_max_connections] { return *p == 12u; }},
+      {"http.idle_timeout", "3s", [p = &http_idle_timeout] { return *p == 3s; }},
+      {"http.header_timeout", "2s", [p = &http_header_timeout] { return *p == 2s; }},
+      {"http.body_timeout", "4s", [p = &http_body_timeout] { return *p == 4s; }},
+      {"http.write_timeout", "5s", [p = &http_write_timeout] { return *p == 5s; }},
+      {"http.api_threads", "3", [p = &http_api_threads] { return *p == 3u; }},
+      {"http.api_queue", "0", [p = &http_api_queue] { return *p == 0u; }},
       {"ports_file", "/tmp/p.json", [p = &ports_file] { return *p == "/tmp/p.json"; }},
       {"log.level", "debug", [p = &log_level] { return *p == LogLevel::kDebug; }},
       {"log.format", "json", [p = &log_format] { return *p == LogFormat::kJson; }},
@@ -437,13 +461,69 @@ TEST(ConfigTest, ValidateChecksAcrossFields) {
   bad.engine.retention = -1;
   bad.ingest.queue_batches = 0;
   bad.ingest.max_batch_bytes = 4ull << 30;
+  bad.http_limits.max_connections = 0;
+  bad.http_limits.header_timeout = 0ms;
+  bad.http_limits.api_threads = 5000;
+  bad.grpc.tls.cert_file = "/c.pem";           // without a key
+  bad.grpc.token_file = "/t";                  // fine: grpc has TLS (if incomplete)
+  bad.http.tls.client_ca_file = "/ca.pem";     // without TLS
+  bad.http_auth.metrics = HttpAccess::kToken;  // without a token
   s = Validate(bad);
   ASSERT_FALSE(s.ok());
   for (std::string_view key :
        {"data_dir:", "grpc.port:", "http.listen:", "engine.finality_timeout:", "engine.retention:",
-        "ingest.queue_batches:", "ingest.max_batch_bytes: at most 2GiB - 1"}) {
+        "ingest.queue_batches:", "ingest.max_batch_bytes: at most 2GiB - 1",
+        "http.max_connections: must be at least 1", "http.header_timeout: must be positive",
+        "http.api_threads: at most 1024", "grpc.tls: cert_file and key_file go together",
+        "http.tls.client_ca_file: client certificates need TLS",
+        "http.auth.metrics: \"token\" needs http.auth.token_file"}) {
     EXPECT_THAT(s.message(), HasSubstr(std::string(key)));
   }
+  EXPECT_THAT(s.message(), Not(HasSubstr("grpc.auth.token_file")));
+  EXPECT_THAT(s.message(), Not(HasSubstr("http.auth.health")));
+
+  DaemonConfig token_without_tls;
+  token_without_tls.grpc.token_file = "/t";
+  s = Validate(token_without_tls);
+  EXPECT_THAT(s.message(), HasSubstr("grpc.auth.token_file: a bearer token needs TLS"));
+  for (std::string_view key : {"grpc.auth.token_file"}) {
+    EXPECT_THAT(s.message(), HasSubstr(std::string(key)));
+  }
+}
+
+TEST(ConfigTest, IsLoopbackKnowsTheLoopbackAddresses) {
+  for (const char* host :
+       {"127.0.0.1", "127.1.2.3", "::1", "[::1]", "::ffff:127.0.0.1", "localhost"}) {
+    EXPECT_TRUE(IsLoopback(host)) << host;
+  }
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.1", "192.0.2.1", "128.0.0.1", "::ffff:10.0.0.1",
+                           "db.example", ""}) {
+    EXPECT_FALSE(IsLoopback(host)) << host;
+  }
+}
+
+TEST(ConfigTest, AccessWarningsNameWhatIsOpenOffLoopback) {
+  DaemonConfig c;
+  EXPECT_TRUE(AccessWarnings(c).empty());  // loopback
+  c.grpc.listen = "0.0.0.0";
+  c.http.listen = "::";
+  std::vector<std::string> w = AccessWarnings(c);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_THAT(w[0], HasSubstr("gRPC listens on 0.0.0.0 without authentication"));
+  EXPECT_THAT(w[1], HasSubstr("HTTP listens on :: without authentication"));
+  // TLS alone authenticates nobody; client certificates or a token do.
+  c.grpc.tls = {.cert_file = "/c", .key_file = "/k"};
+  EXPECT_EQ(AccessWarnings(c).size(), 2u);
+  c.grpc.tls.client_ca_file = "/ca";
+  c.http.token_file = "/t";
+  w = AccessWarnings(c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0], HasSubstr("the token travels in clear"));
+  c.http.tls = {.cert_file = "/c", .key_file = "/k"};
+  EXPECT_TRUE(AccessWarnings(c).empty());
+  c.grpc.tls.client_ca_file = "";
+  c.grpc.token_file = "/t";
+  EXPECT_TRUE(AccessWarnings(c).empty());
 }
 
 // ---- Rendering ----

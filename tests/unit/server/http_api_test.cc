@@ -366,6 +366,9 @@ TEST_F(HttpApiTest, MetricsCoverEveryDocumentedFamily) {
                            "isowatch_engine_memory_bytes",
                            "isowatch_engine_memory_budget_bytes",
                            "isowatch_ready",
+                           "isowatch_http_connections",
+                           "isowatch_http_connections_dropped_total",
+                           "isowatch_http_requests_rejected_total",
                            "isowatch_internal_bugs_total",
                            "isowatch_build_info",
                            "isowatch_uptime_seconds",
@@ -557,6 +560,82 @@ TEST(HttpApiProvidersTest, MissingProvidersAnswer503) {
   EXPECT_EQ(api.ServeStatus(request).status, 503);
   EXPECT_EQ(api.ServeReady(request).status, 200);  // no check: always ready
   EXPECT_EQ(api.ServeHealth(request).status, 200);
+}
+
+// /api/v1/* behind a token, /metrics and the probes open or not as the options say.
+class HttpApiTokenTest : public ::testing::Test {
+ protected:
+  void Start(bool metrics_need_token, bool health_need_token) {
+    HttpApi::Options options;
+    options.token = "t0ken";
+    options.metrics_need_token = metrics_need_token;
+    options.health_need_token = health_need_token;
+    api_ = std::make_unique<HttpApi>(&metrics_, &violations_, &status_, nullptr, options);
+    server_ = std::make_unique<HttpServer>(HttpServer::Options{});
+    ASSERT_TRUE(api_->RegisterOn(*server_).ok());
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Stop();
+  }
+
+  // The status of GET `target` with `authorization` as the Authorization header (none if empty).
+  int Status(const std::string& target, const std::string& authorization = "") {
+    HttpTestClient client(server_->port());
+    std::string request = fmt::format("GET {} HTTP/1.1\r\nHost: 127.0.0.1\r\n", target);
+    if (!authorization.empty()) request += fmt::format("Authorization: {}\r\n", authorization);
+    auto r = client.SendBytes(request + "\r\n");
+    if (!r.has_value()) return 0;
+    if (r->status == 401) {
+      EXPECT_EQ(r->headers["www-authenticate"], R"(Bearer realm="isowatch")") << target;
+    }
+    return r->status;
+  }
+
+  double Unauthorized() { return metrics_.HttpRequestsRejected("unauthorized").Value(); }
+
+  DaemonMetrics metrics_{"test"};
+  FakeViolationSource violations_{MakeRecords(3)};
+  FakeStatusSource status_;
+  std::unique_ptr<HttpApi> api_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpApiTokenTest, TheApiNeedsTheTokenAndTheRestIsOpenByDefault) {
+  Start(/*metrics_need_token=*/false, /*health_need_token=*/false);
+  for (const char* target : {"/api/v1/status", "/api/v1/violations"}) {
+    EXPECT_EQ(Status(target), 401) << target;
+    EXPECT_EQ(Status(target, "Bearer wrong"), 401) << target;
+    EXPECT_EQ(Status(target, "Basic dDBrZW4="), 401) << target;
+    EXPECT_EQ(Status(target, "Bearer t0ken"), 200) << target;
+    EXPECT_EQ(Status(target, "bearer  t0ken "), 200) << target;
+  }
+  EXPECT_EQ(Unauthorized(), 6);
+  for (const char* target : {"/metrics", "/healthz", "/livez", "/readyz"}) {
+    EXPECT_EQ(Status(target), 200) << target;
+  }
+}
+
+TEST_F(HttpApiTokenTest, MetricsAndHealthCanNeedTheTokenEachOnItsOwn) {
+  Start(/*metrics_need_token=*/true, /*health_need_token=*/false);
+  EXPECT_EQ(Status("/metrics"), 401);
+  EXPECT_EQ(Status("/metrics", "Bearer t0ken"), 200);
+  EXPECT_EQ(Status("/healthz"), 200);
+  server_->Stop();
+  Start(/*metrics_need_token=*/false, /*health_need_token=*/true);
+  EXPECT_EQ(Status("/metrics"), 200);
+  for (const char* target : {"/healthz", "/livez", "/readyz"}) {
+    EXPECT_EQ(Status(target), 401) << target;
+    EXPECT_EQ(Status(target, "Bearer t0ken"), 200) << target;
+  }
+}
+
+TEST(HttpApiTokenSetupTest, ATokenForMetricsWithoutATokenIsAnError) {
+  HttpApi::Options options;
+  options.metrics_need_token = true;
+  HttpApi api(nullptr, nullptr, nullptr, nullptr, options);
+  HttpServer server(HttpServer::Options{});
+  EXPECT_EQ(api.RegisterOn(server).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(HttpApiProvidersTest, UnreadableRecordDetailStillShowsTheRecord) {

@@ -77,6 +77,16 @@ class HttpTestClient {
     return ReadResponse(/*head=*/false);
   }
 
+  // Writes raw bytes and reads nothing; false when the write failed.
+  bool Write(std::string_view bytes) {
+    boost::beast::error_code ec;
+    stream_.expires_after(timeout_);
+    boost::asio::async_write(stream_, boost::asio::buffer(bytes.data(), bytes.size()),
+                             [&](boost::beast::error_code e, size_t) { ec = e; });
+    Drive();
+    return !ec;
+  }
+
   // True when the server has closed the connection: a read ends with end of stream or a reset
   // (not with a timeout) and no data.
   bool WaitClosed() {

@@ -380,12 +380,82 @@ const std::vector<Option>& Table() {
             "grpc.port", "Port of the gRPC ingest service; 0 picks a free port.",
             [](auto& c) -> auto& { return c.grpc.port; }),
         StringOption(
+            "grpc.tls.cert_file", "a file path",
+            "The gRPC server's certificate chain (PEM); set: collectors connect with TLS.", true,
+            [](auto& c) -> auto& { return c.grpc.tls.cert_file; }),
+        StringOption(
+            "grpc.tls.key_file", "a file path", "The private key of grpc.tls.cert_file (PEM).",
+            true, [](auto& c) -> auto& { return c.grpc.tls.key_file; }),
+        StringOption(
+            "grpc.tls.client_ca_file", "a file path",
+            "CA bundle (PEM); set: collectors must present a certificate it signed (mutual TLS).",
+            true, [](auto& c) -> auto& { return c.grpc.tls.client_ca_file; }),
+        StringOption(
+            "grpc.auth.token_file", "a file path",
+            "File holding the bearer token collectors must send; needs grpc.tls. Empty: none.",
+            true, [](auto& c) -> auto& { return c.grpc.token_file; }),
+        StringOption(
             "http.listen", "an address or host name",
             "Address the HTTP server (/metrics, /healthz, /readyz, /api/v1) listens on.", false,
             [](auto& c) -> auto& { return c.http.listen; }),
         PortOption(
             "http.port", "Port of the HTTP server; 0 picks a free port.",
             [](auto& c) -> auto& { return c.http.port; }),
+        StringOption(
+            "http.tls.cert_file", "a file path",
+            "The HTTP server's certificate chain (PEM); set: HTTPS only.", true,
+            [](auto& c) -> auto& { return c.http.tls.cert_file; }),
+        StringOption(
+            "http.tls.key_file", "a file path", "The private key of http.tls.cert_file (PEM).",
+            true, [](auto& c) -> auto& { return c.http.tls.key_file; }),
+        StringOption(
+            "http.tls.client_ca_file", "a file path",
+            "CA bundle (PEM); set: HTTP clients must present a certificate it signed.", true,
+            [](auto& c) -> auto& { return c.http.tls.client_ca_file; }),
+        StringOption(
+            "http.auth.token_file", "a file path",
+            "File holding the bearer token /api/v1/* requires; empty: the API is open.", true,
+            [](auto& c) -> auto& { return c.http.token_file; }),
+        EnumOption<HttpAccess>(
+            "http.auth.metrics", "Whether /metrics is open or needs the token.",
+            {HttpAccess::kOpen, HttpAccess::kToken}, &HttpAccessName,
+            [](auto& c) -> auto& { return c.http_auth.metrics; }),
+        EnumOption<HttpAccess>(
+            "http.auth.health", "Whether /healthz, /livez and /readyz are open or need the token.",
+            {HttpAccess::kOpen, HttpAccess::kToken}, &HttpAccessName,
+            [](auto& c) -> auto& { return c.http_auth.health; }),
+        CountOption(
+            "http.max_connections",
+            "Connections the HTTP server keeps open at once; one more closes the connection idle "
+            "the longest.",
+            [](auto& c) -> auto& { return c.http_limits.max_connections; }),
+        DurationOption(
+            "http.idle_timeout",
+            "A kept-alive HTTP connection is closed when its next request does not start within "
+            "this.",
+            [](auto& c) -> auto& { return c.http_limits.idle_timeout; }),
+        DurationOption(
+            "http.header_timeout",
+            "A request header must be complete this long after the connection was accepted (or, "
+            "on a kept-alive connection, after its first byte); else the connection is closed.",
+            [](auto& c) -> auto& { return c.http_limits.header_timeout; }),
+        DurationOption(
+            "http.body_timeout",
+            "A request body must be complete this long after its header; else the connection is "
+            "closed.",
+            [](auto& c) -> auto& { return c.http_limits.body_timeout; }),
+        DurationOption(
+            "http.write_timeout",
+            "A client must take a response within this; else the connection is closed.",
+            [](auto& c) -> auto& { return c.http_limits.write_timeout; }),
+        CountOption(
+            "http.api_threads",
+            "Threads answering /api/v1/*; the probes and /metrics are answered apart from them.",
+            [](auto& c) -> auto& { return c.http_limits.api_threads; }),
+        UnsignedOption(
+            "http.api_queue", "none wait",
+            "API requests waiting for one of http.api_threads; one more is answered 503.",
+            [](auto& c) -> auto& { return c.http_limits.api_queue; }),
         StringOption(
             "ports_file", "a file path",
             R"(Once ready, the daemon writes {"grpc": PORT, "http": PORT} here; empty: no file.)",
