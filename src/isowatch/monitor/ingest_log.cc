@@ -50,7 +50,7 @@ void IngestLog::Refused(const v1::IngestAck& ack, uint64_t transactions) {
   }
   spdlog::warn("stream {}: batch {}: {} of {} transactions refused ({}); transaction {}: {}: {}{}",
                ack.stream(), first.seq(), ack.refusals_size(), transactions, reasons,
-               first.txn_id().empty() ? "#" + std::to_string(first.index()) : first.txn_id(),
+               first.txn_id().empty() ? fmt::format("#{}", first.index()) : first.txn_id(),
                first_reason, first.detail(), more);
 }
 
