@@ -464,6 +464,30 @@ void WriteWindows(JsonWriter& w, const WindowsStatus& windows) {
   w.EndObject();
 }
 
+// The answer to a page of a listing: the items `items_of` gives of `page` under `name`, each
+// written by `write_item`, and the page's next_page_token; or the source's error.
+template <typename Page, typename ItemsOf, typename WriteItem>
+HttpResponse PageResponse(const absl::StatusOr<Page>& page, std::string_view name, ItemsOf items_of,
+                          WriteItem write_item) {
+  if (!page.ok()) {
+    const int status = HttpStatusOf(page.status());
+    // The only parameter a source can reject is the page token; the others were checked before.
+    return JsonError(status, common::StdView(page.status().message()),
+                     status == 400 ? "page_token" : "");
+  }
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  Key(w, name);
+  w.StartArray();
+  for (const auto& item : items_of(*page)) write_item(w, item);
+  w.EndArray();
+  Key(w, "next_page_token");
+  String(w, page->next_page_token);
+  w.EndObject();
+  return HttpResponse::Json(200, ToString(buffer));
+}
+
 }  // namespace
 
 HttpApi::HttpApi(DaemonMetrics* metrics, ViolationSource* violations, StatusSource* status,
@@ -531,25 +555,10 @@ HttpResponse HttpApi::ServeViolations(const HttpRequest& request) const {
   }
   const ViolationQuery& query = std::get<ViolationQuery>(parsed);
   if (violations_ == nullptr) return JsonError(503, "violations are not available");
-  absl::StatusOr<store::ViolationPage> page =
-      violations_->Query(query.filter, query.limit, query.page_token);
-  if (!page.ok()) {
-    int status = HttpStatusOf(page.status());
-    std::string message(common::StdView(page.status().message()));
-    // The only parameter a source can reject is the page token; the others were checked above.
-    return JsonError(status, message, status == 400 ? "page_token" : "");
-  }
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  Key(w, "violations");
-  w.StartArray();
-  for (const store::ViolationRecord& record : page->violations) WriteViolation(w, record);
-  w.EndArray();
-  Key(w, "next_page_token");
-  String(w, page->next_page_token);
-  w.EndObject();
-  return HttpResponse::Json(200, ToString(buffer));
+  return PageResponse(
+      violations_->Query(query.filter, query.limit, query.page_token), "violations",
+      [](const store::ViolationPage& page) -> const auto& { return page.violations; },
+      WriteViolation);
 }
 
 HttpResponse HttpApi::ServeSummaries(const HttpRequest& request) const {
@@ -559,24 +568,9 @@ HttpResponse HttpApi::ServeSummaries(const HttpRequest& request) const {
   }
   const SummaryQuery& query = std::get<SummaryQuery>(parsed);
   if (violations_ == nullptr) return JsonError(503, "summaries are not available");
-  absl::StatusOr<store::SummaryPage> page =
-      violations_->QuerySummaries(query.filter, query.limit, query.page_token);
-  if (!page.ok()) {
-    int status = HttpStatusOf(page.status());
-    std::string message(common::StdView(page.status().message()));
-    return JsonError(status, message, status == 400 ? "page_token" : "");
-  }
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  Key(w, "summaries");
-  w.StartArray();
-  for (const store::ViolationSummary& s : page->summaries) WriteSummary(w, s);
-  w.EndArray();
-  Key(w, "next_page_token");
-  String(w, page->next_page_token);
-  w.EndObject();
-  return HttpResponse::Json(200, ToString(buffer));
+  return PageResponse(
+      violations_->QuerySummaries(query.filter, query.limit, query.page_token), "summaries",
+      [](const store::SummaryPage& page) -> const auto& { return page.summaries; }, WriteSummary);
 }
 
 HttpResponse HttpApi::ServeStatus(const HttpRequest& request) const {

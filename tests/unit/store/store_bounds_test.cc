@@ -25,11 +25,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::Pair;
 
-ViolationKind Kind(std::string checker, std::string level, std::string anomaly) {
-  return ViolationKind{
-      .checker = std::move(checker), .level = std::move(level), .anomaly = std::move(anomaly)};
-}
-
 // A NOCONFLICT violation of transactions `a` and `b` (stream "s") on `key`.
 ViolationRecord Conflict(std::string id, std::string key, std::string a, std::string b,
                          int64_t finalised_ms = 0, std::string checker = "online") {
