@@ -143,6 +143,19 @@ struct StoreConfig {
   bool operator==(const StoreConfig&) const = default;
 };
 
+// How much of the violations the daemon keeps in full and logs (docs/operations.md, "Bounded
+// findings"); past it they are counted in summaries.
+struct FindingsConfig {
+  uint64_t max_per_key = 100;                      // kept in full per kind and key; 0: no bound
+  uint64_t max_per_txn = 20;                       // per kind and transaction; 0: no bound
+  uint64_t max_store_bytes = uint64_t{256} << 20;  // 0: no limit
+  uint64_t log_per_minute = 600;                   // violations logged in full; 0: none
+  uint64_t max_log_bytes = uint64_t{64} << 20;     // 0: no limit
+  std::chrono::milliseconds summary_interval{60'000};
+
+  bool operator==(const FindingsConfig&) const = default;
+};
+
 // Every option of isowatchd, with its default. The file config/isowatchd.yaml lists them all
 // with comments, docs/configuration.md in a table; a field added here needs an entry in the
 // option table of config.cc, in both files and in config_test.cc. Plain data.
@@ -157,6 +170,7 @@ struct DaemonConfig {
   EngineConfig engine;
   IngestConfig ingest;
   StoreConfig store;
+  FindingsConfig findings;
   WindowsConfig windows;
   // Options of the plug-in checkers, "NAME.OPTION" -> value as written (`checkers.NAME.OPTION`
   // in the file); an option not set takes the plug-in's default.

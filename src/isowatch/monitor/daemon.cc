@@ -69,6 +69,13 @@ class Daemon::MonitorView final : public server::ViolationSource, public server:
     if (m == nullptr) return Recovering();
     return m->Query(filter, limit, page_token);
   }
+  absl::StatusOr<store::SummaryPage> QuerySummaries(const store::SummaryFilter& filter,
+                                                    size_t limit,
+                                                    std::string_view page_token) override {
+    Monitor* m = monitor_.load(std::memory_order_acquire);
+    if (m == nullptr) return Recovering();
+    return m->QuerySummaries(filter, limit, page_token);
+  }
   absl::StatusOr<server::DaemonStatus> GetStatus() override {
     Monitor* m = monitor_.load(std::memory_order_acquire);
     if (m == nullptr) return Recovering();
@@ -142,8 +149,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
         fmt::format("data_dir: cannot create {}: {}", config.data_dir, ec.message()));
   }
   ASSIGN_OR_RETURN(
-      d->store_, store::Store::Open((std::filesystem::path(config.data_dir) / "store").string(),
-                                    store::StoreOptions{.sync_writes = config.store.sync_writes}));
+      d->store_,
+      store::Store::Open(
+          (std::filesystem::path(config.data_dir) / "store").string(),
+          store::StoreOptions{.sync_writes = config.store.sync_writes,
+                              .violation_bounds = {.max_per_key = config.findings.max_per_key,
+                                                   .max_per_txn = config.findings.max_per_txn,
+                                                   .max_bytes = config.findings.max_store_bytes}}));
   d->metrics_ = std::make_unique<server::DaemonMetrics>(version);
   d->metrics_->engine_memory_budget_bytes().Set(static_cast<double>(config.engine.memory_budget));
   server::HttpServer::Options http;
@@ -244,6 +256,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const config::DaemonConfig
   options.queue_batches = config.ingest.queue_batches;
   options.remembered_ids = static_cast<size_t>(config::RememberedIds(config));
   options.version = version;
+  options.findings_log =
+      FindingsLogOptions{.lines_per_minute = config.findings.log_per_minute,
+                         .max_log_bytes = config.findings.max_log_bytes,
+                         .summary_interval_ms = config.findings.summary_interval.count()};
   if (!config.windows.checkers.empty()) {
     const config::WindowsConfig& wc = config.windows;
     windows::WindowOptions cut;
@@ -342,8 +358,10 @@ void Daemon::Shutdown(absl::Duration deadline) {
   if (ingest_ != nullptr) ingest_->Shutdown(absl::Now() + deadline);
   if (monitor_ != nullptr) monitor_->Stop();
   if (http_ != nullptr) http_->Stop();
-  spdlog::info("stopped; {} violations in the store",
-               store_ != nullptr ? store_->CountViolations() : 0);
+  if (store_ != nullptr) {
+    spdlog::info("stopped; {} violations in the store, {} more counted in summaries",
+                 store_->CountViolations(), store_->CountSummarised());
+  }
   spdlog::default_logger()->flush();
 }
 

@@ -45,13 +45,14 @@ void RemoveSpillSnapshots(const std::string& data_dir, std::string_view keep) {
 }  // namespace
 
 EngineLoop::EngineLoop(store::Store* store, server::DaemonMetrics* metrics,
-                       const MonitorOptions& options, ingest::MemoryIdRegistry* registry,
-                       internal::BatchQueue* queue, DurableLog* log, WindowTracker* windows,
-                       int64_t start_unix_ms)
+                       const MonitorOptions& options, ViolationReporter* reporter,
+                       ingest::MemoryIdRegistry* registry, internal::BatchQueue* queue,
+                       DurableLog* log, WindowTracker* windows, int64_t start_unix_ms)
     : store_(store),
       metrics_(metrics),
       options_(options),
       clock_(options.clock != nullptr ? options.clock : &common::SystemClock::Get()),
+      reporter_(reporter),
       registry_(registry),
       queue_(queue),
       log_(log),
@@ -101,12 +102,14 @@ absl::Status EngineLoop::Recover() {
   SubmitWindows();
   // Violations found again are already stored (and counted before the restart); only those
   // that became final in the replay for the first time are new.
-  RETURN_IF_ERROR(StoreViolations(now, /*count=*/true));
-  exporter_.EndRecovery(live_, late_refusals());
+  RETURN_IF_ERROR(StoreViolations(now));
+  exporter_.EndRecovery(live_, late_refusals(), reporter_->log_status());
   Refresh(now);
   if (batches > 0) {
-    spdlog::info("recovered {} batches from the store ({} transactions, {} violations stored)",
-                 batches, live_.history().size(), store_->CountViolations());
+    spdlog::info(
+        "recovered {} batches from the store ({} transactions, {} violations stored, {} more "
+        "counted in summaries)",
+        batches, live_.history().size(), store_->CountViolations(), store_->CountSummarised());
   }
   return absl::OkStatus();
 }
@@ -173,10 +176,11 @@ void EngineLoop::Run() {
 void EngineLoop::Tick(int64_t now_ms, bool last) {
   live_.Tick();
   SubmitWindows();
-  if (absl::Status s = StoreViolations(now_ms, /*count=*/true); !s.ok()) {
+  if (absl::Status s = StoreViolations(now_ms); !s.ok()) {
     spdlog::error("storing violations failed: {}", common::StdView(s.message()));
     SetError(std::move(s));
   }
+  reporter_->Tick(/*now=*/last);
   Refresh(now_ms);
   MaybeCheckpoint(now_ms, /*now=*/last);
 }
@@ -206,21 +210,14 @@ void EngineLoop::ApplyOne(internal::DurableBatch& q, int64_t now_ms) {
   if (!refused.empty()) late_refusals_.fetch_add(refused.size(), std::memory_order_relaxed);
   // Keep violations flowing out during a long replay.
   if (live_.history().size() % 4096 < static_cast<size_t>(b.txns_size())) {
-    if (absl::Status s = StoreViolations(now_ms, /*count=*/true); !s.ok()) {
+    if (absl::Status s = StoreViolations(now_ms); !s.ok()) {
       spdlog::error("storing violations failed: {}", common::StdView(s.message()));
     }
   }
 }
 
-absl::Status EngineLoop::StoreViolations(int64_t now_ms, bool count) {
-  for (const store::ViolationRecord& r : live_.TakeViolations(now_ms)) {
-    ASSIGN_OR_RETURN(bool inserted, store_->PutViolation(r));
-    if (!inserted) continue;
-    if (count) metrics_->Violations(r.checker, r.level, r.anomaly).Increment();
-    spdlog::warn("violation {} ({} {}{}): {}", r.id, r.level, r.anomaly,
-                 r.ext_kind.empty() ? "" : "/" + r.ext_kind, r.json);
-  }
-  return absl::OkStatus();
+absl::Status EngineLoop::StoreViolations(int64_t now_ms) {
+  return reporter_->Report(live_.TakeViolations(now_ms)).status();
 }
 
 void EngineLoop::SubmitWindows() {
@@ -234,7 +231,8 @@ void EngineLoop::Refresh(int64_t now_ms) {
                         MetricsExporter::Inputs{.queued_batches = queue_->size(),
                                                 .late_refusals = late_refusals(),
                                                 .remembered_ids = registry_->size(),
-                                                .windows = windows_});
+                                                .windows = windows_,
+                                                .findings_log = reporter_->log_status()});
   absl::MutexLock l(&mu_);
   status_ = std::move(status);
 }
@@ -267,7 +265,7 @@ absl::StatusOr<bool> EngineLoop::Checkpoint(int64_t now_ms) {
   const uint64_t position = queue_->next_position();
   if (position <= checkpoint_position_) return false;
   // What became final is stored first: the restored checker does not report it again.
-  RETURN_IF_ERROR(StoreViolations(now_ms, /*count=*/true));
+  RETURN_IF_ERROR(StoreViolations(now_ms));
   SubmitWindows();
   v1::DaemonCheckpoint c;
   RETURN_IF_ERROR(live_.SaveCheckpoint(c.mutable_live()));

@@ -20,6 +20,7 @@
 #include "isowatch/monitor/live_checker.h"
 #include "isowatch/monitor/metrics_exporter.h"
 #include "isowatch/monitor/monitor_options.h"
+#include "isowatch/monitor/violation_reporter.h"
 #include "isowatch/monitor/window_tracker.h"
 #include "isowatch/server/metrics.h"
 #include "isowatch/server/status_source.h"
@@ -29,25 +30,27 @@
 namespace isowatch::monitor {
 
 // The engine thread (docs/operations.md, "How the daemon works"). It takes the durable batches
-// from the BatchQueue in log order and applies them to the LiveChecker, stores each violation
-// that becomes final under its stable id, and hands the windows the cutter seals to the
-// WindowTracker. Every tick (MonitorOptions::tick_ms of steady time, and once more at the end)
-// it finalises what timed out, refreshes the metrics and the status (MetricsExporter) and, every
-// checkpoint interval and when it drains, saves a checkpoint and drops the log before it
-// (docs/operations.md, "Checkpoints"). Before the thread starts, Recover restores the last
-// checkpoint and replays the log after it through the same steps.
+// from the BatchQueue in log order and applies them to the LiveChecker, reports each violation
+// that becomes final (ViolationReporter: stored under its stable id, or summarised), and hands the
+// windows the cutter seals to the WindowTracker. Every tick (MonitorOptions::tick_ms of steady
+// time, and once more at the end) it finalises what timed out, logs the summaries that grew,
+// refreshes the metrics and the status (MetricsExporter) and, every checkpoint interval and when it
+// drains, saves a checkpoint and drops the log before it (docs/operations.md, "Checkpoints").
+// Before the thread starts, Recover restores the last checkpoint and replays the log after it
+// through the same steps.
 //
 // Thread-safety: the LiveChecker and the loop's bookkeeping are engine-thread only (Recover runs
 // on the owner's thread before Start, and Join orders everything after the thread's end);
 // status(), error(), late_refusals() and AwaitTickForTest() are thread-safe. Owns the
-// LiveChecker, the MetricsExporter and the thread; the store, the metrics, the id registry, the
-// queue, the log, the window tracker (nullable) and the clock belong to the caller and outlive
-// it.
+// LiveChecker, the MetricsExporter and the thread; the store, the metrics, the reporter, the id
+// registry, the queue, the log, the window tracker (nullable) and the clock belong to the caller
+// and outlive it.
 class EngineLoop {
  public:
   EngineLoop(store::Store* store, server::DaemonMetrics* metrics, const MonitorOptions& options,
-             ingest::MemoryIdRegistry* registry, internal::BatchQueue* queue, DurableLog* log,
-             WindowTracker* windows, int64_t start_unix_ms);
+             ViolationReporter* reporter, ingest::MemoryIdRegistry* registry,
+             internal::BatchQueue* queue, DurableLog* log, WindowTracker* windows,
+             int64_t start_unix_ms);
   // REQUIRES: Join() was called if Start() was.
   ~EngineLoop() = default;
   EngineLoop(const EngineLoop&) = delete;
@@ -87,7 +90,7 @@ class EngineLoop {
   void Tick(int64_t now_ms, bool last);
   // Applies one durable batch and stores what became final.
   void ApplyOne(internal::DurableBatch& q, int64_t now_ms);
-  absl::Status StoreViolations(int64_t now_ms, bool count);
+  absl::Status StoreViolations(int64_t now_ms);
   // Hands the windows sealed since the last call to the window tracker.
   void SubmitWindows();
   void Refresh(int64_t now_ms);
@@ -104,6 +107,7 @@ class EngineLoop {
   server::DaemonMetrics* const metrics_;
   const MonitorOptions& options_;  // the monitor's; outlives this
   const common::Clock* const clock_;
+  ViolationReporter* const reporter_;
   ingest::MemoryIdRegistry* const registry_;
   internal::BatchQueue* const queue_;
   DurableLog* const log_;

@@ -348,7 +348,9 @@ store::ViolationRecord RenderViolation(const History& h, const verdict::Violatio
     if (!name.empty() && std::find(r.streams.begin(), r.streams.end(), name) == r.streams.end()) {
       r.streams.emplace_back(name);
     }
+    r.txns.push_back({.id = verdict::TxnLabel(h, v, id), .stream = std::string(name)});
   }
+  if (v.key.valid()) r.key = h.KeyToString(v.key);
   r.json = report::ViolationToJson(h, v);
   return r;
 }

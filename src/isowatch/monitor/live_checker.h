@@ -202,8 +202,8 @@ class LiveChecker {
 std::string StableViolationId(const history::History& h, const verdict::Violation& v);
 
 // A violation found in `h` as the store keeps it: its stable id, checker, level, anomaly, the
-// streams `stream_of` names for its transactions (empty: unknown), and its JSON.
-// finalised_unix_ms is left 0.
+// streams `stream_of` names for its transactions (empty: unknown), its JSON, and its key and
+// transactions (what the store bounds findings by). finalised_unix_ms is left 0.
 store::ViolationRecord RenderViolation(const history::History& h, const verdict::Violation& v,
                                        absl::FunctionRef<std::string_view(TxnId)> stream_of);
 

@@ -71,6 +71,8 @@ MetricsExporter::MetricsExporter(store::Store* store, server::DaemonMetrics* met
                              .series = "isowatch_session_unjudged_total"};
   kept_[kWindowLateTransactions] = {.metric = &metrics_->window_late_transactions(),
                                     .series = "isowatch_window_late_transactions_total"};
+  kept_[kViolationsUnlogged] = {.metric = &metrics_->violations_unlogged(),
+                                .series = "isowatch_violations_unlogged_total"};
 }
 
 void MetricsExporter::SetIngestCounters(const ingest::IngestCounters* counters) {
@@ -88,11 +90,17 @@ absl::Status MetricsExporter::Restore() {
   kept_[kHistoryConflicts].metric = &metrics_->RefusedTransactions(kHistoryConflict);
   const verdict::IsolationLevel level = options_.live.engine.level;
   for (verdict::Anomaly anomaly : OnlineAnomalies(level)) {
-    metrics_->Violations("online", verdict::IsolationLevelName(level),
+    metrics_->Violations(store::Store::kOnlineChecker, verdict::IsolationLevelName(level),
                          verdict::AnomalyName(anomaly));
+    metrics_->ViolationsSummarised(store::Store::kOnlineChecker, verdict::IsolationLevelName(level),
+                                   verdict::AnomalyName(anomaly));
   }
   for (const auto& [kind, count] : store_->CountViolationsByKind()) {
     metrics_->Violations(kind.checker, kind.level, kind.anomaly)
+        .Increment(static_cast<double>(count));
+  }
+  for (const auto& [kind, count] : store_->CountSummarisedByKind()) {
+    metrics_->ViolationsSummarised(kind.checker, kind.level, kind.anomaly)
         .Increment(static_cast<double>(count));
   }
   ASSIGN_OR_RETURN(const std::string blob, store_->CounterTotals());
@@ -116,12 +124,14 @@ absl::Status MetricsExporter::Restore() {
   return absl::OkStatus();
 }
 
-void MetricsExporter::EndRecovery(const LiveChecker& live, uint64_t late_refusals) {
-  const Sources sources = ReadSources(live, late_refusals, nullptr);
+void MetricsExporter::EndRecovery(const LiveChecker& live, uint64_t late_refusals,
+                                  const FindingsLogStatus& findings_log) {
+  const Sources sources = ReadSources(live, late_refusals, findings_log, nullptr);
   for (size_t i = 0; i < kKeptCount; ++i) {
     // Without saved totals (a new store, or one written before they were kept) the replay's
-    // counts are all there is.
-    if (kept_restored_) kept_[i].source = sources[i];
+    // counts are all there is. The violations not logged during the replay were found for the
+    // first time (those found again are neither logged nor counted): they count.
+    if (kept_restored_ && i != kViolationsUnlogged) kept_[i].source = sources[i];
   }
 }
 
@@ -132,6 +142,7 @@ void MetricsExporter::AddGrowth(prometheus::Counter& counter, uint64_t total, ui
 
 MetricsExporter::Sources MetricsExporter::ReadSources(const LiveChecker& live,
                                                       uint64_t late_refusals,
+                                                      const FindingsLogStatus& findings_log,
                                                       const ingest::IngestCounters* counters) {
   Sources out{};
   if (counters != nullptr) {
@@ -157,6 +168,7 @@ MetricsExporter::Sources MetricsExporter::ReadSources(const LiveChecker& live,
   if (const windows::CutterStats* cut = live.window_stats(); cut != nullptr) {
     out[kWindowLateTransactions] = cut->late;
   }
+  out[kViolationsUnlogged] = findings_log.unlogged;
   return out;
 }
 
@@ -278,6 +290,34 @@ uint64_t MetricsExporter::ExportStreams(int64_t now_ms, const LiveChecker& live,
   return ingested;
 }
 
+server::FindingsStatus MetricsExporter::ExportFindings(const FindingsLogStatus& log,
+                                                       server::StatusCounts& counts) {
+  counts.violations = 0;
+  for (const auto& [kind, n] : store_->CountViolationsByKind()) counts.violations += n;
+  counts.violations_summarised = store_->CountSummarised();
+  counts.violations_stored = store_->CountViolations();
+  const store::ViolationSpace space = store_->violation_space();
+  server::FindingsStatus out;
+  out.state = space.limit_reached                ? "store_limit_reached"
+              : counts.violations_summarised > 0 ? "summarising"
+                                                 : "complete";
+  out.summaries = space.summaries;
+  out.store_bytes = space.bytes;
+  out.max_store_bytes = store_->violation_bounds().max_bytes;
+  out.log_state = log.budget_spent   ? "budget_spent"
+                  : log.unlogged > 0 ? "rate_limited"
+                                     : "complete";
+  out.logged = log.logged;
+  out.unlogged = KeptTotal(kViolationsUnlogged);
+  out.log_bytes = log.log_bytes;
+  out.max_log_bytes = options_.findings_log.max_log_bytes;
+  metrics_->violation_summaries().Set(static_cast<double>(space.summaries));
+  metrics_->violation_store_bytes().Set(static_cast<double>(space.bytes));
+  metrics_->store_limit_reached().Set(space.limit_reached ? 1 : 0);
+  metrics_->log_limit_reached().Set(log.budget_spent ? 1 : 0);
+  return out;
+}
+
 server::DaemonStatus MetricsExporter::Refresh(int64_t now_ms, LiveChecker& live, const Inputs& in) {
   metrics_->log_batches().Set(
       static_cast<double>(store_->next_log_position() - store_->first_log_position()));
@@ -301,14 +341,14 @@ server::DaemonStatus MetricsExporter::Refresh(int64_t now_ms, LiveChecker& live,
     counters = counters_;
   }
   metrics_->queue_depth().Set(static_cast<double>(in.queued_batches));
-  ExportKept(ReadSources(live, in.late_refusals, counters), now_ms);
+  ExportKept(ReadSources(live, in.late_refusals, in.findings_log, counters), now_ms);
 
   server::DaemonStatus status;
   status.version = options_.version;
   status.start_unix_ms = start_unix_ms_;
   status.counts.ingested_transactions = ExportStreams(now_ms, live, status);
   status.counts.queued_batches = in.queued_batches;
-  status.counts.violations = store_->CountViolations();
+  status.findings = ExportFindings(in.findings_log, status.counts);
   status.counts.provisional_verdicts = st.provisional_reads;
   status.counts.flip_flops = KeptTotal(kFlipFlops);
   status.counts.reported_flip_flops = KeptTotal(kReportedFlipFlops);

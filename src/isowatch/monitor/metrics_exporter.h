@@ -39,9 +39,10 @@ namespace isowatch::monitor {
 // come from the store's counts by kind (Restore); the others ("kept" counters: refusals,
 // duplicate and refused batches, streams over max_streams, backward watermarks, the engine's
 // flip-flops (provisional and reported), late arrivals, horizon misses and unjudged transactions,
-// late window transactions) are saved to the store (Store::SetCounterTotals) at every refresh where
-// one grew, and restored from there. What the replay of the log at start-up counts again was
-// counted before the restart (EndRecovery). The status's totals are those of the metrics.
+// late window transactions, violations not logged) are saved to the store (Store::SetCounterTotals)
+// at every refresh where one grew, and restored from there. What the replay of the log at start-up
+// counts again was counted before the restart (EndRecovery). The status's totals are those of the
+// metrics.
 //
 // Engine-thread only (thread-compatible), but SetIngestCounters, which is thread-safe. Owns its
 // bookkeeping only; the store, the metrics, the spill and the ingest counters belong to the
@@ -54,6 +55,7 @@ class MetricsExporter {
     uint64_t late_refusals = 0;              // refused by the live history after their ack
     size_t remembered_ids = 0;               // by the ingest id registry
     const WindowTracker* windows = nullptr;  // nullptr: no windows are checked
+    FindingsLogStatus findings_log;          // what the ViolationReporter logged
   };
 
   // The status says what `options` (the monitor's, which outlive this) say of the daemon: its
@@ -69,13 +71,15 @@ class MetricsExporter {
 
   // Creates at 0 the series of every label value the daemon can count (each refusal reason, each
   // anomaly the online engine reports at its level) and adds to the counters the totals the store
-  // kept: the violations by kind, and the kept counters. Call once, before the first Refresh.
-  // Errors: the store's totals cannot be read or do not parse.
+  // kept: the violations by kind (and those summarised), and the kept counters. Call once, before
+  // the first Refresh. Errors: the store's totals cannot be read or do not parse.
   absl::Status Restore();
   // The replay of the store's log at start-up is over: what it counted again (the engine's
   // events, the live history's refusals) is in the restored totals, so the running totals now
   // reached are taken as exported. Call after Restore, before the first Refresh.
-  void EndRecovery(const LiveChecker& live, uint64_t late_refusals);
+  // `findings_log`: what the ViolationReporter logged by then.
+  void EndRecovery(const LiveChecker& live, uint64_t late_refusals,
+                   const FindingsLogStatus& findings_log = {});
 
   // Exports what changed since the last call, as of wall-clock time `now_ms` (Unix ms), and
   // returns the daemon's status. Forgets in `live` the transactions that became final
@@ -99,6 +103,7 @@ class MetricsExporter {
     kHorizonMisses,
     kSessionUnjudged,
     kWindowLateTransactions,
+    kViolationsUnlogged,
     kKeptCount,
   };
   // A kept counter: the running total of the part that counts it (in this process, or since the
@@ -116,7 +121,10 @@ class MetricsExporter {
   static void AddGrowth(prometheus::Counter& counter, uint64_t total, uint64_t* last);
   // The sources of the kept counters now. `counters` may be null.
   static Sources ReadSources(const LiveChecker& live, uint64_t late_refusals,
+                             const FindingsLogStatus& findings_log,
                              const ingest::IngestCounters* counters);
+  // The findings' part of the status, and their gauges.
+  server::FindingsStatus ExportFindings(const FindingsLogStatus& log, server::StatusCounts& counts);
   // Exports the kept counters' growth and saves their totals to the store if one grew.
   void ExportKept(const Sources& sources, int64_t now_ms);
   void ExportEngineStats(const engine::EngineStats& st);

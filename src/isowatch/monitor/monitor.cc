@@ -14,15 +14,18 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(store::Store* store,
   // One clock for every part, the live checker's included.
   if (options.clock == nullptr) options.clock = &common::SystemClock::Get();
   if (options.live.engine.clock == nullptr) options.live.engine.clock = options.clock;
+  auto reporter =
+      std::make_unique<ViolationReporter>(store, metrics, options.clock, options.findings_log);
   std::unique_ptr<WindowTracker> windows;
   if (!options.window_checkers.empty()) {
     if (!options.live.windows) {
       return absl::InvalidArgumentError("window checkers need windows (LiveOptions::windows)");
     }
-    ASSIGN_OR_RETURN(windows, WindowTracker::Create(store, metrics, options.clock,
+    ASSIGN_OR_RETURN(windows, WindowTracker::Create(store, metrics, reporter.get(), options.clock,
                                                     options.window_checkers, options.pool));
   }
-  std::unique_ptr<Monitor> m(new Monitor(store, metrics, std::move(options), std::move(windows)));
+  std::unique_ptr<Monitor> m(
+      new Monitor(store, metrics, std::move(options), std::move(reporter), std::move(windows)));
   RETURN_IF_ERROR(m->engine_.Recover());
   {
     absl::MutexLock l(&m->mu_);
@@ -33,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(store::Store* store,
 }
 
 Monitor::Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOptions options,
+                 std::unique_ptr<ViolationReporter> reporter,
                  std::unique_ptr<WindowTracker> windows)
     : store_(store),
       options_(std::move(options)),
@@ -40,9 +44,10 @@ Monitor::Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOpt
       ingest_log_(options_.clock),
       registry_(options_.remembered_ids),
       queue_(options_.queue_batches),
+      reporter_(std::move(reporter)),
       windows_(std::move(windows)),
       log_(store, metrics, &queue_, options_.clock, options_.live.default_model),
-      engine_(store, metrics, options_, &registry_, &queue_, &log_, windows_.get(),
+      engine_(store, metrics, options_, reporter_.get(), &registry_, &queue_, &log_, windows_.get(),
               start_unix_ms_) {}
 
 Monitor::~Monitor() {
@@ -117,6 +122,12 @@ absl::StatusOr<std::vector<v1::Refusal>> Monitor::SubmitAsync(ingest::ValidatedB
 absl::StatusOr<store::ViolationPage> Monitor::Query(const store::ViolationFilter& filter,
                                                     size_t limit, std::string_view page_token) {
   return store_->QueryViolations(filter, limit, page_token);
+}
+
+absl::StatusOr<store::SummaryPage> Monitor::QuerySummaries(const store::SummaryFilter& filter,
+                                                           size_t limit,
+                                                           std::string_view page_token) {
+  return store_->QuerySummaries(filter, limit, page_token);
 }
 
 absl::StatusOr<server::DaemonStatus> Monitor::GetStatus() {

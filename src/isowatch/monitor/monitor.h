@@ -21,6 +21,7 @@
 #include "isowatch/monitor/ingest_log.h"
 #include "isowatch/monitor/internal/batch_queue.h"
 #include "isowatch/monitor/monitor_options.h"
+#include "isowatch/monitor/violation_reporter.h"
 #include "isowatch/monitor/window_tracker.h"
 #include "isowatch/server/metrics.h"
 #include "isowatch/server/status_source.h"
@@ -36,7 +37,9 @@ namespace isowatch::monitor {
 //    commit (the syncer thread), up to its ack;
 //  - internal::BatchQueue: the bounded queue of batches from ingest to the engine thread;
 //  - EngineLoop: the engine thread, which applies durable batches in log order to the live
-//    checker, stores what becomes final, ticks, and saves checkpoints; it also recovers at Open;
+//    checker, reports what becomes final, ticks, and saves checkpoints; it also recovers at Open;
+//  - ViolationReporter: stores (or summarises), counts and logs the violations of the engine
+//    thread and of the window checks;
 //  - WindowTracker: the windows the plug-in checkers judge (the CheckPool's workers), when
 //    MonitorOptions::window_checkers is set;
 //  - MetricsExporter (in the EngineLoop): the metric deltas and the status.
@@ -99,13 +102,16 @@ class Monitor final : public ingest::BatchSink,
   // server::ViolationSource
   absl::StatusOr<store::ViolationPage> Query(const store::ViolationFilter& filter, size_t limit,
                                              std::string_view page_token) override;
+  absl::StatusOr<store::SummaryPage> QuerySummaries(const store::SummaryFilter& filter,
+                                                    size_t limit,
+                                                    std::string_view page_token) override;
 
   // server::StatusSource
   absl::StatusOr<server::DaemonStatus> GetStatus() override;
 
  private:
   Monitor(store::Store* store, server::DaemonMetrics* metrics, MonitorOptions options,
-          std::unique_ptr<WindowTracker> windows);
+          std::unique_ptr<ViolationReporter> reporter, std::unique_ptr<WindowTracker> windows);
 
   // Declared in the order they are built; each part refers only to those above it.
   store::Store* const store_;
@@ -114,6 +120,7 @@ class Monitor final : public ingest::BatchSink,
   IngestLog ingest_log_;
   ingest::MemoryIdRegistry registry_;
   internal::BatchQueue queue_;
+  std::unique_ptr<ViolationReporter> reporter_;
   std::unique_ptr<WindowTracker> windows_;  // null without window checkers
   DurableLog log_;
   EngineLoop engine_;

@@ -12,6 +12,7 @@
 #include "isowatch/common/clock.h"
 #include "isowatch/engine/version_spill.h"
 #include "isowatch/monitor/live_checker.h"
+#include "isowatch/monitor/violation_reporter.h"
 #include "isowatch/v1/checkpoint.pb.h"
 #include "isowatch/windows/check_pool.h"
 
@@ -40,6 +41,8 @@ struct MonitorOptions {
   // newest this many, at most twice as many (ingest::MemoryIdRegistry); 0: every id.
   size_t remembered_ids = 0;
   std::string version;
+  // How much of the violations is logged (the store's bounds are the store's options).
+  FindingsLogOptions findings_log;
   // Plug-in checkers (checkers/registry.h) run on the windows `live.windows` cuts, by name with
   // their options; empty: no windows are checked.
   std::vector<std::pair<std::string, checkers::CheckerOptions>> window_checkers;

@@ -15,7 +15,8 @@
 namespace isowatch::monitor {
 
 absl::StatusOr<std::unique_ptr<WindowTracker>> WindowTracker::Create(
-    store::Store* store, server::DaemonMetrics* metrics, const common::Clock* clock,
+    store::Store* store, server::DaemonMetrics* metrics, ViolationReporter* reporter,
+    const common::Clock* clock,
     const std::vector<std::pair<std::string, checkers::CheckerOptions>>& checkers,
     windows::PoolOptions pool) {
   if (checkers.empty()) return absl::InvalidArgumentError("no window checkers");
@@ -33,6 +34,8 @@ absl::StatusOr<std::unique_ptr<WindowTracker>> WindowTracker::Create(
         for (verdict::Anomaly anomaly : info->anomalies) {
           metrics->Violations(name, verdict::IsolationLevelName(level),
                               verdict::AnomalyName(anomaly));
+          metrics->ViolationsSummarised(name, verdict::IsolationLevelName(level),
+                                        verdict::AnomalyName(anomaly));
         }
       }
     }
@@ -40,7 +43,7 @@ absl::StatusOr<std::unique_ptr<WindowTracker>> WindowTracker::Create(
     created.push_back(std::move(checker));
   }
   ASSIGN_OR_RETURN(const uint64_t done_before, store->WindowsDone());
-  std::unique_ptr<WindowTracker> t(new WindowTracker(store, metrics, clock, done_before));
+  std::unique_ptr<WindowTracker> t(new WindowTracker(store, metrics, reporter, clock, done_before));
   t->last_checker_ = created.back().get();
   {
     absl::MutexLock l(&t->mu_);
@@ -57,8 +60,13 @@ absl::StatusOr<std::unique_ptr<WindowTracker>> WindowTracker::Create(
 }
 
 WindowTracker::WindowTracker(store::Store* store, server::DaemonMetrics* metrics,
-                             const common::Clock* clock, uint64_t done_before)
-    : store_(store), metrics_(metrics), clock_(clock), done_before_(done_before) {
+                             ViolationReporter* reporter, const common::Clock* clock,
+                             uint64_t done_before)
+    : store_(store),
+      metrics_(metrics),
+      reporter_(reporter),
+      clock_(clock),
+      done_before_(done_before) {
   absl::MutexLock l(&mu_);
   done_ = done_before;
 }
@@ -162,20 +170,17 @@ void WindowTracker::OnResult(const windows::Window& w, const checkers::Checker& 
           w.scope.index, w.own, name, outcome.seconds);
     }
   }
+  std::vector<store::ViolationRecord> found;
+  found.reserve(outcome.result.violations.size());
+  for (const verdict::Violation& v : outcome.result.violations) found.push_back(Render(w, v));
   uint64_t stored = 0;
-  for (const verdict::Violation& v : outcome.result.violations) {
-    store::ViolationRecord r = Render(w, v);
-    absl::StatusOr<bool> inserted = store_->PutViolation(r);
-    if (!inserted.ok()) {
-      spdlog::error("storing a violation of window {} failed: {}", w.scope.index,
-                    common::StdView(inserted.status().message()));
-      continue;
-    }
-    if (!*inserted) continue;
-    ++stored;
-    metrics_->Violations(r.checker, r.level, r.anomaly).Increment();
-    spdlog::warn("violation {} ({} {} {}, window {}): {}", r.id, r.checker, r.level, r.anomaly,
-                 w.scope.index, r.json);
+  if (absl::StatusOr<uint64_t> fresh =
+          reporter_->Report(found, fmt::format(", window {}", w.scope.index));
+      fresh.ok()) {
+    stored = *fresh;
+  } else {
+    spdlog::error("storing the violations of window {} failed: {}", w.scope.index,
+                  common::StdView(fresh.status().message()));
   }
   {
     absl::MutexLock l(&mu_);

@@ -17,6 +17,7 @@
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/common/clock.h"
 #include "isowatch/monitor/live_checker.h"
+#include "isowatch/monitor/violation_reporter.h"
 #include "isowatch/server/metrics.h"
 #include "isowatch/server/status_source.h"
 #include "isowatch/store/store.h"
@@ -31,9 +32,10 @@ namespace isowatch::monitor {
 // The windows the plug-in checkers judge (docs/windows.md), from the cutter to the store. The
 // engine thread hands over each window the live checker seals; the tracker keeps it until every
 // checker is done with it (saved with each checkpoint meanwhile, so that a restart checks it
-// again), queues it on the CheckPool, stores the violations the checkers find under their stable
-// ids, and records in the store how far the windows are done (windows below that number are not
-// checked again after a restart).
+// again), queues it on the CheckPool, reports the violations the checkers find (the
+// ViolationReporter stores them under their stable ids, or summarises them), and records in the
+// store how far the windows are done (windows below that number are not checked again after a
+// restart).
 //
 // Invariants (under mu_):
 //  1. Every window below done_ is done (checked by every checker, or dropped), and so is every
@@ -43,14 +45,15 @@ namespace isowatch::monitor {
 //
 // Thread-safe: SubmitSealed, Restore, SaveUnfinished and Status come from the engine thread (or
 // recovery, before it starts); the outcomes arrive on the pool's worker threads. Owns the
-// CheckPool and its checkers; the store, the metrics and the clock belong to the caller and
-// outlive it.
+// CheckPool and its checkers; the store, the metrics, the reporter and the clock belong to the
+// caller and outlive it.
 class WindowTracker {
  public:
   // Creates the checkers named in `checkers`, with their options, and the pool that runs them.
   // Errors: an unknown checker or bad options (InvalidArgument), reading the store.
   static absl::StatusOr<std::unique_ptr<WindowTracker>> Create(
-      store::Store* store, server::DaemonMetrics* metrics, const common::Clock* clock,
+      store::Store* store, server::DaemonMetrics* metrics, ViolationReporter* reporter,
+      const common::Clock* clock,
       const std::vector<std::pair<std::string, checkers::CheckerOptions>>& checkers,
       windows::PoolOptions pool);
   // Stop().
@@ -74,8 +77,8 @@ class WindowTracker {
   void Stop();
 
  private:
-  WindowTracker(store::Store* store, server::DaemonMetrics* metrics, const common::Clock* clock,
-                uint64_t done_before);
+  WindowTracker(store::Store* store, server::DaemonMetrics* metrics, ViolationReporter* reporter,
+                const common::Clock* clock, uint64_t done_before);
 
   // Keeps `w` until it is done and queues it for the checkers.
   void Submit(std::shared_ptr<const windows::Window> w, const LiveChecker& live);
@@ -89,6 +92,7 @@ class WindowTracker {
 
   store::Store* const store_;
   server::DaemonMetrics* const metrics_;
+  ViolationReporter* const reporter_;
   const common::Clock* const clock_;
   // Windows below it were done before the restart: not checked again.
   const uint64_t done_before_;

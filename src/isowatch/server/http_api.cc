@@ -113,14 +113,16 @@ struct ParamError {
 
 constexpr std::array<std::string_view, 8> kViolationParams = {
     "level", "anomaly", "checker", "stream", "since", "until", "limit", "page_token"};
+constexpr std::array<std::string_view, 6> kSummaryParams = {"level", "anomaly", "checker",
+                                                            "scope", "limit",   "page_token"};
 
-// Reads the query parameters of /api/v1/violations. Unknown, repeated or empty parameters are
-// errors (except an empty page_token, which means the first page).
-std::variant<ViolationQuery, ParamError> ParseViolationQuery(const HttpRequest& request,
-                                                             const HttpApi::Options& options) {
+// Unknown, repeated or empty parameters are errors (except an empty page_token, which means the
+// first page).
+template <size_t N>
+std::optional<ParamError> CheckParams(const HttpRequest& request,
+                                      const std::array<std::string_view, N>& known) {
   for (const auto& [name, value] : request.query) {
-    if (std::find(kViolationParams.begin(), kViolationParams.end(), name) ==
-        kViolationParams.end()) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
       return ParamError{name, fmt::format("unknown parameter '{}'", name)};
     }
     if (request.ParamCount(name) > 1) {
@@ -130,8 +132,34 @@ std::variant<ViolationQuery, ParamError> ParseViolationQuery(const HttpRequest& 
       return ParamError{name, fmt::format("parameter '{}' is empty", name)};
     }
   }
+  return std::nullopt;
+}
+
+// The `limit` parameter: the default when absent, lowered to the maximum when larger.
+std::variant<size_t, ParamError> ParseLimit(const HttpRequest& request,
+                                            const HttpApi::Options& options) {
+  auto v = request.Param("limit");
+  if (!v) return options.default_limit;
+  uint64_t limit = 0;
+  auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), limit);
+  bool parsed = ec == std::errc() && ptr == v->data() + v->size();
+  if (ec == std::errc::result_out_of_range && ptr == v->data() + v->size()) {
+    limit = options.max_limit;
+    parsed = true;
+  }
+  if (!parsed || limit == 0) {
+    return ParamError{"limit",
+                      fmt::format("parameter 'limit' must be an integer from 1 to {}, not '{}'",
+                                  options.max_limit, *v)};
+  }
+  return static_cast<size_t>(std::min<uint64_t>(limit, options.max_limit));
+}
+
+// Reads the query parameters of /api/v1/violations.
+std::variant<ViolationQuery, ParamError> ParseViolationQuery(const HttpRequest& request,
+                                                             const HttpApi::Options& options) {
+  if (std::optional<ParamError> error = CheckParams(request, kViolationParams)) return *error;
   ViolationQuery query;
-  query.limit = options.default_limit;
   if (auto v = request.Param("level")) query.filter.level = std::string(*v);
   if (auto v = request.Param("anomaly")) query.filter.anomaly = std::string(*v);
   if (auto v = request.Param("checker")) query.filter.checker = std::string(*v);
@@ -148,23 +176,91 @@ std::variant<ViolationQuery, ParamError> ParseViolationQuery(const HttpRequest& 
     }
     (name == "since" ? query.filter.since_unix_ms : query.filter.until_unix_ms) = *ms;
   }
-  if (auto v = request.Param("limit")) {
-    uint64_t limit = 0;
-    auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), limit);
-    bool parsed = ec == std::errc() && ptr == v->data() + v->size();
-    if (ec == std::errc::result_out_of_range && ptr == v->data() + v->size()) {
-      limit = options.max_limit;
-      parsed = true;
-    }
-    if (!parsed || limit == 0) {
-      return ParamError{"limit",
-                        fmt::format("parameter 'limit' must be an integer from 1 to {}, not '{}'",
-                                    options.max_limit, *v)};
-    }
-    query.limit = static_cast<size_t>(std::min<uint64_t>(limit, options.max_limit));
-  }
+  std::variant<size_t, ParamError> limit = ParseLimit(request, options);
+  if (const auto* error = std::get_if<ParamError>(&limit)) return *error;
+  query.limit = std::get<size_t>(limit);
   if (auto v = request.Param("page_token")) query.page_token = std::string(*v);
   return query;
+}
+
+struct SummaryQuery {
+  store::SummaryFilter filter;
+  size_t limit = 0;
+  std::string page_token;
+};
+
+// Reads the query parameters of /api/v1/summaries.
+std::variant<SummaryQuery, ParamError> ParseSummaryQuery(const HttpRequest& request,
+                                                         const HttpApi::Options& options) {
+  if (std::optional<ParamError> error = CheckParams(request, kSummaryParams)) return *error;
+  SummaryQuery query;
+  if (auto v = request.Param("level")) query.filter.level = std::string(*v);
+  if (auto v = request.Param("anomaly")) query.filter.anomaly = std::string(*v);
+  if (auto v = request.Param("checker")) query.filter.checker = std::string(*v);
+  if (auto v = request.Param("scope")) {
+    for (store::SummaryScope scope :
+         {store::SummaryScope::kKey, store::SummaryScope::kTxn, store::SummaryScope::kKind}) {
+      if (*v == store::SummaryScopeName(scope)) query.filter.scope = scope;
+    }
+    if (!query.filter.scope) {
+      return ParamError{"scope",
+                        fmt::format("parameter 'scope' must be key, txn or kind, not '{}'", *v)};
+    }
+  }
+  std::variant<size_t, ParamError> limit = ParseLimit(request, options);
+  if (const auto* error = std::get_if<ParamError>(&limit)) return *error;
+  query.limit = std::get<size_t>(limit);
+  if (auto v = request.Param("page_token")) query.page_token = std::string(*v);
+  return query;
+}
+
+void WriteSummarised(JsonWriter& w, const store::SummarisedViolation& v) {
+  w.StartObject();
+  Key(w, "id");
+  String(w, v.id);
+  Key(w, "finalised");
+  String(w, FormatUnixMillis(v.finalised_unix_ms));
+  Key(w, "finalised_unix_ms");
+  w.Int64(v.finalised_unix_ms);
+  Key(w, "txns");
+  w.StartArray();
+  for (const std::string& t : v.txns) String(w, t);
+  w.EndArray();
+  w.EndObject();
+}
+
+void WriteSummary(JsonWriter& w, const store::ViolationSummary& s) {
+  w.StartObject();
+  Key(w, "scope");
+  String(w, store::SummaryScopeName(s.scope));
+  Key(w, "checker");
+  String(w, s.checker);
+  Key(w, "level");
+  String(w, s.level);
+  Key(w, "anomaly");
+  String(w, s.anomaly);
+  if (s.scope == store::SummaryScope::kKey) {
+    Key(w, "key");
+    String(w, s.subject);
+  } else if (s.scope == store::SummaryScope::kTxn) {
+    Key(w, "txn");
+    String(w, s.subject);
+    Key(w, "txn_stream");
+    String(w, s.stream);
+  }
+  Key(w, "kept");
+  w.Uint64(s.kept);
+  Key(w, "summarised");
+  w.Uint64(s.summarised);
+  Key(w, "first");
+  WriteSummarised(w, s.first);
+  Key(w, "last");
+  WriteSummarised(w, s.last);
+  Key(w, "streams");
+  w.StartArray();
+  for (const std::string& stream : s.streams) String(w, stream);
+  w.EndArray();
+  w.EndObject();
 }
 
 // One violation: the record's fields, then the members of its JSON object that the record's
@@ -266,6 +362,8 @@ void WriteCounts(JsonWriter& w, const StatusCounts& c) {
            {"duplicate_batches", c.duplicate_batches},
            {"queued_batches", c.queued_batches},
            {"violations", c.violations},
+           {"violations_stored", c.violations_stored},
+           {"violations_summarised", c.violations_summarised},
            {"provisional_verdicts", c.provisional_verdicts},
            {"flip_flops", c.flip_flops},
            {"reported_flip_flops", c.reported_flip_flops},
@@ -310,6 +408,30 @@ void WriteMemory(JsonWriter& w, const MemoryStatus& m) {
   w.EndObject();
 }
 
+void WriteFindings(JsonWriter& w, const FindingsStatus& f) {
+  w.StartObject();
+  Key(w, "state");
+  String(w, f.state);
+  for (const auto& [name, value] : std::initializer_list<std::pair<std::string_view, uint64_t>>{
+           {"summaries", f.summaries},
+           {"store_bytes", f.store_bytes},
+           {"max_store_bytes", f.max_store_bytes}}) {
+    Key(w, name);
+    w.Uint64(value);
+  }
+  Key(w, "log_state");
+  String(w, f.log_state);
+  for (const auto& [name, value] : std::initializer_list<std::pair<std::string_view, uint64_t>>{
+           {"logged", f.logged},
+           {"unlogged", f.unlogged},
+           {"log_bytes", f.log_bytes},
+           {"max_log_bytes", f.max_log_bytes}}) {
+    Key(w, name);
+    w.Uint64(value);
+  }
+  w.EndObject();
+}
+
 void WriteWindows(JsonWriter& w, const WindowsStatus& windows) {
   w.StartObject();
   Key(w, "enabled");
@@ -341,6 +463,30 @@ void WriteWindows(JsonWriter& w, const WindowsStatus& windows) {
   }
   w.EndArray();
   w.EndObject();
+}
+
+// The answer to a page of a listing: the items `items_of` gives of `page` under `name`, each
+// written by `write_item`, and the page's next_page_token; or the source's error.
+template <typename Page, typename ItemsOf, typename WriteItem>
+HttpResponse PageResponse(const absl::StatusOr<Page>& page, std::string_view name, ItemsOf items_of,
+                          WriteItem write_item) {
+  if (!page.ok()) {
+    const int status = HttpStatusOf(page.status());
+    // The only parameter a source can reject is the page token; the others were checked before.
+    return JsonError(status, common::StdView(page.status().message()),
+                     status == 400 ? "page_token" : "");
+  }
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  Key(w, name);
+  w.StartArray();
+  for (const auto& item : items_of(*page)) write_item(w, item);
+  w.EndArray();
+  Key(w, "next_page_token");
+  String(w, page->next_page_token);
+  w.EndObject();
+  return HttpResponse::Json(200, ToString(buffer));
 }
 
 }  // namespace
@@ -380,6 +526,7 @@ absl::Status HttpApi::RegisterOn(HttpServer& server) {
       {"/livez", &HttpApi::ServeHealth, options_.health_need_token},
       {"/readyz", &HttpApi::ServeReady, options_.health_need_token},
       {"/api/v1/violations", &HttpApi::ServeViolations, api_token},
+      {"/api/v1/summaries", &HttpApi::ServeSummaries, api_token},
       {"/api/v1/status", &HttpApi::ServeStatus, api_token},
   };
   for (const Endpoint& e : endpoints) {
@@ -444,25 +591,22 @@ HttpResponse HttpApi::ServeViolations(const HttpRequest& request) const {
   }
   const ViolationQuery& query = std::get<ViolationQuery>(parsed);
   if (violations_ == nullptr) return JsonError(503, "violations are not available");
-  absl::StatusOr<store::ViolationPage> page =
-      violations_->Query(query.filter, query.limit, query.page_token);
-  if (!page.ok()) {
-    int status = HttpStatusOf(page.status());
-    std::string message(common::StdView(page.status().message()));
-    // The only parameter a source can reject is the page token; the others were checked above.
-    return JsonError(status, message, status == 400 ? "page_token" : "");
+  return PageResponse(
+      violations_->Query(query.filter, query.limit, query.page_token), "violations",
+      [](const store::ViolationPage& page) -> const auto& { return page.violations; },
+      WriteViolation);
+}
+
+HttpResponse HttpApi::ServeSummaries(const HttpRequest& request) const {
+  std::variant<SummaryQuery, ParamError> parsed = ParseSummaryQuery(request, options_);
+  if (const auto* error = std::get_if<ParamError>(&parsed)) {
+    return JsonError(400, error->message, error->parameter);
   }
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  Key(w, "violations");
-  w.StartArray();
-  for (const store::ViolationRecord& record : page->violations) WriteViolation(w, record);
-  w.EndArray();
-  Key(w, "next_page_token");
-  String(w, page->next_page_token);
-  w.EndObject();
-  return HttpResponse::Json(200, ToString(buffer));
+  const SummaryQuery& query = std::get<SummaryQuery>(parsed);
+  if (violations_ == nullptr) return JsonError(503, "summaries are not available");
+  return PageResponse(
+      violations_->QuerySummaries(query.filter, query.limit, query.page_token), "summaries",
+      [](const store::SummaryPage& page) -> const auto& { return page.summaries; }, WriteSummary);
 }
 
 HttpResponse HttpApi::ServeStatus(const HttpRequest& request) const {
@@ -501,6 +645,8 @@ HttpResponse HttpApi::ServeStatus(const HttpRequest& request) const {
   WriteMemory(w, status->memory);
   Key(w, "windows");
   WriteWindows(w, status->windows);
+  Key(w, "findings");
+  WriteFindings(w, status->findings);
   w.EndObject();
   return HttpResponse::Json(200, ToString(buffer));
 }

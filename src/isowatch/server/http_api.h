@@ -23,6 +23,7 @@ using ReadinessCheck = std::function<absl::Status()>;
 //   GET /healthz, /livez    200 "ok" while the process serves HTTP
 //   GET /readyz             200 "ok" when the readiness check passes, else 503 and the reason
 //   GET /api/v1/violations  final violations as JSON, filtered and paged
+//   GET /api/v1/summaries   the summaries of the violations not stored in full, filtered and paged
 //   GET /api/v1/status      streams, watermarks, lag, counts, memory, uptime, version (JSON)
 // A provider left null makes its endpoint answer 503; a null readiness check means always ready.
 //
@@ -60,6 +61,7 @@ class HttpApi {
   HttpResponse ServeHealth(const HttpRequest& request) const;
   HttpResponse ServeReady(const HttpRequest& request) const;
   HttpResponse ServeViolations(const HttpRequest& request) const;
+  HttpResponse ServeSummaries(const HttpRequest& request) const;
   HttpResponse ServeStatus(const HttpRequest& request) const;
 
  private:

@@ -141,6 +141,42 @@ DaemonMetrics::DaemonMetrics(std::string_view version)
                             .Name("isowatch_violations_total")
                             .Help("Final isolation violations, by checker, level and anomaly.")
                             .Register(r);
+  summarised_family_ = &BuildCounter()
+                            .Name("isowatch_violations_summarised_total")
+                            .Help(
+                                "Of the final violations, those counted in a summary instead of "
+                                "stored in full (findings.max_per_key, max_per_txn, "
+                                "max_store_bytes).")
+                            .Register(r);
+  violations_unlogged_ = &BuildCounter()
+                              .Name("isowatch_violations_unlogged_total")
+                              .Help(
+                                  "Violations stored in full but not logged in full "
+                                  "(findings.log_per_minute, max_log_bytes).")
+                              .Register(r)
+                              .Add({});
+  violation_summaries_ = &BuildGauge()
+                              .Name("isowatch_violation_summaries")
+                              .Help("Summaries in the store that count at least one violation.")
+                              .Register(r)
+                              .Add({});
+  violation_store_bytes_ = &BuildGauge()
+                                .Name("isowatch_violation_store_bytes")
+                                .Help(
+                                    "Bytes of the stored violations, their ids and the "
+                                    "summaries, as encoded (findings.max_store_bytes bounds it).")
+                                .Register(r)
+                                .Add({});
+  {
+    auto& limits = BuildGauge()
+                       .Name("isowatch_findings_limit_reached")
+                       .Help(
+                           "1 while a limit on findings is reached: store (violations only "
+                           "counted by kind) or log (violations no longer logged in full).")
+                       .Register(r);
+    store_limit_reached_ = &limits.Add({{"limit", "store"}});
+    log_limit_reached_ = &limits.Add({{"limit", "log"}});
+  }
   provisional_verdicts_ = &BuildGauge()
                                .Name("isowatch_provisional_verdicts")
                                .Help("Verdicts reported provisionally and not yet final.")
@@ -491,6 +527,13 @@ void DaemonMetrics::RemoveStream(std::string_view stream) {
 Counter& DaemonMetrics::Violations(std::string_view checker, std::string_view level,
                                    std::string_view anomaly) {
   return violations_family_->Add({{"checker", std::string(checker)},
+                                  {"level", std::string(level)},
+                                  {"anomaly", std::string(anomaly)}});
+}
+
+Counter& DaemonMetrics::ViolationsSummarised(std::string_view checker, std::string_view level,
+                                             std::string_view anomaly) {
+  return summarised_family_->Add({{"checker", std::string(checker)},
                                   {"level", std::string(level)},
                                   {"anomaly", std::string(anomaly)}});
 }

@@ -82,6 +82,18 @@ class DaemonMetrics {
   // Final violations, by the checker that found them, the isolation level and the anomaly kind.
   prometheus::Counter& Violations(std::string_view checker, std::string_view level,
                                   std::string_view anomaly);
+  // Of them, those counted in a summary instead of stored in full (docs/operations.md, "Bounded
+  // findings").
+  prometheus::Counter& ViolationsSummarised(std::string_view checker, std::string_view level,
+                                            std::string_view anomaly);
+  // Violations stored in full but not logged in full (the log's rate or budget).
+  prometheus::Counter& violations_unlogged() { return *violations_unlogged_; }
+  // Summaries that count at least one violation, and the violations' bytes in the store.
+  prometheus::Gauge& violation_summaries() { return *violation_summaries_; }
+  prometheus::Gauge& violation_store_bytes() { return *violation_store_bytes_; }
+  // 1 while the store's limit for violations is reached, and while the log's budget is spent.
+  prometheus::Gauge& store_limit_reached() { return *store_limit_reached_; }
+  prometheus::Gauge& log_limit_reached() { return *log_limit_reached_; }
   // Verdicts reported provisionally and not yet final.
   prometheus::Gauge& provisional_verdicts() { return *provisional_verdicts_; }
   // Provisional verdicts that a later arrival changed (never reported).
@@ -192,6 +204,12 @@ class DaemonMetrics {
   prometheus::Family<prometheus::Counter>* ingested_family_;
   prometheus::Family<prometheus::Counter>* refused_family_;
   prometheus::Family<prometheus::Counter>* violations_family_;
+  prometheus::Family<prometheus::Counter>* summarised_family_;
+  prometheus::Counter* violations_unlogged_;
+  prometheus::Gauge* violation_summaries_;
+  prometheus::Gauge* violation_store_bytes_;
+  prometheus::Gauge* store_limit_reached_;
+  prometheus::Gauge* log_limit_reached_;
   prometheus::Family<prometheus::Gauge>* watermark_family_;
   prometheus::Family<prometheus::Gauge>* lag_family_;
   prometheus::Family<prometheus::Gauge>* pending_family_;

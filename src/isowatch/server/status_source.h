@@ -31,7 +31,9 @@ struct StatusCounts {
   uint64_t refused_transactions = 0;
   uint64_t duplicate_batches = 0;
   uint64_t queued_batches = 0;
-  uint64_t violations = 0;  // final
+  uint64_t violations = 0;             // final: every one found, stored in full or summarised
+  uint64_t violations_stored = 0;      // of which stored in full
+  uint64_t violations_summarised = 0;  // of which counted in summaries
   uint64_t provisional_verdicts = 0;
   uint64_t flip_flops = 0;           // of provisional verdicts, never reported
   uint64_t reported_flip_flops = 0;  // an upper bound of reported verdicts reversed
@@ -67,7 +69,7 @@ struct CheckerStatus {
   std::string name;
   uint64_t checked = 0;     // windows it finished
   uint64_t unknown = 0;     // windows it ran out of time on
-  uint64_t violations = 0;  // stored for the first time
+  uint64_t violations = 0;  // found for the first time (stored in full or summarised)
   double seconds = 0;       // spent on windows in all
 };
 
@@ -83,6 +85,25 @@ struct WindowsStatus {
   std::vector<CheckerStatus> checkers;
 };
 
+// What the daemon keeps of the violations it finds (docs/operations.md, "Bounded findings").
+struct FindingsStatus {
+  // "complete": every violation is stored in full; "summarising": some are counted in summaries
+  // (the bounds per key and per transaction); "store_limit_reached": the store's limit is
+  // reached, and violations are no longer stored in full.
+  std::string state = "complete";
+  uint64_t summaries = 0;        // that count at least one violation
+  uint64_t store_bytes = 0;      // of the stored violations, their ids and the summaries
+  uint64_t max_store_bytes = 0;  // 0: no limit
+  // "complete": every violation stored in full was logged in full; "rate_limited": some were
+  // not (findings.log_per_minute); "budget_spent": findings.max_log_bytes is reached, and none is
+  // logged in full any more.
+  std::string log_state = "complete";
+  uint64_t logged = 0;         // violations logged in full since the daemon started
+  uint64_t unlogged = 0;       // not logged in full, since the store was created
+  uint64_t log_bytes = 0;      // of the violations logged in full since the daemon started
+  uint64_t max_log_bytes = 0;  // 0: no limit
+};
+
 // A snapshot of the daemon's state for /api/v1/status. A plain value.
 struct DaemonStatus {
   std::string version;
@@ -92,6 +113,7 @@ struct DaemonStatus {
   StatusCounts counts;
   MemoryStatus memory;
   WindowsStatus windows;
+  FindingsStatus findings;
 };
 
 // Where the HTTP API reads the daemon's status from; the daemon implements it.

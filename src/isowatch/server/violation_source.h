@@ -27,6 +27,15 @@ class ViolationSource {
   // filter); Unavailable when the store cannot be read right now.
   virtual absl::StatusOr<store::ViolationPage> Query(const store::ViolationFilter& filter,
                                                      size_t limit, std::string_view page_token) = 0;
+
+  // The summaries of the violations not stored in full (docs/operations.md, "Bounded
+  // findings") matching `filter`, paged as Query pages. REQUIRES: limit >= 1. Errors: as Query;
+  // Unimplemented where a source keeps no summaries (the default).
+  virtual absl::StatusOr<store::SummaryPage> QuerySummaries(const store::SummaryFilter& /*filter*/,
+                                                            size_t /*limit*/,
+                                                            std::string_view /*page_token*/) {
+    return absl::UnimplementedError("this source keeps no summaries");
+  }
 };
 
 }  // namespace isowatch::server

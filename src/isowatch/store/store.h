@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,13 +33,16 @@ struct StoreOptions {
   // Every write syncs RocksDB's write-ahead log before it returns, so what was acknowledged
   // survives a power failure. With false it survives a crash of the process, not of the machine.
   bool sync_writes = true;
-  // PutViolation syncs too. Off by default: a violation is derived from the ingest log, which is
+  // Violation writes sync too. Off by default: a violation is derived from the ingest log, which is
   // synced, so one lost to a power failure is found again, under the same id, by recovery; a
   // crash of the process loses none either way. (Any synced write also makes every earlier
   // violation durable, and TruncateLogBefore syncs before it deletes.)
   bool sync_violations = false;
   // Create an empty store when `dir` holds none; otherwise opening a missing store fails.
   bool create_if_missing = true;
+  // How many violations AddViolation keeps in full; the others are counted in summaries. The
+  // default keeps every one.
+  ViolationBounds violation_bounds;
 };
 
 // What the store knows of one ingest stream.
@@ -80,21 +84,28 @@ struct CheckpointRecord {
 //     AppendBatch has returned, synced, or an unsynced append was followed by SyncLog;
 //   - per stream: its numeric id, highest durable sequence number, highest watermark, closed flag
 //     and an opaque header (the stream's initial state, say);
-//   - the final violations, each once under its stable id, in insertion order;
+//   - the final violations, each once under its stable id, in insertion order, within the
+//     bounds of StoreOptions::violation_bounds; past them, summaries that count the others by
+//     key, transaction or kind (docs/operations.md, "Bounded findings");
 //   - the last checkpoint: an opaque blob that covers the log entries below its log position,
 //     which are deleted when it is stored.
 // After a crash the daemon reopens the store, restores the checkpoint if there is one, and
-// re-feeds ReadLog's batches from there, in order, to the engine; PutViolation drops the
-// violations it finds again, so none is reported twice.
+// re-feeds ReadLog's batches from there, in order, to the engine; AddViolations recognises
+// the violations found again (invariants 3 and 5), so none is counted twice.
 //
 // Invariants:
 //   1. A stream's log entries carry the sequence numbers 1, 2, ... durable_seq, in increasing
 //      positions; the stream record and the log entry of a batch are written in one atomic write.
 //   2. Log positions and violation insertion numbers only grow, also across reopenings and log
 //      truncation. Violations are never deleted: their insertion numbers are 1..CountViolations().
-//   3. A violation id maps to exactly one stored record.
+//   3. A violation id maps to exactly one stored record, or (summarised) is counted in exactly
+//      one summary.
 //   4. After a failed write the store refuses every further write with that error (the in-memory
 //      state may then be ahead of the disk): the process should exit and reopen the store.
+//   5. The violations counted by kind add up to the stored records plus the violations counted
+//      in summaries. An online violation counted in a summary since the last checkpoint is also
+//      counted in `summary_deltas`; opening the store takes it out again, so that the replay of
+//      the log after the checkpoint counts it once.
 //
 // Thread-safe: any number of threads may append (concurrent appends to different streams are
 // grouped by RocksDB into one synced write), put violations and query at once. Appends to one
@@ -170,11 +181,13 @@ class Store {
 
   // Stores `blob` as the checkpoint of everything applied before log position `log_position`,
   // replacing any earlier one, and in the same synced write deletes the log entries below
-  // `log_position` and records log_start = log_position (as TruncateLogBefore does); every
-  // earlier write is synced first. The blob is stored in chunks of at most kCheckpointChunkBytes
-  // with an XXH3-64 checksum (docs/store-format.md, "checkpoint"). REQUIRES: every append that
-  // got a position below `log_position` has returned. Errors: InvalidArgument when
-  // `log_position` is outside [first_log_position(), next_log_position()]; the write's error
+  // `log_position` and records log_start = log_position (as TruncateLogBefore does), and forgets
+  // which online violations were summarised since the last checkpoint (they are now final for
+  // good: invariant 5); every earlier write is synced first. The blob is stored in chunks of at
+  // most kCheckpointChunkBytes with an XXH3-64 checksum (docs/store-format.md, "checkpoint").
+  // REQUIRES: every append that got a position below `log_position` has returned; no online
+  // violation is added meanwhile (the daemon's engine thread does both). Errors: InvalidArgument
+  // when `log_position` is outside [first_log_position(), next_log_position()]; the write's error
   // (then, as after any failed write, the store refuses further writes).
   absl::Status PutCheckpoint(uint64_t log_position, std::string_view blob);
   // The last checkpoint stored, or nullopt when none was. Errors: DataLoss when its metadata
@@ -210,8 +223,24 @@ class Store {
 
   // ---- Violations ----
 
-  // Stores `record` under its id. Returns false, storing nothing, when a record with that id is
-  // already stored. Errors: InvalidArgument for an empty id; the write's error.
+  // Name of the online engine's checker (ViolationRecord::checker); its violations that are
+  // summarised are told apart by the checkpoints, the other checkers' by their ids.
+  static constexpr std::string_view kOnlineChecker = "online";
+
+  // Stores each record under its id, or counts it in a summary, as StoreOptions::violation_bounds
+  // say (docs/operations.md, "Bounded findings"), in order: in full while each of its groups
+  // (its kind on its key, on each of its first two transactions) has kept fewer than its bound
+  // and the stored bytes are below max_bytes; otherwise in the summary of the first full group,
+  // or past max_bytes in the summary of its kind. Everything is written in one write, each
+  // summary once. Does nothing with a record (kDuplicate) whose id was stored in full before or
+  // earlier in `records`, or (any checker but the online engine) was summarised before. The
+  // online engine's summarised violations are not remembered by id: invariant 5 has the replay
+  // after a restart count them once, and the engine reports a violation once otherwise.
+  // Errors (nothing is written): InvalidArgument for an empty id; the write's error.
+  absl::StatusOr<AddedViolations> AddViolations(std::span<const ViolationRecord> records);
+  // AddViolations of one record.
+  absl::StatusOr<ViolationOutcome> AddViolation(const ViolationRecord& record);
+  // AddViolation, returning whether the violation was new (stored or summarised).
   absl::StatusOr<bool> PutViolation(const ViolationRecord& record);
 
   // The stored violations matching `filter`, in insertion order, at most `limit` of them,
@@ -224,11 +253,26 @@ class Store {
   absl::StatusOr<ViolationPage> QueryViolations(const ViolationFilter& filter, size_t limit,
                                                 std::string_view page_token) const;
 
-  // Number of stored violations.
+  // The summaries matching `filter` that count at least one violation, in key order (scope,
+  // checker, level, anomaly, stream, subject), at most `limit`, from `page_token` (empty: the
+  // first). next_page_token is empty when no matching summary follows; otherwise it names the
+  // next one (its key in lowercase hexadecimal).
+  // Errors: InvalidArgument for limit 0 or a token that is not hexadecimal; DataLoss when a
+  // summary does not decode.
+  absl::StatusOr<SummaryPage> QuerySummaries(const SummaryFilter& filter, size_t limit,
+                                             std::string_view page_token) const;
+
+  // Number of violations stored in full.
   uint64_t CountViolations() const;
-  // The stored violations counted by kind, in kind order (the counts add up to
-  // CountViolations()). The store keeps them with the violations, so this reads no record.
+  // Every violation added (stored in full or summarised) counted by kind, in kind order. The
+  // store keeps the counts with the violations, so this reads no record.
   std::vector<std::pair<ViolationKind, uint64_t>> CountViolationsByKind() const;
+  // Of them, those counted in summaries, by kind, in kind order, and in all.
+  std::vector<std::pair<ViolationKind, uint64_t>> CountSummarisedByKind() const;
+  uint64_t CountSummarised() const;
+  // What the violations take in the store now; limit_reached says whether max_bytes is reached.
+  ViolationSpace violation_space() const;
+  const ViolationBounds& violation_bounds() const { return options_.violation_bounds; }
 
   // ---- Counter totals ----
 
@@ -267,9 +311,21 @@ class Store {
   Store(std::unique_ptr<Handles> handles, StoreOptions options);
 
   absl::Status Load();
-  // Reads the violation counts by kind (store_violations.cc); rebuilds them from the records
-  // when they do not add up to `stored` (a store written before they were kept).
+  // Reads the violation counts by kind and the space (store_violations.cc); rebuilds them from
+  // the records and the summaries when they do not add up with `stored` records (a store written
+  // before they were kept); then UndoSummaryDeltas.
   absl::Status LoadViolationCounts(uint64_t stored);
+  // Counts again, from the records and the summaries, what LoadViolationCounts reads; writes it.
+  absl::Status RecountViolations(std::map<ViolationKind, uint64_t>* counts,
+                                 std::map<ViolationKind, uint64_t>* summarised,
+                                 ViolationSpace* space);
+  // Adds to `batch` the deletion of every summary delta.
+  absl::Status DeleteSummaryDeltas(rocksdb::WriteBatch& batch) const;
+  // Takes the online violations summarised since the last checkpoint out of the summaries and
+  // the counts (invariant 5), and forgets them.
+  absl::Status UndoSummaryDeltas(std::map<ViolationKind, uint64_t>* counts,
+                                 std::map<ViolationKind, uint64_t>* summarised,
+                                 ViolationSpace* space);
   // Finds the stream, creating its in-memory state (with the next id) when `create` is set and
   // it is unknown. Returns nullptr when it is unknown and not created.
   StreamState* FindStream(std::string_view name, bool create) ABSL_LOCKS_EXCLUDED(mu_);
@@ -294,10 +350,12 @@ class Store {
   uint64_t first_position_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status write_error_ ABSL_GUARDED_BY(mu_);
 
-  // Serialises PutViolation, which reads the id index before it writes.
+  // Serialises AddViolations, which reads the id index and the summaries before it writes.
   mutable absl::Mutex violations_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   uint64_t next_violation_ ABSL_GUARDED_BY(violations_mu_) = 1;
   std::map<ViolationKind, uint64_t> violation_counts_ ABSL_GUARDED_BY(violations_mu_);
+  std::map<ViolationKind, uint64_t> summarised_counts_ ABSL_GUARDED_BY(violations_mu_);
+  ViolationSpace space_ ABSL_GUARDED_BY(violations_mu_);
   // next_violation_ - 1, readable without waiting for a write. Release on store, acquire on load.
   std::atomic<uint64_t> violation_count_{0};
 

@@ -65,6 +65,9 @@ absl::Status Store::PutCheckpoint(uint64_t log_position, std::string_view blob) 
   RETURN_IF_ERROR(FromRocksStatus(
       batch.Put(handles_->meta, ToSlice(kCheckpointKey), internal::EncodeCheckpointMeta(meta)),
       "encoding a checkpoint"));
+  // The online violations summarised before it are final for good: the engine restored from it
+  // does not find them again (invariant 5).
+  RETURN_IF_ERROR(DeleteSummaryDeltas(batch));
   RETURN_IF_ERROR(WriteTruncation(
       batch, log_position,
       fmt::format("storing checkpoint {} at log position {}", meta.generation, log_position)));

@@ -126,7 +126,7 @@ TEST(ConfigTest, TheShippedFileListsEveryOption) {
 TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
   DaemonConfig c;
   auto& [data_dir, grpc, http, http_auth, http_limits, ports_file, log, engine, ingest, store,
-         windows, checker_options] = c;
+         findings, windows, checker_options] = c;
   auto& [grpc_listen, grpc_port, grpc_tls, grpc_token_file] = grpc;
   auto& [grpc_cert, grpc_key, grpc_client_ca] = grpc_tls;
   auto& [http_listen, http_port, http_tls, http_token_file] = http;
@@ -140,6 +140,8 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
   auto& [max_batch_transactions, max_batch_bytes, max_ops, queue_batches, max_streams,
          remembered_ids] = ingest;
   auto& [sync_writes, checkpoint_interval] = store;
+  auto& [max_per_key, max_per_txn, max_store_bytes, log_per_minute, max_log_bytes,
+         summary_interval] = findings;
   auto& [window_checkers, window_by, window_size, window_overlap, window_threads, window_queued,
          window_time_limit] = windows;
 
@@ -194,6 +196,12 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
       {"ingest.remembered_ids", "0", [p = &remembered_ids] { return *p == uint64_t{0}; }},
       {"store.sync_writes", "false", [p = &sync_writes] { return !*p; }},
       {"store.checkpoint_interval", "0s", [p = &checkpoint_interval] { return p->count() == 0; }},
+      {"findings.max_per_key", "0", [p = &max_per_key] { return *p == 0u; }},
+      {"findings.max_per_txn", "3", [p = &max_per_txn] { return *p == 3u; }},
+      {"findings.max_store_bytes", "0", [p = &max_store_bytes] { return *p == 0u; }},
+      {"findings.log_per_minute", "0", [p = &log_per_minute] { return *p == 0u; }},
+      {"findings.max_log_bytes", "1MiB", [p = &max_log_bytes] { return *p == (1u << 20); }},
+      {"findings.summary_interval", "10s", [p = &summary_interval] { return *p == 10s; }},
       {"windows.checkers", "adya, chronos",
        [p = &window_checkers] {
          return *p == std::vector<std::string>{"adya", "chronos"};
@@ -251,6 +259,12 @@ TEST(ConfigTest, Defaults) {
   EXPECT_EQ(c.ingest.max_batch_bytes, 16u << 20);
   EXPECT_TRUE(c.store.sync_writes);
   EXPECT_EQ(c.store.checkpoint_interval, 5min);
+  EXPECT_EQ(c.findings.max_per_key, 100u);
+  EXPECT_EQ(c.findings.max_per_txn, 20u);
+  EXPECT_EQ(c.findings.max_store_bytes, 256u << 20);
+  EXPECT_EQ(c.findings.log_per_minute, 600u);
+  EXPECT_EQ(c.findings.max_log_bytes, 64u << 20);
+  EXPECT_EQ(c.findings.summary_interval, 1min);
   EXPECT_TRUE(Validate(c).ok());
 }
 

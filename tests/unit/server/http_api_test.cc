@@ -68,6 +68,41 @@ class FakeViolationSource : public ViolationSource {
     return page;
   }
 
+  // Two summaries, one per page; the token is the index of the next.
+  absl::StatusOr<store::SummaryPage> QuerySummaries(const store::SummaryFilter& filter,
+                                                    size_t limit,
+                                                    std::string_view page_token) override {
+    absl::MutexLock lock(&mu_);
+    last_summary_filter_ = filter;
+    if (page_token != "" && page_token != "1") {
+      return absl::InvalidArgumentError("unknown page token");
+    }
+    store::ViolationSummary key{
+        .scope = store::SummaryScope::kKey,
+        .checker = "online",
+        .level = "si",
+        .anomaly = "NOCONFLICT",
+        .subject = "7",
+        .kept = 10,
+        .summarised = 3123740,
+        .first = {.id = "a1", .finalised_unix_ms = 1704067200000, .txns = {"11", "12"}},
+        .last = {.id = "a2", .finalised_unix_ms = 1704067201000, .txns = {"2499", "2500"}},
+        .streams = {"replay"}};
+    store::ViolationSummary txn = key;
+    txn.scope = store::SummaryScope::kTxn;
+    txn.subject = "long";
+    txn.stream = "s1";
+    store::SummaryPage page;
+    page.summaries.push_back(page_token.empty() ? key : txn);
+    if (page_token.empty() && limit == 1) page.next_page_token = "1";
+    if (page_token.empty() && limit > 1) page.summaries.push_back(txn);
+    return page;
+  }
+  store::SummaryFilter last_summary_filter() {
+    absl::MutexLock lock(&mu_);
+    return last_summary_filter_;
+  }
+
   static bool Matches(const store::ViolationFilter& f, const store::ViolationRecord& r) {
     if (f.level && *f.level != r.level) return false;
     if (f.anomaly && *f.anomaly != r.anomaly) return false;
@@ -104,6 +139,7 @@ class FakeViolationSource : public ViolationSource {
   size_t last_limit_ ABSL_GUARDED_BY(mu_) = 0;
   std::string last_token_ ABSL_GUARDED_BY(mu_);
   int queries_ ABSL_GUARDED_BY(mu_) = 0;
+  store::SummaryFilter last_summary_filter_ ABSL_GUARDED_BY(mu_);
 };
 
 class FakeStatusSource : public StatusSource {
@@ -128,6 +164,17 @@ class FakeStatusSource : public StatusSource {
     status.counts.ingested_transactions = 1000;
     status.counts.refused_transactions = 3;
     status.counts.violations = 2;
+    status.counts.violations_stored = 1;
+    status.counts.violations_summarised = 1;
+    status.findings = FindingsStatus{.state = "summarising",
+                                     .summaries = 1,
+                                     .store_bytes = 700,
+                                     .max_store_bytes = 1 << 20,
+                                     .log_state = "rate_limited",
+                                     .logged = 1,
+                                     .unlogged = 5,
+                                     .log_bytes = 300,
+                                     .max_log_bytes = 1 << 10};
     status.memory.resident_bytes = 123456789;
     status.memory.engine_bytes = 4567;
     status.memory.history_bytes = 5678;
@@ -311,6 +358,7 @@ void PopulateAll(DaemonMetrics& metrics) {
   metrics.StreamLagSeconds("orders").Set(0.4);
   metrics.StreamPendingTransactions("orders").Set(12);
   metrics.Violations("online", "ser", "G-single").Increment();
+  metrics.ViolationsSummarised("online", "ser", "G-single").Increment();
   metrics.provisional_verdicts().Set(2);
   metrics.flip_flops().Increment();
   metrics.late_arrivals().Increment(9);
@@ -355,6 +403,11 @@ TEST_F(HttpApiTest, MetricsCoverEveryDocumentedFamily) {
                            "isowatch_stream_lag_seconds",
                            "isowatch_stream_pending_transactions",
                            "isowatch_violations_total",
+                           "isowatch_violations_summarised_total",
+                           "isowatch_violations_unlogged_total",
+                           "isowatch_violation_summaries",
+                           "isowatch_violation_store_bytes",
+                           "isowatch_findings_limit_reached",
                            "isowatch_provisional_verdicts",
                            "isowatch_flip_flops_total",
                            "isowatch_late_arrivals_total",
@@ -514,6 +567,19 @@ TEST_F(HttpApiTest, StatusReportsStreamsCountsMemoryAndVersion) {
   EXPECT_EQ(d["counts"]["ingested_transactions"].GetUint64(), 1000u);
   EXPECT_EQ(d["counts"]["refused_transactions"].GetUint64(), 3u);
   EXPECT_EQ(d["counts"]["violations"].GetUint64(), 2u);
+  EXPECT_EQ(d["counts"]["violations_stored"].GetUint64(), 1u);
+  EXPECT_EQ(d["counts"]["violations_summarised"].GetUint64(), 1u);
+  const auto& findings = d["findings"];
+  ASSERT_TRUE(findings.IsObject());
+  EXPECT_STREQ(findings["state"].GetString(), "summarising");
+  EXPECT_EQ(findings["summaries"].GetUint64(), 1u);
+  EXPECT_EQ(findings["store_bytes"].GetUint64(), 700u);
+  EXPECT_EQ(findings["max_store_bytes"].GetUint64(), 1u << 20);
+  EXPECT_STREQ(findings["log_state"].GetString(), "rate_limited");
+  EXPECT_EQ(findings["logged"].GetUint64(), 1u);
+  EXPECT_EQ(findings["unlogged"].GetUint64(), 5u);
+  EXPECT_EQ(findings["log_bytes"].GetUint64(), 300u);
+  EXPECT_EQ(findings["max_log_bytes"].GetUint64(), 1024u);
   EXPECT_EQ(d["memory"]["resident_bytes"].GetUint64(), 123456789u);
   EXPECT_EQ(d["memory"]["engine_bytes"].GetUint64(), 4567u);
   EXPECT_EQ(d["memory"]["history_bytes"].GetUint64(), 5678u);
@@ -543,6 +609,52 @@ TEST_F(HttpApiTest, StatusReportsStreamsCountsMemoryAndVersion) {
   rapidjson::Document ready = ParseJson(Get("/api/v1/status").body);
   EXPECT_TRUE(ready["ready"].GetBool());
   EXPECT_FALSE(ready.HasMember("not_ready_reason"));
+}
+
+TEST_F(HttpApiTest, SummariesShowTheirGroupCountsAndExamples) {
+  ClientResponse r = Get("/api/v1/summaries?anomaly=NOCONFLICT&scope=key&limit=1");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const store::SummaryFilter filter = violations_->last_summary_filter();
+  EXPECT_EQ(filter.anomaly, "NOCONFLICT");
+  EXPECT_EQ(filter.scope, store::SummaryScope::kKey);
+  EXPECT_FALSE(filter.level.has_value());
+  rapidjson::Document d = ParseJson(r.body);
+  ASSERT_EQ(d["summaries"].Size(), 1u);
+  const auto& s = d["summaries"][0];
+  EXPECT_STREQ(s["scope"].GetString(), "key");
+  EXPECT_STREQ(s["checker"].GetString(), "online");
+  EXPECT_STREQ(s["level"].GetString(), "si");
+  EXPECT_STREQ(s["anomaly"].GetString(), "NOCONFLICT");
+  EXPECT_STREQ(s["key"].GetString(), "7");
+  EXPECT_FALSE(s.HasMember("txn"));
+  EXPECT_EQ(s["kept"].GetUint64(), 10u);
+  EXPECT_EQ(s["summarised"].GetUint64(), 3123740u);
+  EXPECT_STREQ(s["first"]["id"].GetString(), "a1");
+  EXPECT_STREQ(s["first"]["finalised"].GetString(), "2024-01-01T00:00:00.000Z");
+  EXPECT_STREQ(s["last"]["txns"][1].GetString(), "2500");
+  EXPECT_STREQ(s["streams"][0].GetString(), "replay");
+  EXPECT_STREQ(d["next_page_token"].GetString(), "1");
+
+  rapidjson::Document next = ParseJson(Get("/api/v1/summaries?limit=1&page_token=1").body);
+  ASSERT_EQ(next["summaries"].Size(), 1u);
+  EXPECT_STREQ(next["summaries"][0]["scope"].GetString(), "txn");
+  EXPECT_STREQ(next["summaries"][0]["txn"].GetString(), "long");
+  EXPECT_STREQ(next["summaries"][0]["txn_stream"].GetString(), "s1");
+  EXPECT_STREQ(next["next_page_token"].GetString(), "");
+}
+
+TEST_F(HttpApiTest, BadSummaryParametersAre400NamingTheParameter) {
+  for (const auto& [target, parameter] : std::vector<std::pair<std::string, std::string>>{
+           {"/api/v1/summaries?scope=row", "scope"},
+           {"/api/v1/summaries?stream=s1", "stream"},
+           {"/api/v1/summaries?limit=0", "limit"},
+           {"/api/v1/summaries?level=", "level"},
+           {"/api/v1/summaries?page_token=9", "page_token"}}) {
+    ClientResponse r = Get(target);
+    EXPECT_EQ(r.status, 400) << target;
+    rapidjson::Document d = ParseJson(r.body);
+    EXPECT_EQ(std::string(d["parameter"].GetString()), parameter) << target << ": " << r.body;
+  }
 }
 
 TEST_F(HttpApiTest, OnlyGetAndHeadAreAllowed) {

@@ -24,11 +24,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::Pair;
 
-ViolationKind Kind(std::string checker, std::string level, std::string anomaly) {
-  return ViolationKind{
-      .checker = std::move(checker), .level = std::move(level), .anomaly = std::move(anomaly)};
-}
-
 // Stores five violations of three kinds (one put twice, counted once).
 void PutFive(Store& store) {
   for (const auto& [id, level, anomaly] :

@@ -94,6 +94,11 @@ inline ViolationRecord Violation(std::string id, std::string level, std::string 
   return v;
 }
 
+inline ViolationKind Kind(std::string checker, std::string level, std::string anomaly) {
+  return ViolationKind{
+      .checker = std::move(checker), .level = std::move(level), .anomaly = std::move(anomaly)};
+}
+
 inline bool SameRecord(const ViolationRecord& a, const ViolationRecord& b) {
   return a.id == b.id && a.checker == b.checker && a.level == b.level && a.anomaly == b.anomaly &&
          a.ext_kind == b.ext_kind && a.streams == b.streams &&

@@ -537,6 +537,34 @@ const std::vector<Option>& Table() {
             "before it, so that the log and the time a restart takes stay bounded; 0s: never "
             "(the log keeps every batch).",
             [](auto& c) -> auto& { return c.store.checkpoint_interval; }, /*zero=*/true),
+        UnsignedOption(
+            "findings.max_per_key", "no bound",
+            "Violations of one kind on one key stored in full; the others are counted in the "
+            "key's summary.",
+            [](auto& c) -> auto& { return c.findings.max_per_key; }),
+        UnsignedOption(
+            "findings.max_per_txn", "no bound",
+            "Violations of one kind with one transaction at fault stored in full; the others are "
+            "counted in the transaction's summary.",
+            [](auto& c) -> auto& { return c.findings.max_per_txn; }),
+        SizeOption(
+            "findings.max_store_bytes",
+            "Bytes of violations and summaries in the store past which violations are no longer "
+            "stored in full, only counted by kind; the checks go on.",
+            [](auto& c) -> auto& { return c.findings.max_store_bytes; }, "no limit"),
+        UnsignedOption(
+            "findings.log_per_minute", "none",
+            "Violations logged in full per minute; the others are counted in the summary lines.",
+            [](auto& c) -> auto& { return c.findings.log_per_minute; }),
+        SizeOption(
+            "findings.max_log_bytes",
+            "Bytes of violations logged in full while the daemon runs; past it only the summary "
+            "lines are logged.",
+            [](auto& c) -> auto& { return c.findings.max_log_bytes; }, "no limit"),
+        DurationOption(
+            "findings.summary_interval",
+            "How often the summaries that grew, and the violations not logged, are logged.",
+            [](auto& c) -> auto& { return c.findings.summary_interval; }),
         CheckerListOption(),
         EnumOption<WindowCut>(
             "windows.by", "Cut windows by number of transactions or by span of commit time.",

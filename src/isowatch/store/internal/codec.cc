@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
@@ -219,8 +220,10 @@ absl::StatusOr<LogValue> DecodeLogValue(std::string_view bytes) {
   return value;
 }
 
-std::string EncodeViolationCountKey(const ViolationKind& kind) {
-  std::string out(kViolationCountPrefix);
+namespace {
+
+std::string EncodeKindKey(std::string_view prefix, const ViolationKind& kind) {
+  std::string out(prefix);
   out.reserve(out.size() + 12 + kind.checker.size() + kind.level.size() + kind.anomaly.size());
   PutString(&out, kind.checker);
   PutString(&out, kind.level);
@@ -228,8 +231,8 @@ std::string EncodeViolationCountKey(const ViolationKind& kind) {
   return out;
 }
 
-absl::StatusOr<ViolationKind> DecodeViolationCountKey(std::string_view key) {
-  Reader r("violation count key", key.substr(kViolationCountPrefix.size()));
+absl::StatusOr<ViolationKind> DecodeKindKey(std::string_view what, std::string_view rest) {
+  Reader r(what, rest);
   ViolationKind kind;
   for (std::string* field : {&kind.checker, &kind.level, &kind.anomaly}) {
     ASSIGN_OR_RETURN(const std::string_view s, r.String());
@@ -237,6 +240,116 @@ absl::StatusOr<ViolationKind> DecodeViolationCountKey(std::string_view key) {
   }
   RETURN_IF_ERROR(r.ExpectEnd());
   return kind;
+}
+
+void PutStrings(std::string* out, const std::vector<std::string>& strings) {
+  PutBigEndian(out, static_cast<uint32_t>(strings.size()));
+  for (const std::string& s : strings) PutString(out, s);
+}
+
+absl::Status ReadStrings(Reader& r, size_t value_size, std::vector<std::string>* out) {
+  ASSIGN_OR_RETURN(const uint32_t count, r.BigEndian<uint32_t>());
+  // Each string takes at least its 4-byte length: a count the value cannot hold is corrupt.
+  if (count > value_size / 4) return r.Corrupt("a count exceeds the value's size");
+  out->clear();
+  out->reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    ASSIGN_OR_RETURN(const std::string_view s, r.String());
+    out->emplace_back(s);
+  }
+  return absl::OkStatus();
+}
+
+void PutSummarised(std::string* out, const SummarisedViolation& v) {
+  PutString(out, v.id);
+  PutSigned(out, v.finalised_unix_ms);
+  PutStrings(out, v.txns);
+}
+
+absl::Status ReadSummarised(Reader& r, size_t value_size, SummarisedViolation* v) {
+  ASSIGN_OR_RETURN(const std::string_view id, r.String());
+  v->id = std::string(id);
+  ASSIGN_OR_RETURN(v->finalised_unix_ms, r.Signed());
+  return ReadStrings(r, value_size, &v->txns);
+}
+
+}  // namespace
+
+std::string EncodeViolationCountKey(const ViolationKind& kind) {
+  return EncodeKindKey(kViolationCountPrefix, kind);
+}
+
+absl::StatusOr<ViolationKind> DecodeViolationCountKey(std::string_view key) {
+  return DecodeKindKey("violation count key", key.substr(kViolationCountPrefix.size()));
+}
+
+std::string EncodeSummarisedCountKey(const ViolationKind& kind) {
+  return EncodeKindKey(kSummarisedCountPrefix, kind);
+}
+
+absl::StatusOr<ViolationKind> DecodeSummarisedCountKey(std::string_view key) {
+  return DecodeKindKey("summarised count key", key.substr(kSummarisedCountPrefix.size()));
+}
+
+std::string EncodeSummaryKey(const ViolationSummary& summary) {
+  std::string out;
+  out.push_back(static_cast<char>(summary.scope));
+  for (const std::string* s :
+       {&summary.checker, &summary.level, &summary.anomaly, &summary.stream, &summary.subject}) {
+    PutString(&out, *s);
+  }
+  return out;
+}
+
+absl::Status DecodeSummaryKey(std::string_view key, ViolationSummary* summary) {
+  Reader r("summary key", key);
+  ASSIGN_OR_RETURN(const uint8_t scope, r.BigEndian<uint8_t>());
+  if (scope > static_cast<uint8_t>(SummaryScope::kKind)) {
+    return r.Corrupt(fmt::format("unknown scope {}", scope));
+  }
+  summary->scope = static_cast<SummaryScope>(scope);
+  for (std::string* s : {&summary->checker, &summary->level, &summary->anomaly, &summary->stream,
+                         &summary->subject}) {
+    ASSIGN_OR_RETURN(const std::string_view v, r.String());
+    *s = std::string(v);
+  }
+  return r.ExpectEnd();
+}
+
+std::string EncodeSummaryValue(const ViolationSummary& summary) {
+  std::string out;
+  PutBigEndian(&out, summary.kept);
+  PutBigEndian(&out, summary.summarised);
+  PutSummarised(&out, summary.first);
+  PutSummarised(&out, summary.last);
+  PutStrings(&out, summary.streams);
+  return out;
+}
+
+absl::Status DecodeSummaryValue(std::string_view bytes, ViolationSummary* summary) {
+  Reader r("summary", bytes);
+  ASSIGN_OR_RETURN(summary->kept, r.BigEndian<uint64_t>());
+  ASSIGN_OR_RETURN(summary->summarised, r.BigEndian<uint64_t>());
+  RETURN_IF_ERROR(ReadSummarised(r, bytes.size(), &summary->first));
+  RETURN_IF_ERROR(ReadSummarised(r, bytes.size(), &summary->last));
+  RETURN_IF_ERROR(ReadStrings(r, bytes.size(), &summary->streams));
+  return r.ExpectEnd();
+}
+
+std::string EncodeViolationSpace(const ViolationSpace& space) {
+  std::string out;
+  PutBigEndian(&out, space.bytes);
+  PutBigEndian(&out, space.summaries);
+  return out;
+}
+
+absl::StatusOr<ViolationSpace> DecodeViolationSpace(std::string_view bytes) {
+  Reader r("violation space", bytes);
+  ViolationSpace space;
+  ASSIGN_OR_RETURN(space.bytes, r.BigEndian<uint64_t>());
+  ASSIGN_OR_RETURN(space.summaries, r.BigEndian<uint64_t>());
+  RETURN_IF_ERROR(r.ExpectEnd());
+  return space;
 }
 
 std::string EncodeViolation(const ViolationRecord& record) {

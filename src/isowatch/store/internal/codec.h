@@ -75,4 +75,23 @@ absl::StatusOr<ViolationKind> DecodeViolationCountKey(std::string_view key);
 std::string EncodeViolation(const ViolationRecord& record);
 absl::StatusOr<ViolationRecord> DecodeViolation(std::string_view bytes);
 
+// The "violation_summarised:" meta key of a violation kind, as EncodeViolationCountKey. Its value
+// is a u64: the violations of the kind counted in summaries.
+std::string EncodeSummarisedCountKey(const ViolationKind& kind);
+// REQUIRES: `key` starts with the prefix.
+absl::StatusOr<ViolationKind> DecodeSummarisedCountKey(std::string_view key);
+
+// The key of a summary in `violation_summaries` (and of its count in `summary_deltas`): the
+// scope (u8), then the checker, the level, the anomaly, the stream and the subject as strings.
+std::string EncodeSummaryKey(const ViolationSummary& summary);
+// Sets the fields of `*summary` the key holds.
+absl::Status DecodeSummaryKey(std::string_view key, ViolationSummary* summary);
+// The rest of a summary: kept, summarised, the first and the last summarised violation, streams.
+std::string EncodeSummaryValue(const ViolationSummary& summary);
+absl::Status DecodeSummaryValue(std::string_view bytes, ViolationSummary* summary);
+
+// Value of the "violation_space" meta key: bytes, then summaries (limit_reached is not kept).
+std::string EncodeViolationSpace(const ViolationSpace& space);
+absl::StatusOr<ViolationSpace> DecodeViolationSpace(std::string_view bytes);
+
 }  // namespace isowatch::store::internal

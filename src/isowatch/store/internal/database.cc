@@ -149,8 +149,9 @@ absl::Status OpenDatabase(const std::string& dir, const StoreOptions& options,
   }
   for (std::string_view name : kOwnCfs) {
     if (database->Find(name) != nullptr) continue;
-    // `checkpoint` and `epochs` came later within version 2: a store written before lacks them.
-    if (version.has_value() && name != kCheckpointCf && name != kEpochsCf) {
+    // Some came later within version 2: a store written before them lacks them.
+    if (version.has_value() &&
+        std::find(kLaterCfs.begin(), kLaterCfs.end(), name) == kLaterCfs.end()) {
       return absl::DataLossError(
           fmt::format("the store in {} lacks its column family \"{}\"", dir, name));
     }
@@ -169,6 +170,9 @@ absl::Status OpenDatabase(const std::string& dir, const StoreOptions& options,
   database->refusals = database->Find(kRefusalsCf);
   database->checkpoint = database->Find(kCheckpointCf);
   database->epochs = database->Find(kEpochsCf);
+  database->summaries = database->Find(kSummariesCf);
+  database->summary_deltas = database->Find(kSummaryDeltasCf);
+  database->summarised_ids = database->Find(kSummarisedIdsCf);
 
   if (!version.has_value()) {
     rocksdb::WriteOptions write_options;

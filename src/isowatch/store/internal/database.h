@@ -30,9 +30,16 @@ inline constexpr std::string_view kViolationIdsCf = "violation_ids";
 inline constexpr std::string_view kRefusalsCf = "refusals";
 inline constexpr std::string_view kCheckpointCf = "checkpoint";
 inline constexpr std::string_view kEpochsCf = "epochs";
-inline constexpr std::array<std::string_view, 8> kOwnCfs = {
-    kMetaCf,         kLogCf,      kStreamsCf,    kViolationsCf,
-    kViolationIdsCf, kRefusalsCf, kCheckpointCf, kEpochsCf};
+inline constexpr std::string_view kSummariesCf = "violation_summaries";
+inline constexpr std::string_view kSummaryDeltasCf = "summary_deltas";
+inline constexpr std::string_view kSummarisedIdsCf = "summarised_ids";
+inline constexpr std::array<std::string_view, 11> kOwnCfs = {
+    kMetaCf,       kLogCf,    kStreamsCf,   kViolationsCf,    kViolationIdsCf, kRefusalsCf,
+    kCheckpointCf, kEpochsCf, kSummariesCf, kSummaryDeltasCf, kSummarisedIdsCf};
+// Column families added within version 2, which a store written before them lacks (opening
+// creates them).
+inline constexpr std::array<std::string_view, 5> kLaterCfs = {
+    kCheckpointCf, kEpochsCf, kSummariesCf, kSummaryDeltasCf, kSummarisedIdsCf};
 
 // The keys of the `meta` column family.
 inline constexpr std::string_view kFormatVersionKey = "format_version";
@@ -40,8 +47,11 @@ inline constexpr std::string_view kLogStartKey = "log_start";
 inline constexpr std::string_view kWindowsDoneKey = "windows_done";
 inline constexpr std::string_view kCheckpointKey = "checkpoint";
 inline constexpr std::string_view kCounterTotalsKey = "counter_totals";
-// Followed by a violation kind (EncodeViolationCountKey): one key per kind stored.
+// Followed by a violation kind (EncodeViolationCountKey): one key per kind found.
 inline constexpr std::string_view kViolationCountPrefix = "violation_count:";
+// Followed by a violation kind (EncodeSummarisedCountKey): one key per kind summarised.
+inline constexpr std::string_view kSummarisedCountPrefix = "violation_summarised:";
+inline constexpr std::string_view kViolationSpaceKey = "violation_space";
 
 // RocksDB's memory (docs/store-format.md, "Memory"): the memtables of all column families
 // together, and the blocks read back (recovery, violation queries).
@@ -79,6 +89,9 @@ struct Database {
   rocksdb::ColumnFamilyHandle* refusals = nullptr;
   rocksdb::ColumnFamilyHandle* checkpoint = nullptr;
   rocksdb::ColumnFamilyHandle* epochs = nullptr;
+  rocksdb::ColumnFamilyHandle* summaries = nullptr;
+  rocksdb::ColumnFamilyHandle* summary_deltas = nullptr;
+  rocksdb::ColumnFamilyHandle* summarised_ids = nullptr;
 };
 
 // Opens into `*database` (new, not yet open) the store's database in directory `dir`, creating
