@@ -23,8 +23,20 @@ void HistoryBuilder::Reserve(size_t txns, size_t ops) {
 }
 
 KeyId HistoryBuilder::IntKey(int64_t k) {
+  const bool dense = static_cast<uint64_t>(k) < kDenseIntKeys;
+  if (dense && static_cast<uint64_t>(k) < dense_int_keys_.size()) {
+    if (const uint32_t slot = dense_int_keys_[static_cast<size_t>(k)]; slot != 0) [[likely]] {
+      return KeyId(slot - 1);
+    }
+  }
   auto [it, inserted] = history_.int_keys_.try_emplace(k, KeyId());
   if (inserted) it->second = AddKey(KeyInfo{.is_int = true, .is_list = false, .payload = k});
+  if (dense) {
+    if (static_cast<uint64_t>(k) >= dense_int_keys_.size()) {
+      dense_int_keys_.resize(static_cast<size_t>(k) + 1, 0);
+    }
+    dense_int_keys_[static_cast<size_t>(k)] = it->second.value() + 1;
+  }
   return it->second;
 }
 
@@ -531,6 +543,9 @@ std::vector<KeyId> HistoryBuilder::CollectKeys(std::vector<uint64_t>& marks) {
     if (info.forgotten || info.is_list || (marks[k / 64] >> (k % 64) & 1) != 0) continue;
     if (info.is_int) {
       h.int_keys_.erase(info.payload);
+      if (static_cast<uint64_t>(info.payload) < dense_int_keys_.size()) {
+        dense_int_keys_[static_cast<size_t>(info.payload)] = 0;
+      }
     } else {
       h.bytes_keys_.erase(static_cast<uint32_t>(info.payload));
     }

@@ -215,6 +215,10 @@ class HistoryBuilder {
   void ListReadDiverge();
 
   History history_;
+  // IntKey's cache of History::int_keys_ for keys in [0, kDenseIntKeys), which most histories'
+  // integer keys are: the key id + 1 at index k, 0 where not cached.
+  static constexpr uint64_t kDenseIntKeys = uint64_t{1} << 20;
+  std::vector<uint32_t> dense_int_keys_;
   bool open_ = false;
   bool finished_ = false;
   // The list read being streamed (ListReadBegin to ListReadEnd): its key and that key's list,

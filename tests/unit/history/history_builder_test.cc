@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/history/history_builder.h"
 
+#include <cstdint>
+#include <limits>
+#include <vector>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -136,6 +140,36 @@ TEST(HistoryBuilderTest, LiveRefusesKeyUsedAsRegisterAndList) {
   b.Write(k, Value::Int(1));
   EXPECT_FALSE(b.EndLiveTxn().ok());
   EXPECT_EQ(b.txn_count(), 1u);
+}
+
+// Integer keys intern to one id each, whatever their range: small non-negative ones go through
+// the builder's dense cache, the others (negative, large) through the history's table only, and
+// both agree with History::FindIntKey.
+TEST(HistoryBuilderTest, IntKeysInternOnceWhateverTheirRange) {
+  HistoryBuilder b;
+  const std::vector<int64_t> keys = {0,
+                                     1,
+                                     7,
+                                     1023,
+                                     (int64_t{1} << 20) - 1,
+                                     int64_t{1} << 20,
+                                     -1,
+                                     -7,
+                                     std::numeric_limits<int64_t>::min(),
+                                     std::numeric_limits<int64_t>::max()};
+  std::vector<KeyId> ids;
+  for (const int64_t k : keys) ids.push_back(b.IntKey(k));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(b.IntKey(keys[i]), ids[i]) << keys[i];
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(ids[i], ids[j]) << keys[i] << " " << keys[j];
+  }
+  ASSERT_TRUE(b.BeginTxn({.id = "t", .session = "s"}).ok());
+  for (const KeyId id : ids) b.Write(id, Value::Int(1));
+  b.EndTxn();
+  absl::StatusOr<History> h = std::move(b).Finish();
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->key_count(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(h->FindIntKey(keys[i]), ids[i]) << keys[i];
 }
 
 TEST(HistoryBuilderTest, BytesInterningIsExact) {
