@@ -600,8 +600,13 @@ EdnParser::Result EdnParser::ParseToken(size_t* p) {
       } else {
         break;
       }
-      if (magnitude > (limit - d) / base) overflow = true;
-      if (!overflow) magnitude = magnitude * base + d;
+      // Checked without a division per digit: the integers of a history are most of its tokens.
+      uint64_t next = 0;
+      if (!overflow && (__builtin_mul_overflow(magnitude, base, &next) ||
+                        __builtin_add_overflow(next, d, &next) || next > limit)) {
+        overflow = true;
+      }
+      if (!overflow) magnitude = next;
     }
     if (base == 16 && (i == digits_start || i != token.size())) {
       return Fail(at, fmt::format("malformed number '{}'", token));
