@@ -177,6 +177,8 @@ class CobraReader : public RecordSink {
     }
     for (const auto& [name, bytes] : files) {
       file_ = name;
+      file_index_ = static_cast<uint32_t>(file_names_.size());
+      file_names_.push_back(name);
       session_ = name.substr(0, name.size() - 4);
       ParseResult r = ParseFile(Where(name), bytes, time_order_, this);
       RETURN_IF_ERROR(r.status);
@@ -198,10 +200,11 @@ class CobraReader : public RecordSink {
   }
 
   absl::Status Begin(int64_t id, int64_t ts, uint64_t offset) override {
-    auto [it, inserted] = txn_where_.try_emplace(id, fmt::format("{} byte {}", file_, offset));
+    auto [it, inserted] = txn_where_.try_emplace(id, Position{file_index_, offset});
     if (!inserted) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: byte {}: transaction {} again (first at {})", Where(file_), offset, id, it->second));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: byte {}: transaction {} again (first at {})", Where(file_), offset, id,
+                      Describe(it->second)));
     }
     txn_id_ = id;
     start_ts_ = ts;
@@ -262,7 +265,7 @@ class CobraReader : public RecordSink {
       extras_->value_hash.try_emplace(wid, value);
       extras_->claimed_writer.try_emplace(wid, writer);
     }
-    reads_.push_back({wid, writer, fmt::format("{} byte {}", file_, offset)});
+    reads_.push_back({wid, writer, Position{file_index_, offset}});
     ops_.push_back({Kind::kRead, key, wid});
     return absl::OkStatus();
   }
@@ -316,13 +319,23 @@ class CobraReader : public RecordSink {
     int64_t key;
     int64_t value;
   };
+  // Where a record is: the index of its file in file_names_, and its byte offset. Kept as
+  // numbers and written out only for a message: a string per transaction and per read cost
+  // more than the rest of the reading.
+  struct Position {
+    uint32_t file;
+    uint64_t offset;
+  };
   struct PendingRead {
     int64_t wid;
     int64_t claimed;
-    std::string where;
+    Position where;
   };
 
   std::string Where(std::string_view file) const { return fmt::format("{}/{}", source_, file); }
+  std::string Describe(const Position& p) const {
+    return fmt::format("{} byte {}", file_names_[p.file], p.offset);
+  }
 
   // 9-byte or 17-byte S/C records: the mode every non-empty file fits.
   absl::StatusOr<bool> DecideMode(const NamedFiles& files) {
@@ -374,13 +387,13 @@ class CobraReader : public RecordSink {
     for (const PendingRead& r : reads_) {
       auto it = writer_of_.find(r.wid);
       if (it == writer_of_.end()) {
-        builder_.Note(
-            "reads of a write id no transaction wrote",
-            fmt::format("{}: write id {:#x} (writer {} named)", r.where, r.wid, r.claimed));
+        builder_.Note("reads of a write id no transaction wrote",
+                      fmt::format("{}: write id {:#x} (writer {} named)", Describe(r.where), r.wid,
+                                  r.claimed));
       } else if (it->second != r.claimed) {
         builder_.Note("reads naming another writer than the write id's",
-                      fmt::format("{}: write id {:#x} names {}, written by {}", r.where, r.wid,
-                                  r.claimed, it->second));
+                      fmt::format("{}: write id {:#x} names {}, written by {}", Describe(r.where),
+                                  r.wid, r.claimed, it->second));
       }
     }
     reads_.clear();
@@ -392,13 +405,15 @@ class CobraReader : public RecordSink {
   HistoryBuilder builder_;
   bool time_order_ = false;
   std::string file_;
+  uint32_t file_index_ = 0;
+  std::vector<std::string> file_names_;
   std::string session_;
   int64_t txn_id_ = 0;
   int64_t start_ts_ = 0;
   uint64_t start_offset_ = 0;
   int64_t deletes_ = 0;
   std::vector<Op> ops_;
-  absl::flat_hash_map<int64_t, std::string> txn_where_;
+  absl::flat_hash_map<int64_t, Position> txn_where_;
   absl::flat_hash_map<int64_t, int64_t> writer_of_;
   std::vector<PendingRead> reads_;
 };
