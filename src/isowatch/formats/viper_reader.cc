@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include <fmt/format.h>
 #include <simdjson.h>
 
@@ -137,32 +138,52 @@ class Reader {
  private:
   static bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
+  // Where in a transaction's JSON a value is, for messages: `base`, then `[index]` if any, then
+  // `field`. Written out only for a message: formatting it for every value read cost more than
+  // parsing the value.
+  struct Path {
+    Path(std::string_view b) : base(b) {}    // NOLINT(google-explicit-constructor)
+    Path(const char* b) : base(b) {}         // NOLINT(google-explicit-constructor)
+    Path(const std::string& b) : base(b) {}  // NOLINT(google-explicit-constructor)
+    Path(std::string_view b, size_t i, std::string_view f = {}) : base(b), index(i), field(f) {}
+    Path With(std::string_view f) const { return Path(base, index, f); }
+    std::string str() const {
+      return index == kNoIndex ? fmt::format("{}{}", base, field)
+                               : fmt::format("{}[{}]{}", base, index, field);
+    }
+    static constexpr size_t kNoIndex = ~size_t{0};
+    std::string_view base;
+    size_t index = kNoIndex;
+    std::string_view field;
+  };
+
   absl::Status Error(std::string_view what) const {
     return absl::InvalidArgumentError(fmt::format("{}/{}:{}: {}", source_, file_, line_no_, what));
   }
   std::string Where() const { return fmt::format("{}:{}", file_, line_no_); }
 
-  absl::StatusOr<int64_t> Int(element e, std::string_view what) const {
+  absl::StatusOr<int64_t> Int(element e, const Path& what) const {
     int64_t v = 0;
     if (e.type() == element_type::INT64 && e.get_int64().get(v) == simdjson::SUCCESS) return v;
     if (e.type() == element_type::UINT64) {
-      return Error(fmt::format("{}: {} is out of the int64 range", what, simdjson::minify(e)));
+      return Error(
+          fmt::format("{}: {} is out of the int64 range", what.str(), simdjson::minify(e)));
     }
     return Error(
-        fmt::format("{}: expected an integer, not {}", what, Shorten(simdjson::minify(e))));
+        fmt::format("{}: expected an integer, not {}", what.str(), Shorten(simdjson::minify(e))));
   }
 
-  absl::StatusOr<bool> Bool(element e, std::string_view what) const {
+  absl::StatusOr<bool> Bool(element e, const Path& what) const {
     bool v = false;
     if (e.get_bool().get(v) != simdjson::SUCCESS) {
-      return Error(
-          fmt::format("{}: expected true or false, not {}", what, Shorten(simdjson::minify(e))));
+      return Error(fmt::format("{}: expected true or false, not {}", what.str(),
+                               Shorten(simdjson::minify(e))));
     }
     return v;
   }
 
   // An integer or string key; integer and string keys never mix in one history.
-  absl::StatusOr<RawKey> Key(element e, std::string_view what) {
+  absl::StatusOr<RawKey> Key(element e, const Path& what) {
     RawKey key;
     if (e.type() == element_type::STRING) {
       key.is_string = true;
@@ -170,14 +191,14 @@ class Reader {
     } else if (e.type() == element_type::INT64 || e.type() == element_type::UINT64) {
       ASSIGN_OR_RETURN(key.number, Int(e, what));
     } else {
-      return Error(fmt::format("{}: expected an integer or string key, not {}", what,
+      return Error(fmt::format("{}: expected an integer or string key, not {}", what.str(),
                                Shorten(simdjson::minify(e))));
     }
     if (!key_kind_) {
       key_kind_ = key.is_string;
       first_key_at_ = Where();
     } else if (*key_kind_ != key.is_string) {
-      return Error(fmt::format("{}: {} key {}, but {} has {} keys (keys must not mix)", what,
+      return Error(fmt::format("{}: {} key {}, but {} has {} keys (keys must not mix)", what.str(),
                                key.is_string ? "a string" : "an integer",
                                Shorten(simdjson::minify(e)), first_key_at_,
                                key.is_string ? "integer" : "string"));
@@ -186,7 +207,7 @@ class Reader {
   }
 
   // "nil" or null: unbounded.
-  absl::StatusOr<std::optional<RawKey>> Bound(element e, std::string_view what) {
+  absl::StatusOr<std::optional<RawKey>> Bound(element e, const Path& what) {
     if (e.is_null()) return std::nullopt;
     if (e.type() == element_type::STRING &&
         std::string_view(e.get_string().value_unsafe()) == "nil") {
@@ -196,7 +217,8 @@ class Reader {
     return std::optional<RawKey>(key);
   }
 
-  absl::Status Records(element e, std::string_view what, std::vector<RawRecord>& out) {
+  absl::Status Records(element e, const Path& path, std::vector<RawRecord>& out) {
+    const std::string what = path.str();
     simdjson::dom::array records;
     if (e.get_array().get(records) != simdjson::SUCCESS) {
       return Error(fmt::format("{}: expected an array of records", what));
@@ -224,8 +246,8 @@ class Reader {
         return Error(fmt::format("{}: a record needs \"id\" and \"val\"", at));
       }
       RawRecord rec;
-      ASSIGN_OR_RETURN(rec.key, Key(*id, at + ".id"));
-      ASSIGN_OR_RETURN(rec.value, Int(*val, at + ".val"));
+      ASSIGN_OR_RETURN(rec.key, Key(*id, Path(at).With(".id")));
+      ASSIGN_OR_RETURN(rec.value, Int(*val, Path(at).With(".val")));
       out.push_back(rec);
     }
     return absl::OkStatus();
@@ -233,15 +255,16 @@ class Reader {
 
   // ["r", K, V, is_dead] | ["w", K, V, succ] | ["i"|"d", K, V, read_v, is_dead, succ, ...] |
   // ["range", K1, K2, [live], [dead]].
-  absl::Status TupleMop(simdjson::dom::array a, std::string_view at, Mop& mop) {
-    std::vector<element> f(a.begin(), a.end());
+  absl::Status TupleMop(simdjson::dom::array a, const Path& path, Mop& mop) {
+    const absl::InlinedVector<element, 8> f(a.begin(), a.end());
     std::string_view type;
     if (f.empty() || f[0].get_string().get(type) != simdjson::SUCCESS) {
-      return Error(fmt::format("{}: expected a mop [\"r\"|\"w\"|\"i\"|\"d\"|\"range\", ...]", at));
+      return Error(
+          fmt::format("{}: expected a mop [\"r\"|\"w\"|\"i\"|\"d\"|\"range\", ...]", path.str()));
     }
     auto arity = [&](size_t min, size_t max, std::string_view shape) -> absl::Status {
       if (f.size() < min || f.size() > max) {
-        return Error(fmt::format("{}: expected {}, got {} elements", at, shape, f.size()));
+        return Error(fmt::format("{}: expected {}, got {} elements", path.str(), shape, f.size()));
       }
       return absl::OkStatus();
     };
@@ -249,9 +272,9 @@ class Reader {
       RETURN_IF_ERROR(
           arity(4, 4, type == "r" ? "[\"r\", key, value, is_dead]" : "[\"w\", key, value, succ]"));
       mop.kind = type[0];
-      ASSIGN_OR_RETURN(mop.key, Key(f[1], fmt::format("{}, key", at)));
-      ASSIGN_OR_RETURN(mop.value, Int(f[2], fmt::format("{}, value", at)));
-      ASSIGN_OR_RETURN(bool flag, Bool(f[3], fmt::format("{}, element 3", at)));
+      ASSIGN_OR_RETURN(mop.key, Key(f[1], path.With(", key")));
+      ASSIGN_OR_RETURN(mop.value, Int(f[2], path.With(", value")));
+      ASSIGN_OR_RETURN(bool flag, Bool(f[3], path.With(", element 3")));
       if (type == "w") mop.succ = flag;
       return absl::OkStatus();
     }
@@ -260,28 +283,28 @@ class Reader {
                             fmt::format("[\"{}\", key, value, read_value, is_dead, succ{}]", type,
                                         type == "i" ? " (, ready, actual_f)" : " (, ready)")));
       mop.kind = type[0];
-      ASSIGN_OR_RETURN(mop.key, Key(f[1], fmt::format("{}, key", at)));
-      ASSIGN_OR_RETURN(mop.value, Int(f[2], fmt::format("{}, value", at)));
-      ASSIGN_OR_RETURN(mop.read_value, Int(f[3], fmt::format("{}, read value", at)));
-      ASSIGN_OR_RETURN(mop.is_dead, Bool(f[4], fmt::format("{}, is_dead", at)));
-      ASSIGN_OR_RETURN(mop.succ, Bool(f[5], fmt::format("{}, succ", at)));
-      if (f.size() > 6) builder_.Note(kTrailing, fmt::format("{}: {}", Where(), at));
+      ASSIGN_OR_RETURN(mop.key, Key(f[1], path.With(", key")));
+      ASSIGN_OR_RETURN(mop.value, Int(f[2], path.With(", value")));
+      ASSIGN_OR_RETURN(mop.read_value, Int(f[3], path.With(", read value")));
+      ASSIGN_OR_RETURN(mop.is_dead, Bool(f[4], path.With(", is_dead")));
+      ASSIGN_OR_RETURN(mop.succ, Bool(f[5], path.With(", succ")));
+      if (f.size() > 6) builder_.Note(kTrailing, fmt::format("{}: {}", Where(), path.str()));
       return absl::OkStatus();
     }
     if (type == "range") {
       RETURN_IF_ERROR(arity(5, 5, "[\"range\", low, high, [live records], [dead records]]"));
       mop.kind = 'g';
-      ASSIGN_OR_RETURN(mop.low, Bound(f[1], fmt::format("{}, low", at)));
-      ASSIGN_OR_RETURN(mop.high, Bound(f[2], fmt::format("{}, high", at)));
-      RETURN_IF_ERROR(Records(f[3], fmt::format("{}, live", at), mop.live));
-      return Records(f[4], fmt::format("{}, dead", at), mop.dead);
+      ASSIGN_OR_RETURN(mop.low, Bound(f[1], path.With(", low")));
+      ASSIGN_OR_RETURN(mop.high, Bound(f[2], path.With(", high")));
+      RETURN_IF_ERROR(Records(f[3], path.With(", live"), mop.live));
+      return Records(f[4], path.With(", dead"), mop.dead);
     }
-    return Error(fmt::format("{}: unknown mop type \"{}\" (expected r, w, i, d or range)", at,
-                             Shorten(std::string(type))));
+    return Error(fmt::format("{}: unknown mop type \"{}\" (expected r, w, i, d or range)",
+                             path.str(), Shorten(std::string(type))));
   }
 
   // The JSON: 2 form: {"opType": ..., "key": ..., ...}.
-  absl::Status ObjectMop(simdjson::dom::object o, std::string_view at, Mop& mop) {
+  absl::Status ObjectMop(simdjson::dom::object o, const Path& path, Mop& mop) {
     std::optional<element> type_e, key, value, read_value, is_dead, succ, key1, key2, live, dead;
     bool timestamps = false;
     for (auto field : o) {
@@ -297,23 +320,24 @@ class Reader {
       if (field.key == "liveKVs") slot = &live;
       if (field.key == "deadKVs") slot = &dead;
       if (slot != nullptr) {
-        if (slot->has_value()) return Error(fmt::format("{}: \"{}\" twice", at, field.key));
+        if (slot->has_value()) return Error(fmt::format("{}: \"{}\" twice", path.str(), field.key));
         *slot = field.value;
       } else if (field.key == "reqTS" || field.key == "resTS") {
-        RETURN_IF_ERROR(Int(field.value, fmt::format("{}.{}", at, field.key)).status());
+        const std::string where = fmt::format("{}.{}", path.str(), field.key);
+        RETURN_IF_ERROR(Int(field.value, where).status());
         timestamps = true;
       } else {
-        builder_.Note(kUnknownMembers, fmt::format("{}: {}.{}", Where(), at, field.key));
+        builder_.Note(kUnknownMembers, fmt::format("{}: {}.{}", Where(), path.str(), field.key));
       }
     }
-    if (timestamps) builder_.Note(kMopTimestamps, fmt::format("{}: {}", Where(), at));
+    if (timestamps) builder_.Note(kMopTimestamps, fmt::format("{}: {}", Where(), path.str()));
     std::string_view type;
     if (!type_e || type_e->get_string().get(type) != simdjson::SUCCESS) {
-      return Error(
-          fmt::format("{}: expected \"opType\": \"r\", \"w\", \"i\", \"d\" or \"range\"", at));
+      return Error(fmt::format("{}: expected \"opType\": \"r\", \"w\", \"i\", \"d\" or \"range\"",
+                               path.str()));
     }
     auto need = [&](const std::optional<element>& e, std::string_view name) -> absl::Status {
-      if (!e) return Error(fmt::format("{}: a \"{}\" mop needs \"{}\"", at, type, name));
+      if (!e) return Error(fmt::format("{}: a \"{}\" mop needs \"{}\"", path.str(), type, name));
       return absl::OkStatus();
     };
     if (type == "range") {
@@ -322,31 +346,31 @@ class Reader {
       RETURN_IF_ERROR(need(key2, "key2"));
       RETURN_IF_ERROR(need(live, "liveKVs"));
       RETURN_IF_ERROR(need(dead, "deadKVs"));
-      ASSIGN_OR_RETURN(mop.low, Bound(*key1, fmt::format("{}.key1", at)));
-      ASSIGN_OR_RETURN(mop.high, Bound(*key2, fmt::format("{}.key2", at)));
-      RETURN_IF_ERROR(Records(*live, fmt::format("{}.liveKVs", at), mop.live));
-      return Records(*dead, fmt::format("{}.deadKVs", at), mop.dead);
+      ASSIGN_OR_RETURN(mop.low, Bound(*key1, path.With(".key1")));
+      ASSIGN_OR_RETURN(mop.high, Bound(*key2, path.With(".key2")));
+      RETURN_IF_ERROR(Records(*live, path.With(".liveKVs"), mop.live));
+      return Records(*dead, path.With(".deadKVs"), mop.dead);
     }
     if (type != "r" && type != "w" && type != "i" && type != "d") {
-      return Error(fmt::format("{}: unknown opType \"{}\" (expected r, w, i, d or range)", at,
-                               Shorten(std::string(type))));
+      return Error(fmt::format("{}: unknown opType \"{}\" (expected r, w, i, d or range)",
+                               path.str(), Shorten(std::string(type))));
     }
     mop.kind = type[0];
     RETURN_IF_ERROR(need(key, "key"));
     RETURN_IF_ERROR(need(value, "value"));
-    ASSIGN_OR_RETURN(mop.key, Key(*key, fmt::format("{}.key", at)));
-    ASSIGN_OR_RETURN(mop.value, Int(*value, fmt::format("{}.value", at)));
+    ASSIGN_OR_RETURN(mop.key, Key(*key, path.With(".key")));
+    ASSIGN_OR_RETURN(mop.value, Int(*value, path.With(".value")));
     if (type == "r") {
-      if (is_dead) RETURN_IF_ERROR(Bool(*is_dead, fmt::format("{}.isDead", at)).status());
+      if (is_dead) RETURN_IF_ERROR(Bool(*is_dead, path.With(".isDead")).status());
       return absl::OkStatus();
     }
     RETURN_IF_ERROR(need(succ, "succ"));
-    ASSIGN_OR_RETURN(mop.succ, Bool(*succ, fmt::format("{}.succ", at)));
+    ASSIGN_OR_RETURN(mop.succ, Bool(*succ, path.With(".succ")));
     if (type == "w") return absl::OkStatus();
     RETURN_IF_ERROR(need(read_value, "readValue"));
     RETURN_IF_ERROR(need(is_dead, "isDead"));
-    ASSIGN_OR_RETURN(mop.read_value, Int(*read_value, fmt::format("{}.readValue", at)));
-    ASSIGN_OR_RETURN(mop.is_dead, Bool(*is_dead, fmt::format("{}.isDead", at)));
+    ASSIGN_OR_RETURN(mop.read_value, Int(*read_value, path.With(".readValue")));
+    ASSIGN_OR_RETURN(mop.is_dead, Bool(*is_dead, path.With(".isDead")));
     return absl::OkStatus();
   }
 
@@ -418,7 +442,7 @@ class Reader {
     mops_.clear();
     size_t i = 0;
     for (element m : mops_json) {
-      const std::string at = fmt::format("value[{}]", i++);
+      const Path at("value", i++);
       Mop mop;
       simdjson::dom::array a;
       simdjson::dom::object o;
@@ -427,11 +451,12 @@ class Reader {
       } else if (m.get_object().get(o) == simdjson::SUCCESS) {
         RETURN_IF_ERROR(ObjectMop(o, at, mop));
       } else {
-        return Error(fmt::format("{}: expected a mop (an array or an object)", at));
+        return Error(fmt::format("{}: expected a mop (an array or an object)", at.str()));
       }
       if (mop.kind == 'w' || mop.kind == 'i' || (mop.kind == 'd' && mop.succ)) {
         if (mop.value == 0) {
-          return Error(fmt::format("{}: writes 0, the value ViperBench reserves for null", at));
+          return Error(
+              fmt::format("{}: writes 0, the value ViperBench reserves for null", at.str()));
         }
       }
       mops_.push_back(std::move(mop));
