@@ -306,6 +306,11 @@ absl::StatusOr<history::History> ReadHistoryFile(const std::string& path, FileFo
   return absl::InvalidArgumentError("no format to read");
 }
 
+namespace {
+absl::Status WriteSingleFile(const history::History& h, const std::string& path,
+                             const std::string& partial, FileFormat format);
+}  // namespace
+
 absl::Status WriteHistoryFile(const history::History& h, const std::string& path,
                               FileFormat format) {
   if (format == FileFormat::kAuto || !Describe(format).writable) {
@@ -326,8 +331,32 @@ absl::Status WriteHistoryFile(const history::History& h, const std::string& path
     return WriteCobraDir(h, path);
   }
   if (format == FileFormat::kViper) return WriteViperDir(h, path);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(fmt::format("{}: cannot write file", path));
+  // Written beside `path` and renamed over it once whole, so that a history a format cannot
+  // express (found part-way) leaves no partial file, and an older file at `path` stays as it was.
+  // What is not a regular file (/dev/stdout, a pipe) is written in place.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    return WriteSingleFile(h, path, path, format);
+  }
+  const std::string partial = path + ".partial";
+  absl::Status status = WriteSingleFile(h, path, partial, format);
+  if (status.ok()) {
+    std::filesystem::rename(partial, path, ec);
+    if (ec) {
+      status = absl::DataLossError(
+          fmt::format("{}: cannot rename {} over it: {}", path, partial, ec.message()));
+    }
+  }
+  if (!status.ok()) std::filesystem::remove(partial, ec);
+  return status;
+}
+
+namespace {
+
+absl::Status WriteSingleFile(const history::History& h, const std::string& path,
+                             const std::string& partial, FileFormat format) {
+  std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(fmt::format("{}: cannot write file", partial));
   switch (format) {
     case FileFormat::kAuto:
       break;
@@ -362,8 +391,10 @@ absl::Status WriteHistoryFile(const history::History& h, const std::string& path
       break;
   }
   out.flush();
-  if (!out) return absl::DataLossError(fmt::format("{}: write failed", path));
+  if (!out) return absl::DataLossError(fmt::format("{}: write failed", partial));
   return absl::OkStatus();
 }
+
+}  // namespace
 
 }  // namespace isowatch::formats

@@ -253,6 +253,42 @@ TEST(FormatWriteTest, BlackBoxFormatsRefuseTimestamps) {
   EXPECT_EQ(black_box, 5);  // text, cobra, dbcop (file and directory), viper
 }
 
+// A history a format turns out part-way not to express leaves no partial file, and an older file
+// at the path stays as it was: the writer writes beside it and renames only a whole file.
+TEST(FormatWriteTest, AFailedWriteLeavesTheOldFile) {
+  history::HistoryBuilder b;
+  ASSERT_TRUE(b.BeginTxn({.id = "1", .session = "s"}).ok());
+  b.Write(b.IntKey(1), history::Value::Int(1));
+  b.EndTxn();
+  // EDN's nil in an aborted transaction's read means "unknown", not "absent": it cannot say this.
+  ASSERT_TRUE(b.BeginTxn({.id = "2", .session = "s", .status = history::TxnStatus::kAborted}).ok());
+  b.Read(b.IntKey(2), history::Value::Absent());
+  b.EndTxn();
+  absl::StatusOr<History> h = std::move(b).Finish();
+  ASSERT_TRUE(h.ok()) << h.status();
+  testing::TempDir dir;
+  const std::string path = (std::filesystem::path(dir.Path()) / "h.edn").string();
+  std::ofstream(path) << "old\n";
+  const absl::Status written = WriteHistoryFile(*h, path, FileFormat::kEdn);
+  EXPECT_EQ(written.code(), absl::StatusCode::kInvalidArgument) << written;
+  std::ifstream in(path);
+  std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(contents, "old\n");
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+  // A history the format can say replaces the file whole.
+  history::HistoryBuilder ok;
+  ASSERT_TRUE(ok.BeginTxn({.id = "1", .session = "s"}).ok());
+  ok.Write(ok.IntKey(1), history::Value::Int(1));
+  ok.EndTxn();
+  absl::StatusOr<History> sayable = std::move(ok).Finish();
+  ASSERT_TRUE(sayable.ok()) << sayable.status();
+  ASSERT_TRUE(WriteHistoryFile(*sayable, path, FileFormat::kEdn).ok());
+  absl::StatusOr<History> back = ReadHistoryFile(path, FileFormat::kEdn, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->size(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+}
+
 TEST(FormatDetectionTest, DbcopRunDirectories) {
   testing::TempDir dir;
   const std::filesystem::path sample =
