@@ -2,7 +2,9 @@
 #include "isowatch/formats/internal/edn_parser.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -12,34 +14,23 @@
 namespace isowatch::formats::internal {
 namespace {
 
-bool IsSpace(char c) {
-  return c == ' ' || c == ',' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
-}
-
-// Ends a token: whitespace and the characters that start or end another form.
-bool IsDelimiter(char c) {
-  switch (c) {
-    case ' ':
-    case ',':
-    case '\n':
-    case '\t':
-    case '\r':
-    case '\f':
-    case '\v':
-    case '(':
-    case ')':
-    case '[':
-    case ']':
-    case '{':
-    case '}':
-    case '"':
-    case ';':
-    case '\\':
-      return true;
-    default:
-      return false;
+// What each byte is to the lexer, looked up once per byte: whitespace (commas included), and
+// the delimiters that end a token (whitespace and the characters that start or end another form).
+constexpr uint8_t kSpace = 1;
+constexpr uint8_t kDelimiter = 2;
+constexpr std::array<uint8_t, 256> kByteClass = [] {
+  std::array<uint8_t, 256> c{};
+  for (const char s : std::string_view(" ,\n\t\r\f\v")) {
+    c[static_cast<unsigned char>(s)] = kSpace | kDelimiter;
   }
-}
+  for (const char d : std::string_view("()[]{}\";\\")) {
+    c[static_cast<unsigned char>(d)] = kDelimiter;
+  }
+  return c;
+}();
+
+bool IsSpace(char c) { return (kByteClass[static_cast<unsigned char>(c)] & kSpace) != 0; }
+bool IsDelimiter(char c) { return (kByteClass[static_cast<unsigned char>(c)] & kDelimiter) != 0; }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
