@@ -75,6 +75,18 @@ def status_of(d):
     return json.loads(body)
 
 
+def check_nothing_refused_after_ack(d):
+    """Nothing was refused after its ack: no second history mixed into the first."""
+    late = metric(d.http, 'isowatch_refused_transactions_total{reason="history_conflict"}')
+    check(late == 0, f"{late} transactions refused after their ack")
+
+
+def check_no_false_violations(d, tmp, when=""):
+    """The histories of these cases are fault-free: any violation is a false alarm."""
+    found = online_violations(d, tmp)
+    check(not found, f"{len(found)} false violations{when}, the first: {found[:1]}")
+
+
 def case_same_stream(cli, daemond, tmp):
     a = gen(cli, tmp, "a", 1)
     b = gen(cli, tmp, "b", 2)
@@ -98,9 +110,7 @@ def case_same_stream(cli, daemond, tmp):
               "two replays, two claims")
         s = daemon_compare.stream_status(d.http, "replay")
         check(not s["closed"], f"the stream was closed by one of the replays: {s}")
-        # Nothing refused after an ack: the second history never mixed into the first.
-        late = metric(d.http, 'isowatch_refused_transactions_total{reason="history_conflict"}')
-        check(late == 0, f"{late} transactions refused after their ack")
+        check_nothing_refused_after_ack(d)
         log = d.log_text()
         check("refused: the stream's writer is epoch" in log, "the daemon did not log the fence")
     finally:
@@ -122,10 +132,8 @@ def case_other_stream(cli, daemond, tmp):
         daemon_compare.wait_checked(d.http, "second", 120)
         refused = metric(d.http, 'isowatch_refused_transactions_total{reason="id_on_other_stream"}')
         check(refused > 0, "id_on_other_stream refusals not counted")
-        late = metric(d.http, 'isowatch_refused_transactions_total{reason="history_conflict"}')
-        check(late == 0, f"{late} transactions refused after their ack")
-        found = online_violations(d, tmp)
-        check(not found, f"{len(found)} false violations, the first: {found[:1]}")
+        check_nothing_refused_after_ack(d)
+        check_no_false_violations(d, tmp)
         # The same history under its own ids is welcome on a third stream: nothing is refused
         # (its keys are the first history's, so it is not checked here for violations).
         status, out, _ = run(replay_args(cli, d, h, "third", "--id-prefix", "again-"))
@@ -150,8 +158,7 @@ def case_interrupted(cli, daemond, tmp):
         # Give the engine time to finalise what it can (watermarks; the timeout does not apply to
         # a stream that sends them), then look: a fault-free history has no violation.
         time.sleep(3)
-        found = online_violations(d, tmp)
-        check(not found, f"{len(found)} false violations after the interruption: {found[:1]}")
+        check_no_false_violations(d, tmp, " after the interruption")
     finally:
         d.stop()
 
@@ -169,8 +176,7 @@ def case_closed_then_new(cli, daemond, tmp):
         status, out, _ = run(replay_args(cli, d, h, "later"))
         check(status == 0, f"the later replay failed: {out}")
         daemon_compare.wait_checked(d.http, "later", 120)
-        found = online_violations(d, tmp)
-        check(not found, f"{len(found)} false violations on the later stream: {found[:1]}")
+        check_no_false_violations(d, tmp, " on the later stream")
         checked = status_of(d)["counts"]["ingested_transactions"]
         check(checked > 2000, f"only {checked} transactions ingested")
     finally:
