@@ -197,6 +197,9 @@ expect_grep "G-single" "$dir/out" "lost update found in a viper directory"
 # The demo finds every injected fault and nothing else.
 expect_status 0 "demo" -- "$bin" demo --txns 4000
 expect_grep "no false alarm" "$dir/out" "demo matches ground truth"
+# On two keys, past the daemon's default bound of findings per key: the demo lists them all.
+expect_status 0 "demo on two keys" -- "$bin" demo --txns 4000 --keys 2
+expect_grep "no false alarm" "$dir/out" "demo on two keys matches ground truth"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
