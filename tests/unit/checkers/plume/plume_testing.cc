@@ -191,6 +191,13 @@ OracleVerdict Oracle(const std::vector<TextOp>& ops, bool lists) {
           prev = it->second.first;
         }
         value = list.empty() ? 0 : list.back();
+        // A read returns the whole list: every committed append it lacks comes after its last.
+        for (const auto& [kv, w] : writer) {
+          if (kv.first != op.key || prev == kInitTxn || w.first == prev) continue;
+          if (std::find(list.begin(), list.end(), kv.second) == list.end()) {
+            ww.emplace_back(prev, w.first);
+          }
+        }
       }
       int wt = kInitTxn;
       int wi = 0;

@@ -60,7 +60,8 @@ struct OracleVerdict {
 // then the latest one; another transaction's write only if it is its last of the key; and some
 // total commit order extends session order and write-read and satisfies the level's axiom
 // (MonoAtomicView, ReadAtomic, Causal). `lists`: the history built by BuildList, so a read
-// returns the list, and the commit order must also follow the lists' append order.
+// returns the list, and the commit order must also follow the lists' append order, with every
+// committed append a read lacks after the read's last element.
 // REQUIRES: at most 7 committed transactions.
 OracleVerdict Oracle(const std::vector<TextOp>& ops, bool lists);
 

@@ -258,6 +258,7 @@ class Builder {
       const Op& op = ops[p];
       if (op.is_write()) {
         own_[op.key()] = p;
+        if (op.kind() == OpKind::kAppend) appends_.push_back({op.key(), op.value(), u});
         continue;
       }
       if (op.unknown()) {
@@ -376,6 +377,8 @@ class Builder {
                       Name(h_, m_, u), ReadText(h_, op), Name(h_, m_, lu), ReadText(h_, longest)),
           kRc | kRa | kTcc);
     }
+    // Per key, the writer of the longest read's last element (kNone: no element has one).
+    absl::flat_hash_map<KeyId, uint32_t> last;
     for (const auto& [key, at] : longest_) {
       uint32_t prev = kNone;
       for (Value e : h_.list_elements(h_.ops(m_.txn[at.first])[at.second])) {
@@ -383,6 +386,18 @@ class Builder {
         if (s.kind != Source::kNode) continue;
         if (prev != kNone && prev != s.node) m_.ww.push_back({prev, s.node, key});
         prev = s.node;
+      }
+      last[key] = prev;
+    }
+    // An append no read shows comes after everything the longest read shows: a read returns
+    // the whole list, so an append before its last element would be in it.
+    for (const Append& a : appends_) {
+      auto it = last.find(a.key);
+      if (it == last.end() || it->second == kNone || it->second == a.node) continue;
+      const auto [lu, lp] = longest_.at(a.key);
+      std::span<const Value> all = h_.list_elements(h_.ops(m_.txn[lu])[lp]);
+      if (std::find(all.begin(), all.end(), a.value) == all.end()) {
+        m_.ww.push_back({it->second, a.node, a.key});
       }
     }
   }
@@ -401,6 +416,13 @@ class Builder {
   absl::flat_hash_map<KeyId, uint32_t> own_;
   absl::flat_hash_map<KeyId, uint32_t> first_;
   absl::flat_hash_set<Value> seen_;
+  // Appends of the judged transactions.
+  struct Append {
+    KeyId key;
+    Value value;
+    uint32_t node;
+  };
+  std::vector<Append> appends_;
   // List reads (node, operation), and per key the longest.
   std::vector<std::pair<uint32_t, uint32_t>> list_reads_;
   absl::flat_hash_map<KeyId, std::pair<uint32_t, uint32_t>> longest_;
