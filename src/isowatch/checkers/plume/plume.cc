@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -80,9 +81,11 @@ class Check {
     if (m_.ambiguous_reads > 0) {
       r.complete = false;
       r.undecided = fmt::format(
-          "{} read{} of a value written more than once to its key (by {} such writes) not judged: "
-          "plume needs unique written values",
-          m_.ambiguous_reads, m_.ambiguous_reads == 1 ? " is" : "s are", m_.duplicate_writes);
+          "{} read{} not judged: {} a value written to its key more than once ({} such value{}), "
+          "and plume needs unique written values",
+          m_.ambiguous_reads, m_.ambiguous_reads == 1 ? "" : "s",
+          m_.ambiguous_reads == 1 ? "it returned" : "each returned", m_.duplicate_writes,
+          m_.duplicate_writes == 1 ? "" : "s");
     }
     r.violations = std::move(out_);
     verdict::SortViolations(r.violations);
@@ -127,6 +130,13 @@ class Check {
       at = next;
     }
     return out;
+  }
+
+  // "overwrote it with 2", or for a list "appended 2 to it".
+  std::string Overwrote(uint32_t u, KeyId key, std::string_view it) const {
+    const std::string v = LastWrite(h_, m_, u, key);
+    return h_.key(key).is_list ? fmt::format("appended {} to {}", v, it)
+                               : fmt::format("overwrote {} with {}", it, v);
   }
 
   std::string CausalPath(uint32_t from, uint32_t to) const {
@@ -255,10 +265,9 @@ class Check {
     Forced f{t1, t2, t3, r.key, r.pos, py, label, bits};
     if (co_family) {
       const std::string before =
-          t1 == kInit ? fmt::format("{} had overwritten its initial value with {}", N(t2),
-                                    LastWrite(h_, m_, t2, r.key))
-                      : fmt::format("{} causally precedes {} ({}), which overwrote it with {}",
-                                    N(t1), N(t2), CausalPath(t1, t2), LastWrite(h_, m_, t2, r.key));
+          t1 == kInit ? fmt::format("{} had {}", N(t2), Overwrote(t2, r.key, "its initial value"))
+                      : fmt::format("{} causally precedes {} ({}), which {}", N(t1), N(t2),
+                                    CausalPath(t1, t2), Overwrote(t2, r.key, "it"));
       Report(f, before, Forbidding(label));
     } else {
       forced_.push_back(f);
@@ -337,10 +346,9 @@ class Check {
     for (uint32_t i = 0; i < forced_.size(); ++i) {
       if (found[i] == 0) continue;
       const Forced& f = forced_[i];
-      const std::string before = fmt::format(
-          "{} overwrote it with {}, and every commit order the level allows puts {} before {} "
-          "({})",
-          N(f.t2), LastWrite(h_, m_, f.t2, f.key), N(f.t1), N(f.t2), paths[i]);
+      const std::string before =
+          fmt::format("{} {}, and every commit order the level allows puts {} before {} ({})",
+                      N(f.t2), Overwrote(f.t2, f.key, "it"), N(f.t1), N(f.t2), paths[i]);
       Report(f, before, found[i] & Forbidding(f.label));
     }
   }
