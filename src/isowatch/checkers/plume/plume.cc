@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include <fmt/format.h>
 
 #include "isowatch/checkers/plume/internal/causal.h"
@@ -204,25 +205,38 @@ class Check {
     }
     if ((levels_ & kTcc) != 0) {
       // Per session, the last writer of the key that is causally before t3 (not t3 itself):
-      // an earlier one reaches it by session order, so adds no cycle it does not.
-      auto session_of = [&](uint32_t w) { return m_.session[w]; };
-      for (size_t i = 0; i < ws.size();) {
-        const uint32_t s = session_of(ws[i]);
-        const auto group_end =
-            std::partition_point(ws.begin() + static_cast<ptrdiff_t>(i), ws.end(),
-                                 [&](uint32_t w) { return session_of(w) == s; });
+      // an earlier one reaches it by session order, so adds no cycle it does not. A writer
+      // causally before t1 as well adds none either (its edge to t1 is in the causal order):
+      // only sessions where t3 knows more than t1 can hold a candidate.
+      const std::vector<uint32_t>& starts = groups_.at(r.key);
+      for (size_t g = 0; g + 1 < starts.size(); ++g) {
+        const auto begin = ws.begin() + starts[g];
+        const auto end = ws.begin() + starts[g + 1];
+        const uint32_t s = m_.session[*begin];
         const uint32_t known = co_->Known(t3, s);
-        auto last = std::partition_point(ws.begin() + static_cast<ptrdiff_t>(i), group_end,
-                                         [&](uint32_t w) { return m_.position[w] <= known; });
-        const auto group_begin = ws.begin() + static_cast<ptrdiff_t>(i);
-        if (last != group_begin && *std::prev(last) == t3) --last;
-        if (last != group_begin) add(*std::prev(last));
-        i = static_cast<size_t>(group_end - ws.begin());
+        const uint32_t known_by_t1 = r.writer == kInit ? 0 : co_->Known(r.writer, s);
+        if (known <= known_by_t1) continue;
+        auto last =
+            std::partition_point(begin, end, [&](uint32_t w) { return m_.position[w] <= known; });
+        if (last != begin && *std::prev(last) == t3) --last;
+        if (last != begin && m_.position[*std::prev(last)] > known_by_t1) add(*std::prev(last));
       }
     }
   }
 
+  // Where each session's run starts in every key's writers (Model::writers), and the end.
+  void GroupWriters() {
+    for (const auto& [key, ws] : m_.writers) {
+      std::vector<uint32_t>& starts = groups_[key];
+      for (uint32_t i = 0; i < ws.size(); ++i) {
+        if (i == 0 || m_.session[ws[i]] != m_.session[ws[i - 1]]) starts.push_back(i);
+      }
+      starts.push_back(static_cast<uint32_t>(ws.size()));
+    }
+  }
+
   void Triples() {
+    if ((levels_ & kTcc) != 0) GroupWriters();
     std::vector<uint32_t> cands;
     for (uint32_t t3 = 0; t3 < m_.size(); ++t3) {
       for (const ExtRead& r : m_.ExtReads(t3)) {
@@ -237,6 +251,9 @@ class Check {
   // CO family: TAP-h, k, m), or keeps the forced edge t2 -> t1 for the commit order (i, l, n).
   void Classify(uint32_t t3, const ExtRead& r, uint32_t t2) {
     const uint32_t t1 = r.writer;
+    const bool co_family = co_->Reaches(t1, t2);
+    // t2 -> t1 is then in the causal order already (unless both reach each other: a TAP-g).
+    if (t1 != kInit && !co_family && co_->Reaches(t2, t1)) return;
     uint32_t mono = kNone;
     uint32_t frac = kNone;
     for (const ExtRead& y : m_.ExtReads(t3)) {
@@ -252,7 +269,6 @@ class Check {
     if (mono != kNone) bits |= kRc | kRa | kTcc;
     bits &= levels_;
     if (bits == 0) return;
-    const bool co_family = co_->Reaches(t1, t2);
     Anomaly label = co_family ? Anomaly::kTapM : Anomaly::kTapN;
     uint32_t py = kNone;
     if (mono != kNone) {
@@ -389,6 +405,7 @@ class Check {
   Model m_;
   std::optional<CausalOrder> co_;
   std::vector<Forced> forced_;
+  absl::flat_hash_map<KeyId, std::vector<uint32_t>> groups_;
   std::vector<Violation> out_;
 };
 
