@@ -2,14 +2,20 @@
 // The 14 transactional anomalous patterns, each as a violating history and a valid near miss,
 // at read committed, read atomic and causal consistency, as registers and as list appends
 // (docs/checkers/plume.md, "The patterns"). Every case is also judged by the axiomatic oracle.
+#include <algorithm>
+#include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "isowatch/checkers/plume/plume.h"
+#include "isowatch/checkers/registry.h"
 #include "isowatch/verdict/violation.h"
+#include "isowatch/windows/window_cutter.h"
 
 #include "tests/unit/checkers/plume/plume_testing.h"
 
@@ -157,6 +163,75 @@ TEST_P(PlumeTapTest, ListsGiveTheSameVerdictsAndPatterns) {
           << verdict::IsolationLevelName(kLevels[i]) << ": " << found;
     }
   }
+}
+
+// The same cases, one after the other, through windows as the daemon cuts them
+// (windows::WindowCutter) and the plug-in with each window's scope. With windows of 16
+// transactions and a lead-in of 16, every case (at most 8 transactions) meets whole in one
+// window, and the windows together find what the whole history finds, less what the window rule
+// leaves to the whole history (docs/checkers/plume.md, "Windows"). With windows of 4, a pattern
+// spread over more transactions than a window holds goes unseen, but nothing is found that the
+// whole history does not find.
+TEST(PlumeTapWindowsTest, WindowsFindWhatTheWholeHistoryFinds) {
+  std::vector<std::vector<testing::TextOp>> parts;
+  int64_t part = 0;
+  for (const TapCase& c : kCases) {
+    ++part;
+    std::vector<testing::TextOp> ops = ParseOps(c.text);
+    for (testing::TextOp& op : ops) {
+      op.key += part * 10;
+      op.session += part * 10;
+      if (op.txn >= 0) op.txn += part * 10;
+    }
+    parts.push_back(std::move(ops));
+  }
+  const history::History h = testing::BuildKvParts(parts);
+  auto checker = CreateChecker("plume", {});
+  ASSERT_TRUE(checker.ok()) << checker.status();
+  // (pattern, reader, key) of each finding.
+  using Finding = std::tuple<std::string, std::string, int64_t>;
+  auto findings = [](const history::History& of, const CheckerResult& r, bool trusted_only) {
+    std::set<Finding> out;
+    for (const verdict::Violation& v : r.violations) {
+      const bool from_initial = v.txns.size() == 2 && (v.anomaly == verdict::Anomaly::kTapH ||
+                                                       v.anomaly == verdict::Anomaly::kTapK ||
+                                                       v.anomaly == verdict::Anomaly::kTapM);
+      if (trusted_only && (v.anomaly == verdict::Anomaly::kTapA || from_initial)) continue;
+      out.emplace(verdict::AnomalyName(v.anomaly), std::string(of.txn_name(v.txns[0])),
+                  v.key.valid() ? of.key(v.key).payload : -1);
+    }
+    return out;
+  };
+  const std::set<Finding> whole = findings(h, (*checker)->Check(h, nullptr, CheckLimits()), true);
+  auto cut = [&](uint64_t size, size_t* windows, size_t* out_of_scope) {
+    windows::WindowCutter cutter({.transactions = size, .overlap = static_cast<int64_t>(size)});
+    std::vector<windows::Window> sealed;
+    for (uint64_t i = 0; i < h.size(); ++i) {
+      cutter.Add(h, TxnId(i));
+      const history::Transaction& t = h.txn(TxnId(i));
+      if (!t.has_commit) continue;
+      for (windows::Window& w : cutter.Seal(h, t.commit)) sealed.push_back(std::move(w));
+    }
+    for (windows::Window& w : cutter.Flush(h)) sealed.push_back(std::move(w));
+    std::set<Finding> found;
+    for (const windows::Window& w : sealed) {
+      EXPECT_TRUE(w.defect.empty()) << w.defect;
+      ++*windows;
+      const CheckerResult r = (*checker)->Check(w.history, &w.scope, CheckLimits());
+      EXPECT_TRUE(r.complete) << r.undecided;
+      *out_of_scope += r.findings_out_of_scope;
+      for (const Finding& f : findings(w.history, r, false)) found.insert(f);
+    }
+    return found;
+  };
+  size_t windows = 0;
+  size_t out_of_scope = 0;
+  EXPECT_EQ(cut(16, &windows, &out_of_scope), whole);
+  EXPECT_GT(windows, 4u);
+  EXPECT_GT(out_of_scope, 0u);
+  const std::set<Finding> small = cut(4, &windows, &out_of_scope);
+  EXPECT_TRUE(std::includes(whole.begin(), whole.end(), small.begin(), small.end()));
+  EXPECT_GT(small.size(), whole.size() / 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, PlumeTapTest, ::testing::ValuesIn(kCases),

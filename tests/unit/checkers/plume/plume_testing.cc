@@ -56,12 +56,18 @@ std::vector<int64_t> ListOf(const std::vector<TextOp>& ops, int64_t key, int64_t
   return {value};
 }
 
-history::History Build(const std::vector<TextOp>& ops, bool lists) {
-  HistoryBuilder b;
-  b.SetDefaultInitialValue(Value::Int(0));
+// Emits the transactions of `ops` into `b`: the aborted writes of each session as one aborted
+// transaction, then the committed transactions.
+void Emit(HistoryBuilder& b, const std::vector<TextOp>& ops, bool lists, int64_t* clock) {
   auto emit = [&](const std::string& id, const std::string& session, TxnStatus status,
                   const std::vector<TextOp>& txn_ops) {
-    if (!b.BeginTxn({.id = id, .session = session, .status = status}).ok()) std::abort();
+    history::TxnHeader header{.id = id, .session = session, .status = status};
+    if (clock != nullptr) {
+      ++*clock;
+      header.start = history::Timestamp{*clock, 0};
+      if (status == TxnStatus::kCommitted) header.commit = history::Timestamp{*clock, 0};
+    }
+    if (!b.BeginTxn(header).ok()) std::abort();
     for (const TextOp& op : txn_ops) {
       const KeyId k = b.IntKey(op.key);
       if (op.write && lists) {
@@ -89,6 +95,14 @@ history::History Build(const std::vector<TextOp>& ops, bool lists) {
   for (const TextTxn& t : Committed(ops)) {
     emit(std::to_string(t.id), std::to_string(t.session), TxnStatus::kCommitted, t.ops);
   }
+}
+
+history::History Build(const std::vector<std::vector<TextOp>>& parts, bool lists,
+                       bool timestamps = false) {
+  HistoryBuilder b;
+  b.SetDefaultInitialValue(Value::Int(0));
+  int64_t clock = 0;
+  for (const std::vector<TextOp>& ops : parts) Emit(b, ops, lists, timestamps ? &clock : nullptr);
   auto h = std::move(b).Finish();
   if (!h.ok()) std::abort();
   return *std::move(h);
@@ -131,8 +145,11 @@ std::string FormatOps(const std::vector<TextOp>& ops) {
   return out;
 }
 
-history::History BuildKv(const std::vector<TextOp>& ops) { return Build(ops, false); }
-history::History BuildList(const std::vector<TextOp>& ops) { return Build(ops, true); }
+history::History BuildKv(const std::vector<TextOp>& ops) { return Build({ops}, false); }
+history::History BuildList(const std::vector<TextOp>& ops) { return Build({ops}, true); }
+history::History BuildKvParts(const std::vector<std::vector<TextOp>>& parts) {
+  return Build(parts, false, true);
+}
 
 std::string Labels(const PlumeResult& r, IsolationLevel level) {
   std::set<char> letters;

@@ -35,6 +35,12 @@ std::string FormatOps(const std::vector<TextOp>& ops);
 // session s in one aborted transaction "abort<s>". Initial value 0.
 history::History BuildKv(const std::vector<TextOp>& ops);
 
+// Several such histories one after the other, each part's aborted transactions before its
+// committed ones, each with start timestamp 1, 2, 3, ... in that order and the committed ones
+// with the same commit timestamp (plume ignores them; windows are cut by them). REQUIRES: the parts use distinct keys,
+// sessions and transaction ids.
+history::History BuildKvParts(const std::vector<std::vector<TextOp>>& parts);
+
 // The same history as list appends: a write is an append, and a read of value v returns the
 // key's list up to v, in the order the key's committed appends first appear in the text (an
 // aborted v is placed at its own place in that order); a read of 0 returns the empty list, one
