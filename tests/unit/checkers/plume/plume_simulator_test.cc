@@ -40,24 +40,20 @@ using verdict::Anomaly;
 using verdict::IsolationLevel;
 using verdict::Violation;
 
-WorkloadOptions Workload(uint64_t seed, DataModel data) {
-  WorkloadOptions o;
-  o.seed = seed;
-  o.txns = 1500;
-  o.sessions = 10;
-  o.keys = 60;
-  o.level = IsolationLevel::kSnapshotIsolation;
-  o.data = data;
+// A store that provides snapshot isolation, 1500 transactions in 10 sessions on 60 keys, with
+// `faults` planted.
+sim::SimResult Simulated(uint64_t seed, DataModel data, std::vector<sim::FaultSpec> faults = {}) {
+  WorkloadOptions o{.sessions = 10,
+                    .txns = 1500,
+                    .keys = 60,
+                    .data = data,
+                    .level = IsolationLevel::kSnapshotIsolation,
+                    .faults = std::move(faults),
+                    .seed = seed};
   if (data == DataModel::kList) o.max_appends_per_key = 32;
-  return o;
-}
-
-sim::SimResult RunSim(const WorkloadOptions& o) {
-  auto r = sim::Simulate(o);
-  if (!r.ok()) {
-    ADD_FAILURE() << r.status();
-    std::abort();
-  }
+  absl::StatusOr<sim::SimResult> r = sim::Simulate(o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) std::abort();
   return *std::move(r);
 }
 
@@ -134,7 +130,7 @@ History Copy(const History& h,
 TEST(PlumeSimulatorTest, FaultFreeHistoriesAreNotFlagged) {
   for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     for (uint64_t seed = 1; seed <= 3; ++seed) {
-      const sim::SimResult r = RunSim(Workload(seed, data));
+      const sim::SimResult r = Simulated(seed, data);
       const PlumeResult p = CheckPlume(r.history);
       EXPECT_TRUE(p.complete) << p.undecided;
       EXPECT_TRUE(p.violations.empty()) << "seed " << seed << ":\n" << Show(p.violations);
@@ -155,9 +151,7 @@ TEST(PlumeSimulatorTest, SnapshotValidImpliesCausallyValid) {
   for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     for (Fault fault : sim::kAllFaults) {
       if (fault == Fault::kIntermediateRead && data == DataModel::kList) continue;  // kv only
-      WorkloadOptions o = Workload(7, data);
-      o.faults = {{.fault = fault, .rate = 0.02}};
-      const sim::SimResult r = RunSim(o);
+      const sim::SimResult r = Simulated(7, data, {{.fault = fault, .rate = 0.02}});
       const bool chronos_si =
           RunChronos(r.history, {.level = IsolationLevel::kSnapshotIsolation}).violations.empty();
       const PlumeResult p = CheckPlume(r.history, {.levels = {IsolationLevel::kCausal}});
@@ -175,9 +169,8 @@ TEST(PlumeSimulatorTest, SnapshotValidImpliesCausallyValid) {
   // flagged at every level, as adya does.)
   EXPECT_GT(snapshot_invalid, 0);
   {
-    WorkloadOptions o = Workload(8, DataModel::kKeyValue);
-    o.faults = {{.fault = Fault::kLostUpdate, .rate = 0.05}};
-    const sim::SimResult r = RunSim(o);
+    const sim::SimResult r =
+        Simulated(8, DataModel::kKeyValue, {{.fault = Fault::kLostUpdate, .rate = 0.05}});
     ASSERT_FALSE(
         RunChronos(r.history, {.level = IsolationLevel::kSnapshotIsolation}).violations.empty());
     const PlumeResult p = CheckPlume(r.history);
@@ -205,9 +198,7 @@ TEST_P(PlumeWeakFaultTest, FoundAtTheWeakestLevelItBreaks) {
   size_t injected = 0;
   size_t found = 0;
   for (uint64_t seed = 1; seed <= 2; ++seed) {
-    WorkloadOptions o = Workload(seed, data);
-    o.faults = {{.fault = c.fault, .rate = 0.03}};
-    const sim::SimResult r = RunSim(o);
+    const sim::SimResult r = Simulated(seed, data, {{.fault = c.fault, .rate = 0.03}});
     const PlumeResult p = CheckPlume(r.history, {.levels = {c.weakest}});
     ASSERT_TRUE(p.complete) << p.undecided;
     std::set<std::string> readers;
@@ -259,9 +250,8 @@ TEST(PlumeSimulatorTest, FracturedVisibilityIsFoundWhereTheReadsShowIt) {
     size_t injected = 0;
     size_t found = 0;
     for (uint64_t seed = 1; seed <= 2; ++seed) {
-      WorkloadOptions o = Workload(seed, data);
-      o.faults = {{.fault = Fault::kFracturedVisibility, .rate = 0.03}};
-      const sim::SimResult r = RunSim(o);
+      const sim::SimResult r =
+          Simulated(seed, data, {{.fault = Fault::kFracturedVisibility, .rate = 0.03}});
       const PlumeResult p = CheckPlume(r.history, {.levels = {IsolationLevel::kCausal}});
       std::set<std::string> named;
       for (const Violation& v : p.violations) {
@@ -283,7 +273,7 @@ TEST(PlumeSimulatorTest, FracturedVisibilityIsFoundWhereTheReadsShowIt) {
 // saw part of W's writes: TAP-h if T3 read y after x (read committed forbids it: it saw W, then
 // missed it), TAP-k if before (read atomic does).
 TEST(PlumeSimulatorTest, PlantedFracturedReadIsFoundAtTheWeakestLevel) {
-  const sim::SimResult r = RunSim(Workload(4, DataModel::kKeyValue));
+  const sim::SimResult r = Simulated(4, DataModel::kKeyValue);
   const History& h = r.history;
   // (key, value) -> (writer, position) of committed writes; per transaction, what it read
   // before writing each key.
@@ -360,7 +350,7 @@ TEST(PlumeSimulatorTest, PlantedFracturedReadIsFoundAtTheWeakestLevel) {
 }
 
 TEST(PlumeSimulatorTest, ThinAirReadIsTapA) {
-  const sim::SimResult r = RunSim(Workload(3, DataModel::kKeyValue));
+  const sim::SimResult r = Simulated(3, DataModel::kKeyValue);
   int planted = 0;
   const History h = Copy(r.history, [&](const history::Transaction& t, uint32_t, Value v) {
     if (!t.committed() || v.absent() || planted >= 3 || v.payload() % 97 != 0) return v;
@@ -385,9 +375,7 @@ TEST(PlumeSimulatorTest, PlumeAndAdyaNameTheSameNonCycleReads) {
   for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
     for (Fault fault : {Fault::kAbortedRead, Fault::kIntermediateRead}) {
       if (fault == Fault::kIntermediateRead && data == DataModel::kList) continue;  // kv only
-      WorkloadOptions o = Workload(5, data);
-      o.faults = {{.fault = fault, .rate = 0.03}};
-      const sim::SimResult r = RunSim(o);
+      const sim::SimResult r = Simulated(5, data, {{.fault = fault, .rate = 0.03}});
       int planted = 0;
       const History h = Copy(r.history, [&](const history::Transaction& t, uint32_t, Value v) {
         if (!t.committed() || v.absent() || planted >= 2 || v.payload() % 89 != 0) return v;
