@@ -192,9 +192,6 @@ class PlumeWeakFaultTest : public ::testing::TestWithParam<std::tuple<WeakFault,
 // atomic is not reported with the fault's patterns.
 TEST_P(PlumeWeakFaultTest, FoundAtTheWeakestLevelItBreaks) {
   const auto& [c, data] = GetParam();
-  if (c.fault == Fault::kIntermediateRead && data == DataModel::kList) {
-    GTEST_SKIP() << "appends have no intermediate values";
-  }
   size_t injected = 0;
   size_t found = 0;
   for (uint64_t seed = 1; seed <= 2; ++seed) {
@@ -227,10 +224,19 @@ const WeakFault kWeakFaults[] = {
     {Fault::kNonRepeatableRead, {Anomaly::kTapJ}, IsolationLevel::kReadAtomic},
 };
 
+// Each fault on registers and on lists, but intermediate reads on registers only (appends have
+// no intermediate values: the simulator refuses that fault on lists).
+std::vector<std::tuple<WeakFault, DataModel>> WeakFaultCases() {
+  std::vector<std::tuple<WeakFault, DataModel>> out;
+  for (const WeakFault& f : kWeakFaults) {
+    out.emplace_back(f, DataModel::kKeyValue);
+    if (f.fault != Fault::kIntermediateRead) out.emplace_back(f, DataModel::kList);
+  }
+  return out;
+}
+
 INSTANTIATE_TEST_SUITE_P(
-    Faults, PlumeWeakFaultTest,
-    ::testing::Combine(::testing::ValuesIn(kWeakFaults),
-                       ::testing::Values(DataModel::kKeyValue, DataModel::kList)),
+    Faults, PlumeWeakFaultTest, ::testing::ValuesIn(WeakFaultCases()),
     [](const ::testing::TestParamInfo<std::tuple<WeakFault, DataModel>>& param) {
       std::string name = fmt::format("{}_{}", sim::FaultName(std::get<0>(param.param).fault),
                                      std::get<1>(param.param) == DataModel::kList ? "list" : "kv");
