@@ -115,6 +115,16 @@ expect_status 2 "chronos cannot judge rc" -- "$bin" check "$histories/adya/c_los
 expect_grep "cannot judge" "$dir/err" "level error names the checker"
 expect_status 0 "rc picks adya" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --level rc
 expect_grep "picked: adya, since chronos does not judge rc" "$dir/out" "the pick is said"
+# plume on a black-box text history: a non-monotonic read (TAP-h) breaks rc, ra and tcc; a
+# causality conflict (TAP-m) only tcc, and ra and tcc pick plume by themselves.
+printf 'w(1,1,1,1)\nw(1,2,1,2)\nw(2,1,1,2)\nr(2,1,2,3)\nr(1,1,2,3)\n' > "$dir/tap_h.txt"
+printf 'w(1,1,1,1)\nw(1,2,1,2)\nw(2,2,1,2)\nr(2,2,2,4)\nr(1,1,2,3)\n' > "$dir/tap_m.txt"
+expect_status 1 "plume finds TAP-h at rc" -- "$bin" check "$dir/tap_h.txt" --checker plume --level rc
+expect_grep "TAP-h (non-monotonic read): T3 read key 2 = 1 from T2" "$dir/out" "plume names the pattern"
+expect_status 0 "TAP-m is read atomic" -- "$bin" check "$dir/tap_m.txt" --level ra
+expect_grep "picked: plume at ra" "$dir/out" "ra picks plume"
+expect_status 1 "TAP-m breaks tcc" -- "$bin" check "$dir/tap_m.txt" --level tcc
+expect_grep "TAP-m (causality conflict)" "$dir/out" "plume at tcc"
 expect_status 2 "unknown checker" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker elle
 expect_status 2 "unknown option" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker adya --checker-option adya.depth=3
 expect_grep "adya.depth" "$dir/err" "unknown option named"

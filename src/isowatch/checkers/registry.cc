@@ -12,6 +12,7 @@
 
 #include "isowatch/checkers/adya/plugin.h"
 #include "isowatch/checkers/chronos/plugin.h"
+#include "isowatch/checkers/plume/plugin.h"
 #include "isowatch/common/status_macros.h"
 
 namespace isowatch::checkers {
@@ -78,6 +79,7 @@ const std::vector<CheckerInfo>& RegisteredCheckers() {
   static const auto* const kCheckers = new std::vector<CheckerInfo>{
       ChronosPlugin(),
       AdyaPlugin(),
+      PlumePlugin(),
   };
   return *kCheckers;
 }

@@ -10,6 +10,8 @@
 #include <memory>
 #include <set>
 #include <stdlib.h>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
@@ -89,6 +91,14 @@ checkers::CheckLimits LimitsFor(int64_t time_limit_ms) {
                                std::chrono::milliseconds(time_limit_ms));
 }
 
+// The plug-in `isowatch check` picks, without --checker, for a level chronos does not judge or a
+// history without commit timestamps: plume for read atomic and causal consistency, which only
+// it judges, adya otherwise.
+std::string_view PluginFor(IsolationLevel level) {
+  return level == IsolationLevel::kReadAtomic || level == IsolationLevel::kCausal ? "plume"
+                                                                                  : "adya";
+}
+
 }  // namespace
 
 CLI::App* CheckCommand::Register(CLI::App& app) {
@@ -96,10 +106,10 @@ CLI::App* CheckCommand::Register(CLI::App& app) {
   cmd->add_option("FILE", file_, "History file")->required();
   level_option_ = cmd->add_option("--level", level_,
                                   "Isolation level to check: si or ser "
-                                  "(default si); with --checker also rc "
-                                  "or rr, restricting every plug-in to it "
-                                  "(default: each its own levels)")
-                      ->check(CLI::IsMember({"si", "ser", "rc", "rr"}));
+                                  "(default si); with --checker also rc, "
+                                  "rr, ra or tcc, restricting every plug-in "
+                                  "to it (default: each its own levels)")
+                      ->check(CLI::IsMember({"si", "ser", "rc", "rr", "ra", "tcc"}));
   read_.Register(*cmd);
   cmd->add_flag("--json", json_, "Print one JSON object instead of the human report");
   cmd->add_option("--max-detailed", max_detailed_,
@@ -184,9 +194,9 @@ int CheckCommand::Run() {
       *level == IsolationLevel::kSnapshotIsolation || *level == IsolationLevel::kSerializable;
   if (!plugins && online_ && !timestamp_level) {
     std::cerr << fmt::format(
-        "isowatch check: --level {} is judged by the adya "
-        "plug-in only: add --checker adya\n",
-        level_);
+        "isowatch check: --level {} is judged by the plug-ins only: add "
+        "--checker {}\n",
+        level_, PluginFor(*level));
     return kExitBadInput;
   }
 
@@ -215,14 +225,16 @@ int CheckCommand::Run() {
     return kExitBadInput;
   }
   if (!plugins && !online_ && (without_timestamps || !timestamp_level)) {
-    checker_list_ = "adya";
+    const std::string_view picked = PluginFor(*level);
+    checker_list_ = std::string(picked);
     force_level_ = true;
     plugins = true;
-    rep.picked = without_timestamps ? fmt::format(
-                                          "adya at {}, since the history has no commit timestamps, "
-                                          "which chronos needs (chronos skipped)",
-                                          level_)
-                                    : fmt::format("adya, since chronos does not judge {}", level_);
+    rep.picked = without_timestamps
+                     ? fmt::format(
+                           "{} at {}, since the history has no commit timestamps, which chronos "
+                           "needs (chronos skipped)",
+                           picked, level_)
+                     : fmt::format("{}, since chronos does not judge {}", picked, level_);
   }
   if (plugins) {
     if (absl::Status status = RunCheckers(*h, rep); !status.ok()) {

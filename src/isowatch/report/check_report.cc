@@ -94,6 +94,25 @@ const char* Role(const Violation& v, size_t i) {
     case Anomaly::kThinAir:
     case Anomaly::kDuplicateElements:
       return "reader";
+    case Anomaly::kTapA:
+    case Anomaly::kTapC:
+    case Anomaly::kTapE:
+      return "txn";
+    case Anomaly::kTapB:
+    case Anomaly::kTapD:
+    case Anomaly::kTapF:
+      return i == 0 ? "reader" : "wrote it";
+    case Anomaly::kTapJ:
+      return i == 0 ? "reader" : "wrote one value";
+    case Anomaly::kTapH:
+    case Anomaly::kTapI:
+    case Anomaly::kTapK:
+    case Anomaly::kTapL:
+    case Anomaly::kTapM:
+    case Anomaly::kTapN:
+      return i == 0 ? "reader" : (i == 1 ? "wrote the value read" : "wrote the missed value");
+    case Anomaly::kTapG:
+      return "in the cycle";
     case Anomaly::kGSIa:
       return i == 0 ? "depended on" : "dependent";
     case Anomaly::kG0:

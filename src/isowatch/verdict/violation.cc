@@ -16,6 +16,10 @@ const char* IsolationLevelName(IsolationLevel level) {
       return "rc";
     case IsolationLevel::kRepeatableRead:
       return "rr";
+    case IsolationLevel::kReadAtomic:
+      return "ra";
+    case IsolationLevel::kCausal:
+      return "tcc";
   }
   return "?";
 }
@@ -32,6 +36,8 @@ std::optional<IsolationLevel> ParseIsolationLevel(std::string_view name) {
   if (name == "rr" || name == "RR" || name == "repeatable-read") {
     return IsolationLevel::kRepeatableRead;
   }
+  if (name == "ra" || name == "RA" || name == "read-atomic") return IsolationLevel::kReadAtomic;
+  if (name == "tcc" || name == "TCC" || name == "causal") return IsolationLevel::kCausal;
   return std::nullopt;
 }
 
@@ -67,6 +73,34 @@ const char* AnomalyName(Anomaly anomaly) {
       return "incompatible-order";
     case Anomaly::kDuplicateElements:
       return "duplicate-elements";
+    case Anomaly::kTapA:
+      return "TAP-a";
+    case Anomaly::kTapB:
+      return "TAP-b";
+    case Anomaly::kTapC:
+      return "TAP-c";
+    case Anomaly::kTapD:
+      return "TAP-d";
+    case Anomaly::kTapE:
+      return "TAP-e";
+    case Anomaly::kTapF:
+      return "TAP-f";
+    case Anomaly::kTapG:
+      return "TAP-g";
+    case Anomaly::kTapH:
+      return "TAP-h";
+    case Anomaly::kTapI:
+      return "TAP-i";
+    case Anomaly::kTapJ:
+      return "TAP-j";
+    case Anomaly::kTapK:
+      return "TAP-k";
+    case Anomaly::kTapL:
+      return "TAP-l";
+    case Anomaly::kTapM:
+      return "TAP-m";
+    case Anomaly::kTapN:
+      return "TAP-n";
   }
   return "?";
 }

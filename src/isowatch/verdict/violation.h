@@ -16,12 +16,17 @@ namespace isowatch::verdict {
 enum class IsolationLevel : uint8_t {
   kSnapshotIsolation = 0,
   kSerializable = 1,
-  // Judged only by the adya checker (docs/checkers/adya.md).
+  // Judged by the adya checker (docs/checkers/adya.md) as Adya's phenomena and by the plume
+  // checker (docs/checkers/plume.md) as Biswas and Enea's axioms.
   kReadCommitted = 2,   // Adya PL-2
   kRepeatableRead = 3,  // Adya PL-2.99
+  // Judged only by the plume checker.
+  kReadAtomic = 4,
+  kCausal = 5,  // transactional causal consistency
 };
 
-const char* IsolationLevelName(IsolationLevel level);  // "si", "ser", "rc", "rr"
+// "si", "ser", "rc", "rr", "ra", "tcc"
+const char* IsolationLevelName(IsolationLevel level);
 std::optional<IsolationLevel> ParseIsolationLevel(std::string_view name);
 
 enum class Anomaly : uint8_t {
@@ -42,10 +47,26 @@ enum class Anomaly : uint8_t {
   kThinAir = 12,            // a read of a value no transaction wrote (nor the initial value)
   kIncompatibleOrder = 13,  // a list read that is no prefix of the key's other reads
   kDuplicateElements = 14,  // a list read that holds one appended element twice
+  // The transactional anomalous patterns of Liu et al. (OOPSLA 2024), found by the plume checker
+  // (docs/checkers/plume.md). a-f are judged inside one read, g-n over the causal order.
+  kTapA = 15,  // thin-air read: a value nobody wrote
+  kTapB = 16,  // aborted read
+  kTapC = 17,  // future read: a value the transaction itself writes later
+  kTapD = 18,  // not my own write: another's value after the transaction wrote the key
+  kTapE = 19,  // not my last write: an own write the transaction had overwritten
+  kTapF = 20,  // intermediate read: another transaction's non-final write
+  kTapG = 21,  // cyclic causal order
+  kTapH = 22,  // non-monotonic read, against the causal order
+  kTapI = 23,  // non-monotonic read, against the commit order
+  kTapJ = 24,  // non-repeatable read
+  kTapK = 25,  // fractured read, against the causal order
+  kTapL = 26,  // fractured read, against the commit order
+  kTapM = 27,  // causality conflict, against the causal order
+  kTapN = 28,  // conflict, against the commit order
 };
 
 // "SESSION", "INT", "EXT", "NOCONFLICT", "G0", "G1a", "G1b", "G1c", "G-single", "G2-item",
-// "G-SIa", "G-SIb", "thin-air", "incompatible-order", "duplicate-elements".
+// "G-SIa", "G-SIb", "thin-air", "incompatible-order", "duplicate-elements", "TAP-a" ... "TAP-n".
 const char* AnomalyName(Anomaly anomaly);
 
 // Why an external read disagrees with its snapshot, judged by who wrote the value it returned.

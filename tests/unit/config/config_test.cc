@@ -218,6 +218,10 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
        [p = &checker_options] { return Has(*p, "adya.levels", "ser,si"); }},
       {"checkers.adya.max_search_steps", "1000",
        [p = &checker_options] { return Has(*p, "adya.max_search_steps", "1000"); }},
+      {"checkers.plume.levels", "[tcc, rc]",
+       [p = &checker_options] { return Has(*p, "plume.levels", "tcc,rc"); }},
+      {"checkers.plume.max_explained_cycles", "10",
+       [p = &checker_options] { return Has(*p, "plume.max_explained_cycles", "10"); }},
   };
   std::vector<std::string> field_keys;
   for (const Field& f : fields) {
@@ -377,8 +381,8 @@ TEST(ConfigTest, UnknownOptionsAreRefused) {
   // Plug-ins and their options are known by the registry.
   EXPECT_THAT(LoadError("checkers:\n  adya:\n    max_steps: 10\n"),
               HasSubstr(R"(test.yaml:3: unknown option "checkers.adya.max_steps")"));
-  EXPECT_THAT(LoadError("checkers:\n  plume:\n    levels: [rc]\n"),
-              HasSubstr(R"(unknown option "checkers.plume")"));
+  EXPECT_THAT(LoadError("checkers:\n  elle:\n    levels: [rc]\n"),
+              HasSubstr(R"(unknown option "checkers.elle")"));
   EXPECT_THAT(LoadError("checkers:\n  chronos:\n    levels: [rc]\n"),
               HasSubstr("checkers.chronos.levels"));
   EXPECT_THAT(LoadError("windows:\n  checkers: [adya, nope]\n"), HasSubstr("nope"));

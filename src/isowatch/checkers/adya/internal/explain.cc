@@ -28,6 +28,10 @@ const char* LevelLongName(IsolationLevel level) {
       return "snapshot isolation";
     case IsolationLevel::kSerializable:
       return "serializable";
+    case IsolationLevel::kReadAtomic:
+      return "read atomic";
+    case IsolationLevel::kCausal:
+      return "causal consistency";
   }
   return "?";
 }
