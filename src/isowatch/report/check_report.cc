@@ -21,6 +21,7 @@ using history::Transaction;
 using verdict::Anomaly;
 using verdict::ExtKind;
 using verdict::IsolationLevel;
+using verdict::ReadFault;
 using verdict::Violation;
 
 // "r(0)=1 w(0)=2" for the operations of `t` on `key` (all operations if `key` is invalid),
@@ -165,6 +166,7 @@ void WriteCheckerLine(const CheckerOutcome& c, std::ostream& out) {
 std::string Title(const Violation& v) {
   std::string out = AnomalyName(v.anomaly);
   if (v.ext_kind != ExtKind::kNone) out += fmt::format(" ({})", ExtKindName(v.ext_kind));
+  if (v.read_fault != ReadFault::kNone) out += fmt::format(" [{}]", ReadFaultName(v.read_fault));
   return out;
 }
 
@@ -285,6 +287,18 @@ void Str(rapidjson::Writer<rapidjson::OStreamWrapper>& w, std::string_view s) {
   w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
+// `name`: an object of counts by name.
+void WriteCounts(rapidjson::Writer<rapidjson::OStreamWrapper>& w, const char* name,
+                 const std::map<std::string, size_t>& counts) {
+  w.Key(name);
+  w.StartObject();
+  for (const auto& [key, count] : counts) {
+    Str(w, key);
+    w.Uint64(count);
+  }
+  w.EndObject();
+}
+
 // "checkers": one object per plug-in, and "window" when the history was cut into windows.
 void WriteCheckersJson(const CheckReport& report, rapidjson::Writer<rapidjson::OStreamWrapper>& w) {
   w.Key("checkers");
@@ -359,6 +373,10 @@ std::string ViolationToJson(const History& h, const Violation& v, bool with_chec
   if (v.ext_kind != ExtKind::kNone) {
     w.Key("ext_kind");
     w.String(ExtKindName(v.ext_kind));
+  }
+  if (v.read_fault != ReadFault::kNone) {
+    w.Key("read_fault");
+    w.String(ReadFaultName(v.read_fault));
   }
   w.Key("txns");
   w.StartArray();
@@ -437,24 +455,15 @@ void WriteJsonReport(const History& h, const CheckReport& report, std::ostream& 
   w.Uint64(report.transactions_skipped);
   std::map<std::string, size_t> counts;
   std::map<std::string, size_t> ext_kinds;
+  std::map<std::string, size_t> read_faults;
   for (const Violation& v : report.violations) {
     ++counts[AnomalyName(v.anomaly)];
     if (v.ext_kind != ExtKind::kNone) ++ext_kinds[ExtKindName(v.ext_kind)];
+    if (v.read_fault != ReadFault::kNone) ++read_faults[ReadFaultName(v.read_fault)];
   }
-  w.Key("counts");
-  w.StartObject();
-  for (const auto& [name, count] : counts) {
-    Str(w, name);
-    w.Uint64(count);
-  }
-  w.EndObject();
-  w.Key("ext_kinds");
-  w.StartObject();
-  for (const auto& [name, count] : ext_kinds) {
-    Str(w, name);
-    w.Uint64(count);
-  }
-  w.EndObject();
+  WriteCounts(w, "counts", counts);
+  WriteCounts(w, "ext_kinds", ext_kinds);
+  WriteCounts(w, "read_faults", read_faults);
   w.Key("violations");
   w.StartArray();
   for (const Violation& v : report.violations) {

@@ -127,6 +127,26 @@ const char* ExtKindName(ExtKind kind) {
   return "?";
 }
 
+const char* ReadFaultName(ReadFault fault) {
+  switch (fault) {
+    case ReadFault::kNone:
+      return "";
+    case ReadFault::kThinAir:
+      return "thin-air read";
+    case ReadFault::kAborted:
+      return "aborted read";
+    case ReadFault::kFuture:
+      return "future read";
+    case ReadFault::kNotOwnWrite:
+      return "not own write";
+    case ReadFault::kNotLastWrite:
+      return "not last write";
+    case ReadFault::kIntermediate:
+      return "intermediate read";
+  }
+  return "?";
+}
+
 std::string TxnLabel(const history::History& h, const Violation& v, TxnId id) {
   if (!h.has_txn(id)) {
     for (const auto& [r, name] : v.released_names) {

@@ -83,6 +83,24 @@ enum class ExtKind : uint8_t {
 
 const char* ExtKindName(ExtKind kind);  // "never", "before", "uncommitted", "after", ...
 
+// The anomalies judged inside one read, named alike by every checker that finds them
+// (docs/checkers/read-faults.md): plume reports them as TAP-a to TAP-f, adya as thin-air, G1a,
+// G1b and INT, Chronos and the online engine as EXT or INT, each with this name beside its own.
+enum class ReadFault : uint8_t {
+  kNone = 0,
+  kThinAir = 1,       // a value nobody wrote, nor the initial value (TAP-a)
+  kAborted = 2,       // a value only an aborted transaction wrote (TAP-b)
+  kFuture = 3,        // a value the reading transaction itself writes only later (TAP-c)
+  kNotOwnWrite = 4,   // after writing the key, a read that misses that write (TAP-d): another
+                      // transaction's value, or a list without the reader's own earlier appends
+  kNotLastWrite = 5,  // an own write the transaction had since overwritten (TAP-e)
+  kIntermediate = 6,  // another transaction's write it overwrote before committing (TAP-f)
+};
+
+// "thin-air read", "aborted read", "future read", "not own write", "not last write",
+// "intermediate read"; "" for kNone.
+const char* ReadFaultName(ReadFault fault);
+
 // One violation found by a checker. A result, not an error.
 //
 // `txns` lists the transactions involved, the offending one first: for SESSION the transaction
@@ -95,6 +113,7 @@ struct Violation {
   IsolationLevel level = IsolationLevel::kSnapshotIsolation;
   Anomaly anomaly = Anomaly::kExt;
   ExtKind ext_kind = ExtKind::kNone;
+  ReadFault read_fault = ReadFault::kNone;  // what is wrong with the read, if one is
   std::vector<TxnId> txns;
   KeyId key;                // invalid for SESSION
   std::string expected;     // rendered; empty when not applicable

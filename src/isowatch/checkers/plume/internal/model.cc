@@ -44,6 +44,26 @@ struct Source {
   TxnId aborted;
 };
 
+// The shared name of a TAP judged inside one read (verdict::ReadFault); kNone for the others.
+verdict::ReadFault ReadFaultOf(Anomaly tap) {
+  switch (tap) {
+    case Anomaly::kTapA:
+      return verdict::ReadFault::kThinAir;
+    case Anomaly::kTapB:
+      return verdict::ReadFault::kAborted;
+    case Anomaly::kTapC:
+      return verdict::ReadFault::kFuture;
+    case Anomaly::kTapD:
+      return verdict::ReadFault::kNotOwnWrite;
+    case Anomaly::kTapE:
+      return verdict::ReadFault::kNotLastWrite;
+    case Anomaly::kTapF:
+      return verdict::ReadFault::kIntermediate;
+    default:
+      return verdict::ReadFault::kNone;
+  }
+}
+
 class Builder {
  public:
   Builder(const History& h, uint8_t levels, LimitPoller& poll, std::vector<Violation>* out)
@@ -192,6 +212,7 @@ class Builder {
     Violation v;
     v.checker = std::string(kChecker);
     v.anomaly = tap;
+    v.read_fault = ReadFaultOf(tap);
     if (!SetLevels(forbidding & levels_, &v)) return;
     v.txns = std::move(txns);
     v.key = key;
