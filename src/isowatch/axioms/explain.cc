@@ -13,6 +13,7 @@ using history::Value;
 using verdict::Anomaly;
 using verdict::ExtKind;
 using verdict::IsolationLevel;
+using verdict::ReadFault;
 using verdict::Violation;
 
 std::string DescribeTxn(const History& h, TxnId id, std::string_view released_name) {
@@ -50,8 +51,24 @@ std::string Writer(const History& h, TxnId writer) {
   return fmt::format("transaction {}", DescribeTxn(h, writer));
 }
 
-// Why the value read is wrong, given who wrote it.
-std::string Why(const History& h, IsolationLevel level, TxnId reader, const ExtFinding& f) {
+// The index of `txn`'s write or append of `value` to `key`, or -1.
+int64_t OwnWriteOf(const History& h, TxnId txn, KeyId key, Value value) {
+  auto ops = h.ops(txn);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].is_write() && ops[i].key() == key && ops[i].value() == value) {
+      return static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
+
+// Why the value read of `key` is wrong, given who wrote it.
+std::string Why(const History& h, IsolationLevel level, TxnId reader, KeyId key, Value value,
+                const ExtFinding& f) {
+  if (f.writer.valid() && f.writer == reader) {
+    return fmt::format("it is a value the transaction writes itself only later, at operation {}",
+                       OwnWriteOf(h, reader, key, value) + 1);
+  }
   switch (f.kind) {
     case ExtKind::kNever:
       return "no transaction wrote that value";
@@ -111,14 +128,65 @@ Violation ExplainSession(const History& h, IsolationLevel level, TxnId txn, TxnI
   return v;
 }
 
+ReadFault ReadFaultOf(TxnId reader, const ExtFinding& finding) {
+  if (finding.writer.valid() && finding.writer == reader) return ReadFault::kFuture;
+  switch (finding.kind) {
+    case ExtKind::kNever:
+      return ReadFault::kThinAir;
+    case ExtKind::kAborted:
+      return ReadFault::kAborted;
+    case ExtKind::kIntermediate:
+      return ReadFault::kIntermediate;
+    default:
+      return ReadFault::kNone;
+  }
+}
+
+std::string OwnReadSentence(const History& h, std::string_view who, TxnId txn, KeyId key,
+                            std::string_view observed, std::string_view expected,
+                            const IntRead& what) {
+  const bool list = h.key(key).is_list;
+  const std::string read =
+      fmt::format("{} read {} {} = {} at operation {}", who, list ? "list" : "key",
+                  h.KeyToString(key), observed, what.read_op + 1);
+  const uint32_t other = what.own_op + 1;
+  const auto own_ops = h.ops(txn);
+  const std::string own_value =
+      what.own_op < own_ops.size() ? h.ValueToString(own_ops[what.own_op].value()) : "";
+  switch (what.fault) {
+    case ReadFault::kFuture:
+      return fmt::format("{}, {} it writes itself only later, at operation {}", read,
+                         list ? "with an element" : "a value", other);
+    case ReadFault::kNotLastWrite:
+      return list ? fmt::format(
+                        "{}, which ends with an earlier append of its own, though it had since "
+                        "appended {} at operation {}",
+                        read, own_value, other)
+                  : fmt::format(
+                        "{}, an earlier write of its own, though it had since written {} there "
+                        "at operation {}",
+                        read, own_value, other);
+    case ReadFault::kNotOwnWrite:
+      return list ? fmt::format("{}, which misses its own append of {} at operation {}", read,
+                                own_value, other)
+                  : fmt::format("{}, though it had written {} there itself at operation {}", read,
+                                own_value, other);
+    default:
+      return fmt::format(
+          "{}, but at operation {} it had read {} there, and nothing of its own changed the key "
+          "in between (a non-repeatable read)",
+          read, other, expected);
+  }
+}
+
 Violation ExplainInt(const History& h, IsolationLevel level, TxnId txn, KeyId key,
-                     std::string expected, std::string observed) {
+                     std::string expected, std::string observed, const IntRead& what) {
   Violation v = Base(Anomaly::kInt, level, key);
+  v.read_fault = what.fault;
   v.txns = {txn};
-  v.explanation = fmt::format(
-      "Transaction {} read key {} = {}, but earlier in the same transaction it had read or "
-      "written {} there, and nothing of its own changed the key in between.",
-      DescribeTxn(h, txn), h.KeyToString(key), observed, expected);
+  v.explanation = OwnReadSentence(h, fmt::format("Transaction {}", DescribeTxn(h, txn)), txn, key,
+                                  observed, expected, what) +
+                  ".";
   v.expected = std::move(expected);
   v.observed = std::move(observed);
   return v;
@@ -129,6 +197,7 @@ Violation ExplainExtRegister(const History& h, IsolationLevel level, TxnId reade
                              const ExtFinding& finding) {
   Violation v = Base(Anomaly::kExt, level, key);
   v.ext_kind = finding.kind;
+  v.read_fault = ReadFaultOf(reader, finding);
   v.txns = {reader};
   if (finding.writer.valid() && finding.writer != reader) v.txns.push_back(finding.writer);
   v.expected = h.ValueToString(expected);
@@ -137,7 +206,7 @@ Violation ExplainExtRegister(const History& h, IsolationLevel level, TxnId reade
       "Transaction {} read key {} = {}, but {} holds {} (written by {}); {}.",
       DescribeTxn(h, reader), h.KeyToString(key), v.observed, Point(h, level, reader), v.expected,
       expected_writer.valid() ? h.TxnLabel(expected_writer) : "the initial state",
-      Why(h, level, reader, finding));
+      Why(h, level, reader, key, observed, finding));
   return v;
 }
 
@@ -146,17 +215,24 @@ Violation ExplainExtList(const History& h, IsolationLevel level, TxnId reader, K
                          size_t first_difference, const ExtFinding& finding) {
   Violation v = Base(Anomaly::kExt, level, key);
   v.ext_kind = finding.kind;
+  v.read_fault = ReadFaultOf(reader, finding);
   v.txns = {reader};
   if (finding.writer.valid() && finding.writer != reader) v.txns.push_back(finding.writer);
   v.expected = h.ListToString(expected);
   v.observed = h.ListToString(observed);
   std::string why;
-  if (first_difference >= observed.size()) {
+  if (first_difference >= observed.size() && finding.kind == ExtKind::kIntermediate) {
+    why = fmt::format(
+        "it holds only part of the appends of {}: an intermediate state that transaction went "
+        "on to extend before committing",
+        Writer(h, finding.writer));
+  } else if (first_difference >= observed.size()) {
     why = fmt::format("the list read is missing {} element(s) committed before {}",
                       expected.size() - observed.size(), Point(h, level, reader));
   } else {
     why = fmt::format("element {} ({}) is wrong: {}", first_difference,
-                      h.ValueToString(observed[first_difference]), Why(h, level, reader, finding));
+                      h.ValueToString(observed[first_difference]),
+                      Why(h, level, reader, key, observed[first_difference], finding));
   }
   v.explanation =
       fmt::format("Transaction {} read list {} = {}, but {} holds {}; {}.", DescribeTxn(h, reader),

@@ -43,6 +43,14 @@ verdict::Violation ListViolation(const history::History& h, WriteIndex& writes,
   ExtFinding f;
   if (j == judged.size()) {
     f.kind = ExtKind::kBefore;  // a proper prefix of the snapshot: a stale version
+    if (j > 0 && j < committed.size()) {
+      // Unless it ends between two appends of one transaction: an intermediate read.
+      const ExtFinding last = writes.Classify(reader, key, judged[j - 1], level);
+      if (last.writer.valid() &&
+          writes.Classify(reader, key, committed[j], level).writer == last.writer) {
+        f = {ExtKind::kIntermediate, last.writer};
+      }
+    }
   } else {
     f = writes.Classify(reader, key, judged[j], level);
   }

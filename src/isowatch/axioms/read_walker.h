@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "isowatch/axioms/explain.h"
+#include "isowatch/axioms/own_appends.h"
 #include "isowatch/history/history.h"
 #include "isowatch/verdict/violation.h"
 
@@ -62,7 +65,7 @@ class ReadWalker {
             if (op.value() != local.last && !local.int_reported) {
               local.int_reported = true;
               on_int(ExplainInt(h_, level, id, op.key(), h_.ValueToString(local.last),
-                                h_.ValueToString(op.value())));
+                                h_.ValueToString(op.value()), RegisterFault(ops, i, local.wrote)));
             }
           }
           local.last = op.value();
@@ -72,7 +75,18 @@ class ReadWalker {
             ++external_reads_;
             std::span<const history::Value> own;
             if (local.has_list) own = list_scratch_[local.list_slot];
-            on_external(i, op, own);
+            // A read that misses the transaction's own earlier appends is an internal fault,
+            // whatever it says of the committed list; one that holds a later own append is
+            // judged (a future read) with the external reads.
+            std::optional<IntRead> fault;
+            if (!EndsWith(h_.list_elements(op), own)) fault = JudgeOwnAppends(h_, id, i);
+            if (fault && fault->fault != verdict::ReadFault::kFuture) {
+              local.int_reported = true;
+              on_int(ExplainInt(h_, level, id, op.key(), {}, h_.ListToString(h_.list_elements(op)),
+                                *fault));
+            } else {
+              on_external(i, op, own);
+            }
             local.observed = true;
           } else {
             ++internal_reads_;
@@ -83,8 +97,10 @@ class ReadWalker {
               const std::vector<history::Value>& since = list_scratch_[local.list_slot];
               expected.assign(base.begin(), base.end());
               expected.insert(expected.end(), since.begin(), since.end());
+              const std::optional<IntRead> fault = JudgeOwnAppends(h_, id, i);
               on_int(ExplainInt(h_, level, id, op.key(), h_.ListToString(expected),
-                                h_.ListToString(h_.list_elements(op))));
+                                h_.ListToString(h_.list_elements(op)),
+                                fault ? *fault : IntRead{.read_op = i, .own_op = local.last_read}));
             }
           }
           // What the transaction knows of the list is now this read (held by the history, not
@@ -128,6 +144,36 @@ class ReadWalker {
     const auto observed = h_.list_elements(read);
     return std::equal(base.begin(), base.end(), observed.begin()) &&
            std::equal(since.begin(), since.end(), observed.begin() + base.size());
+  }
+
+  // What is wrong with register read ops[i], which disagrees with the transaction's last read or
+  // write of its key: a value it writes only later, an own write it had overwritten, another's
+  // value after its own write, or else (it had only read the key) a non-repeatable read.
+  static IntRead RegisterFault(std::span<const history::Op> ops, uint32_t i, bool wrote) {
+    const history::Op& read = ops[i];
+    uint32_t last_write = 0;
+    uint32_t last_read = 0;
+    for (uint32_t j = 0; j < i; ++j) {
+      if (ops[j].key() != read.key() || ops[j].unknown()) continue;
+      (ops[j].is_write() ? last_write : last_read) = j;
+    }
+    for (uint32_t j = 0; j < ops.size(); ++j) {
+      if (ops[j].is_write() && ops[j].key() == read.key() && ops[j].value() == read.value()) {
+        return {.read_op = i,
+                .fault = j > i ? verdict::ReadFault::kFuture : verdict::ReadFault::kNotLastWrite,
+                .own_op = j > i ? j : last_write};
+      }
+    }
+    if (!wrote) return {.read_op = i, .own_op = last_read};
+    return {.read_op = i, .fault = verdict::ReadFault::kNotOwnWrite, .own_op = last_write};
+  }
+
+  // Whether list read `observed` ends with `own`, the transaction's appends to its key since it
+  // last read it (or since it began).
+  static bool EndsWith(std::span<const history::Value> observed,
+                       std::span<const history::Value> own) {
+    return observed.size() >= own.size() &&
+           std::equal(own.begin(), own.end(), observed.end() - static_cast<ptrdiff_t>(own.size()));
   }
 
   Local& LocalFor(KeyId key) {

@@ -122,19 +122,33 @@ void TruthAuditor::Audit(uint32_t txn, std::optional<uint32_t> committed_pred,
           const size_t expected_size = committed.size() + own.size();
           size_t i = 0;
           while (i < expected_size && i < observed.size() && expected_at(i) == observed[i]) ++i;
-          if (i != expected_size || i != observed.size()) {
-            // Judge what the read says of the committed list: without the transaction's own
-            // appends when it ends with them. A proper prefix of the committed list is a stale
-            // version ("before", no writer); otherwise the first differing element decides.
-            std::span<const Value> judged = observed;
-            if (!own.empty() && observed.size() >= own.size() &&
-                std::equal(own.begin(), own.end(), observed.end() - own.size())) {
-              judged = observed.first(observed.size() - own.size());
-            }
+          const bool ends_with_own =
+              observed.size() >= own.size() &&
+              std::equal(own.begin(), own.end(), observed.end() - own.size());
+          if (!ends_with_own) {
+            // It misses the transaction's own earlier appends: INT (a not-own-write read).
+            view.int_reported = true;
+            out.push_back(ExpectedViolation{.anomaly = Anomaly::kInt,
+                                            .txns = {log_.Name(txn)},
+                                            .key = static_cast<int64_t>(op.key),
+                                            .cause = Fault::kLostUpdate});
+          } else if (i != expected_size || i != observed.size()) {
+            // Judge what the read says of the committed list: the part before the transaction's
+            // own appends. A proper prefix of the committed list is a stale version ("before",
+            // no writer); otherwise the first differing element decides.
+            std::span<const Value> judged = observed.first(observed.size() - own.size());
             size_t j = 0;
             while (j < committed.size() && j < judged.size() && committed[j] == judged[j]) ++j;
             Finding f = j == judged.size() ? Finding{ExtKind::kBefore, std::nullopt}
                                            : Classify(txn, judged[j], /*list=*/true);
+            if (j == judged.size() && j > 0 && j < committed.size()) {
+              // A prefix that ends between two appends of one transaction: intermediate.
+              const ValueOrigin* last = log_.Origin(judged[j - 1]);
+              const ValueOrigin* next = log_.Origin(committed[j]);
+              if (last != nullptr && next != nullptr && last->txn == next->txn) {
+                f = Finding{ExtKind::kIntermediate, last->txn};
+              }
+            }
             AddExt(txn, op.key, f, out);
           }
         } else if (!view.int_reported && !std::equal(view.list.begin(), view.list.end(),
