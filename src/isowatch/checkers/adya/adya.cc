@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include <fmt/format.h>
 
+#include "isowatch/axioms/explain.h"
 #include "isowatch/checkers/adya/cycle_search.h"
 #include "isowatch/checkers/adya/dependency_graph.h"
 #include "isowatch/checkers/adya/internal/explain.h"
@@ -57,6 +58,7 @@ LevelSet Proscribing(Anomaly anomaly) {
     case Anomaly::kThinAir:
     case Anomaly::kIncompatibleOrder:
     case Anomaly::kDuplicateElements:
+    case Anomaly::kInt:
       return kRc | kRr | kSi | kSer;
     default:
       return 0;
@@ -101,6 +103,8 @@ const char* Title(Anomaly anomaly) {
       return "Incompatible order";
     case Anomaly::kDuplicateElements:
       return "Duplicate elements";
+    case Anomaly::kInt:
+      return "INT (a read its own transaction contradicts)";
     default:
       return verdict::AnomalyName(anomaly);
   }
@@ -185,6 +189,9 @@ class Checker {
     v.checker = "adya";
     v.anomaly = anomaly;
     v.key = key;
+    if (anomaly == Anomaly::kG1a) v.read_fault = verdict::ReadFault::kAborted;
+    if (anomaly == Anomaly::kG1b) v.read_fault = verdict::ReadFault::kIntermediate;
+    if (anomaly == Anomaly::kThinAir) v.read_fault = verdict::ReadFault::kThinAir;
     for (IsolationLevel level : kCanonicalOrder) {
       if (violated & Bit(level)) v.levels.push_back(level);
     }
@@ -198,6 +205,10 @@ class Checker {
 
   void ReportRead(const internal::ReadFinding& f) {
     const Op& read = h_.ops(f.reader)[f.op];
+    if (f.anomaly == Anomaly::kInt) {
+      ReportOwnRead(f, read);
+      return;
+    }
     if (!f.writer.valid() || f.anomaly == Anomaly::kIncompatibleOrder) {
       ReportUnexplainedRead(f, read);
       return;
@@ -233,6 +244,21 @@ class Checker {
                       reader, read_text, writer, last);
     }
     v->explanation = fmt::format("{}: {}. {}", Title(f.anomaly), why, Violates(*v));
+  }
+
+  // A read the reader's own operation `f.write_op` contradicts.
+  void ReportOwnRead(const internal::ReadFinding& f, const Op& read) {
+    Violation* v = Add(Anomaly::kInt, read.key());
+    if (v == nullptr) return;
+    v->read_fault = f.fault;
+    v->txns = {f.reader};
+    const bool list = read.kind() == history::OpKind::kListRead;
+    v->observed = list ? h_.ListToString(h_.list_elements(read)) : h_.ValueToString(read.value());
+    const std::string why = axioms::OwnReadSentence(
+        h_, internal::TxnLabel(h_, f.reader.value()), f.reader, read.key(), v->observed, "",
+        {.read_op = f.op, .fault = f.fault, .own_op = f.write_op});
+    v->explanation = fmt::format("{} [{}]: {}. {}", Title(Anomaly::kInt),
+                                 verdict::ReadFaultName(f.fault), why, Violates(*v));
   }
 
   void ReportLostUpdate(const internal::LostUpdate& u) {

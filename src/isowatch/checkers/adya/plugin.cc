@@ -98,14 +98,16 @@ CheckerInfo AdyaPlugin() {
       .name = std::string(kName),
       .help =
           "Builds Adya's dependency graph, with the version order from commit timestamps or "
-          "inferred from the reads, and names its anomalies, G0 to G2-item, G-SIa/G-SIb and "
-          "reads no order explains (docs/checkers/adya.md).",
+          "inferred from the reads, and names its anomalies, G0 to G2-item, G-SIa/G-SIb, "
+          "reads no order explains and reads the transaction's own writes contradict "
+          "(docs/checkers/adya.md).",
       .levels = {IsolationLevel::kReadCommitted, IsolationLevel::kRepeatableRead,
                  IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
       .anomalies = {verdict::Anomaly::kG0, verdict::Anomaly::kG1a, verdict::Anomaly::kG1b,
                     verdict::Anomaly::kG1c, verdict::Anomaly::kGSingle, verdict::Anomaly::kG2Item,
                     verdict::Anomaly::kGSIa, verdict::Anomaly::kGSIb, verdict::Anomaly::kThinAir,
-                    verdict::Anomaly::kIncompatibleOrder, verdict::Anomaly::kDuplicateElements},
+                    verdict::Anomaly::kIncompatibleOrder, verdict::Anomaly::kDuplicateElements,
+                    verdict::Anomaly::kInt},
       .requirements = {.commit_timestamps = false, .start_snapshots = false},
       .options = {{.name = "max_search_steps",
                    .type = "integer",

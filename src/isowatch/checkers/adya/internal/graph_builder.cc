@@ -11,6 +11,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 
+#include "isowatch/axioms/own_appends.h"
+
 namespace isowatch::checkers::adya::internal {
 
 namespace {
@@ -74,7 +76,9 @@ class Builder {
         list_started_(h.key_count(), 0),
         black_box_(h.key_count(), 0),
         unobserved_(h.key_count()),
-        longest_(h.key_count(), {kNoPos, 0}) {
+        longest_(h.key_count(), {kNoPos, 0}),
+        own_stamp_(h.key_count(), 0),
+        own_last_(h.key_count(), 0) {
     for (uint32_t t = 0; t < h.size(); ++t)
       op_base_[t + 1] = op_base_[t] + h.txn(TxnId(t)).ops_count;
     op_pos_.assign(op_base_.back(), kNoPos);
@@ -89,8 +93,13 @@ class Builder {
       if (!h_.txn(TxnId(t)).committed()) continue;
       ++out_.counts.committed;
       std::span<const Op> ops = h_.ops(TxnId(t));
+      ++stamp_;
       for (uint32_t i = 0; i < ops.size(); ++i) {
         const Op& op = ops[i];
+        if (op.is_write()) {
+          own_stamp_[op.key().value()] = stamp_;
+          own_last_[op.key().value()] = i;
+        }
         if (op.unknown()) continue;
         if (op.kind() == OpKind::kRead) ReadRegister(t, i, op);
         if (op.kind() == OpKind::kListRead) ReadList(t, i, op);
@@ -466,13 +475,21 @@ class Builder {
   void AddFinding(Anomaly anomaly, uint32_t reader, uint32_t op, const WriteRef& w) {
     AddFinding(anomaly, reader, op, w.txn, w.op);
   }
+  // An INT finding: read `op` of `reader` contradicts its own operation `own_op`.
+  void AddOwnFinding(verdict::ReadFault fault, uint32_t reader, uint32_t op, uint32_t own_op) {
+    if (AddFinding(Anomaly::kInt, reader, op, kNoPos, own_op)) out_.findings.back().fault = fault;
+  }
+  // Whether `reader` wrote `key` before the operation being judged.
+  bool WroteBefore(uint32_t key) const { return own_stamp_[key] == stamp_; }
   // `writer` kNoPos: the finding names no other transaction.
-  void AddFinding(Anomaly anomaly, uint32_t reader, uint32_t op, uint32_t writer, uint32_t write_op,
+  // False if the read's key already has a finding for this reader.
+  bool AddFinding(Anomaly anomaly, uint32_t reader, uint32_t op, uint32_t writer, uint32_t write_op,
                   std::string expected = {}) {
     const uint32_t key = h_.ops(TxnId(reader))[op].key().value();
-    if (!reported_.insert((static_cast<uint64_t>(reader) << 32) | key).second) return;
+    if (!reported_.insert((static_cast<uint64_t>(reader) << 32) | key).second) return false;
     out_.findings.push_back({anomaly, TxnId(reader), writer == kNoPos ? TxnId() : TxnId(writer), op,
                              write_op, std::move(expected)});
+    return true;
   }
 
   // A read of the version `w` names (kCommittedFinal), or the finding it is.
@@ -504,8 +521,18 @@ class Builder {
         (v.absent() && h_.AbsentReadsInitial(op.key())) || v == h_.InitialValue(op.key());
     auto it = index_.find(VersionKey{k, v});
     if (it != index_.end() && it->second.txn == reader) {
+      if (it->second.op > op_index) {
+        AddOwnFinding(verdict::ReadFault::kFuture, reader, op_index, it->second.op);
+      } else if (own_last_[k] != it->second.op) {
+        AddOwnFinding(verdict::ReadFault::kNotLastWrite, reader, op_index, own_last_[k]);
+      }
       ++out_.counts.own_reads;
       return;
+    }
+    // After writing the key, the transaction reads its own last write and nothing else.
+    if (WroteBefore(k) &&
+        (initial || (it != index_.end() && it->second.cls != WriteClass::kAborted))) {
+      AddOwnFinding(verdict::ReadFault::kNotOwnWrite, reader, op_index, own_last_[k]);
     }
     // The initial version, unless a committed transaction installed the same value.
     if (initial && (it == index_.end() || it->second.cls != WriteClass::kCommittedFinal)) {
@@ -536,6 +563,12 @@ class Builder {
       if (w != nullptr && w->cls == WriteClass::kAborted) {
         AddFinding(Anomaly::kG1a, reader, op_index, *w);
         return;
+      }
+    }
+    // Against the reader's own appends (docs/checkers/read-faults.md).
+    if (WroteBefore(k) || seen.size() < op.list_size()) {
+      if (const auto fault = axioms::JudgeOwnAppends(h_, TxnId(reader), op_index)) {
+        AddOwnFinding(fault->fault, reader, op_index, fault->own_op);
       }
     }
     std::span<const Value> initial = h_.InitialList(op.key());
@@ -631,6 +664,11 @@ class Builder {
   absl::flat_hash_set<uint64_t> partners_;
   static uint64_t Pair(uint32_t key, uint32_t txn) { return (uint64_t{key} << 32) | txn; }
   absl::flat_hash_set<uint64_t> reported_;  // (reader, key) with a finding
+  // Per key: whether the transaction being judged wrote it before the current operation
+  // (own_stamp_ == stamp_), and its last write to it so far.
+  std::vector<uint32_t> own_stamp_;
+  std::vector<uint32_t> own_last_;
+  uint32_t stamp_ = 0;
 };
 
 }  // namespace

@@ -13,8 +13,9 @@
 
 namespace isowatch::checkers::adya::internal {
 
-// A read that observed a version outside the version order: G1a or G1b; or that no version
-// order explains: thin-air, incompatible-order, duplicate-elements.
+// A read that observed a version outside the version order: G1a or G1b; that no version order
+// explains: thin-air, incompatible-order, duplicate-elements; or that the reader's own writes
+// contradict: INT (a future read, or a read that misses the reader's own last write).
 struct ReadFinding {
   verdict::Anomaly anomaly;
   TxnId reader;
@@ -26,6 +27,9 @@ struct ReadFinding {
   uint32_t write_op;  // within `writer`: the write of the value read, or its contradicting read
   // Incompatible order: the list the read should have been a prefix of, rendered.
   std::string expected;
+  // What is wrong with the read (G1a, G1b, thin-air; and INT, where `write_op` is the reader's
+  // own operation the read contradicts and `writer` is invalid).
+  verdict::ReadFault fault = verdict::ReadFault::kNone;
 };
 
 // What building the graph counted (docs/checkers/adya.md, "What the checker can see").
