@@ -115,6 +115,24 @@ expect_status 2 "chronos cannot judge rc" -- "$bin" check "$histories/adya/c_los
 expect_grep "cannot judge" "$dir/err" "level error names the checker"
 expect_status 0 "rc picks adya" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --level rc
 expect_grep "picked: adya, since chronos does not judge rc" "$dir/out" "the pick is said"
+# Which checker judges what, by level and shape; and a read that misses its own append, named
+# alike by the checker picked for rc on a black-box list history and by plume.
+"$bin" checkers > "$dir/checkers_out"
+expect_grep "Which checker judges which level" "$dir/checkers_out" "checkers prints the matrix"
+expect_grep "^  si    chronos, adya           adya                    chronos, adya           adya$" "$dir/checkers_out" "si row of the matrix"
+expect_grep "^  ra    plume                   plume                   plume                   plume$" "$dir/checkers_out" "ra row of the matrix"
+cat > "$dir/own.edn" <<'EDN'
+{:type :invoke, :f :txn, :value [[:append :x 1]], :process 0, :index 0}
+{:type :ok, :f :txn, :value [[:append :x 1]], :process 0, :index 1}
+{:type :invoke, :f :txn, :value [[:append :x 2] [:r :x nil]], :process 1, :index 2}
+{:type :ok, :f :txn, :value [[:append :x 2] [:r :x [1]]], :process 1, :index 3}
+EDN
+expect_status 1 "rc on a black-box list history" -- "$bin" check "$dir/own.edn" --level rc
+expect_grep "picked: adya at rc" "$dir/out" "rc without timestamps picks adya"
+expect_grep "INT \[not own write\]" "$dir/out" "adya names the read fault"
+expect_grep "misses its own append of 2 at operation 1" "$dir/out" "adya names the missed append"
+expect_status 1 "plume on the same history" -- "$bin" check "$dir/own.edn" --checker plume --level rc --json
+expect_grep '"anomaly":"TAP-d","read_fault":"not own write"' "$dir/out" "plume names the same read fault"
 # plume on a black-box text history: a non-monotonic read (TAP-h) breaks rc, ra and tcc; a
 # causality conflict (TAP-m) only tcc, and ra and tcc pick plume by themselves.
 printf 'w(1,1,1,1)\nw(1,2,1,2)\nw(2,1,1,2)\nr(2,1,2,3)\nr(1,1,2,3)\n' > "$dir/tap_h.txt"

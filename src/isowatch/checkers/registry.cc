@@ -91,6 +91,40 @@ const CheckerInfo* FindChecker(std::string_view name) {
   return nullptr;
 }
 
+HistoryShape HistoryShape::Of(const history::History& h) {
+  HistoryShape shape{.commit_timestamps = h.size() == 0 || h.has_commit_timestamps()};
+  for (uint32_t k = 0; k < h.key_count(); ++k) {
+    const history::KeyInfo& key = h.key(KeyId(k));
+    if (key.forgotten) continue;
+    (key.is_list ? shape.lists : shape.registers) = true;
+    if (shape.lists && shape.registers) break;
+  }
+  return shape;
+}
+
+std::string HistoryShape::Describe() const {
+  const char* data = registers && lists ? "registers and lists"
+                     : lists            ? "lists"
+                     : registers        ? "registers"
+                                        : "no keys";
+  return fmt::format("{} {} commit timestamps", data, commit_timestamps ? "with" : "without");
+}
+
+bool Judges(const CheckerInfo& info, IsolationLevel level, const HistoryShape& shape) {
+  const Requirements& r = info.requirements;
+  return std::find(info.levels.begin(), info.levels.end(), level) != info.levels.end() &&
+         (shape.commit_timestamps || !r.commit_timestamps) && (!shape.registers || r.registers) &&
+         (!shape.lists || r.lists);
+}
+
+std::vector<const CheckerInfo*> CheckersFor(IsolationLevel level, const HistoryShape& shape) {
+  std::vector<const CheckerInfo*> out;
+  for (const CheckerInfo& info : RegisteredCheckers()) {
+    if (Judges(info, level, shape)) out.push_back(&info);
+  }
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<Checker>> CreateChecker(std::string_view name,
                                                        const CheckerOptions& options) {
   const CheckerInfo* info = FindChecker(name);

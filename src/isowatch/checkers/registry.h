@@ -2,12 +2,15 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 #include "isowatch/checkers/plugin.h"
+#include "isowatch/history/history.h"
+#include "isowatch/verdict/violation.h"
 
 namespace isowatch::checkers {
 
@@ -23,6 +26,26 @@ const CheckerInfo* FindChecker(std::string_view name);
 // value, naming it.
 absl::StatusOr<std::unique_ptr<Checker>> CreateChecker(std::string_view name,
                                                        const CheckerOptions& options);
+
+// What a history holds that decides which checkers can judge it.
+struct HistoryShape {
+  bool commit_timestamps = true;  // its transactions carry commit timestamps
+  bool registers = false;         // it reads or writes registers
+  bool lists = false;             // it appends to or reads lists
+
+  static HistoryShape Of(const history::History& h);
+  // "registers with commit timestamps", "lists without commit timestamps", ...
+  std::string Describe() const;
+};
+
+// Whether plug-in `info` judges `level` on a history of `shape`: it judges the level, the history
+// has the commit timestamps it needs, and it handles every kind of data the history holds.
+bool Judges(const CheckerInfo& info, verdict::IsolationLevel level, const HistoryShape& shape);
+
+// The plug-ins that judge `level` on a history of `shape`, in registration order: the first is
+// the one `isowatch check` picks without --checker.
+std::vector<const CheckerInfo*> CheckersFor(verdict::IsolationLevel level,
+                                            const HistoryShape& shape);
 
 // Parses "adya,chronos" into the plug-ins' names, checking each is registered and none is
 // repeated.

@@ -91,12 +91,16 @@ checkers::CheckLimits LimitsFor(int64_t time_limit_ms) {
                                std::chrono::milliseconds(time_limit_ms));
 }
 
-// The plug-in `isowatch check` picks, without --checker, for a level chronos does not judge or a
-// history without commit timestamps: plume for read atomic and causal consistency, which only
-// it judges, adya otherwise.
-std::string_view PluginFor(IsolationLevel level) {
-  return level == IsolationLevel::kReadAtomic || level == IsolationLevel::kCausal ? "plume"
-                                                                                  : "adya";
+// The plug-ins that judge `level` on some history, for a message that names them.
+std::string PluginsJudging(IsolationLevel level) {
+  std::vector<std::string_view> names;
+  for (const checkers::CheckerInfo& info : checkers::RegisteredCheckers()) {
+    if (std::find(info.levels.begin(), info.levels.end(), level) != info.levels.end() &&
+        !info.requirements.commit_timestamps) {
+      names.emplace_back(info.name);
+    }
+  }
+  return fmt::format("{}", fmt::join(names, " or "));
 }
 
 }  // namespace
@@ -105,10 +109,12 @@ CLI::App* CheckCommand::Register(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("check", "Check a history file for isolation violations");
   cmd->add_option("FILE", file_, "History file")->required();
   level_option_ = cmd->add_option("--level", level_,
-                                  "Isolation level to check: si or ser "
-                                  "(default si); with --checker also rc, "
-                                  "rr, ra or tcc, restricting every plug-in "
-                                  "to it (default: each its own levels)")
+                                  "Isolation level to check: si, ser, rc, rr, ra or tcc "
+                                  "(default si). Without --checker, chronos judges si and ser "
+                                  "on histories with commit timestamps, and otherwise the first "
+                                  "plug-in that judges the level on the history is picked; with "
+                                  "--checker, every plug-in is restricted to it (default: each "
+                                  "its own levels)")
                       ->check(CLI::IsMember({"si", "ser", "rc", "rr", "ra", "tcc"}));
   read_.Register(*cmd);
   cmd->add_flag("--json", json_, "Print one JSON object instead of the human report");
@@ -196,7 +202,7 @@ int CheckCommand::Run() {
     std::cerr << fmt::format(
         "isowatch check: --level {} is judged by the plug-ins only: add "
         "--checker {}\n",
-        level_, PluginFor(*level));
+        level_, PluginsJudging(*level));
     return kExitBadInput;
   }
 
@@ -225,7 +231,18 @@ int CheckCommand::Run() {
     return kExitBadInput;
   }
   if (!plugins && !online_ && (without_timestamps || !timestamp_level)) {
-    const std::string_view picked = PluginFor(*level);
+    // The first plug-in that judges the level on this history (docs/checkers/plugins.md,
+    // "Which checker judges what").
+    const checkers::HistoryShape shape = checkers::HistoryShape::Of(*h);
+    const std::vector<const checkers::CheckerInfo*> fit = checkers::CheckersFor(*level, shape);
+    if (fit.empty()) {
+      std::cerr << fmt::format(
+          "isowatch check: no checker judges {} on {} ({}); `isowatch checkers` lists what each "
+          "judges\n",
+          level_, file_, shape.Describe());
+      return kExitBadInput;
+    }
+    const std::string_view picked = fit.front()->name;
     checker_list_ = std::string(picked);
     force_level_ = true;
     plugins = true;

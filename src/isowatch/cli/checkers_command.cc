@@ -2,6 +2,7 @@
 #include "isowatch/cli/checkers_command.h"
 
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,14 +38,49 @@ std::string Requires(const checkers::Requirements& r) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+// Which plug-ins judge each level on each shape of history, the one picked first.
+void PrintMatrix() {
+  using verdict::IsolationLevel;
+  const checkers::HistoryShape shapes[] = {
+      {.commit_timestamps = true, .registers = true},
+      {.commit_timestamps = false, .registers = true},
+      {.commit_timestamps = true, .lists = true},
+      {.commit_timestamps = false, .lists = true},
+  };
+  const IsolationLevel levels[] = {
+      IsolationLevel::kReadCommitted,     IsolationLevel::kRepeatableRead,
+      IsolationLevel::kReadAtomic,        IsolationLevel::kCausal,
+      IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable};
+  std::cout << "Which checker judges which level, by the shape of the history (without --checker, "
+               "`isowatch check` runs the first one named):\n";
+  std::cout << fmt::format("  {:<6}{:<24}{:<24}{:<24}{}\n", "level", "registers, timestamps",
+                           "registers, none", "lists, timestamps", "lists, none");
+  for (IsolationLevel level : levels) {
+    std::cout << fmt::format("  {:<6}", verdict::IsolationLevelName(level));
+    for (size_t i = 0; i < std::size(shapes); ++i) {
+      std::vector<std::string_view> names;
+      for (const checkers::CheckerInfo* info : checkers::CheckersFor(level, shapes[i])) {
+        names.emplace_back(info->name);
+      }
+      const std::string cell = names.empty() ? "-" : fmt::format("{}", fmt::join(names, ", "));
+      std::cout << (i + 1 < std::size(shapes) ? fmt::format("{:<24}", cell) : cell);
+    }
+    std::cout << "\n";
+  }
+  std::cout << "\n";
+}
+
 }  // namespace
 
 CLI::App* CheckersCommand::Register(CLI::App& app) {
   return app.add_subcommand(
-      "checkers", "List the plug-in checkers for `check --checker`: levels, requirements, options");
+      "checkers",
+      "List the plug-in checkers for `check --checker`: which judges which level on which "
+      "history, their requirements and options");
 }
 
 int CheckersCommand::Run() {
+  PrintMatrix();
   for (const checkers::CheckerInfo& info : checkers::RegisteredCheckers()) {
     std::cout << fmt::format("{}\n  {}\n  levels:   {}\n  requires: {}\n  options:\n", info.name,
                              info.help, Levels(info.levels, ", "), Requires(info.requirements));

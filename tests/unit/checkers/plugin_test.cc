@@ -108,6 +108,44 @@ TEST(PluginRegistryTest, LevelsRestrictInCanonicalOrder) {
               ElementsAre(IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable));
 }
 
+// Names of the plug-ins that judge `level` on `shape`, in the order they are picked.
+std::vector<std::string> Fit(IsolationLevel level, const HistoryShape& shape) {
+  std::vector<std::string> out;
+  for (const CheckerInfo* info : CheckersFor(level, shape)) out.push_back(info->name);
+  return out;
+}
+
+TEST(PluginRegistryTest, PicksByLevelAndShape) {
+  const HistoryShape kv_timed{.commit_timestamps = true, .registers = true};
+  const HistoryShape kv_untimed{.commit_timestamps = false, .registers = true};
+  const HistoryShape lists_untimed{.commit_timestamps = false, .lists = true};
+  EXPECT_THAT(Fit(IsolationLevel::kSnapshotIsolation, kv_timed), ElementsAre("chronos", "adya"));
+  EXPECT_THAT(Fit(IsolationLevel::kSnapshotIsolation, kv_untimed), ElementsAre("adya"));
+  EXPECT_THAT(Fit(IsolationLevel::kReadCommitted, lists_untimed), ElementsAre("adya", "plume"));
+  EXPECT_THAT(Fit(IsolationLevel::kRepeatableRead, kv_untimed), ElementsAre("adya"));
+  EXPECT_THAT(Fit(IsolationLevel::kReadAtomic, kv_timed), ElementsAre("plume"));
+  EXPECT_THAT(Fit(IsolationLevel::kCausal, lists_untimed), ElementsAre("plume"));
+  // A checker of registers only does not judge a history with lists.
+  CheckerInfo registers_only{.name = "r", .levels = {IsolationLevel::kSerializable}};
+  registers_only.requirements = {.commit_timestamps = false, .lists = false};
+  EXPECT_TRUE(Judges(registers_only, IsolationLevel::kSerializable, kv_untimed));
+  EXPECT_FALSE(Judges(registers_only, IsolationLevel::kSerializable, lists_untimed));
+  EXPECT_FALSE(Judges(registers_only, IsolationLevel::kSnapshotIsolation, kv_untimed));
+}
+
+TEST(PluginRegistryTest, ShapeOfAHistory) {
+  testing::TestHistory kv;
+  kv.Txn("1", "s", 1, 2).W(1, 1).Txn("2", "s", 3, 4).R(1, 1);
+  const HistoryShape a = HistoryShape::Of(kv.Build());
+  EXPECT_TRUE(a.commit_timestamps && a.registers && !a.lists);
+  EXPECT_EQ(a.Describe(), "registers with commit timestamps");
+  testing::TestHistory lists;
+  lists.Untimed("1", "s").A(1, 1).Untimed("2", "s").L(1, {1});
+  const HistoryShape b = HistoryShape::Of(lists.Build());
+  EXPECT_TRUE(!b.commit_timestamps && !b.registers && b.lists);
+  EXPECT_EQ(b.Describe(), "lists without commit timestamps");
+}
+
 TEST(PluginRegistryTest, ParsesCheckerLists) {
   auto both = ParseCheckerList("adya,chronos");
   ASSERT_TRUE(both.ok()) << both.status();
