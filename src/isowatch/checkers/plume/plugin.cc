@@ -55,8 +55,11 @@ class PlumeChecker final : public Checker {
 
   CheckerResult Check(const History& h, const WindowScope* scope,
                       const CheckLimits& limits) const override {
-    plume::PlumeResult r = plume::CheckPlume(
-        h, {.levels = levels_, .max_explained_cycles = max_explained_cycles_, .limits = &limits});
+    const uint32_t first = scope == nullptr ? 0 : scope->first_proper;
+    plume::PlumeResult r = plume::CheckPlume(h, {.levels = levels_,
+                                                 .max_explained_cycles = max_explained_cycles_,
+                                                 .limits = &limits,
+                                                 .first_counted = first});
     CheckerResult out;
     out.complete = r.complete;
     out.undecided = std::move(r.undecided);
@@ -68,10 +71,8 @@ class PlumeChecker final : public Checker {
       out.findings_out_of_scope += before - out.violations.size();
     }
     KeepInScope(scope, &out);
-    const uint32_t first = scope == nullptr ? 0 : scope->first_proper;
-    for (uint64_t i = first; i < h.size(); ++i) {
-      if (h.has_txn(TxnId(i)) && h.txn(TxnId(i)).committed()) ++out.transactions_checked;
-    }
+    // Judged: the committed transactions and those of unknown outcome someone read from.
+    out.transactions_checked = r.stats.counted;
     out.transactions_skipped = h.size() - out.transactions_checked;
     const plume::PlumeStats& s = r.stats;
     out.stats = {{"wr_edges", s.wr_edges},

@@ -61,6 +61,7 @@ class Check {
     }
     PlumeStats& s = r.stats;
     s.nodes = m_.size();
+    for (TxnId t : m_.txn) s.counted += t.value() >= o_.first_counted ? 1 : 0;
     s.sessions = m_.session_nodes.size();
     s.wr_edges = m_.wr_pred.size();
     s.ww_edges = m_.ww.size();

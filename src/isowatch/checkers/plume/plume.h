@@ -24,10 +24,14 @@ struct PlumeOptions {
   uint32_t max_explained_cycles = 256;
   // When to stop (polled every 1024 steps); nullptr: never. Not owned.
   const CheckLimits* limits = nullptr;
+  // Transactions with a smaller index (a window's lead-in) are judged but not counted in
+  // PlumeStats::counted.
+  uint64_t first_counted = 0;
 };
 
 struct PlumeStats {
-  size_t nodes = 0;  // transactions judged
+  size_t nodes = 0;    // transactions judged: committed, and of unknown outcome but read from
+  size_t counted = 0;  // those among them from PlumeOptions::first_counted on
   size_t sessions = 0;
   size_t wr_edges = 0;       // distinct (writer, reader) pairs
   size_t ww_edges = 0;       // list version-order edges

@@ -99,6 +99,9 @@ TEST(PlumePluginTest, UnknownOutcomeIsCommittedWhenReadAndAbortedOtherwise) {
   EXPECT_TRUE(r.complete);
   EXPECT_EQ(Stat(r, "unknown_committed"), 1u);
   EXPECT_EQ(Stat(r, "unknown_dropped"), 1u);
+  // Judged: the committed reader and the unknown writer it read from; not the other one.
+  EXPECT_EQ(r.transactions_checked, 2u);
+  EXPECT_EQ(r.transactions_skipped, 1u);
 }
 
 TEST(PlumePluginTest, ValuesWrittenTwiceLeaveTheirReadsUndecided) {
