@@ -250,14 +250,16 @@ CASES = {
 }
 
 
-def main(argv):
-    if len(argv) != 4 or argv[3] not in CASES:
-        print(__doc__, file=sys.stderr)
+def run_cases(cases, argv, usage):
+    """The main of a test script of cases: `script PATH/TO/isowatch PATH/TO/isowatchd CASE` runs
+    cases[CASE](cli, daemond, tmp) in a temporary directory; 0 passed, 1 failed, 2 usage."""
+    if len(argv) != 4 or argv[3] not in cases:
+        print(usage, file=sys.stderr)
         return 2
     cli, daemond, name = argv[1:]
     tmp = tempfile.mkdtemp(prefix=f"isowatch-{name}-")
     try:
-        CASES[name](cli, daemond, tmp)
+        cases[name](cli, daemond, tmp)
     except Failure as e:
         print(f"{name}: FAILED: {e}", file=sys.stderr)
         return 1
@@ -268,4 +270,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run_cases(CASES, sys.argv, __doc__))

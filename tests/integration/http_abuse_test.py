@@ -18,16 +18,14 @@ import http.client
 import os
 import resource
 import selectors
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon_limits_test import Daemon, Failure, check, run  # noqa: E402
+from daemon_limits_test import Daemon, Failure, check, run, run_cases  # noqa: E402
 
 
 def raise_open_file_limit(need):
@@ -318,22 +316,5 @@ CASES = {
 }
 
 
-def main(argv):
-    if len(argv) != 4 or argv[3] not in CASES:
-        print(__doc__, file=sys.stderr)
-        return 2
-    cli, daemond, name = argv[1:]
-    tmp = tempfile.mkdtemp(prefix=f"isowatch-{name}-")
-    try:
-        CASES[name](cli, daemond, tmp)
-    except Failure as e:
-        print(f"{name}: FAILED: {e}", file=sys.stderr)
-        return 1
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{name}: passed")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run_cases(CASES, sys.argv, __doc__))

@@ -22,14 +22,13 @@ Each daemon runs on loopback, on free ports, with its store in a temporary direc
 import http.client
 import json
 import os
-import shutil
 import ssl
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon_limits_test import Daemon, Failure, check, make_history, run  # noqa: E402
+from daemon_limits_test import (  # noqa: E402
+    Daemon, Failure, check, make_history, run, run_cases)
 
 
 def openssl(*args, cwd):
@@ -357,22 +356,5 @@ CASES = {
 }
 
 
-def main(argv):
-    if len(argv) != 4 or argv[3] not in CASES:
-        print(__doc__, file=sys.stderr)
-        return 2
-    cli, daemond, name = argv[1:]
-    tmp = tempfile.mkdtemp(prefix=f"isowatch-{name}-")
-    try:
-        CASES[name](cli, daemond, tmp)
-    except Failure as e:
-        print(f"{name}: FAILED: {e}", file=sys.stderr)
-        return 1
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{name}: passed")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run_cases(CASES, sys.argv, __doc__))
