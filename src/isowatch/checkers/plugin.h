@@ -36,6 +36,10 @@ struct Requirements {
   // Kinds of data it handles.
   bool registers = true;
   bool lists = true;
+  // Decides every register history without commit timestamps it judges. False for a checker
+  // that infers register version orders where the reads fix them and leaves the rest UNKNOWN
+  // (adya): `isowatch check` then prefers one that decides (checkers::CheckersFor).
+  bool decides_black_box_registers = true;
 };
 
 // The part of a history a checker judges when the history is a window of a longer stream

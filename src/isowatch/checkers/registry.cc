@@ -122,6 +122,12 @@ std::vector<const CheckerInfo*> CheckersFor(IsolationLevel level, const HistoryS
   for (const CheckerInfo& info : RegisteredCheckers()) {
     if (Judges(info, level, shape)) out.push_back(&info);
   }
+  // On registers without commit timestamps, the checkers that decide every history come first.
+  if (shape.registers && !shape.commit_timestamps) {
+    std::stable_partition(out.begin(), out.end(), [](const CheckerInfo* info) {
+      return info->requirements.decides_black_box_registers;
+    });
+  }
   return out;
 }
 

@@ -42,8 +42,10 @@ struct HistoryShape {
 // has the commit timestamps it needs, and it handles every kind of data the history holds.
 bool Judges(const CheckerInfo& info, verdict::IsolationLevel level, const HistoryShape& shape);
 
-// The plug-ins that judge `level` on a history of `shape`, in registration order: the first is
-// the one `isowatch check` picks without --checker.
+// The plug-ins that judge `level` on a history of `shape`, in registration order, except that on
+// registers without commit timestamps those that decide every such history
+// (Requirements::decides_black_box_registers) come first: the first is the one `isowatch check`
+// picks without --checker.
 std::vector<const CheckerInfo*> CheckersFor(verdict::IsolationLevel level,
                                             const HistoryShape& shape);
 

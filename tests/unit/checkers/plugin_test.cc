@@ -122,6 +122,9 @@ TEST(PluginRegistryTest, PicksByLevelAndShape) {
   EXPECT_THAT(Fit(IsolationLevel::kSnapshotIsolation, kv_timed), ElementsAre("chronos", "adya"));
   EXPECT_THAT(Fit(IsolationLevel::kSnapshotIsolation, kv_untimed), ElementsAre("adya"));
   EXPECT_THAT(Fit(IsolationLevel::kReadCommitted, lists_untimed), ElementsAre("adya", "plume"));
+  // On registers without timestamps, plume decides every history and adya may not.
+  EXPECT_THAT(Fit(IsolationLevel::kReadCommitted, kv_untimed), ElementsAre("plume", "adya"));
+  EXPECT_THAT(Fit(IsolationLevel::kReadCommitted, kv_timed), ElementsAre("adya", "plume"));
   EXPECT_THAT(Fit(IsolationLevel::kRepeatableRead, kv_untimed), ElementsAre("adya"));
   EXPECT_THAT(Fit(IsolationLevel::kReadAtomic, kv_timed), ElementsAre("plume"));
   EXPECT_THAT(Fit(IsolationLevel::kCausal, lists_untimed), ElementsAre("plume"));
