@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 
 namespace isowatch::axioms {
 
@@ -18,32 +18,33 @@ std::optional<IntRead> JudgeOwnAppends(const history::History& h, TxnId txn, uin
   const std::span<const Op> ops = h.ops(txn);
   const Op& op = ops[read];
   const std::span<const Value> list = h.list_elements(op);
-  // The transaction's appends to the key: value -> operation index.
-  absl::flat_hash_map<Value, uint32_t> own;
-  std::vector<uint32_t> before;
+  auto holds = [&](Value v) { return std::find(list.begin(), list.end(), v) != list.end(); };
+  // The transaction's appends to the key before the read; one after it that the list holds is a
+  // future read. A transaction appends to a key a few times, so plain scans do.
+  absl::InlinedVector<uint32_t, 8> before;
   for (uint32_t j = 0; j < ops.size(); ++j) {
     if (ops[j].kind() != OpKind::kAppend || ops[j].key() != op.key()) continue;
-    own.try_emplace(ops[j].value(), j);
-    if (j < read) before.push_back(j);
-  }
-  if (own.empty()) return std::nullopt;
-  for (const Value& e : list) {
-    auto it = own.find(e);
-    if (it != own.end() && it->second > read) {
-      return IntRead{.read_op = read, .fault = ReadFault::kFuture, .own_op = it->second};
+    if (j < read) {
+      before.push_back(j);
+    } else if (holds(ops[j].value())) {
+      return IntRead{.read_op = read, .fault = ReadFault::kFuture, .own_op = j};
     }
   }
+  if (before.empty()) return std::nullopt;
   const size_t tail = list.size() - std::min(list.size(), before.size());
   bool ends_with_own = list.size() >= before.size();
   for (size_t a = 0; ends_with_own && a < before.size(); ++a) {
     ends_with_own = list[tail + a] == ops[before[a]].value();
   }
   if (ends_with_own) return std::nullopt;
-  if (!list.empty() && own.contains(list.back())) {
+  const bool ends_with_an_own =
+      !list.empty() && std::any_of(before.begin(), before.end(),
+                                   [&](uint32_t j) { return ops[j].value() == list.back(); });
+  if (ends_with_an_own) {
     return IntRead{.read_op = read, .fault = ReadFault::kNotLastWrite, .own_op = before.back()};
   }
   for (uint32_t j : before) {
-    if (std::find(list.begin(), list.end(), ops[j].value()) == list.end()) {
+    if (!holds(ops[j].value())) {
       return IntRead{.read_op = read, .fault = ReadFault::kNotOwnWrite, .own_op = j};
     }
   }
