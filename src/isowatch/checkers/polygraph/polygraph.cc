@@ -47,7 +47,7 @@ const char* SiVariantName(SiVariant variant) {
 PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions& options) {
   PolygraphResult out;
   const bool sessions = options.si_variant == SiVariant::kStrongSession;
-  const Model plain = BuildModel(h, false);
+  const Model plain = BuildModel(h, false, options.limits);
   const ModelStats& ms = plain.stats;
   out.stats = {{"transactions", ms.transactions},
                {"unknown_committed", ms.unknown_committed},
@@ -56,6 +56,10 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
                {"duplicate_writes", ms.duplicate_writes},
                {"constraints_raw", ms.raw_constraints},
                {"write_chains", ms.chains}};
+  if (plain.stopped) {
+    out.complete = false;
+    return out;
+  }
   if (!plain.unjudgeable.empty()) {
     out.complete = false;
     out.undecided = plain.unjudgeable;
@@ -71,10 +75,10 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
   for (IsolationLevel level : options.levels) {
     const bool si = level == IsolationLevel::kSnapshotIsolation;
     Model with_sessions;
-    if (si && sessions) with_sessions = BuildModel(h, true);
+    if (si && sessions) with_sessions = BuildModel(h, true, options.limits);
     const Model& m = si && sessions ? with_sessions : plain;
     const Mode mode = si ? Mode::kSnapshot : Mode::kSerializable;
-    if (options.limits != nullptr && options.limits->expired()) {
+    if (m.stopped || (options.limits != nullptr && options.limits->expired())) {
       out.complete = false;
       out.violations.clear();
       return out;

@@ -50,10 +50,12 @@ uint64_t Pack(KeyId key, uint32_t node) { return (uint64_t{key.value()} << 32) |
 
 class Builder {
  public:
-  Builder(const History& h, bool session_edges) : h_(h), session_edges_(session_edges) {}
+  Builder(const History& h, bool session_edges, const CheckLimits* limits)
+      : h_(h), session_edges_(session_edges), poll_(limits, 64) {}
 
   Model Build() && {
     IndexWrites();
+    if (Stopped()) return std::move(model_);
     if (list_ops_ > 0) {
       model_.unjudgeable = fmt::format(
           "the history holds {} list operations, and the polygraph judges registers only",
@@ -68,14 +70,19 @@ class Builder {
       return std::move(model_);
     }
     ChooseNodes();
-    for (uint32_t node = 0; node < model_.txns.size(); ++node) ReadsOf(node);
-    for (const ExtRead& r : ext_) Resolve(r);
-    CombineWrites();
-    if (session_edges_) AddSessionEdges();
+    for (uint32_t node = 0; node < model_.txns.size() && !Stopped(); ++node) ReadsOf(node);
+    for (size_t i = 0; i < ext_.size() && !Stopped(); ++i) Resolve(ext_[i]);
+    if (!Stopped()) CombineWrites();
+    if (session_edges_ && !Stopped()) AddSessionEdges();
     return std::move(model_);
   }
 
  private:
+  bool Stopped() {
+    if (poll_.Expired()) model_.stopped = true;
+    return model_.stopped;
+  }
+
   std::string Name(TxnId id) const { return h_.TxnLabel(id); }
   std::string Key(KeyId k) const { return h_.KeyToString(k); }
   std::string Val(Value v) const { return h_.ValueToString(v); }
@@ -96,7 +103,7 @@ class Builder {
   // Every register write, with whether it is its transaction's last of the key.
   void IndexWrites() {
     absl::flat_hash_map<KeyId, Value> last;
-    for (uint64_t i = 0; i < h_.txns().size(); ++i) {
+    for (uint64_t i = 0; i < h_.txns().size() && !Stopped(); ++i) {
       const TxnId id(h_.first_txn() + i);
       last.clear();
       for (const Op& op : h_.ops(id)) {
@@ -297,6 +304,7 @@ class Builder {
         }
       }
       for (size_t a = 0; a < chains.size(); ++a) {
+        if (Stopped()) return;
         for (size_t b = a + 1; b < chains.size(); ++b) {
           Constraint c{.key = k, .first_head = chains[a].first, .second_head = chains[b].first};
           c.begin = static_cast<uint32_t>(model_.constraint_edges.size());
@@ -349,6 +357,7 @@ class Builder {
 
   const History& h_;
   const bool session_edges_;
+  LimitPoller poll_;
   Model model_;
   absl::flat_hash_map<KeyValue, WriteRef> writes_;
   std::vector<uint32_t> node_of_;  // history index -> node
@@ -375,6 +384,8 @@ const char* EdgeKindName(EdgeKind kind) {
   return "?";
 }
 
-Model BuildModel(const History& h, bool session_edges) { return Builder(h, session_edges).Build(); }
+Model BuildModel(const History& h, bool session_edges, const CheckLimits* limits) {
+  return Builder(h, session_edges, limits).Build();
+}
 
 }  // namespace isowatch::checkers::polygraph

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "isowatch/checkers/plugin.h"
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
 #include "isowatch/verdict/violation.h"
@@ -74,6 +75,8 @@ struct Model {
   std::vector<verdict::Violation> findings;
   // Non-empty when the history cannot be judged (values written twice): why.
   std::string unjudgeable;
+  // The limits expired before the model was complete.
+  bool stopped = false;
   ModelStats stats;
 
   std::span<const TxnEdge> first(const Constraint& c) const {
@@ -86,8 +89,8 @@ struct Model {
 
 // Builds the model of `h`'s register keys: combines read-modify-writes into chains, coalesces
 // the constraints between chains. A history with list keys is left unjudged (Model::unjudgeable).
-// Session edges are added
-// when `session_edges`.
-Model BuildModel(const history::History& h, bool session_edges);
+// Session edges are added when `session_edges`. Polls `limits` (nullptr: none) and stops when
+// they expire (Model::stopped).
+Model BuildModel(const history::History& h, bool session_edges, const CheckLimits* limits);
 
 }  // namespace isowatch::checkers::polygraph
