@@ -21,6 +21,9 @@ class StopAdapter final : public CaDiCaL::Terminator {
 
 class CadicalSolver final : public SatSolver {
  public:
+  // CaDiCaL reports on standard output unless told not to.
+  CadicalSolver() { solver_.set("quiet", 1); }
+
   void Reserve(int variables) override { solver_.reserve(variables); }
   void AddClause(std::span<const int> literals) override {
     for (int lit : literals) solver_.add(lit);
