@@ -8,6 +8,7 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <queue>
 #include <utility>
 #include <vector>
 
@@ -30,7 +31,8 @@ constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr uint32_t kProgram = kNone - 1;
 // Refutations kept per search: enough to show independent anomalies, few enough to read.
 constexpr size_t kMaxRefutations = 8;
-// Cycles looked for in one strongly connected component of one model, each a clause.
+// Cycles looked for in one strongly connected component of one model, each a clause: at least
+// this many, or a quarter of its nodes.
 constexpr size_t kCyclesPerComponent = 32;
 // Constraint states.
 constexpr uint8_t kOpen = 0;
@@ -50,24 +52,29 @@ DependencyGraph Graph(uint32_t nodes, const std::vector<NodeEdge>& edges) {
   return g;
 }
 
-// A position for every node in a topological order of `g` (Kahn's algorithm, first in, first
-// out, so that nodes at the same depth stay close). REQUIRES: `g` is acyclic.
-std::vector<uint32_t> TopologicalRanks(const DependencyGraph& g) {
+// A position for every node in a topological order of `g` (Kahn's algorithm), taking among the
+// nodes ready at each step the one of least `priority`, so that nodes the edges leave free are
+// placed as their sessions place them. REQUIRES: `g` is acyclic.
+std::vector<uint32_t> TopologicalRanks(const DependencyGraph& g,
+                                       const std::vector<uint32_t>& priority) {
   const uint32_t n = g.node_count();
   std::vector<uint32_t> indegree(n, 0);
   for (const adya::Edge& e : g.edges()) ++indegree[e.to];
-  std::vector<uint32_t> order;
-  order.reserve(n);
+  using Entry = std::pair<uint32_t, uint32_t>;  // (priority, node)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (uint32_t u = 0; u < n; ++u) {
-    if (indegree[u] == 0) order.push_back(u);
-  }
-  for (size_t i = 0; i < order.size(); ++i) {
-    for (uint32_t j = g.begin(order[i]); j < g.end(order[i]); ++j) {
-      if (--indegree[g.edge(j).to] == 0) order.push_back(g.edge(j).to);
-    }
+    if (indegree[u] == 0) ready.emplace(priority[u], u);
   }
   std::vector<uint32_t> rank(n, 0);
-  for (uint32_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+  uint32_t next = 0;
+  while (!ready.empty()) {
+    const uint32_t u = ready.top().second;
+    ready.pop();
+    rank[u] = next++;
+    for (uint32_t j = g.begin(u); j < g.end(u); ++j) {
+      if (--indegree[g.edge(j).to] == 0) ready.emplace(priority[g.edge(j).to], g.edge(j).to);
+    }
+  }
   return rank;
 }
 
@@ -80,6 +87,15 @@ class Searcher {
     }
     state_.assign(m.constraints.size(), kOpen);
     nodes_ = static_cast<uint32_t>(o.mode == Mode::kSnapshot ? 2 * m.txns.size() : m.txns.size());
+    priority_.resize(nodes_);
+    for (uint32_t t = 0; t < m.txns.size(); ++t) {
+      if (o.mode == Mode::kSnapshot) {
+        priority_[2 * t] = 2 * m.position[t];
+        priority_[2 * t + 1] = 2 * m.position[t] + 1;
+      } else {
+        priority_[t] = m.position[t];
+      }
+    }
   }
 
   SearchResult Run() {
@@ -153,6 +169,7 @@ class Searcher {
     bool found = false;
     for (size_t i = 0; i < queue.size() && !found; ++i) {
       const uint32_t u = queue[i];
+      bfs_work_ += g.end(u) - g.begin(u) + 1;
       for (uint32_t j = g.begin(u); j < g.end(u); ++j) {
         const uint32_t v = g.edge(j).to;
         if (parent_[v] != kNone || comp.id[v] != comp.id[from]) continue;
@@ -306,7 +323,7 @@ class Searcher {
     while (changed) {
       changed = false;
       const DependencyGraph g = Graph(nodes_, known_);
-      const std::vector<uint32_t> rank = TopologicalRanks(g);
+      const std::vector<uint32_t> rank = TopologicalRanks(g, priority_);
       int64_t budget = 8 * static_cast<int64_t>(nodes_ + known_.size()) + (int64_t{1} << 20);
       std::vector<std::pair<uint32_t, uint8_t>> fixes;
       for (uint32_t c = 0; c < m_.constraints.size() && budget > 0; ++c) {
@@ -403,7 +420,7 @@ class Searcher {
     std::vector<std::vector<uint32_t>> groups(comp.count);
     for (const auto& [c, first_comp] : open) groups[root(first_comp)].push_back(c);
     const DependencyGraph known = Graph(nodes_, known_);
-    rank_ = TopologicalRanks(known);
+    rank_ = TopologicalRanks(known, priority_);
     for (uint32_t g = 0; g < comp.count; ++g) {
       if (groups[g].empty()) continue;
       ++result_.stats.components;
@@ -424,11 +441,13 @@ class Searcher {
   const SearchOptions& o_;
   LimitPoller poll_;
   uint32_t nodes_ = 0;
-  std::vector<uint32_t> owner_;   // constraint edge -> constraint
-  std::vector<uint8_t> state_;    // per constraint
-  std::vector<NodeEdge> known_;   // known, forced and free edges
-  std::vector<uint32_t> rank_;    // topological ranks of the known graph, for solver phases
-  std::vector<uint32_t> parent_;  // search scratch, all kNone between searches
+  std::vector<uint32_t> owner_;     // constraint edge -> constraint
+  std::vector<uint8_t> state_;      // per constraint
+  std::vector<NodeEdge> known_;     // known, forced and free edges
+  std::vector<uint32_t> rank_;      // topological ranks of the known graph, for solver phases
+  std::vector<uint32_t> priority_;  // per node, its place in its session (TopologicalRanks)
+  std::vector<uint32_t> parent_;    // search scratch, all kNone between searches
+  size_t bfs_work_ = 0;             // edges examined by ShortestPath since last reset
   SearchResult result_;
 };
 
@@ -479,11 +498,17 @@ bool Searcher::Solve(const std::vector<uint32_t>& cs, const std::vector<NodeEdge
     const DependencyGraph g = Graph(static_cast<uint32_t>(global.size()), edges);
     const Components comp = FindComponents(g, adya::kAllEdges, &poll_);
     if (poll_.expired()) return false;
+    // Cycles per strongly connected component: at least one, more in a larger one, within a
+    // budget of search work per model.
     std::vector<uint32_t> found(comp.count, 0);
     size_t added = 0;
+    bfs_work_ = 0;
+    const size_t budget = 64 * edges.size() + (size_t{1} << 20);
     for (const adya::Edge& e : g.edges()) {
       const uint32_t c = comp.id[e.from];
-      if (c != comp.id[e.to] || !IsConstraintEdge(e.op) || found[c] >= kCyclesPerComponent) {
+      if (c != comp.id[e.to] || !IsConstraintEdge(e.op)) continue;
+      if (found[c] >= std::max<size_t>(kCyclesPerComponent, comp.size[c] / 4) ||
+          (found[c] > 0 && bfs_work_ > budget)) {
         continue;
       }
       ++found[c];
