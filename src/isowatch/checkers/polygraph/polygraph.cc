@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/checkers/polygraph/polygraph.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,17 +39,21 @@ const char* SiVariantName(SiVariant variant) {
   switch (variant) {
     case SiVariant::kAdya:
       return "adya";
+    case SiVariant::kGeneralized:
+      return "generalized";
     case SiVariant::kStrongSession:
       return "strong-session";
+    case SiVariant::kStrong:
+      return "strong";
   }
   return "?";
 }
 
 PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions& options) {
   PolygraphResult out;
-  const bool sessions = options.si_variant == SiVariant::kStrongSession;
-  const Model plain = BuildModel(h, false, options.limits);
-  const ModelStats& ms = plain.stats;
+  const SiVariant variant = options.si_variant;
+  Model m = BuildModel(h, options.limits);
+  const ModelStats& ms = m.stats;
   out.stats = {{"transactions", ms.transactions},
                {"unknown_committed", ms.unknown_committed},
                {"unknown_dropped", ms.unknown_dropped},
@@ -56,35 +61,63 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
                {"duplicate_writes", ms.duplicate_writes},
                {"constraints_raw", ms.raw_constraints},
                {"write_chains", ms.chains}};
-  if (plain.stopped) {
+  if (m.stopped) {
     out.complete = false;
     return out;
   }
-  if (!plain.unjudgeable.empty()) {
+  const bool si_wanted = std::find(options.levels.begin(), options.levels.end(),
+                                   IsolationLevel::kSnapshotIsolation) != options.levels.end();
+  if (m.unjudgeable.empty() && si_wanted && !h.has_real_time() &&
+      (variant == SiVariant::kGeneralized || variant == SiVariant::kStrong)) {
+    m.unjudgeable = fmt::format(
+        "{} snapshot isolation orders transactions by real time, and the "
+        "history has no real-time intervals",
+        variant == SiVariant::kStrong ? "strong" : "generalized");
+  }
+  if (!m.unjudgeable.empty()) {
     out.complete = false;
-    out.undecided = plain.unjudgeable;
+    out.undecided = m.unjudgeable;
     return out;
   }
-  for (const verdict::Violation& f : plain.findings) {
+  for (const verdict::Violation& f : m.findings) {
     verdict::Violation v = f;
     v.checker = "polygraph";
+    if (f.anomaly == verdict::Anomaly::kGSingle) {
+      // A lost update, whose cycle (one rw edge and one ww edge) is G-single in the graph of
+      // transactions and G-SIb in that of begins and commits: one finding per level.
+      for (IsolationLevel level : options.levels) {
+        v.level = level;
+        v.anomaly = level == IsolationLevel::kSnapshotIsolation ? verdict::Anomaly::kGSIb
+                                                                : verdict::Anomaly::kGSingle;
+        out.violations.push_back(v);
+      }
+      continue;
+    }
     v.level = options.levels.front();
     if (options.levels.size() > 1) v.levels = options.levels;
     out.violations.push_back(std::move(v));
   }
-  for (IsolationLevel level : options.levels) {
+  // Serializability first: the order edges snapshot isolation's variants add are not its own.
+  std::vector<IsolationLevel> levels = options.levels;
+  std::sort(levels.begin(), levels.end(), [](IsolationLevel a, IsolationLevel b) {
+    return (a == IsolationLevel::kSerializable) > (b == IsolationLevel::kSerializable);
+  });
+  for (IsolationLevel level : levels) {
     const bool si = level == IsolationLevel::kSnapshotIsolation;
-    Model with_sessions;
-    if (si && sessions) with_sessions = BuildModel(h, true, options.limits);
-    const Model& m = si && sessions ? with_sessions : plain;
+    if (si) {
+      AddOrderEdges(h, variant == SiVariant::kStrongSession || variant == SiVariant::kStrong,
+                    variant != SiVariant::kAdya, m);
+    }
     const Mode mode = si ? Mode::kSnapshot : Mode::kSerializable;
-    if (m.stopped || (options.limits != nullptr && options.limits->expired())) {
+    if (options.limits != nullptr && options.limits->expired()) {
       out.complete = false;
       out.violations.clear();
       return out;
     }
-    const SearchResult r =
-        Search(m, {.mode = mode, .prune = options.prune, .limits = options.limits});
+    const SearchResult r = Search(m, {.mode = mode,
+                                      .real_time_to_begin = si && variant == SiVariant::kStrong,
+                                      .prune = options.prune,
+                                      .limits = options.limits});
     AddStats(fmt::format("{}_", verdict::IsolationLevelName(level)), r.stats, out.stats);
     if (r.verdict == SearchResult::Verdict::kStopped) {
       out.complete = false;

@@ -13,13 +13,21 @@
 
 namespace isowatch::checkers::polygraph {
 
-// Which snapshot isolation (docs/checkers/polygraph.md, "Variants").
+// Which snapshot isolation (docs/checkers/polygraph.md, "Variants"). Real time is the clients'
+// invocation and completion times (history::Transaction::invoke_time, complete_time): T precedes
+// U if T completed before U was invoked.
 enum class SiVariant : uint8_t {
   kAdya = 0,           // a total order of begins and commits explains every read
-  kStrongSession = 1,  // and each transaction begins after its session predecessor committed
+  kGeneralized = 1,    // and it commits in real-time order, and a transaction does not read from
+                       // one that completed after it was invoked (old snapshots allowed)
+  kStrongSession = 2,  // generalized (when the history has real time), and each transaction
+                       // begins after its session predecessor committed
+  kStrong = 3,         // and each transaction begins after every one that precedes it in real time
+                       // (and its session predecessor) committed: the latest snapshot
 };
 
-const char* SiVariantName(SiVariant variant);  // "adya", "strong-session"
+// "adya", "generalized", "strong-session", "strong"
+const char* SiVariantName(SiVariant variant);
 
 struct PolygraphOptions {
   // Any of serializability and snapshot isolation.

@@ -3,10 +3,13 @@
 // oracles know nothing of polygraphs: for serializability they try every serial order of the
 // committed transactions; for snapshot isolation every interleaving of their begins and commits,
 // where a transaction reads the state at its begin (and its own writes), installs its writes at
-// its commit, and no two writers of one key overlap; strong session SI also wants each
-// transaction to begin after its session predecessor committed. The checker's verdict at each
+// its commit, and no two writers of one key overlap. Generalized SI also wants each transaction
+// to commit after those that completed before it was invoked, strong SI to begin after them, and
+// strong session SI (generalized SI here, the histories having real time) to begin after its
+// session predecessor committed. The checker's verdict at each
 // level must be the oracle's, with pruning and without. Seeds are fixed, and a disagreement
 // prints the seed and the history.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -29,54 +32,87 @@ namespace {
 using isowatch::testing::TestHistory;
 using verdict::IsolationLevel;
 
+// A write, or a read of a register (`value`) or of a list (`list`); in a list history a write
+// appends `value`.
 struct TinyOp {
   bool write = false;
   int64_t key = 0;
   int64_t value = 0;
+  std::vector<int64_t> list;
 };
 
 struct TinyTxn {
   int session = 0;
   bool committed = true;
   std::vector<TinyOp> ops;
+  int64_t invoke = 0;  // the client's real-time interval
+  int64_t complete = 0;
 };
 
-using Tiny = std::vector<TinyTxn>;
-using State = std::map<int64_t, int64_t>;  // key -> value; absent keys hold 0
+struct Tiny {
+  bool lists = false;
+  std::vector<TinyTxn> txns;
+};
 
-std::string Format(const Tiny& txns) {
-  std::string out;
-  for (size_t i = 0; i < txns.size(); ++i) {
-    out += fmt::format("T{}{}@s{}:", i, txns[i].committed ? "" : "!", txns[i].session);
-    for (const TinyOp& op : txns[i].ops) {
-      out += fmt::format(" {}({},{})", op.write ? 'w' : 'r', op.key, op.value);
+// Per key: a register's value as one element (absent: 0), or a list's elements (absent: empty).
+using State = std::map<int64_t, std::vector<int64_t>>;
+
+std::string Format(const Tiny& tiny) {
+  std::string out = tiny.lists ? "lists: " : "";
+  for (size_t i = 0; i < tiny.txns.size(); ++i) {
+    const TinyTxn& t = tiny.txns[i];
+    out += fmt::format("T{}{}@s{}[{},{}]:", i, t.committed ? "" : "!", t.session, t.invoke,
+                       t.complete);
+    for (const TinyOp& op : t.ops) {
+      if (!op.write && tiny.lists) {
+        out += fmt::format(" r({},[{}])", op.key, fmt::join(op.list, ","));
+      } else {
+        out += fmt::format(" {}({},{})", op.write ? 'w' : 'r', op.key, op.value);
+      }
     }
     out += "; ";
   }
   return out;
 }
 
-int64_t Get(const State& s, int64_t key) {
+// What a read of `key` returns in state `s`: the list, or the register's value as one element.
+std::vector<int64_t> Get(const State& s, int64_t key, bool lists) {
   auto it = s.find(key);
-  return it == s.end() ? 0 : it->second;
+  if (it != s.end()) return it->second;
+  return lists ? std::vector<int64_t>{} : std::vector<int64_t>{0};
+}
+
+void Apply(const TinyOp& op, State& s, bool lists) {
+  if (lists) {
+    std::vector<int64_t> list = Get(s, op.key, true);
+    list.push_back(op.value);
+    s[op.key] = std::move(list);
+  } else {
+    s[op.key] = {op.value};
+  }
+}
+
+// What `op`, a read, returned, in the form Get gives.
+std::vector<int64_t> Seen(const TinyOp& op, bool lists) {
+  return lists ? op.list : std::vector<int64_t>{op.value};
 }
 
 // Whether transaction `t`'s reads are what a snapshot `snap` and its own writes give.
-bool ReadsMatch(const TinyTxn& t, const State& snap) {
-  State own;
+bool ReadsMatch(const TinyTxn& t, const State& snap, bool lists) {
+  State view = snap;
   for (const TinyOp& op : t.ops) {
     if (op.write) {
-      own[op.key] = op.value;
-    } else if (op.value != (own.contains(op.key) ? own[op.key] : Get(snap, op.key))) {
+      Apply(op, view, lists);
+    } else if (Seen(op, lists) != Get(view, op.key, lists)) {
       return false;
     }
   }
   return true;
 }
 
-void Install(const TinyTxn& t, State& s) {
+void Install(const TinyTxn& t, State& s, bool lists) {
   for (const TinyOp& op : t.ops) {
-    if (op.write) s[op.key] = op.value;
+    if (op.write) Apply(op, s, lists);
   }
 }
 
@@ -91,8 +127,8 @@ bool SharesWrittenKey(const TinyTxn& a, const TinyTxn& b) {
 
 class Oracle {
  public:
-  explicit Oracle(const Tiny& all) {
-    for (const TinyTxn& t : all) {
+  explicit Oracle(const Tiny& all) : lists_(all.lists) {
+    for (const TinyTxn& t : all.txns) {
       if (t.committed) txns_.push_back(t);
     }
   }
@@ -102,9 +138,14 @@ class Oracle {
     return Serial(State{}, done, 0);
   }
 
-  // Snapshot isolation; `sessions`: strong session SI.
-  bool Snapshot(bool sessions) {
+  // Snapshot isolation: `sessions`, a transaction begins after its session predecessors
+  // committed; `commits_in_real_time`, it commits after every transaction that completed before
+  // it was invoked (generalized SI); `begins_in_real_time`, it begins after them (strong SI).
+  bool Snapshot(bool sessions, bool commits_in_real_time = false,
+                bool begins_in_real_time = false) {
     sessions_ = sessions;
+    commits_in_real_time_ = commits_in_real_time;
+    begins_in_real_time_ = begins_in_real_time;
     begun_.assign(txns_.size(), -1);
     committed_at_.assign(txns_.size(), -1);
     return Interleave(State{}, 0);
@@ -114,9 +155,9 @@ class Oracle {
   bool Serial(const State& s, std::vector<bool>& done, size_t count) {
     if (count == txns_.size()) return true;
     for (size_t i = 0; i < txns_.size(); ++i) {
-      if (done[i] || !ReadsMatch(txns_[i], s)) continue;
+      if (done[i] || !ReadsMatch(txns_[i], s, lists_)) continue;
       State next = s;
-      Install(txns_[i], next);
+      Install(txns_[i], next, lists_);
       done[i] = true;
       const bool ok = Serial(next, done, count + 1);
       done[i] = false;
@@ -132,7 +173,10 @@ class Oracle {
       if (committed_at_[i] >= 0) continue;
       all = false;
       if (begun_[i] < 0) {
-        if (!ReadsMatch(txns_[i], s) || !SessionReady(i)) continue;
+        if (!ReadsMatch(txns_[i], s, lists_) || !SessionReady(i) ||
+            (begins_in_real_time_ && !PredecessorsCommitted(i))) {
+          continue;
+        }
         begun_[i] = step;
         const bool ok = Interleave(s, step + 1);
         begun_[i] = -1;
@@ -140,7 +184,7 @@ class Oracle {
         continue;
       }
       // Commit i: no writer of a common key may have committed since i began.
-      bool conflict = false;
+      bool conflict = commits_in_real_time_ && !PredecessorsCommitted(i);
       for (size_t j = 0; j < txns_.size(); ++j) {
         if (j != i && committed_at_[j] > begun_[i] && SharesWrittenKey(txns_[i], txns_[j])) {
           conflict = true;
@@ -148,7 +192,7 @@ class Oracle {
       }
       if (conflict) continue;
       State next = s;
-      Install(txns_[i], next);
+      Install(txns_[i], next, lists_);
       committed_at_[i] = step;
       const bool ok = Interleave(next, step + 1);
       committed_at_[i] = -1;
@@ -166,8 +210,19 @@ class Oracle {
     return true;
   }
 
+  // Whether every transaction that completed before i was invoked has committed.
+  bool PredecessorsCommitted(size_t i) const {
+    for (size_t j = 0; j < txns_.size(); ++j) {
+      if (txns_[j].complete < txns_[i].invoke && committed_at_[j] < 0) return false;
+    }
+    return true;
+  }
+
+  bool lists_ = false;
   std::vector<TinyTxn> txns_;
   bool sessions_ = false;
+  bool commits_in_real_time_ = false;
+  bool begins_in_real_time_ = false;
   std::vector<int> begun_;
   std::vector<int> committed_at_;
 };
@@ -176,17 +231,17 @@ class Oracle {
 // up to 3 keys, every written value unique per key. Reads return what a random interleaving of
 // begins and commits gives at the reader's begin (so many histories are SI, some SER), or now
 // and then any value written to the key, the initial 0, or a value nobody wrote.
-Tiny RandomHistory(uint64_t seed) {
+Tiny RandomHistory(uint64_t seed, bool lists) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   const int n = pick(2, 5);
   const int sessions = pick(1, 3);
   const int keys = pick(1, 3);
-  Tiny txns(n);
+  Tiny tiny{.lists = lists, .txns = std::vector<TinyTxn>(n)};
   std::map<int64_t, int64_t> next_value;
   std::map<int64_t, std::vector<int64_t>> written;
-  for (TinyTxn& t : txns) {
+  for (TinyTxn& t : tiny.txns) {
     t.session = pick(1, sessions);
     t.committed = !chance(0.08);
     for (int i = pick(1, 4); i > 0; --i) {
@@ -205,44 +260,68 @@ Tiny RandomHistory(uint64_t seed) {
   if (chance(0.3)) std::sort(order.begin(), order.end());  // serial
   State state;
   std::vector<bool> begun(n, false);
-  for (int i : order) {
-    TinyTxn& t = txns[i];
+  for (size_t step = 0; step < order.size(); ++step) {
+    const int i = order[step];
+    TinyTxn& t = tiny.txns[i];
+    // Real time around the events, now and then off by a step or two.
+    const int64_t at = 2 * static_cast<int64_t>(step) + pick(-2, 2);
     if (begun[i]) {
-      if (t.committed) Install(t, state);
+      t.complete = std::max(t.invoke, at);
+      if (t.committed) Install(t, state, lists);
       continue;
     }
+    t.invoke = at;
     begun[i] = true;
-    State own;
+    State view = state;
     for (TinyOp& op : t.ops) {
       if (op.write) {
-        own[op.key] = op.value;
+        Apply(op, view, lists);
         continue;
       }
-      op.value = own.contains(op.key) ? own[op.key] : Get(state, op.key);
-      if (!chance(0.12)) continue;
-      const std::vector<int64_t>& ws = written[op.key];
-      const int r = pick(0, 9);
-      if (r < 7 && !ws.empty()) {
-        op.value = ws[pick(0, static_cast<int>(ws.size()) - 1)];
-      } else if (r < 9) {
-        op.value = 0;
+      std::vector<int64_t> seen = Get(view, op.key, lists);
+      if (chance(0.12)) {
+        // Another value written to the key, the initial one, or one nobody wrote; for a list,
+        // one element more or fewer, or two swapped.
+        const std::vector<int64_t>& ws = written[op.key];
+        const int r = pick(0, 9);
+        if (!lists) {
+          seen = {r < 7 && !ws.empty() ? ws[pick(0, static_cast<int>(ws.size()) - 1)]
+                                       : (r < 9 ? 0 : 99)};
+        } else if (r < 4 && !ws.empty()) {
+          seen.push_back(ws[pick(0, static_cast<int>(ws.size()) - 1)]);
+        } else if (r < 7 && !seen.empty()) {
+          seen.pop_back();
+        } else if (r < 9 && seen.size() >= 2) {
+          std::swap(seen[0], seen[1]);
+        } else {
+          seen.push_back(99);
+        }
+      }
+      if (lists) {
+        op.list = std::move(seen);
       } else {
-        op.value = 99;
+        op.value = seen[0];
       }
     }
   }
-  return txns;
+  return tiny;
 }
 
-history::History Build(const Tiny& txns) {
+history::History Build(const Tiny& tiny) {
   TestHistory t;
   t.DefaultInitial(0);
-  for (size_t i = 0; i < txns.size(); ++i) {
-    t.Untimed(fmt::format("T{}", i), fmt::format("s{}", txns[i].session),
-              txns[i].committed ? history::TxnStatus::kCommitted : history::TxnStatus::kAborted);
-    for (const TinyOp& op : txns[i].ops) {
-      if (op.write) {
+  for (size_t i = 0; i < tiny.txns.size(); ++i) {
+    const TinyTxn& txn = tiny.txns[i];
+    t.Untimed(fmt::format("T{}", i), fmt::format("s{}", txn.session),
+              txn.committed ? history::TxnStatus::kCommitted : history::TxnStatus::kAborted)
+        .RealTime(txn.invoke, txn.complete);
+    for (const TinyOp& op : txn.ops) {
+      if (op.write && tiny.lists) {
+        t.A(op.key, op.value);
+      } else if (op.write) {
         t.W(op.key, op.value);
+      } else if (tiny.lists) {
+        t.L(op.key, op.list);
       } else {
         t.R(op.key, op.value);
       }
@@ -257,22 +336,29 @@ struct Tally {
   int disagreements = 0;
 };
 
-void Agree(uint64_t first_seed, int count) {
-  // ser, si (Adya), si (strong session).
-  Tally tally[3];
+void Agree(uint64_t first_seed, int count, bool lists) {
+  constexpr int kCases = 5;
+  const IsolationLevel levels[kCases] = {
+      IsolationLevel::kSerializable, IsolationLevel::kSnapshotIsolation,
+      IsolationLevel::kSnapshotIsolation, IsolationLevel::kSnapshotIsolation,
+      IsolationLevel::kSnapshotIsolation};
+  const SiVariant variants[kCases] = {SiVariant::kAdya, SiVariant::kAdya, SiVariant::kGeneralized,
+                                      SiVariant::kStrongSession, SiVariant::kStrong};
+  const char* names[kCases] = {"ser", "si", "generalized si", "strong session si", "strong si"};
+  Tally tally[kCases];
   for (uint64_t seed = first_seed; seed < first_seed + static_cast<uint64_t>(count); ++seed) {
-    const Tiny tiny = RandomHistory(seed);
+    const Tiny tiny = RandomHistory(seed, lists);
     const history::History h = Build(tiny);
     Oracle oracle(tiny);
-    const bool expected[3] = {oracle.Serializable(), oracle.Snapshot(false), oracle.Snapshot(true)};
-    const IsolationLevel levels[3] = {IsolationLevel::kSerializable,
-                                      IsolationLevel::kSnapshotIsolation,
-                                      IsolationLevel::kSnapshotIsolation};
-    const SiVariant variants[3] = {SiVariant::kAdya, SiVariant::kAdya, SiVariant::kStrongSession};
-    const char* names[3] = {"ser", "si", "strong session si"};
-    for (int i = 0; i < 3; ++i) {
+    // Strong session SI is generalized SI with session order (the history has real time).
+    const bool expected[kCases] = {oracle.Serializable(), oracle.Snapshot(false),
+                                   oracle.Snapshot(false, true), oracle.Snapshot(true, true),
+                                   oracle.Snapshot(true, true, true)};
+    for (int i = 0; i < kCases; ++i) {
       (expected[i] ? tally[i].valid : tally[i].invalid) += 1;
+      // Without pruning on every other seed: it must change no verdict.
       for (bool prune : {true, false}) {
+        if (!prune && seed % 2 == 0) continue;
         const PolygraphResult r =
             CheckPolygraph(h, {.levels = {levels[i]}, .si_variant = variants[i], .prune = prune});
         ASSERT_TRUE(r.complete) << "seed " << seed << ": " << r.undecided;
@@ -287,13 +373,15 @@ void Agree(uint64_t first_seed, int count) {
     }
   }
   // Both verdicts must be common at every level, or agreeing would prove little.
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_GE(tally[i].valid, count / 10) << i;
-    EXPECT_GE(tally[i].invalid, count / 10) << i;
+  for (int i = 0; i < kCases; ++i) {
+    EXPECT_GE(tally[i].valid, count / 10) << names[i];
+    EXPECT_GE(tally[i].invalid, count / 10) << names[i];
   }
 }
 
-TEST(PolygraphOracleTest, AgreesOnRandomTinyHistories) { Agree(1, 2000); }
+TEST(PolygraphOracleTest, AgreesOnRandomTinyRegisterHistories) { Agree(1, 2000, false); }
+
+TEST(PolygraphOracleTest, AgreesOnRandomTinyListHistories) { Agree(1, 2000, true); }
 
 }  // namespace
 }  // namespace isowatch::checkers::polygraph

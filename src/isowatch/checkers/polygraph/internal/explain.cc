@@ -124,16 +124,28 @@ verdict::Violation Explain(const History& h, const Model& m, const Refutation& r
       break;
     }
   }
+  bool session = false;
+  bool real_time = false;
+  for (uint32_t label : shortest.labels) {
+    session = session || EdgeAt(m, label).kind == EdgeKind::kSession;
+    real_time = real_time || EdgeAt(m, label).kind == EdgeKind::kRealTime;
+  }
+  std::string name = kind.name;
+  if (session || real_time) {
+    name += fmt::format(" against {}", session && real_time ? "session order and real time"
+                                       : session            ? "session order"
+                                                            : "real time");
+  }
   std::string text;
   if (r.constraints.empty()) {
-    text = fmt::format("{}: the dependencies form a cycle: {}", kind.name, Walk(h, m, shortest));
+    text = fmt::format("{}: the dependencies form a cycle: {}", name, Walk(h, m, shortest));
   } else {
     std::vector<std::string> choices;
     for (uint32_t c : r.constraints) choices.push_back(Choice(h, m, c));
     text = fmt::format(
         "{}: whichever way the writes of {} are ordered, a cycle closes ({} cycles cover every "
         "choice); the shortest: {}",
-        kind.name, fmt::join(choices, "; "), r.cycles.size(), Walk(h, m, shortest));
+        name, fmt::join(choices, "; "), r.cycles.size(), Walk(h, m, shortest));
     for (size_t i = 1; i < r.cycles.size() && i < 4; ++i) {
       text += fmt::format("; {}", Walk(h, m, r.cycles[i]));
     }

@@ -46,22 +46,22 @@ struct ExtRead {
   bool rmw = false;  // the reader also wrote the key
 };
 
+// A read of a list key, as the version it saw: the list without the reader's own appends.
+struct ListRead {
+  uint32_t reader = 0;
+  KeyId key;
+  std::vector<Value> version;
+};
+
 uint64_t Pack(KeyId key, uint32_t node) { return (uint64_t{key.value()} << 32) | node; }
 
 class Builder {
  public:
-  Builder(const History& h, bool session_edges, const CheckLimits* limits)
-      : h_(h), session_edges_(session_edges), poll_(limits, 64) {}
+  Builder(const History& h, const CheckLimits* limits) : h_(h), poll_(limits, 64) {}
 
   Model Build() && {
     IndexWrites();
     if (Stopped()) return std::move(model_);
-    if (list_ops_ > 0) {
-      model_.unjudgeable = fmt::format(
-          "the history holds {} list operations, and the polygraph judges registers only",
-          list_ops_);
-      return std::move(model_);
-    }
     if (model_.stats.duplicate_writes > 0) {
       model_.unjudgeable = fmt::format(
           "{} (key, value) pairs are written by more than one transaction (or equal the key's "
@@ -73,7 +73,7 @@ class Builder {
     for (uint32_t node = 0; node < model_.txns.size() && !Stopped(); ++node) ReadsOf(node);
     for (size_t i = 0; i < ext_.size() && !Stopped(); ++i) Resolve(ext_[i]);
     if (!Stopped()) CombineWrites();
-    if (session_edges_ && !Stopped()) AddSessionEdges();
+    if (!Stopped()) AddListKeys();
     return std::move(model_);
   }
 
@@ -107,12 +107,15 @@ class Builder {
       const TxnId id(h_.first_txn() + i);
       last.clear();
       for (const Op& op : h_.ops(id)) {
-        if (op.kind() == OpKind::kAppend || op.kind() == OpKind::kListRead) ++list_ops_;
-        if (op.kind() != OpKind::kWrite) continue;
+        if (!op.is_write()) continue;
         const KeyValue kv{op.key(), op.value()};
         auto [it, fresh] = writes_.try_emplace(kv, WriteRef{id, false});
-        if (!fresh && it->second.txn != id) ++model_.stats.duplicate_writes;
-        if (fresh && IsInitial(op.key(), op.value()) && !op.value().absent()) {
+        // An element appended twice, even by one transaction, leaves a list read ambiguous.
+        if (!fresh && (it->second.txn != id || op.kind() == OpKind::kAppend)) {
+          ++model_.stats.duplicate_writes;
+        }
+        if (fresh && op.kind() == OpKind::kWrite && IsInitial(op.key(), op.value()) &&
+            !op.value().absent()) {
           ++model_.stats.duplicate_writes;
         }
         last[op.key()] = op.value();
@@ -135,15 +138,23 @@ class Builder {
       node_of_[i] = static_cast<uint32_t>(model_.txns.size());
       const TxnId id(h_.first_txn() + i);
       model_.txns.push_back(id);
+      model_.position.push_back(h_.txns()[i].seq);
       if (!h_.txns()[i].committed()) ++model_.stats.unknown_committed;
-      for (const Op& op : h_.ops(id)) {
-        if (op.kind() != OpKind::kRead || op.unknown()) continue;
-        auto it = writes_.find(KeyValue{op.key(), op.value()});
-        if (it == writes_.end()) continue;
+      auto promote = [&](KeyId k, Value v) {
+        auto it = writes_.find(KeyValue{k, v});
+        if (it == writes_.end()) return;
         const uint64_t w = it->second.txn.value() - h_.first_txn();
         if (h_.txns()[w].status == TxnStatus::kUnknown && node_of_[w] == kNoNode) {
           queue.push_back(w);
         }
+      };
+      for (const Op& op : h_.ops(id)) {
+        if (!op.is_read() || op.unknown()) continue;
+        if (op.kind() == OpKind::kRead) {
+          promote(op.key(), op.value());
+          continue;
+        }
+        for (Value e : h_.list_elements(op)) promote(op.key(), e);
       }
     }
     for (uint64_t i = 0; i < h_.txns().size(); ++i) {
@@ -167,10 +178,24 @@ class Builder {
     absl::flat_hash_map<KeyId, Value> own;
     absl::flat_hash_map<KeyId, Value> first_read;
     const size_t ext_begin = ext_.size();
+    absl::flat_hash_map<KeyId, std::vector<Value>> appended;
+    absl::flat_hash_map<KeyId, size_t> first_list;  // key -> index in list_reads_
     for (const Op& op : h_.ops(id)) {
       const KeyId k = op.key();
       if (op.kind() == OpKind::kWrite) {
         own[k] = op.value();
+        continue;
+      }
+      if (op.kind() == OpKind::kAppend) {
+        appended[k].push_back(op.value());
+        continue;
+      }
+      if (op.kind() == OpKind::kListRead) {
+        if (op.unknown()) {
+          ++model_.stats.unobserved_reads;
+        } else {
+          ListReadOf(node, k, h_.list_elements(op), appended[k], first_list);
+        }
         continue;
       }
       if (op.kind() != OpKind::kRead) continue;
@@ -242,6 +267,193 @@ class Builder {
     r.writer = w;
     reads_.push_back(r);
     model_.known.push_back({w, r.reader, EdgeKind::kWr, r.key});
+  }
+
+  // The internal checks of one list read `seen` of `k` by `node`, which appended `own` to `k`
+  // before it; the first read of a key is external and goes to list_reads_ (its index to
+  // `first`).
+  void ListReadOf(uint32_t node, KeyId k, std::span<const Value> seen,
+                  const std::vector<Value>& own, absl::flat_hash_map<KeyId, size_t>& first) {
+    const TxnId id = model_.txns[node];
+    if (seen.size() < own.size() || !std::equal(own.begin(), own.end(), seen.end() - own.size())) {
+      Find(Anomaly::kInt, {id}, k,
+           fmt::format("{} read {} = {} after appending {} itself", Name(id), Key(k),
+                       h_.ListToString(seen), h_.ListToString(own)));
+      return;
+    }
+    const std::span<const Value> version = seen.first(seen.size() - own.size());
+    if (auto it = first.find(k); it != first.end()) {
+      const std::vector<Value>& before = list_reads_[it->second].version;
+      if (!std::equal(before.begin(), before.end(), version.begin(), version.end())) {
+        Find(Anomaly::kInt, {id}, k,
+             fmt::format("{} read {} twice from one snapshot and saw {} then {}", Name(id), Key(k),
+                         h_.ListToString(before), h_.ListToString(version)));
+      }
+      return;
+    }
+    for (Value e : version) {
+      auto w = writes_.find(KeyValue{k, e});
+      if (w != writes_.end() && w->second.txn == id) {
+        Find(Anomaly::kInt, {id}, k,
+             fmt::format("{} read {} = {}, with {}, which it appends only later", Name(id), Key(k),
+                         h_.ListToString(seen), Val(e)));
+        return;
+      }
+    }
+    first[k] = list_reads_.size();
+    list_reads_.push_back({node, k, std::vector<Value>(version.begin(), version.end())});
+  }
+
+  // List keys (docs/checkers/polygraph.md, "List keys"): the longest read of a key gives its
+  // version order, so edges between versions are known; only the order of appends no read saw
+  // is left to constraints.
+  void AddListKeys() {
+    absl::flat_hash_map<KeyId, std::vector<size_t>> by_key;
+    for (size_t i = 0; i < list_reads_.size(); ++i) by_key[list_reads_[i].key].push_back(i);
+    absl::flat_hash_map<KeyId, std::vector<uint32_t>> appenders;
+    for (uint32_t node = 0; node < model_.txns.size(); ++node) {
+      for (const Op& op : h_.ops(model_.txns[node])) {
+        if (op.kind() != OpKind::kAppend) continue;
+        std::vector<uint32_t>& as = appenders[op.key()];
+        if (as.empty() || as.back() != node) as.push_back(node);
+      }
+    }
+    for (const auto& [k, as] : appenders) by_key[k];
+    for (auto& [k, reads] : by_key) {
+      if (Stopped()) return;
+      OrderList(k, reads, appenders[k]);
+    }
+  }
+
+  // What `node` appended to `k`, in program order.
+  std::vector<Value> AppendsOf(uint32_t node, KeyId k) const {
+    std::vector<Value> out;
+    for (const Op& op : h_.ops(model_.txns[node])) {
+      if (op.kind() == OpKind::kAppend && op.key() == k) out.push_back(op.value());
+    }
+    return out;
+  }
+
+  // One list key: its reads (indices into list_reads_) and its appenders (nodes).
+  void OrderList(KeyId k, std::vector<size_t>& reads, std::vector<uint32_t> appenders) {
+    std::sort(reads.begin(), reads.end(), [&](size_t a, size_t b) {
+      return list_reads_[a].version.size() > list_reads_[b].version.size();
+    });
+    const std::span<const Value> initial = h_.InitialList(k);
+    const std::vector<Value> empty;
+    const std::vector<Value>& longest = reads.empty() ? empty : list_reads_[reads[0]].version;
+    for (size_t r : reads) {
+      const ListRead& read = list_reads_[r];
+      const bool prefix = std::equal(read.version.begin(), read.version.end(), longest.begin());
+      const bool from_initial = read.version.size() >= initial.size() &&
+                                std::equal(initial.begin(), initial.end(), read.version.begin());
+      if (!prefix || !from_initial) {
+        Find(Anomaly::kIncompatibleOrder,
+             {model_.txns[read.reader], model_.txns[list_reads_[reads[0]].reader]}, k,
+             fmt::format("{} read {} = {}, which is no prefix of {} read by {}",
+                         Name(model_.txns[read.reader]), Key(k), h_.ListToString(read.version),
+                         from_initial ? h_.ListToString(longest) : h_.ListToString(initial),
+                         from_initial ? Name(model_.txns[list_reads_[reads[0]].reader])
+                                      : std::string("the initial state")));
+        return;
+      }
+    }
+    // The appenders in list order, each once (a run of its elements), and where each version
+    // ends: versions[i] is the list length when writer i's appends end.
+    std::vector<uint32_t> writers;
+    std::vector<size_t> ends;
+    absl::flat_hash_set<uint32_t> seen;
+    const TxnId witness = reads.empty() ? TxnId() : model_.txns[list_reads_[reads[0]].reader];
+    for (size_t i = initial.size(); i < longest.size(); ++i) {
+      auto w = writes_.find(KeyValue{k, longest[i]});
+      if (w == writes_.end()) {
+        Find(Anomaly::kThinAir, {witness}, k,
+             fmt::format("{} read {} = {}, with {}, which no transaction appended", Name(witness),
+                         Key(k), h_.ListToString(longest), Val(longest[i])));
+        return;
+      }
+      const uint32_t node = NodeOf(w->second.txn);
+      if (node == kNoNode) {
+        Find(Anomaly::kG1a, {witness, w->second.txn}, k,
+             fmt::format("{} read {} = {}, with {}, appended by {}, which aborted", Name(witness),
+                         Key(k), h_.ListToString(longest), Val(longest[i]), Name(w->second.txn)));
+        return;
+      }
+      // A writer's elements stand in the list as it appended them, each once.
+      const bool same_run = !writers.empty() && writers.back() == node;
+      const size_t at =
+          same_run ? i - (ends.size() > 1 ? ends[ends.size() - 2] : initial.size()) : 0;
+      const std::vector<Value> own = AppendsOf(node, k);
+      if (at >= own.size() || own[at] != longest[i]) {
+        const bool twice =
+            std::find(longest.begin(), longest.begin() + i, longest[i]) != longest.begin() + i;
+        Find(twice ? Anomaly::kDuplicateElements : Anomaly::kIncompatibleOrder,
+             {witness, w->second.txn}, k,
+             fmt::format("{} read {} = {}, which holds {}'s append {} {}", Name(witness), Key(k),
+                         h_.ListToString(longest), Name(w->second.txn), Val(longest[i]),
+                         twice ? "twice" : "out of the order it appended in"));
+        return;
+      }
+      if (same_run) {
+        ends.back() = i + 1;
+        continue;
+      }
+      if (!seen.insert(node).second) {
+        Find(Anomaly::kG1b, {witness, w->second.txn}, k,
+             fmt::format("{} read {} = {}, where another transaction's append sits between "
+                         "{}'s appends",
+                         Name(witness), Key(k), h_.ListToString(longest), Name(w->second.txn)));
+        return;
+      }
+      writers.push_back(node);
+      ends.push_back(i + 1);
+    }
+    // Each read's version: the number of writers whose appends it holds.
+    std::vector<std::vector<uint32_t>> readers(writers.size() + 1);
+    for (size_t r : reads) {
+      const ListRead& read = list_reads_[r];
+      const size_t v = static_cast<size_t>(
+          std::upper_bound(ends.begin(), ends.end(), read.version.size()) - ends.begin());
+      const bool whole =
+          v == 0 ? read.version.size() == initial.size() : ends[v - 1] == read.version.size();
+      if (!whole || (v > 0 && !writes_.at(KeyValue{k, read.version.back()}).final)) {
+        const TxnId writer = writes_.at(KeyValue{k, read.version.back()}).txn;
+        Find(Anomaly::kG1b, {model_.txns[read.reader], writer}, k,
+             fmt::format("{} read {} = {}, which ends inside {}'s appends (an intermediate "
+                         "version)",
+                         Name(model_.txns[read.reader]), Key(k), h_.ListToString(read.version),
+                         Name(writer)));
+        continue;
+      }
+      readers[v].push_back(read.reader);
+      if (v > 0) model_.known.push_back({writers[v - 1], read.reader, EdgeKind::kWr, k});
+    }
+    for (size_t v = 0; v < writers.size(); ++v) {
+      if (v > 0) model_.known.push_back({writers[v - 1], writers[v], EdgeKind::kWw, k});
+      for (uint32_t r : readers[v]) {
+        if (r != writers[v]) model_.known.push_back({r, writers[v], EdgeKind::kRw, k});
+      }
+    }
+    // Appends no read saw come after every version read, in an order only constraints give.
+    std::erase_if(appenders, [&](uint32_t a) { return seen.contains(a); });
+    for (uint32_t u : appenders) {
+      if (!writers.empty()) model_.known.push_back({writers.back(), u, EdgeKind::kWw, k});
+      for (uint32_t r : readers.back()) {
+        if (r != u) model_.known.push_back({r, u, EdgeKind::kRw, k});
+      }
+    }
+    for (size_t a = 0; a < appenders.size(); ++a) {
+      for (size_t b = a + 1; b < appenders.size(); ++b) {
+        Constraint c{.key = k, .first_head = appenders[a], .second_head = appenders[b]};
+        c.begin = static_cast<uint32_t>(model_.constraint_edges.size());
+        model_.constraint_edges.push_back({appenders[a], appenders[b], EdgeKind::kWw, k});
+        c.mid = c.begin + 1;
+        model_.constraint_edges.push_back({appenders[b], appenders[a], EdgeKind::kWw, k});
+        c.end = c.begin + 2;
+        model_.constraints.push_back(c);
+      }
+    }
+    model_.stats.chains += writers.size() + appenders.size();
   }
 
   // Chains of read-modify-writes per key (a transaction that read a key from W and wrote it
@@ -342,26 +554,12 @@ class Builder {
                      Name(model_.txns[a]), Name(model_.txns[b]), source, Key(k), Key(k)));
   }
 
-  // Session order between consecutive nodes of a session.
-  void AddSessionEdges() {
-    for (uint32_t node = 0; node < model_.txns.size(); ++node) {
-      TxnId prev = h_.txn(model_.txns[node]).session_prev;
-      while (prev.valid() && prev.value() >= h_.first_txn() && NodeOf(prev) == kNoNode) {
-        prev = h_.txn(prev).session_prev;
-      }
-      if (NodeOf(prev) != kNoNode) {
-        model_.known.push_back({NodeOf(prev), node, EdgeKind::kSession, KeyId()});
-      }
-    }
-  }
-
   const History& h_;
-  const bool session_edges_;
   LimitPoller poll_;
   Model model_;
   absl::flat_hash_map<KeyValue, WriteRef> writes_;
   std::vector<uint32_t> node_of_;  // history index -> node
-  size_t list_ops_ = 0;
+  std::vector<ListRead> list_reads_;
   std::vector<ExtRead> ext_;
   std::vector<ExtRead> reads_;  // resolved, with their writers
 };
@@ -384,8 +582,60 @@ const char* EdgeKindName(EdgeKind kind) {
   return "?";
 }
 
-Model BuildModel(const History& h, bool session_edges, const CheckLimits* limits) {
-  return Builder(h, session_edges, limits).Build();
+Model BuildModel(const History& h, const CheckLimits* limits) { return Builder(h, limits).Build(); }
+
+void AddOrderEdges(const History& h, bool session, bool real_time, Model& m) {
+  std::vector<uint32_t> node_of(h.txns().size(), kNoNode);
+  for (uint32_t node = 0; node < m.txns.size(); ++node) {
+    node_of[m.txns[node].value() - h.first_txn()] = node;
+  }
+  auto node = [&](TxnId id) {
+    return id.valid() && id.value() >= h.first_txn() ? node_of[id.value() - h.first_txn()]
+                                                     : kNoNode;
+  };
+  if (session) {
+    // Between consecutive nodes of a session.
+    for (uint32_t u = 0; u < m.txns.size(); ++u) {
+      TxnId prev = h.txn(m.txns[u]).session_prev;
+      while (prev.valid() && prev.value() >= h.first_txn() && node(prev) == kNoNode) {
+        prev = h.txn(prev).session_prev;
+      }
+      if (node(prev) != kNoNode) m.known.push_back({node(prev), u, EdgeKind::kSession, KeyId()});
+    }
+  }
+  if (!real_time) return;
+  // T -> U when T completed before U was invoked, only from the T that no third transaction
+  // between them implies: with K the predecessor of U invoked last, T -> K -> U covers every T
+  // that completed before K was invoked.
+  std::vector<uint32_t> by_completion;
+  for (uint32_t u = 0; u < m.txns.size(); ++u) {
+    const Transaction& t = h.txn(m.txns[u]);
+    if (t.has_real_time && t.complete_time != Transaction::kNeverCompleted) {
+      by_completion.push_back(u);
+    }
+  }
+  auto complete = [&](uint32_t u) { return h.txn(m.txns[u]).complete_time; };
+  auto invoke = [&](uint32_t u) { return h.txn(m.txns[u]).invoke_time; };
+  std::sort(by_completion.begin(), by_completion.end(),
+            [&](uint32_t a, uint32_t b) { return complete(a) < complete(b); });
+  std::vector<int64_t> latest_invoke(by_completion.size());  // over by_completion[0..i]
+  for (size_t i = 0; i < by_completion.size(); ++i) {
+    latest_invoke[i] = std::max(i == 0 ? invoke(by_completion[0]) : latest_invoke[i - 1],
+                                invoke(by_completion[i]));
+  }
+  for (uint32_t u = 0; u < m.txns.size(); ++u) {
+    if (!h.txn(m.txns[u]).has_real_time) continue;
+    // Predecessors: by_completion[0, n).
+    const size_t n = static_cast<size_t>(
+        std::partition_point(by_completion.begin(), by_completion.end(),
+                             [&](uint32_t t) { return complete(t) < invoke(u); }) -
+        by_completion.begin());
+    if (n == 0) continue;
+    const int64_t last = latest_invoke[n - 1];
+    for (size_t i = n; i-- > 0 && complete(by_completion[i]) >= last;) {
+      m.known.push_back({by_completion[i], u, EdgeKind::kRealTime, KeyId()});
+    }
+  }
 }
 
 }  // namespace isowatch::checkers::polygraph

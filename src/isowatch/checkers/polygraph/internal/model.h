@@ -67,6 +67,9 @@ struct ModelStats {
 //  2. Every constraint's two sets are non-empty.
 struct Model {
   std::vector<TxnId> txns;  // node -> transaction
+  // node -> its position in its session: where a topological order of the known edges puts the
+  // nodes it is free to place, so that the order follows the sessions side by side.
+  std::vector<uint32_t> position;
   std::vector<TxnEdge> known;
   std::vector<TxnEdge> constraint_edges;
   std::vector<Constraint> constraints;
@@ -87,10 +90,15 @@ struct Model {
   }
 };
 
-// Builds the model of `h`'s register keys: combines read-modify-writes into chains, coalesces
-// the constraints between chains. A history with list keys is left unjudged (Model::unjudgeable).
-// Session edges are added when `session_edges`. Polls `limits` (nullptr: none) and stops when
-// they expire (Model::stopped).
-Model BuildModel(const history::History& h, bool session_edges, const CheckLimits* limits);
+// Builds the model of `h`: for register keys, combines read-modify-writes into chains and
+// coalesces the constraints between chains; for list keys, reads the version order from the
+// longest read and leaves only the appends no read saw to constraints.
+// Polls `limits` (nullptr: none) and stops when they expire (Model::stopped).
+Model BuildModel(const history::History& h, const CheckLimits* limits);
+
+// Adds to `m` (built from `h`) the known edges of session order (between consecutive nodes of a
+// session) and of real time (T -> U when T completed before U was invoked, transitively reduced:
+// O(n log n) plus one edge per pair of transactions no third one comes between).
+void AddOrderEdges(const history::History& h, bool session, bool real_time, Model& m);
 
 }  // namespace isowatch::checkers::polygraph
