@@ -13,6 +13,8 @@ packages=(
   libfmt-dev libspdlog-dev rapidjson-dev
   libgrpc++-dev protobuf-compiler-grpc librocksdb-dev libyaml-cpp-dev libboost-dev
   prometheus-cpp-dev libxxhash-dev libpq-dev libssl-dev
+  # SAT solver of the polygraph checker (docs/checkers/polygraph.md)
+  libcadical-dev
   # real peers in tests
   prometheus postgresql-15
   # tests and benchmarks

@@ -52,6 +52,11 @@ class TestHistory {
                      std::move(snapshot)});
     return *this;
   }
+  // The client's real-time interval of the last transaction added.
+  TestHistory& RealTime(int64_t invoke, int64_t complete) {
+    txns_.back().real_time = history::TxnHeader::RealTime{invoke, complete};
+    return *this;
+  }
   // A transaction with a start timestamp and an xid.
   TestHistory& Xid(uint64_t xid) {
     txns_.back().xid = xid;
@@ -77,6 +82,7 @@ class TestHistory {
                                 .status = t.status,
                                 .start = t.start,
                                 .commit = t.commit,
+                                .real_time = t.real_time,
                                 .xid = t.xid};
       uint64_t xmin = 0;
       uint64_t xmax = 0;
@@ -132,6 +138,7 @@ class TestHistory {
     std::vector<TestOp> ops;
     uint64_t xid = 0;
     std::string snapshot;  // "xmin:xmax:xip,..." or empty
+    std::optional<history::TxnHeader::RealTime> real_time;
   };
   TestHistory& Add(TestOp op) {
     txns_.back().ops.push_back(std::move(op));

@@ -13,6 +13,7 @@
 #include "isowatch/checkers/adya/plugin.h"
 #include "isowatch/checkers/chronos/plugin.h"
 #include "isowatch/checkers/plume/plugin.h"
+#include "isowatch/checkers/polygraph/plugin.h"
 #include "isowatch/common/status_macros.h"
 
 namespace isowatch::checkers {
@@ -80,6 +81,7 @@ const std::vector<CheckerInfo>& RegisteredCheckers() {
       ChronosPlugin(),
       AdyaPlugin(),
       PlumePlugin(),
+      PolygraphPlugin(),
   };
   return *kCheckers;
 }

@@ -55,10 +55,10 @@ std::vector<std::string> WithLevels(const history::History& h, const std::vector
   return out;
 }
 
-TEST(PluginRegistryTest, ListsChronosAdyaAndPlume) {
+TEST(PluginRegistryTest, ListsChronosAdyaPlumeAndPolygraph) {
   std::vector<std::string> names;
   for (const CheckerInfo& info : RegisteredCheckers()) names.push_back(info.name);
-  EXPECT_THAT(names, ElementsAre("chronos", "adya", "plume"));
+  EXPECT_THAT(names, ElementsAre("chronos", "adya", "plume", "polygraph"));
   ASSERT_NE(FindChecker("adya"), nullptr);
   EXPECT_THAT(FindChecker("adya")->levels,
               ElementsAre(IsolationLevel::kReadCommitted, IsolationLevel::kRepeatableRead,
@@ -72,7 +72,7 @@ TEST(PluginRegistryTest, UnknownCheckerIsNotFoundAndListsTheKnownOnes) {
   auto c = CreateChecker("elle", {});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(c.status().message()), HasSubstr("chronos, adya, plume"));
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("chronos, adya, plume, polygraph"));
 }
 
 TEST(PluginRegistryTest, UnknownOptionNamesItAndTheKnownOnes) {

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "isowatch/checkers/plugin.h"
+#include "isowatch/common/strong_id.h"
+#include "isowatch/history/history.h"
+#include "isowatch/verdict/violation.h"
+
+namespace isowatch::checkers::polygraph {
+
+// Kinds of dependency between two transactions (docs/checkers/polygraph.md, "The polygraph").
+enum class EdgeKind : uint8_t {
+  kWr = 0,        // `to` read `key` from `from`
+  kWw = 1,        // `to` wrote `key` after `from`
+  kRw = 2,        // `from` read a version of `key` that `to` overwrote
+  kSession = 3,   // `from` precedes `to` in their session
+  kRealTime = 4,  // `from` completed before `to` was invoked
+};
+
+const char* EdgeKindName(EdgeKind kind);  // "wr", "ww", "rw", "so", "rt"
+
+// An edge between two nodes of the model: committed transactions, numbered densely
+// (Model::txns).
+struct TxnEdge {
+  uint32_t from = 0;
+  uint32_t to = 0;
+  EdgeKind kind = EdgeKind::kWr;
+  KeyId key;  // invalid for session and real-time edges
+  bool operator==(const TxnEdge&) const = default;
+};
+
+// One unknown choice: exactly one of two sets of edges holds. Either set closes a cycle with the
+// other (docs/checkers/polygraph.md), so "at least one" is the same constraint.
+struct Constraint {
+  uint32_t begin = 0;  // the first set is Model::constraint_edges[begin, mid),
+  uint32_t mid = 0;    // the second [mid, end)
+  uint32_t end = 0;
+  KeyId key;
+  // The two chains of writers of `key` it orders (heads, as Model::txns indices), for messages.
+  uint32_t first_head = 0;
+  uint32_t second_head = 0;
+};
+
+// Counts for reports.
+struct ModelStats {
+  size_t transactions = 0;       // nodes
+  size_t unknown_committed = 0;  // outcome unknown, read from: judged as committed
+  size_t unknown_dropped = 0;    // outcome unknown, never read from: judged as aborted
+  size_t unobserved_reads = 0;   // reads whose result was never seen
+  size_t duplicate_writes = 0;   // (key, value) pairs written by more than one transaction
+  size_t raw_constraints = 0;    // ww pairs and rw triples before combining and coalescing
+  size_t chains = 0;             // chains of read-modify-writes after combining writes
+};
+
+// The polygraph of a key-value or list-append history, at the level of transactions (the search
+// maps it to transaction nodes for serializability, begin and commit nodes for snapshot
+// isolation): known edges, constraints, and the findings that need no graph at all.
+//
+// Invariants:
+//  1. Every edge's ends are < txns.size(); no edge joins a node to itself.
+//  2. Every constraint's two sets are non-empty.
+struct Model {
+  std::vector<TxnId> txns;  // node -> transaction
+  // node -> its position in its session: where a topological order of the known edges puts the
+  // nodes it is free to place, so that the order follows the sessions side by side.
+  std::vector<uint32_t> position;
+  std::vector<TxnEdge> known;
+  std::vector<TxnEdge> constraint_edges;
+  std::vector<Constraint> constraints;
+  // Findings of the checks before the graph (internal reads, aborted, intermediate and thin-air
+  // reads, lost updates), without level or checker set.
+  std::vector<verdict::Violation> findings;
+  // Non-empty when the history cannot be judged (values written twice): why.
+  std::string unjudgeable;
+  // The limits expired before the model was complete.
+  bool stopped = false;
+  ModelStats stats;
+
+  std::span<const TxnEdge> first(const Constraint& c) const {
+    return std::span<const TxnEdge>(constraint_edges).subspan(c.begin, c.mid - c.begin);
+  }
+  std::span<const TxnEdge> second(const Constraint& c) const {
+    return std::span<const TxnEdge>(constraint_edges).subspan(c.mid, c.end - c.mid);
+  }
+};
+
+// Builds the model of `h`: for register keys, combines read-modify-writes into chains and
+// coalesces the constraints between chains; for list keys, reads the version order from the
+// longest read and leaves only the appends no read saw to constraints.
+// Polls `limits` (nullptr: none) and stops when they expire (Model::stopped).
+Model BuildModel(const history::History& h, const CheckLimits* limits);
+
+// Adds to `m` (built from `h`) the known edges of session order (between consecutive nodes of a
+// session) and of real time (T -> U when T completed before U was invoked, transitively reduced:
+// O(n log n) plus one edge per pair of transactions no third one comes between).
+void AddOrderEdges(const history::History& h, bool session, bool real_time, Model& m);
+
+}  // namespace isowatch::checkers::polygraph

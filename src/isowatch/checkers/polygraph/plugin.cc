@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "isowatch/checkers/polygraph/plugin.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include <fmt/format.h>
+
+#include "isowatch/checkers/polygraph/polygraph.h"
+
+namespace isowatch::checkers {
+namespace {
+
+using history::History;
+using polygraph::SiVariant;
+using verdict::Anomaly;
+using verdict::IsolationLevel;
+
+constexpr std::string_view kName = "polygraph";
+
+class PolygraphChecker final : public Checker {
+ public:
+  PolygraphChecker(std::vector<IsolationLevel> levels, SiVariant variant)
+      : levels_(std::move(levels)), variant_(variant) {}
+
+  std::string_view name() const override { return kName; }
+  const std::vector<IsolationLevel>& levels() const override { return levels_; }
+
+  CheckerResult Check(const History& h, const WindowScope* scope,
+                      const CheckLimits& limits) const override {
+    polygraph::PolygraphResult r = polygraph::CheckPolygraph(
+        h, {.levels = levels_, .si_variant = variant_, .limits = &limits});
+    CheckerResult out;
+    out.complete = r.complete;
+    out.undecided = std::move(r.undecided);
+    out.violations = std::move(r.violations);
+    out.stats = std::move(r.stats);
+    if (scope != nullptr) {
+      // A long transaction that began before the window's base reads a version older than the
+      // window's initial state, which no transaction of the window wrote.
+      const size_t before = out.violations.size();
+      std::erase_if(out.violations,
+                    [](const verdict::Violation& v) { return v.anomaly == Anomaly::kThinAir; });
+      out.findings_out_of_scope += before - out.violations.size();
+    }
+    KeepInScope(scope, &out);
+    const uint32_t first = scope == nullptr ? 0 : scope->first_proper;
+    for (uint64_t i = first; i < h.size(); ++i) {
+      if (h.has_txn(TxnId(i)) && h.txn(TxnId(i)).committed()) ++out.transactions_checked;
+    }
+    out.transactions_skipped = h.size() - out.transactions_checked;
+    LeaveRangeReadsUndecided(h, &out);
+    return out;
+  }
+
+ private:
+  std::vector<IsolationLevel> levels_;
+  SiVariant variant_;
+};
+
+absl::StatusOr<SiVariant> ParseVariant(std::string_view text) {
+  for (SiVariant v :
+       {SiVariant::kAdya, SiVariant::kGeneralized, SiVariant::kStrongSession, SiVariant::kStrong}) {
+    if (text == polygraph::SiVariantName(v)) return v;
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("{}.si_variant: '{}' is no variant (adya or strong-session)", kName, text));
+}
+
+}  // namespace
+
+CheckerInfo PolygraphPlugin() {
+  return {
+      .name = std::string(kName),
+      .help =
+          "Decides serializability and snapshot isolation without timestamps by solving "
+          "for a write order that explains every read, with a SAT solver over a polygraph "
+          "(docs/checkers/polygraph.md).",
+      .levels = {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
+      .anomalies = {Anomaly::kInt, Anomaly::kG1a, Anomaly::kG1b, Anomaly::kThinAir, Anomaly::kG0,
+                    Anomaly::kG1c, Anomaly::kGSingle, Anomaly::kGSIb, Anomaly::kG2Item,
+                    Anomaly::kSession, Anomaly::kIncompatibleOrder, Anomaly::kDuplicateElements},
+      .requirements = {.commit_timestamps = false, .start_snapshots = false},
+      .options = {{.name = "si_variant",
+                   .type = "adya|generalized|strong-session|strong",
+                   .default_value = "adya",
+                   .help = "which snapshot isolation si means: Adya's; generalized (commits in "
+                           "real-time order); strong session (and each transaction sees its "
+                           "session's earlier commits); strong (and the latest snapshot)"}},
+      .create = [](std::vector<IsolationLevel> levels,
+                   const CheckerOptions& options) -> absl::StatusOr<std::unique_ptr<Checker>> {
+        SiVariant variant = SiVariant::kAdya;
+        if (auto it = options.find("si_variant"); it != options.end()) {
+          absl::StatusOr<SiVariant> parsed = ParseVariant(it->second);
+          if (!parsed.ok()) return parsed.status();
+          variant = *parsed;
+        }
+        return std::make_unique<PolygraphChecker>(std::move(levels), variant);
+      },
+  };
+}
+
+}  // namespace isowatch::checkers
