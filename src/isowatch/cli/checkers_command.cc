@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/cli/checkers_command.h"
 
+#include <algorithm>
 #include <iostream>
-#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,19 +53,30 @@ void PrintMatrix() {
       IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable};
   std::cout << "Which checker judges which level, by the shape of the history (without --checker, "
                "`isowatch check` runs the first one named):\n";
-  std::cout << fmt::format("  {:<6}{:<24}{:<24}{:<24}{}\n", "level", "registers, timestamps",
-                           "registers, none", "lists, timestamps", "lists, none");
+  // The table's cells, its header first, and each column as wide as its widest cell.
+  std::vector<std::vector<std::string>> rows = {
+      {"level", "registers, timestamps", "registers, none", "lists, timestamps", "lists, none"}};
   for (IsolationLevel level : levels) {
-    std::cout << fmt::format("  {:<6}", verdict::IsolationLevelName(level));
-    for (size_t i = 0; i < std::size(shapes); ++i) {
+    std::vector<std::string>& row = rows.emplace_back();
+    row.emplace_back(verdict::IsolationLevelName(level));
+    for (const checkers::HistoryShape& shape : shapes) {
       std::vector<std::string_view> names;
-      for (const checkers::CheckerInfo* info : checkers::CheckersFor(level, shapes[i])) {
+      for (const checkers::CheckerInfo* info : checkers::CheckersFor(level, shape)) {
         names.emplace_back(info->name);
       }
-      const std::string cell = names.empty() ? "-" : fmt::format("{}", fmt::join(names, ", "));
-      std::cout << (i + 1 < std::size(shapes) ? fmt::format("{:<24}", cell) : cell);
+      row.push_back(names.empty() ? "-" : fmt::format("{}", fmt::join(names, ", ")));
     }
-    std::cout << "\n";
+  }
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += i + 1 < row.size() ? fmt::format(" {:<{}} ", row[i], width[i]) : " " + row[i];
+    }
+    std::cout << line << "\n";
   }
   std::cout << "\n";
 }
