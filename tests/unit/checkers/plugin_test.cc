@@ -119,8 +119,12 @@ TEST(PluginRegistryTest, PicksByLevelAndShape) {
   const HistoryShape kv_timed{.commit_timestamps = true, .registers = true};
   const HistoryShape kv_untimed{.commit_timestamps = false, .registers = true};
   const HistoryShape lists_untimed{.commit_timestamps = false, .lists = true};
-  EXPECT_THAT(Fit(IsolationLevel::kSnapshotIsolation, kv_timed), ElementsAre("chronos", "adya"));
-  EXPECT_THAT(Fit(IsolationLevel::kSnapshotIsolation, kv_untimed), ElementsAre("adya"));
+  EXPECT_THAT(Fit(IsolationLevel::kSnapshotIsolation, kv_timed),
+              ElementsAre("chronos", "adya", "polygraph"));
+  // On registers without timestamps, the polygraph decides every history and adya may not.
+  EXPECT_THAT(Fit(IsolationLevel::kSnapshotIsolation, kv_untimed),
+              ElementsAre("polygraph", "adya"));
+  EXPECT_THAT(Fit(IsolationLevel::kSerializable, lists_untimed), ElementsAre("adya", "polygraph"));
   EXPECT_THAT(Fit(IsolationLevel::kReadCommitted, lists_untimed), ElementsAre("adya", "plume"));
   // On registers without timestamps, plume decides every history and adya may not.
   EXPECT_THAT(Fit(IsolationLevel::kReadCommitted, kv_untimed), ElementsAre("plume", "adya"));
