@@ -90,8 +90,8 @@ class Searcher {
     priority_.resize(nodes_);
     for (uint32_t t = 0; t < m.txns.size(); ++t) {
       if (o.mode == Mode::kSnapshot) {
-        priority_[2 * t] = 2 * m.position[t];
-        priority_[2 * t + 1] = 2 * m.position[t] + 1;
+        priority_[size_t{2} * t] = 2 * m.position[t];
+        priority_[size_t{2} * t + 1] = 2 * m.position[t] + 1;
       } else {
         priority_[t] = m.position[t];
       }
