@@ -157,6 +157,37 @@ TEST(KafkaCdcSourceTest, ReadsEveryPartitionAndResumesAfterTheAcknowledgedWaterm
   EXPECT_EQ(grouper.pending_txns(), 1u);
 }
 
+TEST(KafkaCdcSourceTest, DecodesCanalJsonAndSimpleProtocolTopics) {
+  for (const KafkaProtocol protocol : {KafkaProtocol::kCanalJson, KafkaProtocol::kSimple}) {
+    MockKafka kafka;
+    ASSERT_TRUE(kafka.ok());
+    const bool canal = protocol == KafkaProtocol::kCanalJson;
+    for (int32_t partition = 0; partition < 2; ++partition) {
+      kafka.Send(partition, "",
+                 canal ? fmt::format(R"({{"database":"d","table":"t","pkNames":["k"],)"
+                                     R"("isDdl":false,"type":"INSERT","data":[{{"k":"{}"}}],)"
+                                     R"("_tidb":{{"commitTs":100}}}})",
+                                     partition)
+                       : fmt::format(R"({{"version":1,"database":"d","table":"t","type":"INSERT",)"
+                                     R"("commitTs":100,"data":{{"k":"{}"}}}})",
+                                     partition));
+      kafka.Send(partition, "",
+                 canal ? R"({"type":"TIDB_WATERMARK","_tidb":{"watermarkTs":101}})"
+                       : R"({"version":1,"type":"WATERMARK","commitTs":101})");
+    }
+    auto source = KafkaCdcSource::Create(
+        KafkaSourceOptions{kafka.brokers(), kTopic, "isowatch-test", protocol});
+    ASSERT_TRUE(source.ok()) << source.status();
+    TxnGrouper grouper(2);
+    std::vector<std::string> errors;
+    EXPECT_EQ(Drain(**source, grouper, 4, &errors), 4u);
+    EXPECT_TRUE(errors.empty());
+    const std::vector<CdcTxn> released = grouper.Release();
+    ASSERT_EQ(released.size(), 1u) << (canal ? "canal-json" : "simple");
+    EXPECT_EQ(released[0].rows.size(), 2u);
+  }
+}
+
 TEST(KafkaCdcSourceTest, CountsAndReportsAMessageThatDoesNotDecode) {
   MockKafka kafka;
   ASSERT_TRUE(kafka.ok());
