@@ -109,6 +109,22 @@ size_t Drain(KafkaCdcSource& source, TxnGrouper& grouper, size_t expected,
   }
 }
 
+// Starts a source with `options`, reads `expected` messages (none refused) and returns what a
+// two-stream grouper releases of them.
+std::vector<CdcTxn> ReadAndRelease(const KafkaSourceOptions& options, size_t expected,
+                                   size_t* pending) {
+  auto source = KafkaCdcSource::Create(options);
+  EXPECT_TRUE(source.ok()) << source.status();
+  if (!source.ok()) return {};
+  TxnGrouper grouper(2);
+  std::vector<std::string> errors;
+  EXPECT_EQ(Drain(**source, grouper, expected, &errors), expected);
+  EXPECT_TRUE(errors.empty());
+  std::vector<CdcTxn> released = grouper.Release();
+  *pending = grouper.pending_txns();
+  return released;
+}
+
 TEST(KafkaCdcSourceTest, ReadsEveryPartitionAndResumesAfterTheAcknowledgedWatermark) {
   MockKafka kafka;
   ASSERT_TRUE(kafka.ok());
@@ -144,17 +160,12 @@ TEST(KafkaCdcSourceTest, ReadsEveryPartitionAndResumesAfterTheAcknowledgedWaterm
   }
   // A restart re-reads from there: transaction 200 again (its rows follow the acknowledged
   // watermark), and 300.
-  auto source = KafkaCdcSource::Create(options);
-  ASSERT_TRUE(source.ok()) << source.status();
-  TxnGrouper grouper(2);
-  std::vector<std::string> errors;
   // Row 200 and watermark 250 on partition 1; watermark 250 and row 300 on partition 0.
-  EXPECT_EQ(Drain(**source, grouper, 4, &errors), 4u);
-  EXPECT_TRUE(errors.empty());
-  const std::vector<CdcTxn> released = grouper.Release();
+  size_t pending = 0;
+  const std::vector<CdcTxn> released = ReadAndRelease(options, 4, &pending);
   ASSERT_EQ(released.size(), 1u);
   EXPECT_EQ(released[0].commit_ts, 200u);
-  EXPECT_EQ(grouper.pending_txns(), 1u);
+  EXPECT_EQ(pending, 1u);
 }
 
 TEST(KafkaCdcSourceTest, DecodesCanalJsonAndSimpleProtocolTopics) {
@@ -175,16 +186,12 @@ TEST(KafkaCdcSourceTest, DecodesCanalJsonAndSimpleProtocolTopics) {
                  canal ? R"({"type":"TIDB_WATERMARK","_tidb":{"watermarkTs":101}})"
                        : R"({"version":1,"type":"WATERMARK","commitTs":101})");
     }
-    auto source = KafkaCdcSource::Create(
-        KafkaSourceOptions{kafka.brokers(), kTopic, "isowatch-test", protocol});
-    ASSERT_TRUE(source.ok()) << source.status();
-    TxnGrouper grouper(2);
-    std::vector<std::string> errors;
-    EXPECT_EQ(Drain(**source, grouper, 4, &errors), 4u);
-    EXPECT_TRUE(errors.empty());
-    const std::vector<CdcTxn> released = grouper.Release();
+    size_t pending = 0;
+    const std::vector<CdcTxn> released = ReadAndRelease(
+        KafkaSourceOptions{kafka.brokers(), kTopic, "isowatch-test", protocol}, 4, &pending);
     ASSERT_EQ(released.size(), 1u) << (canal ? "canal-json" : "simple");
     EXPECT_EQ(released[0].rows.size(), 2u);
+    EXPECT_EQ(pending, 0u);
   }
 }
 
