@@ -148,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(
                   absl::StatusCode::kInvalidArgument, "old: a DELETE without the deleted row"},
         Malformed{R"({"version":1,"type":"INSERT","database":"d","table":"t","commitTs":5,)"
                   R"("data":{"k":"1"},"old":{"k":"0"}})",
-                  absl::StatusCode::kInvalidArgument, "old: an INSERT has only one row"},
+                  absl::StatusCode::kInvalidArgument, "old: INSERT carries one row, not both data and old"},
         Malformed{R"({"version":1,"type":"INSERT","database":"d","table":"t","commitTs":5,)"
                   R"("data":{"k":{"value":1}}})",
                   absl::StatusCode::kInvalidArgument, "data.k: expected a column value"},
