@@ -12,7 +12,7 @@ packages=(
   libabsl-dev libprotobuf-dev protobuf-compiler libsimdjson-dev libcli11-dev
   libfmt-dev libspdlog-dev rapidjson-dev
   libgrpc++-dev protobuf-compiler-grpc librocksdb-dev libyaml-cpp-dev libboost-dev
-  prometheus-cpp-dev libxxhash-dev libpq-dev libssl-dev
+  prometheus-cpp-dev libxxhash-dev libpq-dev libssl-dev librdkafka-dev
   # SAT solver of the polygraph checker (docs/checkers/polygraph.md)
   libcadical-dev
   # real peers in tests

@@ -170,7 +170,7 @@ absl::StatusOr<std::vector<CdcEvent>> SimpleProtocolDecoder::Decode(std::string_
   ASSIGN_OR_RETURN(std::vector<Column> old, DecodeRowMap(object, "old"));
   if (row.op != RowOp::kUpdate && !data.empty() && !old.empty()) {
     return FieldError(kProtocol, row.op == RowOp::kDelete ? "data" : "old",
-                      fmt::format("an {} has only one row", type));
+                      fmt::format("{} carries one row, not both data and old", type));
   }
   if (row.op == RowOp::kDelete) {
     if (old.empty()) return FieldError(kProtocol, "old", "a DELETE without the deleted row");

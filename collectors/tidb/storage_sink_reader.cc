@@ -67,9 +67,10 @@ absl::Status ListDataFiles(const fs::path& table_dir, std::string_view extension
       }
     }
   }
-  if (ec)
+  if (ec) {
     return absl::UnavailableError(
         fmt::format("cannot list {}: {}", table_dir.string(), ec.message()));
+  }
   return absl::OkStatus();
 }
 
@@ -87,10 +88,12 @@ absl::StatusOr<std::map<uint64_t, StorageTableSchema>> ReadSchemas(const fs::pat
     ASSIGN_OR_RETURN(const std::string content, ReadWholeFile(entry.path()));
     absl::StatusOr<StorageTableSchema> schema = ParseStorageTableSchema(content);
     if (!schema.ok()) return InFile(entry.path(), schema.status());
-    schemas[schema->table_version] = *std::move(schema);
+    const uint64_t version = schema->table_version;
+    schemas[version] = *std::move(schema);
   }
-  if (ec)
+  if (ec) {
     return absl::UnavailableError(fmt::format("cannot list {}: {}", meta.string(), ec.message()));
+  }
   return schemas;
 }
 
@@ -121,7 +124,9 @@ absl::StatusOr<std::vector<CdcEvent>> StorageSinkReader::Poll() {
       }
     }
   }
-  if (ec) return absl::UnavailableError(fmt::format("cannot list {}: {}", root_, ec.message()));
+  if (ec) {
+    return absl::UnavailableError(fmt::format("cannot list {}: {}", root_, ec.message()));
+  }
   std::sort(table_dirs.begin(), table_dirs.end());
   for (const fs::path& table_dir : table_dirs) {
     std::vector<std::pair<uint64_t, fs::path>> files;

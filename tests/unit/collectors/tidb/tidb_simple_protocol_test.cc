@@ -3,8 +3,10 @@
 #include <variant>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include "collectors/tidb/cdc_event.h"
 #include "collectors/tidb/simple_protocol.h"
@@ -103,6 +105,62 @@ TEST(SimpleProtocolTest, ADdlUpdatesTheKeyColumns) {
   EXPECT_THAT(*decoder.KeyColumns("simple", "user"), ElementsAre("b", "c"));
 }
 
+// The symbols of enum `name` in the protocol's Avro schema (samples/simple-protocol/
+// message.avsc.json), wherever it is declared.
+std::vector<std::string> SchemaEnum(const simdjson::dom::element& node, const std::string& name) {
+  std::vector<std::string> out;
+  if (simdjson::dom::object object; node.get(object) == simdjson::SUCCESS) {
+    std::string_view type;
+    std::string_view enum_name;
+    simdjson::dom::array symbols;
+    if (object["type"].get(type) == simdjson::SUCCESS && type == "enum" &&
+        object["name"].get(enum_name) == simdjson::SUCCESS && enum_name == name &&
+        object["symbols"].get(symbols) == simdjson::SUCCESS) {
+      for (const simdjson::dom::element symbol : symbols) {
+        out.emplace_back(symbol.get_string().value_unsafe());
+      }
+    }
+    for (const simdjson::dom::key_value_pair field : object) {
+      for (std::string& symbol : SchemaEnum(field.value, name)) out.push_back(std::move(symbol));
+    }
+  } else if (simdjson::dom::array array; node.get(array) == simdjson::SUCCESS) {
+    for (const simdjson::dom::element element : array) {
+      for (std::string& symbol : SchemaEnum(element, name)) out.push_back(std::move(symbol));
+    }
+  }
+  return out;
+}
+
+TEST(SimpleProtocolTest, DecodesEveryMessageKindOfTheProtocolsSchema) {
+  simdjson::dom::parser parser;
+  const std::string schema = ReadSample("simple-protocol/message.avsc.json");
+  simdjson::dom::element root;
+  ASSERT_EQ(parser.parse(schema).get(root), simdjson::SUCCESS);
+  const std::vector<std::string> dml = SchemaEnum(root, "DMLType");
+  const std::vector<std::string> ddl = SchemaEnum(root, "DDLType");
+  EXPECT_THAT(dml, ElementsAre("INSERT", "UPDATE", "DELETE"));
+  EXPECT_EQ(ddl.size(), 8u);
+  EXPECT_THAT(SchemaEnum(root, "MessageType"), ElementsAre("WATERMARK", "BOOTSTRAP", "DDL", "DML"));
+  SimpleProtocolDecoder decoder;
+  for (const std::string& type : dml) {
+    const auto events = decoder.Decode(
+        fmt::format(R"({{"version":1,"type":"{}","database":"d","table":"t","commitTs":7,)"
+                    R"("data":{},"old":{}}})",
+                    type, type == "DELETE" ? "null" : R"({"k":"1"})",
+                    type == "INSERT" ? "null" : R"({"k":"0"})"));
+    ASSERT_TRUE(events.ok()) << type << ": " << events.status();
+    ASSERT_EQ(events->size(), 1u) << type;
+    EXPECT_STREQ(RowOpName(std::get<RowChange>((*events)[0]).op), type.c_str());
+  }
+  for (const std::string& type : ddl) {
+    const auto events = decoder.Decode(
+        fmt::format(R"({{"version":1,"type":"{}","sql":"x","commitTs":7,"buildTs":1}})", type));
+    ASSERT_TRUE(events.ok()) << type << ": " << events.status();
+    ASSERT_EQ(events->size(), 1u) << type;
+    EXPECT_TRUE(std::holds_alternative<SchemaChange>((*events)[0])) << type;
+  }
+}
+
 struct Malformed {
   const char* message;
   absl::StatusCode code;
@@ -148,7 +206,8 @@ INSTANTIATE_TEST_SUITE_P(
                   absl::StatusCode::kInvalidArgument, "old: a DELETE without the deleted row"},
         Malformed{R"({"version":1,"type":"INSERT","database":"d","table":"t","commitTs":5,)"
                   R"("data":{"k":"1"},"old":{"k":"0"}})",
-                  absl::StatusCode::kInvalidArgument, "old: an INSERT has only one row"},
+                  absl::StatusCode::kInvalidArgument,
+                  "old: INSERT carries one row, not both data and old"},
         Malformed{R"({"version":1,"type":"INSERT","database":"d","table":"t","commitTs":5,)"
                   R"("data":{"k":{"value":1}}})",
                   absl::StatusCode::kInvalidArgument, "data.k: expected a column value"},
