@@ -29,6 +29,8 @@ using verdict::Violation;
 constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
 // The writer of the initial state, in place of a node.
 constexpr uint32_t kGenesis = kNoNode - 1;
+// Constraint edges a model may hold (16 bytes each, and about as much again in the search).
+constexpr size_t kMaxConstraintEdges = size_t{1} << 24;
 
 // Who wrote a (key, value) pair.
 struct WriteRef {
@@ -576,6 +578,23 @@ class Builder {
           }
         }
       }
+      // The constraints' edges: each pair of chains, both orders, a ww edge and one per reader
+      // of the earlier chain's tail. Past the budget the history is left undecided rather than
+      // held in memory it may not have.
+      size_t per_order = 0;
+      for (const auto& [head, tail] : chains) {
+        auto rs = readers.find(Pack(k, tail));
+        per_order += 1 + (rs == readers.end() ? 0 : rs->second.size());
+      }
+      constraint_edge_budget_ -=
+          std::min(constraint_edge_budget_, per_order * (chains.size() - (chains.empty() ? 0 : 1)));
+      if (constraint_edge_budget_ == 0) {
+        model_.unjudgeable = fmt::format(
+            "the unknown write orders need more than {} constraint edges (hot keys with many "
+            "writers: {} has {} chains of writers), more than the checker holds in memory",
+            kMaxConstraintEdges, Key(k), chains.size());
+        return;
+      }
       for (size_t a = 0; a < chains.size(); ++a) {
         if (Stopped()) return;
         for (size_t b = a + 1; b < chains.size(); ++b) {
@@ -621,6 +640,7 @@ class Builder {
   absl::flat_hash_map<KeyValue, WriteRef> writes_;
   std::vector<uint32_t> node_of_;  // history index -> node
   std::vector<ListRead> list_reads_;
+  size_t constraint_edge_budget_ = kMaxConstraintEdges;
   std::vector<KeyId> sorted_keys_;  // register keys in range order, once a range read needs them
   std::vector<ExtRead> ext_;
   std::vector<ExtRead> reads_;  // resolved, with their writers
