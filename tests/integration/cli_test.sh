@@ -143,6 +143,12 @@ expect_status 0 "TAP-m is read atomic" -- "$bin" check "$dir/tap_m.txt" --level 
 expect_grep "picked: plume at ra" "$dir/out" "ra picks plume"
 expect_status 1 "TAP-m breaks tcc" -- "$bin" check "$dir/tap_m.txt" --level tcc
 expect_grep "TAP-m (causality conflict)" "$dir/out" "plume at tcc"
+# polygraph on a black-box text history: a write skew is snapshot-isolated but not serializable.
+printf 'r(1,0,1,1)\nr(2,0,1,1)\nw(1,1,1,1)\nr(1,0,2,2)\nr(2,0,2,2)\nw(2,1,2,2)\n' > "$dir/write_skew.txt"
+expect_status 1 "polygraph rejects a write skew at ser" -- "$bin" check "$dir/write_skew.txt" --checker polygraph --level ser
+expect_grep "write skew" "$dir/out" "polygraph names the write skew"
+expect_status 0 "polygraph accepts a write skew at si" -- "$bin" check "$dir/write_skew.txt" --checker polygraph --level si
+expect_grep "polygraph (si): VALID" "$dir/out" "polygraph at si"
 expect_status 2 "unknown checker" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker elle
 expect_status 2 "unknown option" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker adya --checker-option adya.depth=3
 expect_grep "adya.depth" "$dir/err" "unknown option named"
