@@ -220,9 +220,12 @@ mkdir -p "$dir/cobra"
 expect_status 0 "convert to cobra" -- "$bin" convert "$dir/lu.txt" "$dir/cobra" --to cobra
 expect_status 1 "check cobra directory" -- "$bin" check "$dir/cobra" --level ser
 expect_grep "^format: cobra" "$dir/out" "cobra directory detected"
-# ViperBench range reads are read and kept; adya does not weigh them, so the result is UNKNOWN.
-expect_status 3 "check viper directory" -- "$bin" check "$src/tests/histories/formats/viper/ranges"
+# ViperBench range reads are read and kept; the polygraph, picked for black-box registers, judges
+# them; adya does not weigh them, so its result is UNKNOWN.
+expect_status 0 "check viper directory" -- "$bin" check "$src/tests/histories/formats/viper/ranges"
 expect_grep "^format: viper" "$dir/out" "viper directory detected"
+expect_grep "^picked: polygraph at si" "$dir/out" "polygraph picked for range reads"
+expect_status 3 "adya on a viper directory" -- "$bin" check "$src/tests/histories/formats/viper/ranges" --checker adya
 expect_grep "range reads are not judged" "$dir/out" "unjudged range reads are named"
 expect_status 0 "convert to viper" -- "$bin" convert "$dir/lu.edn" "$dir/viper" --to viper --drop-timestamps
 expect_status 1 "check generated viper" -- "$bin" check "$dir/viper" --level ser
