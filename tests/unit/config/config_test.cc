@@ -222,6 +222,10 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
        [p = &checker_options] { return Has(*p, "plume.levels", "tcc,rc"); }},
       {"checkers.plume.max_explained_cycles", "10",
        [p = &checker_options] { return Has(*p, "plume.max_explained_cycles", "10"); }},
+      {"checkers.polygraph.levels", "[ser]",
+       [p = &checker_options] { return Has(*p, "polygraph.levels", "ser"); }},
+      {"checkers.polygraph.si_variant", "strong",
+       [p = &checker_options] { return Has(*p, "polygraph.si_variant", "strong"); }},
   };
   std::vector<std::string> field_keys;
   for (const Field& f : fields) {

@@ -67,7 +67,9 @@ absl::StatusOr<SiVariant> ParseVariant(std::string_view text) {
     if (text == polygraph::SiVariantName(v)) return v;
   }
   return absl::InvalidArgumentError(
-      fmt::format("{}.si_variant: '{}' is no variant (adya or strong-session)", kName, text));
+      fmt::format("{}.si_variant: '{}' is no variant (adya, generalized, strong-session or "
+                  "strong)",
+                  kName, text));
 }
 
 }  // namespace
