@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <optional>
 #include <span>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include <fmt/format.h>
@@ -16,10 +18,29 @@ namespace isowatch::history {
 HistoryBuilder::HistoryBuilder() = default;
 
 void HistoryBuilder::Reserve(size_t txns, size_t ops) {
-  history_.txns_.reserve(txns);
-  given_seq_.reserve(txns);
-  history_.ext_ids_.Reserve(txns);
-  history_.ops_.reserve(ops);
+  // An estimate from a file's size may be generous: what is reserved and never filled is address
+  // space only, since the kernel backs a page when it is first touched. But the estimate is held
+  // to a quarter of the machine's memory, and a reservation the system refuses is dropped (the
+  // arrays then grow as they fill).
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0) {
+    const double budget = static_cast<double>(pages) * static_cast<double>(page_size) / 4;
+    const double want = static_cast<double>(txns) * (sizeof(Transaction) + sizeof(int64_t)) +
+                        static_cast<double>(ops) * sizeof(Op);
+    if (want > budget) {
+      txns = static_cast<size_t>(static_cast<double>(txns) * budget / want);
+      ops = static_cast<size_t>(static_cast<double>(ops) * budget / want);
+    }
+  }
+  try {
+    history_.txns_.reserve(txns);
+    given_seq_.reserve(txns);
+    history_.ext_ids_.Reserve(txns);
+    history_.ops_.reserve(ops);
+  } catch (const std::bad_alloc&) {
+    // Only an optimisation: the arrays grow as they fill instead.
+  }
 }
 
 KeyId HistoryBuilder::IntKey(int64_t k) {

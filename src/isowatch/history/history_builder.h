@@ -66,7 +66,10 @@ class HistoryBuilder {
   uint64_t NoteCount(std::string_view kind) const;
 
   // Makes room for `txns` transactions and `ops` operations in all, so that a reader that can
-  // estimate the size of its input spares the copies of growing one step at a time.
+  // estimate the size of its input spares the copies of growing one step at a time. Estimate on
+  // the high side: room never filled costs address space, not memory, while an array that
+  // outgrows its room is copied, and memory first touched is slow to get (bench/README.md,
+  // "Reading history formats"). Held to a quarter of the machine's memory.
   void Reserve(size_t txns, size_t ops);
 
   // Interning.
