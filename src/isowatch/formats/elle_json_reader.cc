@@ -316,7 +316,7 @@ absl::Status ReadLines(internal::ByteSource* source, ElleJsonReader* reader) {
   uint64_t offset = 0;
   size_t start = 0;
   bool eof = false;
-  std::unique_ptr<char[]> chunk = std::make_unique<char[]>(1 << 20);
+  std::unique_ptr<char[]> chunk = std::make_unique_for_overwrite<char[]>(1 << 20);
   while (true) {
     size_t nl = buffer.find('\n', start);
     if (nl == std::string::npos && !eof) {

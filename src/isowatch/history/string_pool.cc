@@ -10,7 +10,7 @@ std::string_view StringPool::Store(std::string_view s) {
   if (s.empty()) return std::string_view();
   if (s.size() > block_capacity_ - std::min(block_used_, block_capacity_)) {
     size_t size = std::max(kBlockSize, s.size());
-    blocks_.push_back(std::make_unique<char[]>(size));
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(size));
     block_bytes_ += size;
     block_capacity_ = size;
     block_used_ = 0;
@@ -105,7 +105,7 @@ size_t StringPool::Retain(std::span<const uint64_t> keep) {
   block_capacity_ = 0;
   if (bytes > 0) {
     // One block for everything kept, so that the next strings start a block of their own.
-    blocks_.push_back(std::make_unique<char[]>(bytes));
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(bytes));
     block_bytes_ = bytes;
     block_capacity_ = bytes;
     block_used_ = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -145,10 +146,15 @@ absl::Status EdnParser::Refill(size_t keep_from) {
   counted_to_ -= keep_from;
   pos_ -= std::min(pos_, keep_from);
   end_ = kept;
-  if (capacity_ - end_ < chunk_size_) {
+  // A chunk, or less when the source says it holds less (a small document needs no 4 MiB).
+  size_t chunk = chunk_size_;
+  if (std::optional<uint64_t> left = source_->SizeHint(); left && *left < chunk) {
+    chunk = static_cast<size_t>(*left) + 1;
+  }
+  if (capacity_ - end_ < chunk) {
     // Grow to hold what is kept plus a chunk (doubling, so that a huge form costs O(n)).
-    size_t capacity = std::max(capacity_ * 2, end_ + chunk_size_);
-    auto buffer = std::make_unique<char[]>(capacity);
+    size_t capacity = std::max(capacity_ * 2, end_ + chunk);
+    auto buffer = std::make_unique_for_overwrite<char[]>(capacity);
     if (end_ > 0) std::memcpy(buffer.get(), buffer_.get(), end_);
     buffer_ = std::move(buffer);
     capacity_ = capacity;
