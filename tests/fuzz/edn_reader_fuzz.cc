@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Feeds bytes to the EDN reader.
 //
-// Besides "no crash", it checks that the answer does not depend on the chunk size, and that a
+// Besides "no crash", it checks that the answer does not depend on the chunk size nor on whether
+// usual operation maps are read by the general parser, and that a
 // history it accepts and the writer can express survives EDN -> history -> EDN -> history with
 // the same canonical text and the same written bytes.
 #include <cstddef>
@@ -42,6 +43,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<History> chunked =
       isowatch::formats::internal::ReadEdnStringChunked(input, options, "fuzz.edn", chunk);
   if (Outcome(chunked) != outcome) std::abort();
+  // Operation maps of the usual shape are read without the general parser: the answer must be
+  // the one the general parser gives.
+  absl::StatusOr<History> general = isowatch::formats::internal::ReadEdnStringChunked(
+      input, options, "fuzz.edn", chunk, /*usual_maps=*/false);
+  if (Outcome(general) != outcome) std::abort();
   if (!h.ok()) return 0;
   std::ostringstream out;
   if (!isowatch::formats::WriteEdn(*h, out).ok()) return 0;

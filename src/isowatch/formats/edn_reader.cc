@@ -21,6 +21,7 @@
 #include "isowatch/formats/internal/chunked_json_array.h"
 #include "isowatch/formats/internal/edn_internal.h"
 #include "isowatch/formats/internal/edn_parser.h"
+#include "isowatch/formats/internal/edn_usual_op.h"
 #include "isowatch/formats/internal/elle_history.h"
 #include "isowatch/history/history_builder.h"
 
@@ -257,19 +258,30 @@ absl::Status EdnOpReader::ReadValue(ElleOp* op) {
   return absl::OkStatus();
 }
 
+// `usual_maps`: whether operation maps of the usual shape are read by ReadUsualEdnOp (always,
+// but for the tests that compare it with the general parser).
 absl::StatusOr<history::History> ReadEdn(internal::ByteSource* source, std::string source_name,
-                                         const ReadOptions& options, size_t chunk_size) {
+                                         const ReadOptions& options, size_t chunk_size,
+                                         bool usual_maps) {
   history::HistoryBuilder builder;
   builder.set_source(source_name);
   if (std::optional<uint64_t> size = source->SizeHint(); size && *size > (1 << 20)) {
-    // Jepsen lines are about 100 bytes, two per transaction with one or two micro-ops each:
-    // reserving spares the copies of growing the history's arrays step by step.
-    builder.Reserve(static_cast<size_t>(*size / 220), static_cast<size_t>(*size / 110));
+    // A transaction takes two lines of some 40 bytes or more, and a micro-op (`[:r 1 nil]`)
+    // appears in both: room for about as many as the file can hold, so that the history's
+    // arrays are not copied while they grow (HistoryBuilder::Reserve).
+    builder.Reserve(static_cast<size_t>(*size / 80), static_cast<size_t>(*size / 22));
   }
   internal::ElleAssembler assembler(&builder, options, source_name);
   EdnParser parser(source, source_name, chunk_size);
   EdnOpReader reader(parser);
   ElleOp op;
+  if (usual_maps) {
+    parser.set_usual_reader(
+        [](void* context, std::string_view text) {
+          return internal::ReadUsualEdnOp(text, static_cast<ElleOp*>(context));
+        },
+        &op);
+  }
   while (true) {
     ASSIGN_OR_RETURN(bool more, parser.Next());
     if (!more) break;
@@ -277,6 +289,11 @@ absl::StatusOr<history::History> ReadEdn(internal::ByteSource* source, std::stri
     op.line = parser.line();
     op.position = parser.form_count() - 1;
     op.text = parser.text();
+    if (parser.usual()) {
+      // Read whole by ReadUsualEdnOp: a client transaction with its micro-ops.
+      RETURN_IF_ERROR(assembler.Add(op));
+      continue;
+    }
     if (absl::Status s = reader.ReadHeader(&op); !s.ok()) {
       if (!options.lenient) return s;
       builder.Note("malformed operations dropped", std::string(s.message()));
@@ -332,16 +349,17 @@ namespace internal {
 
 absl::StatusOr<history::History> ReadEdnStringChunked(std::string_view data,
                                                       const ReadOptions& options,
-                                                      std::string_view source, size_t chunk_size) {
+                                                      std::string_view source, size_t chunk_size,
+                                                      bool usual_maps) {
   MemorySource memory(data);
-  return ReadEdn(&memory, std::string(source), options, chunk_size);
+  return ReadEdn(&memory, std::string(source), options, chunk_size, usual_maps);
 }
 
 }  // namespace internal
 
 absl::StatusOr<history::History> ReadEdnFile(const std::string& path, const ReadOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<internal::FileSource> file, internal::FileSource::Open(path));
-  return ReadEdn(file.get(), path, options, EdnParser::kDefaultChunkSize);
+  return ReadEdn(file.get(), path, options, EdnParser::kDefaultChunkSize, true);
 }
 
 absl::StatusOr<history::History> ReadEdnString(std::string_view data, const ReadOptions& options,

@@ -14,9 +14,11 @@
 namespace isowatch::formats::internal {
 
 // ReadEdnString, reading the data `chunk_size` bytes at a time (small sizes put chunk boundaries
-// inside tokens).
+// inside tokens); with `usual_maps` false every form goes through the general parser (the
+// reader's ReadUsualEdnOp is not used), which tests compare with.
 absl::StatusOr<history::History> ReadEdnStringChunked(std::string_view data,
                                                       const ReadOptions& options,
-                                                      std::string_view source, size_t chunk_size);
+                                                      std::string_view source, size_t chunk_size,
+                                                      bool usual_maps = true);
 
 }  // namespace isowatch::formats::internal

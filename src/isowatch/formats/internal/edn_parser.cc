@@ -297,8 +297,16 @@ absl::StatusOr<bool> EdnParser::NextOnce(Result* result) {
     }
     CountLinesTo(p);
     const size_t start = p;
-    *result = ParseForm(&p, 0);
-    if (*result != Result::kOk) return false;
+    usual_ = false;
+    if (usual_reader_ != nullptr && c == '{') {
+      const size_t n = usual_reader_(usual_context_, std::string_view(buffer_.get() + p, end_ - p));
+      usual_ = n > 0;
+      p += n;
+    }
+    if (!usual_) {
+      *result = ParseForm(&p, 0);
+      if (*result != Result::kOk) return false;
+    }
     form_text_ = std::string_view(buffer_.get() + start, p - start);
     form_offset_ = Absolute(start);
     form_line_ = lines_ + 1;

@@ -74,6 +74,18 @@ class EdnParser {
   // Parses the next form; false at the end of the document.
   absl::StatusOr<bool> Next();
 
+  // A reader of the usual top-level map (e.g. ReadUsualEdnOp, with its context): Next offers it
+  // each top-level form that starts with '{' before parsing it. If it takes the form (returns its
+  // length; it must decline a form not wholly in the text it is given, which is the rest of the
+  // buffer), the form has no nodes and usual() is true; otherwise the form is parsed as always.
+  using UsualReader = size_t (*)(void* context, std::string_view text);
+  void set_usual_reader(UsualReader reader, void* context) {
+    usual_reader_ = reader;
+    usual_context_ = context;
+  }
+  // Whether the usual reader took the current form.
+  bool usual() const { return usual_; }
+
   // The current form (valid until the next call to Next): nodes()[0] is its root.
   const std::vector<EdnNode>& nodes() const { return nodes_; }
   // Its bytes as written.
@@ -137,6 +149,10 @@ class EdnParser {
   bool wrapped_ = false;
   char wrap_close_ = 0;
   std::string wrap_open_;  // line:column of the wrapping bracket
+
+  UsualReader usual_reader_ = nullptr;
+  void* usual_context_ = nullptr;
+  bool usual_ = false;
 
   std::vector<EdnNode> nodes_;
   std::deque<std::string> scratch_;  // decoded strings with escapes
