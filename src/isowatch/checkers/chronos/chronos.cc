@@ -12,6 +12,7 @@
 #include "isowatch/axioms/read_walker.h"
 #include "isowatch/axioms/snapshot_rules.h"
 #include "isowatch/axioms/write_index.h"
+#include "isowatch/common/huge_page_allocator.h"
 #include "isowatch/common/strong_id.h"
 
 namespace isowatch::checkers {
@@ -25,6 +26,40 @@ using history::Transaction;
 using history::Value;
 using verdict::IsolationLevel;
 using verdict::Violation;
+
+// The committed list of every key, in one array: each key's room is known before the replay (its
+// initial list and every append in the history), so a list never moves as it grows, and a list
+// history of many keys costs one allocation instead of a growing vector per key.
+class KeyLists {
+ public:
+  explicit KeyLists(const History& h) : begin_(h.key_count() + 1, 0), size_(h.key_count(), 0) {
+    for (uint32_t k = 0; k < h.key_count(); ++k) {
+      if (h.key(KeyId(k)).is_list) begin_[k + 1] = h.InitialList(KeyId(k)).size();
+    }
+    for (uint64_t t = 0; t < h.size(); ++t) {
+      for (const Op& op : h.ops(TxnId(t))) {
+        if (op.kind() == OpKind::kAppend) ++begin_[op.key().value() + 1];
+      }
+    }
+    for (size_t k = 1; k < begin_.size(); ++k) begin_[k] += begin_[k - 1];
+    values_.resize(begin_.back());
+    for (uint32_t k = 0; k < h.key_count(); ++k) {
+      if (!h.key(KeyId(k)).is_list) continue;
+      for (const Value v : h.InitialList(KeyId(k))) push_back(k, v);
+    }
+  }
+
+  // REQUIRES: room for it (the history has the append).
+  void push_back(uint32_t k, Value v) { values_[begin_[k] + size_[k]++] = v; }
+  std::span<const Value> operator[](uint32_t k) const {
+    return std::span<const Value>(values_).subspan(begin_[k], size_[k]);
+  }
+
+ private:
+  std::vector<uint64_t> begin_;
+  std::vector<uint64_t> size_;
+  BigVector<Value> values_;
+};
 
 // A point of the replay. Phases order the events that share a timestamp: commits first, then
 // transactions whose start equals their commit (start and commit handled together), then starts.
@@ -83,7 +118,7 @@ class Replayer {
         write_index_(h),
         walker_(h),
         registers_(h.key_count()),
-        lists_(h.key_count()),
+        lists_(h),
         agreed_(h.key_count(), 0),
         ongoing_(level == IsolationLevel::kSnapshotIsolation ? h.key_count() : 0),
         snapshots_(level == IsolationLevel::kSnapshotIsolation && h.has_snapshots()),
@@ -91,10 +126,7 @@ class Replayer {
         slot_stamp_(h.key_count(), 0) {
     for (uint32_t k = 0; k < h.key_count(); ++k) {
       KeyId key(k);
-      if (h.key(key).is_list) {
-        auto init = h.InitialList(key);
-        lists_[k].assign(init.begin(), init.end());
-      } else {
+      if (!h.key(key).is_list) {
         registers_[k] = RegisterVersion{h.InitialValue(key), TxnId::Invalid()};
       }
     }
@@ -163,7 +195,7 @@ class Replayer {
     uint64_t& agreed = agreed_[k];
     if (agreed >= n) return true;
     const std::span<const Value> key_list = h_.key_list(KeyId(k));
-    const std::vector<Value>& committed = lists_[k];
+    const std::span<const Value> committed = lists_[k];
     while (agreed < n && committed[agreed] == key_list[agreed]) ++agreed;
     return agreed >= n;
   }
@@ -260,7 +292,7 @@ class Replayer {
 
   void CheckExternalList(TxnId reader, const Op& op, std::span<const Value> own) {
     const uint32_t k = op.key().value();
-    const std::vector<Value>& committed = lists_[k];
+    const std::span<const Value> committed = lists_[k];
     if (History::SharesKeyList(op)) {
       // The read is a prefix of the key's list: it matches if it is as long as the committed
       // list and the reader's appends, the committed list is that prefix of the key's list
@@ -314,7 +346,7 @@ class Replayer {
     }
     committed_.clear();
     if (stop == axioms::SnapshotStop::kBoundary) {
-      const std::vector<Value>& list = lists_[key.value()];
+      const std::span<const Value> list = lists_[key.value()];
       committed_.assign(list.begin(), list.begin() + static_cast<ptrdiff_t>(chain[c.at].list_end));
     } else {
       auto init = h_.InitialList(key);
@@ -366,7 +398,7 @@ class Replayer {
       if (!op.is_write()) continue;
       uint32_t k = op.key().value();
       if (op.kind() == OpKind::kAppend) {
-        lists_[k].push_back(op.value());
+        lists_.push_back(k, op.value());
       } else {
         registers_[k] = RegisterVersion{op.value(), id};
       }
@@ -410,7 +442,7 @@ class Replayer {
   axioms::WriteIndex write_index_;
   axioms::ReadWalker walker_;
   std::vector<RegisterVersion> registers_;
-  std::vector<std::vector<Value>> lists_;
+  KeyLists lists_;
   std::vector<uint64_t> agreed_;  // per key: KeyListAgrees's length
   std::vector<std::vector<uint64_t>> ongoing_;
   // SI with snapshots: per key, every committed version in commit order.
