@@ -195,6 +195,19 @@ void HistoryBuilder::ListRead(KeyId key, std::span<const Value> elements) {
   ListReadEnd();
 }
 
+void HistoryBuilder::ListReadInts(KeyId key, std::span<const int64_t> elements) {
+  ListReadBegin(key);
+  // What ListReadElement does for each element of a shared prefix, in one loop; the rest (an
+  // extension, or a read that diverges) element by element.
+  const std::vector<Value>& base = *list_read_base_;
+  const size_t common = std::min(elements.size(), base.size());
+  size_t i = 0;
+  while (i < common && base[i] == Value::Int(elements[i])) ++i;
+  list_read_size_ = i;
+  for (; i < elements.size(); ++i) ListReadElement(Value::Int(elements[i]));
+  ListReadEnd();
+}
+
 void HistoryBuilder::ListReadBegin(KeyId key) {
   std::vector<std::vector<Value>>& lists = history_.key_lists_;
   if (key.value() >= lists.size()) lists.resize(key.value() + 1);

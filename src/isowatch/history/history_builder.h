@@ -95,6 +95,9 @@ class HistoryBuilder {
   void ListReadBegin(KeyId key);
   void ListReadElement(Value element);
   void ListReadEnd();
+  // ListRead of integer elements, with the usual case (a prefix of the key's list) compared in
+  // one loop.
+  void ListReadInts(KeyId key, std::span<const int64_t> elements);
   // A range read of the open transaction (range_read.h), after the operations added so far: the
   // keys in [low, high] and the records it returned, live and tombstoned. Its keys are register
   // keys (Finish refuses a key also used as a list).

@@ -102,9 +102,10 @@ TEST(ListStorageTest, EveryReadIsWhatWasGivenInBatchMode) {
   EXPECT_EQ(h->data_model(), DataModel::kList);
 }
 
-TEST(ListStorageTest, StreamedReadsAreStoredAsWholeOnes) {
+TEST(ListStorageTest, StreamedAndIntegerReadsAreStoredAsWholeOnes) {
   HistoryBuilder whole;
   HistoryBuilder streamed;
+  HistoryBuilder ints;
   const std::vector<Read> reads = MixedReads();
   ASSERT_NO_FATAL_FAILURE(AddReads(whole, reads, 0, false));
   for (size_t i = 0; i < reads.size(); ++i) {
@@ -113,18 +114,28 @@ TEST(ListStorageTest, StreamedReadsAreStoredAsWholeOnes) {
     for (const Value v : reads[i].elements) streamed.ListReadElement(v);
     streamed.ListReadEnd();
     streamed.EndTxn();
+    ASSERT_TRUE(ints.BeginTxn({.id = fmt::format("t{}", i), .session = "s"}).ok());
+    std::vector<int64_t> elements;
+    for (const Value v : reads[i].elements) elements.push_back(v.as_int());
+    ints.ListReadInts(ints.IntKey(reads[i].key), elements);
+    ints.EndTxn();
   }
   auto a = std::move(whole).Finish();
-  auto b = std::move(streamed).Finish();
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a.ok());
   const std::vector<Op> ops_a = ListReads(*a);
-  const std::vector<Op> ops_b = ListReads(*b);
-  ASSERT_EQ(ops_a.size(), ops_b.size());
-  for (size_t i = 0; i < ops_a.size(); ++i) {
-    EXPECT_EQ(ops_a[i].list_offset(), ops_b[i].list_offset()) << i;
-    EXPECT_EQ(Elements(*a, ops_a[i]), Elements(*b, ops_b[i])) << i;
+  for (HistoryBuilder* other : {&streamed, &ints}) {
+    auto b = std::move(*other).Finish();
+    ASSERT_TRUE(b.ok());
+    const std::vector<Op> ops_b = ListReads(*b);
+    ASSERT_EQ(ops_a.size(), ops_b.size());
+    for (size_t i = 0; i < ops_a.size(); ++i) {
+      EXPECT_EQ(ops_a[i].list_offset(), ops_b[i].list_offset()) << i;
+      EXPECT_EQ(ops_a[i].list_size(), ops_b[i].list_size()) << i;
+      EXPECT_EQ(History::SharesKeyList(ops_a[i]), History::SharesKeyList(ops_b[i])) << i;
+      EXPECT_EQ(Elements(*a, ops_a[i]), Elements(*b, ops_b[i])) << i;
+    }
+    EXPECT_EQ(a->MemoryUsage(), b->MemoryUsage());
   }
-  EXPECT_EQ(a->MemoryUsage(), b->MemoryUsage());
 }
 
 TEST(ListStorageTest, MemoryGrowsWithTheNewElementsOnly) {

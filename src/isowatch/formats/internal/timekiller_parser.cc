@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,11 +93,8 @@ bool TimeKillerParser::EmitTxn(const char* start, uint64_t offset) {
         break;
       case OpType::kRead:
         if (op.form == ValueForm::kList) {
-          builder_->ListReadBegin(key);
-          for (uint32_t e = 0; e < op.list_size; ++e) {
-            builder_->ListReadElement(Value::Int(txn_.elements[op.list_begin + e]));
-          }
-          builder_->ListReadEnd();
+          builder_->ListReadInts(
+              key, std::span<const int64_t>(txn_.elements).subspan(op.list_begin, op.list_size));
         } else {
           builder_->Read(key, op.form == ValueForm::kInt ? Value::Int(op.value) : Value::Absent());
         }
