@@ -98,6 +98,17 @@ class ByteSource {
     return got;
   }
 
+  // The next `n` bytes where the stream's current chunk holds them all (consumed; valid until
+  // the next call), or a view with no data when it does not (nothing consumed): the caller then
+  // copies them with Read.
+  std::string_view TakeInPlace(size_t n) {
+    if (!Fill() || size_ - pos_ < n) return {};
+    const std::string_view out(data_ + pos_, n);
+    pos_ += n;
+    offset_ += n;
+    return out;
+  }
+
   enum class LineResult { kLine, kEnd, kTooLong };
   // Reads through the next '\n' or the end of the input, appending the line without its '\n' to
   // `out`. kEnd: the input had ended before the call. kTooLong: the line exceeds `max` bytes.
@@ -312,16 +323,21 @@ absl::Status ReadBinary(ByteSource& src, Decoder& decoder) {
       return decoder.Error(pos, fmt::format("oversized record: {} bytes, over the limit of {}",
                                             length, kNativeMaxRecordSize));
     }
-    buffer.clear();
-    size_t got = src.Read(static_cast<size_t>(length), &buffer);
-    if (got < length) {
-      return decoder.Error(pos, fmt::format("the record length {} runs past the end of the input "
-                                            "({} bytes remain)",
-                                            length, got));
+    // Parsed where the stream holds it, or from a copy when it spans two of its chunks.
+    std::string_view bytes = src.TakeInPlace(static_cast<size_t>(length));
+    if (bytes.data() == nullptr) {
+      buffer.clear();
+      size_t got = src.Read(static_cast<size_t>(length), &buffer);
+      if (got < length) {
+        return decoder.Error(pos, fmt::format("the record length {} runs past the end of the "
+                                              "input ({} bytes remain)",
+                                              length, got));
+      }
+      bytes = buffer;
     }
     arena.Reset();
     auto* record = google::protobuf::Arena::CreateMessage<pb::HistoryRecord>(&arena);
-    if (!record->ParseFromArray(buffer.data(), static_cast<int>(buffer.size()))) {
+    if (!record->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
       return decoder.Error(
           pos, fmt::format("unparsable record: {} bytes that are not an isowatch.v1.HistoryRecord",
                            length));
