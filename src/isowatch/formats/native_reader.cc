@@ -214,16 +214,15 @@ class Decoder {
 
   const std::string& source() const { return source_; }
 
-  // Makes room in the history for what a file of `bytes` bytes can hold: a binary operation of
-  // integers takes 10 bytes or more and a transaction 20 more, JSON about three times that.
-  // Reserving on the high side spares the copies of growing the history's arrays step by step,
-  // which on a large file cost more than the parse (HistoryBuilder::Reserve, bench/README.md,
-  // "Reading history formats").
+  // Makes room in the history for what a file of `bytes` bytes holds, about: a binary record
+  // takes some 35 bytes per operation and 300 per transaction of 8 operations, JSON two to four
+  // times that. Reserving spares the copies of growing the history's arrays step by step, which
+  // on a large file cost more than the parse (bench/README.md, "Reading history formats").
   void ReserveFor(uint64_t bytes, NativeEncoding encoding) {
     if (bytes < (uint64_t{1} << 20)) return;
     const uint64_t scale = encoding == NativeEncoding::kBinary ? 1 : 3;
-    builder_.Reserve(static_cast<size_t>(bytes / (20 * scale)),
-                     static_cast<size_t>(bytes / (10 * scale)));
+    builder_.Reserve(static_cast<size_t>(bytes / (300 * scale)),
+                     static_cast<size_t>(bytes / (35 * scale)));
   }
 
   absl::Status Error(const Position& pos, std::string_view what) const {

@@ -99,12 +99,6 @@ absl::StatusOr<history::History> ReadTimeKiller(internal::ByteSource* source,
   builder.set_source(source_name);
   builder.set_format("timekiller");
   if (options.initial_value) builder.SetDefaultInitialValue(Value::Int(*options.initial_value));
-  if (std::optional<uint64_t> size = source->SizeHint(); size && *size > (uint64_t{1} << 20)) {
-    // At most one transaction per 66 bytes and one operation per 22 (the shortest a TimeKiller
-    // transaction and operation can be written): room for every one of them, so that the
-    // history's arrays are never copied while they grow (HistoryBuilder::Reserve).
-    builder.Reserve(static_cast<size_t>(*size / 66), static_cast<size_t>(*size / 22));
-  }
   internal::TimeKillerParser parser(&builder, parsers);
   if (initial != nullptr) {
     RETURN_IF_ERROR(
