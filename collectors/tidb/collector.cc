@@ -207,12 +207,15 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       ingest::ClientOptions{
           .max_in_flight = kMaxInFlight, .first_seq = probe.durable_seq + 1, .auth = options.auth});
 
-  v1::IngestBatch batch;
-  std::optional<Tso> batch_released;
-  std::optional<Tso> batch_watermark;
+  // What the joiner emitted and is not sent yet, with the commit ts of each (0: none), the
+  // release point they complete and the watermark that may follow them.
+  std::deque<std::pair<v1::Transaction, Tso>> ready;
+  Tso ready_released = state.released;
+  std::optional<Tso> ready_watermark;
+  // The release point of the last batch that emptied `ready`: what a partial batch completes.
+  Tso complete_released = state.released;
   Tso sent_watermark = state.watermark;
   Tso acknowledged = 0;
-  std::vector<Tso> batch_commits;
   std::deque<std::pair<uint64_t, std::vector<Tso>>> commits_in_flight;
   std::vector<double> lags;
   absl::Time last_flush = absl::Now();
@@ -223,28 +226,42 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
 
   auto take_ready = [&] {
     Joiner::Output out = joiner.Take(grouper.release_point());
-    for (v1::Transaction& t : out.txns) *batch.add_txns() = std::move(t);
-    batch_commits.insert(batch_commits.end(), out.commit_ts.begin(), out.commit_ts.end());
-    batch_released = std::max(state.released, grouper.release_point());
-    if (out.watermark && *out.watermark > sent_watermark) {
-      batch.mutable_watermark()->set_physical(static_cast<int64_t>(*out.watermark));
-      batch_watermark = *out.watermark;
+    for (v1::Transaction& t : out.txns) {
+      const Tso commit = t.has_commit() ? static_cast<Tso>(t.commit().physical()) : 0;
+      ready.emplace_back(std::move(t), commit);
     }
+    ready_released = std::max(ready_released, grouper.release_point());
+    if (out.watermark && *out.watermark > sent_watermark) ready_watermark = *out.watermark;
   };
-  auto send = [&](bool force) -> absl::Status {
-    if (batch.txns_size() == 0 && !batch_watermark && !force) return absl::OkStatus();
+  // Sends up to batch_size ready transactions; the watermark goes with the batch that empties
+  // `ready`.
+  auto send = [&]() -> absl::Status {
+    const bool moved = ready_watermark.has_value() || ready_released > complete_released;
+    if (ready.empty() && !moved) return absl::OkStatus();
+    v1::IngestBatch batch;
+    std::vector<Tso> commits;
+    while (!ready.empty() && static_cast<size_t>(batch.txns_size()) < options.batch_size) {
+      *batch.add_txns() = std::move(ready.front().first);
+      if (ready.front().second != 0) commits.push_back(ready.front().second);
+      ready.pop_front();
+    }
+    if (ready.empty()) {
+      complete_released = ready_released;
+      if (ready_watermark) {
+        batch.mutable_watermark()->set_physical(static_cast<int64_t>(*ready_watermark));
+        sent_watermark = *ready_watermark;
+        ready_watermark.reset();
+      }
+    }
     const uint64_t seq = client.next_seq();
     const int n = batch.txns_size();
-    if (batch_watermark) sent_watermark = *batch_watermark;
     state.in_flight.push_back(CollectorState::InFlight{
-        .seq = seq, .released = batch_released.value_or(0), .watermark = sent_watermark});
+        .seq = seq, .released = complete_released, .watermark = sent_watermark});
     RETURN_IF_ERROR(SaveState(options.state_dir, state));
     RETURN_IF_ERROR(client.Send(std::move(batch)));
-    batch = v1::IngestBatch();
-    commits_in_flight.emplace_back(seq, std::exchange(batch_commits, {}));
+    commits_in_flight.emplace_back(seq, std::move(commits));
     result.sent += n;
     ++result.batches;
-    batch_watermark.reset();
     last_flush = absl::Now();
     return absl::OkStatus();
   };
@@ -282,7 +299,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   };
 
   while (!stopping()) {
-    const bool room = client.next_seq() - 1 - client.durable_seq() < kMaxInFlight;
+    bool room = client.next_seq() - 1 - client.durable_seq() < kMaxInFlight;
     if (room) {
       absl::StatusOr<CdcInput::Polled> polled = input->Poll(absl::Milliseconds(20));
       if (!polled.ok()) {
@@ -314,11 +331,15 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       last_release = grouper.release_point();
       last_moved = absl::Now();
     }
-    if (room && (static_cast<size_t>(batch.txns_size()) >= options.batch_size ||
-                 absl::Now() - last_flush >= options.flush_interval)) {
-      failure = send(false);
+    while (room && (ready.size() >= options.batch_size ||
+                    (!ready.empty() && absl::Now() - last_flush >= options.flush_interval) ||
+                    (ready.empty() && ready_watermark &&
+                     absl::Now() - last_flush >= options.flush_interval))) {
+      failure = send();
       if (!failure.ok()) break;
+      room = client.next_seq() - 1 - client.durable_seq() < kMaxInFlight;
     }
+    if (!failure.ok()) break;
     failure = confirm(false);
     if (!failure.ok()) break;
     if (options.progress_interval > absl::ZeroDuration() &&
@@ -330,7 +351,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
                  grouper.release_point(), state.watermark, result.sent, client.durable_seq(),
                  joiner.waiting(), grouper.pending_txns(), result.rejected_cdc);
     }
-    if (joiner.waiting() == 0 && batch.txns_size() == 0 && !batch_watermark) break;
+    if (joiner.waiting() == 0 && ready.empty() && !ready_watermark) break;
     if (options.stall_timeout > absl::ZeroDuration() &&
         absl::Now() - last_moved > options.stall_timeout) {
       failure = absl::DeadlineExceededError(fmt::format(
@@ -340,7 +361,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       break;
     }
   }
-  if (failure.ok()) failure = send(false);
+  while (failure.ok() && (!ready.empty() || ready_watermark)) failure = send();
   if (failure.ok() && options.end_of_stream && !stopping() && joiner.waiting() == 0) {
     absl::StatusOr<std::vector<v1::Refusal>> closed = client.Close();
     if (!closed.ok()) failure = closed.status();
