@@ -204,7 +204,7 @@ void Joiner::HandleRows(std::string id, Rows rows) {
   t.set_stream(options_.stream);
   for (v1::Operation& op : rows.writes) *t.add_ops() = std::move(op);
   ++stats_.cdc_only;
-  Emit(rows.commit_ts, std::move(t), true);
+  Emit(rows.commit_ts, std::move(t));
 }
 
 bool Joiner::SameWrites(const v1::Transaction& txn, const Rows& rows) const {
@@ -248,15 +248,14 @@ void Joiner::EmitJoined(v1::Transaction txn, const Rows& rows) {
   txn.set_status(v1::Transaction::COMMITTED);
   txn.mutable_commit()->set_physical(static_cast<int64_t>(rows.commit_ts));
   txn.mutable_commit()->set_logical(0);
-  Emit(rows.commit_ts, std::move(txn), true);
+  Emit(rows.commit_ts, std::move(txn));
 }
 
-void Joiner::Emit(Tso position, v1::Transaction txn, bool committed) {
+void Joiner::Emit(Tso position, v1::Transaction txn) {
   if (position < skip_below_) {
     ++stats_.already_sent;
     return;
   }
-  if (committed) out_commit_ts_.push_back(static_cast<Tso>(txn.commit().physical()));
   out_.push_back(std::move(txn));
 }
 
@@ -274,7 +273,7 @@ Joiner::Output Joiner::Take(Tso release_point) {
         "came below {}: sent as UNKNOWN",
         id, commit, release_point);
     txn.set_status(v1::Transaction::UNKNOWN);
-    Emit(commit, std::move(txn), false);
+    Emit(commit, std::move(txn));
   }
   // Unknown outcomes past their horizon.
   while (sealed_ && !unknown_by_horizon_.empty() &&
@@ -297,23 +296,21 @@ Joiner::Output Joiner::Take(Tso release_point) {
       }
       txn.set_status(v1::Transaction::COMMITTED);
       txn.mutable_commit()->set_physical(static_cast<int64_t>(r.commit_ts));
-      Emit(horizon, std::move(txn), true);
+      Emit(horizon, std::move(txn));
     } else {
       ++stats_.unknown_aborted;
       txn.set_status(v1::Transaction::ABORTED);
       txn.clear_commit();
-      Emit(horizon, std::move(txn), false);
+      Emit(horizon, std::move(txn));
     }
   }
   while (!client_only_.empty() && client_only_.begin()->first < release_point) {
     auto node = client_only_.extract(client_only_.begin());
     ++stats_.client_only;
-    const bool committed = node.mapped().status() != v1::Transaction::ABORTED;
-    Emit(node.key(), std::move(node.mapped()), committed);
+    Emit(node.key(), std::move(node.mapped()));
   }
   Output o;
   o.txns = std::exchange(out_, {});
-  o.commit_ts = std::exchange(out_commit_ts_, {});
   if (release_point > 0) {
     Tso w = release_point - 1;
     // An undecided unknown outcome may still commit anywhere above its start.

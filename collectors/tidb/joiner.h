@@ -85,8 +85,6 @@ class Joiner {
   struct Output {
     std::vector<v1::Transaction> txns;
     std::optional<Tso> watermark;  // never lower than an earlier one
-    // The commit ts (TSO) of the committed transactions in `txns`, for the lag.
-    std::vector<Tso> commit_ts;
   };
   // Emits what is decided below `release_point` (REQUIRES: every CDC transaction below it added).
   Output Take(Tso release_point);
@@ -104,7 +102,7 @@ class Joiner {
     std::vector<v1::Operation> writes;                 // as the rows show them
     std::vector<std::pair<int64_t, std::string>> raw;  // key, v column text
   };
-  void Emit(Tso position, v1::Transaction txn, bool committed);
+  void Emit(Tso position, v1::Transaction txn);
   void EmitJoined(v1::Transaction txn, const Rows& rows);
   bool SameWrites(const v1::Transaction& txn, const Rows& rows) const;
   void HandleRows(std::string id, Rows rows);
@@ -138,7 +136,6 @@ class Joiner {
   };
   std::vector<Place> places_;
   std::vector<v1::Transaction> out_;
-  std::vector<Tso> out_commit_ts_;
   JoinerStats stats_;
 };
 
