@@ -155,8 +155,8 @@ def case_storage(tools, root):
         daemon.stop()
 
 
-def kafka_case(tools, root, data, seed, extra_producer, restart):
-    history, offline, statuses = generate(tools, root, data, seed, 600)
+def kafka_case(tools, root, data, seed, extra_producer, restart, txns=600):
+    history, offline, statuses = generate(tools, root, data, seed, txns)
     brokers_file = os.path.join(root, "brokers")
     table = "isowatch_list" if data == "list" else "isowatch_kv"
     producer = start_producer(tools, root, history,
@@ -175,7 +175,7 @@ def kafka_case(tools, root, data, seed, extra_producer, restart):
             deadline = time.monotonic() + 120
             while True:
                 s = daemon.stream("tidb")
-                if s is not None and s["committed_transactions"] >= 100:
+                if s is not None and s["committed_transactions"] >= 60:
                     break
                 check(first.poll() is None, "the collector ended before it was killed")
                 check(time.monotonic() < deadline, "the collector sent too little within 120 s")
@@ -210,7 +210,7 @@ def case_list(tools, root):
 
 
 def case_restart(tools, root):
-    kafka_case(tools, root, "kv", 9, ["--chunk", "20", "--interval-ms", "40"], True)
+    kafka_case(tools, root, "kv", 9, ["--chunk", "10", "--interval-ms", "200"], True, txns=300)
 
 
 CASES = {"storage": case_storage, "kafka": case_kafka, "list": case_list,
