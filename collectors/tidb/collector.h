@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+#include "isowatch/ingest/channel_credentials.h"
+
+#include "collectors/tidb/cdc_input.h"
+#include "collectors/tidb/joiner.h"
+
+namespace isowatch::tidb {
+
+using CdcInputFactory = std::function<absl::StatusOr<std::unique_ptr<CdcInput>>()>;
+
+struct CollectorOptions {
+  JoinerOptions join;
+  // The client log: the workload's transactions in isowatch's native history format
+  // (docs/history-format.md), with start ts, reads, writes, outcome and commit ts as the client
+  // learnt them.
+  std::string client_log;
+  // isowatchd's gRPC ingest, host:port, and how to authenticate to it.
+  std::string target;
+  ingest::ChannelAuth auth;
+  // Where the collector keeps its run count and what the daemon has made durable.
+  std::string state_dir;
+  size_t batch_size = 500;
+  absl::Duration flush_interval = absl::Milliseconds(100);
+  // End the stream once every client record has been sent.
+  bool end_of_stream = true;
+  // Prints a progress line every this long (0 = never).
+  absl::Duration progress_interval = absl::ZeroDuration();
+  // Gives up when the CDC stream has not moved its release point for this long while client
+  // records still wait (0 = wait for ever).
+  absl::Duration stall_timeout = absl::ZeroDuration();
+};
+
+struct CollectorResult {
+  uint32_t run = 0;
+  bool resumed = false;
+  uint64_t client_records = 0;
+  uint64_t sent = 0;
+  uint64_t batches = 0;
+  uint64_t refusals = 0;      // transactions the daemon refused
+  uint64_t rejected_cdc = 0;  // messages or files that did not decode
+  uint64_t late_rows = 0;     // rows refused by the grouper (below the release point)
+  uint64_t duplicate_rows = 0;
+  uint64_t daemon_reconnects = 0;
+  uint64_t input_errors = 0;  // UNAVAILABLE answers of the CDC input, each retried
+  Tso release_point = 0;
+  Tso watermark = 0;  // the last watermark durable in the daemon
+  JoinerStats join;
+  double seconds = 0;
+  // From a row's commit (the physical part of its TSO) to its being durable in isowatchd.
+  double lag_p50 = 0;
+  double lag_p99 = 0;
+  double lag_max = 0;
+};
+
+// Runs the collector (docs/collectors/tidb.md): reads the client log, opens the CDC input,
+// groups rows into transactions, joins them with the client records and streams them to
+// isowatchd with watermarks. Returns once every client record is durable in the daemon (the
+// stream then ended if options.end_of_stream), or when `stop` is set (the stream stays open).
+absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
+                                             const CdcInputFactory& open_input,
+                                             const std::atomic<bool>* stop);
+
+}  // namespace isowatch::tidb
