@@ -50,6 +50,19 @@ absl::StatusOr<std::unique_ptr<KafkaCdcSource>> KafkaCdcSource::Create(KafkaSour
       return status;
     }
   }
+  for (const auto& [name, value] : options.properties) {
+    if (name == "enable.auto.commit" || name == "enable.auto.offset.store") {
+      rd_kafka_conf_destroy(conf);
+      return absl::InvalidArgumentError(fmt::format(
+          "kafka: {} is the collector's own: offsets are committed only once isowatchd has "
+          "acknowledged what they carried",
+          name));
+    }
+    if (absl::Status status = Set(conf, name.c_str(), value); !status.ok()) {
+      rd_kafka_conf_destroy(conf);
+      return status;
+    }
+  }
   char error[512];
   rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof(error));
   if (consumer == nullptr) {

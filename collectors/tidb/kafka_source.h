@@ -28,6 +28,9 @@ struct KafkaSourceOptions {
   std::string topic;
   std::string group_id;  // whose committed offsets say where to resume
   KafkaProtocol protocol = KafkaProtocol::kCanalJson;
+  // Further librdkafka consumer properties (name, value), set after the collector's own: TLS and
+  // SASL settings, or session.timeout.ms (how long a killed member holds its partitions).
+  std::vector<std::pair<std::string, std::string>> properties;
 };
 
 // The decoded events of one Kafka message.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/time/time.h"
 #include <CLI/CLI.hpp>
@@ -30,6 +31,7 @@ struct Flags {
   std::string topic;
   std::string group = "isowatch-tidb";
   std::string protocol = "canal-json";
+  std::vector<std::string> kafka_config;
   std::string storage_dir;
   std::string storage_format = "csv";
   bool keep_open = false;
@@ -52,6 +54,10 @@ isowatch::tidb::CdcInputFactory InputFactory(const Flags& f) {
   }
   isowatch::tidb::KafkaSourceOptions ko{
       .brokers = f.brokers, .topic = f.topic, .group_id = f.group};
+  for (const std::string& property : f.kafka_config) {
+    const size_t eq = property.find('=');
+    ko.properties.emplace_back(property.substr(0, eq), property.substr(eq + 1));
+  }
   ko.protocol = f.protocol == "open"     ? isowatch::tidb::KafkaProtocol::kOpenProtocol
                 : f.protocol == "simple" ? isowatch::tidb::KafkaProtocol::kSimple
                                          : isowatch::tidb::KafkaProtocol::kCanalJson;
@@ -140,6 +146,13 @@ int main(int argc, char** argv) {
   app.add_option("--kafka", f.brokers, "Kafka bootstrap servers of the changefeed's topic");
   app.add_option("--topic", f.topic, "The changefeed's Kafka topic");
   app.add_option("--group", f.group, "Kafka consumer group (its committed offsets resume a run)");
+  app.add_option("--kafka-config", f.kafka_config,
+                 "A librdkafka consumer property NAME=VALUE (repeatable), e.g. for TLS or SASL")
+      ->check([](const std::string& v) {
+        return v.find('=') == std::string::npos || v.front() == '='
+                   ? std::string("expected NAME=VALUE")
+                   : std::string();
+      });
   app.add_option("--protocol", f.protocol, "Kafka protocol: canal-json, open or simple")
       ->check(CLI::IsMember({"canal-json", "open", "simple"}));
   app.add_option("--storage-dir", f.storage_dir, "Directory a TiCDC storage sink writes to");

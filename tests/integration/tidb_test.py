@@ -166,7 +166,9 @@ def kafka_case(tools, root, data, seed, extra_producer, restart, txns=600):
     try:
         brokers = wait_file(brokers_file, producer)
         daemon = Daemon(tools.daemon, root, [])
-        source = ["--kafka", brokers, "--topic", "ticdc", "--group", "isowatch-test"]
+        # A killed member holds its partitions for the session timeout (45 s by default).
+        source = ["--kafka", brokers, "--topic", "ticdc", "--group", "isowatch-test",
+                  "--kafka-config", "session.timeout.ms=6000"]
         args = collector_args(tools, root, daemon, source, data)
         if restart:
             first = subprocess.Popen(args + ["--batch", "20"],
