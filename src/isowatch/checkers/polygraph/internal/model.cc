@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -12,6 +13,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include <fmt/format.h>
+
+#include "isowatch/axioms/own_appends.h"
 
 namespace isowatch::checkers::polygraph {
 namespace {
@@ -93,9 +96,11 @@ class Builder {
     return (v.absent() && h_.AbsentReadsInitial(k)) || v == h_.InitialValue(k);
   }
 
-  void Find(Anomaly anomaly, std::vector<TxnId> txns, KeyId key, std::string explanation) {
+  void Find(Anomaly anomaly, std::vector<TxnId> txns, KeyId key, std::string explanation,
+            verdict::ReadFault fault = verdict::ReadFault::kNone) {
     Violation v;
     v.anomaly = anomaly;
+    v.read_fault = fault;
     v.txns = std::move(txns);
     v.key = key;
     v.explanation = std::move(explanation);
@@ -190,21 +195,22 @@ class Builder {
     size_t next_range = 0;
     for (size_t pos = 0; pos <= ops.size(); ++pos) {
       while (next_range < ranges.size() && ranges[next_range].position == pos) {
-        RangeReadOf(node, ranges[next_range++], scope);
+        RangeReadOf(node, ranges[next_range++], static_cast<uint32_t>(pos), scope);
       }
       if (pos == ops.size()) break;
       const Op& op = ops[pos];
       const KeyId k = op.key();
+      const uint32_t at = static_cast<uint32_t>(pos);
       if (op.kind() == OpKind::kWrite) {
-        scope.own[k] = op.value();
+        scope.own[k] = at;
       } else if (op.kind() == OpKind::kAppend) {
         appended[k].push_back(op.value());
       } else if (op.unknown()) {
         ++model_.stats.unobserved_reads;
       } else if (op.kind() == OpKind::kListRead) {
-        ListReadOf(node, k, h_.list_elements(op), appended[k], first_list);
+        ListReadOf(node, at, k, h_.list_elements(op), appended[k], first_list);
       } else {
-        RegisterRead(node, k, op.value(), scope);
+        RegisterRead(node, at, k, op.value(), scope);
       }
     }
     for (size_t e = ext_begin; e < ext_.size(); ++e) {
@@ -212,21 +218,78 @@ class Builder {
     }
   }
 
-  // What a transaction has written and read of registers so far.
+  // What a transaction has written and read of registers so far: per key, the index of its last
+  // write, and the first value it read.
   struct Scope {
-    absl::flat_hash_map<KeyId, Value> own;
+    absl::flat_hash_map<KeyId, uint32_t> own;
     absl::flat_hash_map<KeyId, Value> first_read;
   };
 
-  // The internal checks of a read of register `k` = `v` by `node`; an external one goes to ext_.
-  void RegisterRead(uint32_t node, KeyId k, Value v, Scope& scope) {
+  // The index of `id`'s write of `k` = `v`. REQUIRES: it wrote it.
+  uint32_t OwnWriteAt(TxnId id, KeyId k, Value v) const {
+    const std::span<const Op> ops = h_.ops(id);
+    uint32_t j = 0;
+    while (j + 1 < ops.size() &&
+           !(ops[j].kind() == OpKind::kWrite && ops[j].key() == k && ops[j].value() == v)) {
+      ++j;
+    }
+    return j;
+  }
+
+  // Reports a read of `k` = `v` by `reader` that no transaction wrote (nor is it the initial
+  // value) or that only an aborted one did; false if it is neither.
+  bool Unwritten(TxnId reader, KeyId k, Value v) {
+    auto it = writes_.find(KeyValue{k, v});
+    if (it == writes_.end()) {
+      if (IsInitial(k, v)) return false;
+      Find(Anomaly::kThinAir, {reader}, k,
+           fmt::format("{} read {} = {}, which no transaction wrote and which is not the initial "
+                       "value",
+                       Name(reader), Key(k), Val(v)),
+           verdict::ReadFault::kThinAir);
+      return true;
+    }
+    const TxnId writer = it->second.txn;
+    if (NodeOf(writer) != kNoNode) return false;
+    Find(Anomaly::kG1a, {reader, writer}, k,
+         fmt::format("{} read {} = {}, written by {}, which aborted", Name(reader), Key(k), Val(v),
+                     Name(writer)),
+         verdict::ReadFault::kAborted);
+    return true;
+  }
+
+  // The internal checks of a read of register `k` = `v` by `node`, standing at `at` among its
+  // operations; an external one goes to ext_.
+  void RegisterRead(uint32_t node, uint32_t at, KeyId k, Value v, Scope& scope) {
     const TxnId id = model_.txns[node];
-    if (auto it = scope.own.find(k); it != scope.own.end()) {
-      if (it->second != v) {
-        Find(Anomaly::kInt, {id}, k,
-             fmt::format("{} read {} = {} after writing {} = {} itself", Name(id), Key(k), Val(v),
-                         Key(k), Val(it->second)));
+    auto own = scope.own.find(k);
+    const std::optional<uint32_t> last_own =
+        own == scope.own.end() ? std::nullopt : std::optional<uint32_t>(own->second);
+    auto w = writes_.find(KeyValue{k, v});
+    const std::optional<uint32_t> source = w != writes_.end() && w->second.txn == id
+                                               ? std::optional<uint32_t>(OwnWriteAt(id, k, v))
+                                               : std::nullopt;
+    // A read of an own write, or any read after one, is internal: it says nothing of others.
+    if (source.has_value() || last_own.has_value()) {
+      if (!source.has_value() && Unwritten(id, k, v)) return;
+      const std::optional<axioms::IntRead> fault = axioms::JudgeOwnWrite(at, source, last_own);
+      if (!fault.has_value()) return;
+      const Value last = last_own ? h_.ops(id)[*last_own].value() : Value();
+      std::string text;
+      switch (fault->fault) {
+        case verdict::ReadFault::kFuture:
+          text =
+              fmt::format("{} read {} = {}, a value it wrote only later", Name(id), Key(k), Val(v));
+          break;
+        case verdict::ReadFault::kNotLastWrite:
+          text = fmt::format("{} read {} = {}, its own write, though it had since written {} = {}",
+                             Name(id), Key(k), Val(v), Key(k), Val(last));
+          break;
+        default:
+          text = fmt::format("{} read {} = {} after writing {} = {} itself", Name(id), Key(k),
+                             Val(v), Key(k), Val(last));
       }
+      Find(Anomaly::kInt, {id}, k, std::move(text), fault->fault);
       return;
     }
     if (auto it = scope.first_read.find(k); it != scope.first_read.end()) {
@@ -238,19 +301,13 @@ class Builder {
       return;
     }
     scope.first_read[k] = v;
-    auto w = writes_.find(KeyValue{k, v});
-    if (w != writes_.end() && w->second.txn == id) {
-      Find(Anomaly::kInt, {id}, k,
-           fmt::format("{} read {} = {}, a value it wrote only later", Name(id), Key(k), Val(v)));
-      return;
-    }
     ext_.push_back({node, k, v, kNoNode, false});
   }
 
   // A range read (docs/checkers/polygraph.md, "Range reads"): every record it returned, live or
   // tombstoned, is a read of its key; every other register key of the history in its range was
   // absent, a read of the initial state.
-  void RangeReadOf(uint32_t node, const history::RangeRead& r, Scope& scope) {
+  void RangeReadOf(uint32_t node, const history::RangeRead& r, uint32_t at, Scope& scope) {
     const TxnId id = model_.txns[node];
     if (sorted_keys_.empty()) {
       for (uint32_t k = 0; k < h_.key_count(); ++k) {
@@ -274,7 +331,7 @@ class Builder {
           continue;
         }
         returned.insert(kv.key);
-        RegisterRead(node, kv.key, kv.value, scope);
+        RegisterRead(node, at, kv.key, kv.value, scope);
       }
     }
     auto first = r.low.unbounded
@@ -282,7 +339,7 @@ class Builder {
                      : std::lower_bound(sorted_keys_.begin(), sorted_keys_.end(), r.low.key,
                                         [&](KeyId a, KeyId b) { return KeyLess(a, b); });
     for (auto it = first; it != sorted_keys_.end() && in_range(*it); ++it) {
-      if (!returned.contains(*it)) RegisterRead(node, *it, Value::Absent(), scope);
+      if (!returned.contains(*it)) RegisterRead(node, at, *it, Value::Absent(), scope);
     }
   }
 
@@ -299,32 +356,21 @@ class Builder {
   void Resolve(ExtRead r) {
     const Value v = r.value;
     const TxnId reader = model_.txns[r.reader];
+    if (Unwritten(reader, r.key, v)) return;
     auto it = writes_.find(KeyValue{r.key, v});
     if (it == writes_.end()) {
-      if (IsInitial(r.key, v)) {
-        r.writer = kGenesis;
-        reads_.push_back(r);
-        return;
-      }
-      Find(Anomaly::kThinAir, {reader}, r.key,
-           fmt::format("{} read {} = {}, which no transaction wrote and which is not the initial "
-                       "value",
-                       Name(reader), Key(r.key), Val(v)));
+      r.writer = kGenesis;
+      reads_.push_back(r);
       return;
     }
     const TxnId writer = it->second.txn;
     const uint32_t w = NodeOf(writer);
-    if (w == kNoNode) {
-      Find(Anomaly::kG1a, {reader, writer}, r.key,
-           fmt::format("{} read {} = {}, written by {}, which aborted", Name(reader), Key(r.key),
-                       Val(v), Name(writer)));
-      return;
-    }
     if (!it->second.final) {
       Find(Anomaly::kG1b, {reader, writer}, r.key,
            fmt::format("{} read {} = {}, which {} overwrote before it committed (an intermediate "
                        "write)",
-                       Name(reader), Key(r.key), Val(v), Name(writer)));
+                       Name(reader), Key(r.key), Val(v), Name(writer)),
+           verdict::ReadFault::kIntermediate);
       return;
     }
     r.writer = w;
@@ -335,13 +381,15 @@ class Builder {
   // The internal checks of one list read `seen` of `k` by `node`, which appended `own` to `k`
   // before it; the first read of a key is external and goes to list_reads_ (its index to
   // `first`).
-  void ListReadOf(uint32_t node, KeyId k, std::span<const Value> seen,
+  void ListReadOf(uint32_t node, uint32_t at, KeyId k, std::span<const Value> seen,
                   const std::vector<Value>& own, absl::flat_hash_map<KeyId, size_t>& first) {
     const TxnId id = model_.txns[node];
     if (seen.size() < own.size() || !std::equal(own.begin(), own.end(), seen.end() - own.size())) {
+      const std::optional<axioms::IntRead> fault = axioms::JudgeOwnAppends(h_, id, at);
       Find(Anomaly::kInt, {id}, k,
            fmt::format("{} read {} = {} after appending {} itself", Name(id), Key(k),
-                       h_.ListToString(seen), h_.ListToString(own)));
+                       h_.ListToString(seen), h_.ListToString(own)),
+           fault ? fault->fault : verdict::ReadFault::kNone);
       return;
     }
     const std::span<const Value> version = seen.first(seen.size() - own.size());
@@ -359,7 +407,8 @@ class Builder {
       if (w != writes_.end() && w->second.txn == id) {
         Find(Anomaly::kInt, {id}, k,
              fmt::format("{} read {} = {}, with {}, which it appends only later", Name(id), Key(k),
-                         h_.ListToString(seen), Val(e)));
+                         h_.ListToString(seen), Val(e)),
+             verdict::ReadFault::kFuture);
         return;
       }
     }
@@ -432,14 +481,16 @@ class Builder {
       if (w == writes_.end()) {
         Find(Anomaly::kThinAir, {witness}, k,
              fmt::format("{} read {} = {}, with {}, which no transaction appended", Name(witness),
-                         Key(k), h_.ListToString(longest), Val(longest[i])));
+                         Key(k), h_.ListToString(longest), Val(longest[i])),
+             verdict::ReadFault::kThinAir);
         return;
       }
       const uint32_t node = NodeOf(w->second.txn);
       if (node == kNoNode) {
         Find(Anomaly::kG1a, {witness, w->second.txn}, k,
              fmt::format("{} read {} = {}, with {}, appended by {}, which aborted", Name(witness),
-                         Key(k), h_.ListToString(longest), Val(longest[i]), Name(w->second.txn)));
+                         Key(k), h_.ListToString(longest), Val(longest[i]), Name(w->second.txn)),
+             verdict::ReadFault::kAborted);
         return;
       }
       // A writer's elements stand in the list as it appended them, each once.
@@ -485,7 +536,8 @@ class Builder {
              fmt::format("{} read {} = {}, which ends inside {}'s appends (an intermediate "
                          "version)",
                          Name(model_.txns[read.reader]), Key(k), h_.ListToString(read.version),
-                         Name(writer)));
+                         Name(writer)),
+             verdict::ReadFault::kIntermediate);
         continue;
       }
       readers[v].push_back(read.reader);
