@@ -230,6 +230,52 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The anomaly each cycle of the notes' examples is, as a field of the finding (not only words
+// of its explanation), at each level where it is one; a finding inside one read is no cycle.
+TEST(PolygraphCycleKindTest, NotesExamplesAreNamed) {
+  using verdict::CycleKind;
+  struct Named {
+    std::vector<std::string> txns;
+    CycleKind ser;
+    CycleKind si;
+  };
+  const Named named[] = {
+      {{"T1: r(a,0) w(a,1)", "T2: r(a,0) w(a,2)"}, CycleKind::kLostUpdate, CycleKind::kLostUpdate},
+      {{"T1: r(a,0) r(b,0) w(a,1)", "T2: r(a,0) r(b,0) w(b,1)"},
+       CycleKind::kWriteSkew,
+       CycleKind::kNone},
+      {{"T1: w(a,1) w(b,1)", "T2: r(a,1) w(a,2)", "T3: r(b,1) w(b,2)", "T4: r(a,2) r(b,1)",
+        "T5: r(a,1) r(b,2)"},
+       CycleKind::kAntiDependencyCycle,
+       CycleKind::kLongFork},
+      {{"T1: w(a,1) w(b,1)", "T2: r(a,1) r(b,0)"}, CycleKind::kReadSkew, CycleKind::kReadSkew},
+      {{"T1: w(a,1) r(b,1)", "T2: w(b,1) r(a,1)"},
+       CycleKind::kCircularFlow,
+       CycleKind::kCircularFlow},
+      {{"T1: w(a,1)", "T2: r(a,1) w(b,1)", "T3: r(b,1) r(a,0)"},
+       CycleKind::kReadSkew,
+       CycleKind::kMissedEffect},
+      {{"T1: w(a,1) w(a,2)", "T2: r(a,1)"}, CycleKind::kNone, CycleKind::kNone},
+  };
+  for (const Named& n : named) {
+    const history::History h = Build(Case{"", n.txns, false, false});
+    for (IsolationLevel level : {kSer, kSi}) {
+      const PolygraphResult r = CheckPolygraph(h, {.levels = {level}});
+      ASSERT_TRUE(r.complete) << r.undecided;
+      const CycleKind want = level == kSer ? n.ser : n.si;
+      const verdict::Violation* first = FirstAt(r, level);
+      // Only the write skew is valid, and only at snapshot isolation.
+      const bool valid = level == kSi && n.ser == CycleKind::kWriteSkew;
+      ASSERT_EQ(first == nullptr, valid)
+          << n.txns.front() << " at " << verdict::IsolationLevelName(level) << ":\n"
+          << Show(r);
+      if (valid) continue;
+      EXPECT_STREQ(verdict::CycleKindName(first->cycle_kind), verdict::CycleKindName(want))
+          << verdict::IsolationLevelName(level) << ": " << first->explanation;
+    }
+  }
+}
+
 // The variant table of the notes, with real time as the clients' intervals [invoke, complete]:
 // each history's verdict under Adya, generalized, strong session and strong SI.
 struct VariantCase {

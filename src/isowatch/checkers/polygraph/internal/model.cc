@@ -684,6 +684,7 @@ class Builder {
          fmt::format("lost update: {} and {} both read {} of {} and both wrote {}, so one of "
                      "them overwrote an update it never saw",
                      Name(model_.txns[a]), Name(model_.txns[b]), source, Key(k), Key(k)));
+    model_.findings.back().cycle_kind = verdict::CycleKind::kLostUpdate;
   }
 
   const History& h_;
