@@ -32,8 +32,11 @@ class PolygraphChecker final : public Checker {
 
   CheckerResult Check(const History& h, const WindowScope* scope,
                       const CheckLimits& limits) const override {
-    polygraph::PolygraphResult r = polygraph::CheckPolygraph(
-        h, {.levels = levels_, .si_variant = variant_, .limits = &limits});
+    polygraph::PolygraphResult r =
+        polygraph::CheckPolygraph(h, {.levels = levels_,
+                                      .si_variant = variant_,
+                                      .limits = &limits,
+                                      .first_counted = scope == nullptr ? 0 : scope->first_proper});
     CheckerResult out;
     out.complete = r.complete;
     out.undecided = std::move(r.undecided);
@@ -48,10 +51,8 @@ class PolygraphChecker final : public Checker {
       out.findings_out_of_scope += before - out.violations.size();
     }
     KeepInScope(scope, &out);
-    const uint32_t first = scope == nullptr ? 0 : scope->first_proper;
-    for (uint64_t i = first; i < h.size(); ++i) {
-      if (h.has_txn(TxnId(i)) && h.txn(TxnId(i)).committed()) ++out.transactions_checked;
-    }
+    // Judged: the committed transactions and those of unknown outcome a read saw.
+    out.transactions_checked = r.counted;
     out.transactions_skipped = h.size() - out.transactions_checked;
     return out;
   }

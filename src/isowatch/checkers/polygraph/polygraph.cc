@@ -54,6 +54,7 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
   const SiVariant variant = options.si_variant;
   Model m = BuildModel(h, options.limits);
   const ModelStats& ms = m.stats;
+  for (TxnId t : m.txns) out.counted += t.value() >= options.first_counted ? 1 : 0;
   out.stats = {{"transactions", ms.transactions},
                {"unknown_committed", ms.unknown_committed},
                {"unknown_dropped", ms.unknown_dropped},

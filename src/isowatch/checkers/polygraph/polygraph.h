@@ -39,6 +39,9 @@ struct PolygraphOptions {
   bool prune = true;
   // When to stop; nullptr: never. Not owned.
   const CheckLimits* limits = nullptr;
+  // Transactions with a smaller index (a window's lead-in) are judged but not counted in
+  // PolygraphResult::counted.
+  uint64_t first_counted = 0;
 };
 
 struct PolygraphResult {
@@ -50,6 +53,9 @@ struct PolygraphResult {
   // intermediate and thin-air reads, lost updates) name every level judged
   // (verdict::Violation::levels); a cycle names the level whose graph it is in.
   std::vector<verdict::Violation> violations;
+  // Transactions judged, from PolygraphOptions::first_counted on: the committed ones and those
+  // of unknown outcome judged committed because a read saw their writes.
+  size_t counted = 0;
   // Counts for reports: the model's, then the search's per level ("ser_constraints", ...).
   std::vector<std::pair<std::string, uint64_t>> stats;
 };

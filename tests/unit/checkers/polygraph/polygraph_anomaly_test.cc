@@ -431,6 +431,19 @@ TEST(PolygraphTest, DuplicateWritesLeaveTheHistoryUndecided) {
   EXPECT_TRUE(r.violations.empty());
 }
 
+// Counted: committed transactions and unknown ones a read saw, from first_counted on.
+TEST(PolygraphTest, CountsTheTransactionsItJudges) {
+  TestHistory t;
+  t.DefaultInitial(0);
+  t.Untimed("U1", "a", history::TxnStatus::kUnknown).W(0, 1);
+  t.Untimed("U2", "b", history::TxnStatus::kUnknown).W(0, 2);
+  t.Untimed("R", "c").R(0, 1);
+  t.Untimed("A", "d", history::TxnStatus::kAborted).W(0, 3);
+  const history::History h = t.Build();
+  EXPECT_EQ(CheckPolygraph(h).counted, 2u);
+  EXPECT_EQ(CheckPolygraph(h, {.first_counted = 1}).counted, 1u);
+}
+
 TEST(PolygraphTest, ExpiredLimitsGiveUnknown) {
   TestHistory t;
   t.DefaultInitial(0);
