@@ -52,7 +52,7 @@ const char* SiVariantName(SiVariant variant) {
 PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions& options) {
   PolygraphResult out;
   const SiVariant variant = options.si_variant;
-  Model m = BuildModel(h, options.limits);
+  Model m = BuildModel(h, options.limits, options.max_constraint_edges);
   const ModelStats& ms = m.stats;
   for (TxnId t : m.txns) out.counted += t.value() >= options.first_counted ? 1 : 0;
   out.stats = {{"transactions", ms.transactions},

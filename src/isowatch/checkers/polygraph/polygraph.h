@@ -42,6 +42,9 @@ struct PolygraphOptions {
   // Transactions with a smaller index (a window's lead-in) are judged but not counted in
   // PolygraphResult::counted.
   uint64_t first_counted = 0;
+  // The most constraint edges the model may hold (16 bytes each, and about as much again in the
+  // search); a history that needs more is left undecided. Smaller only in tests.
+  size_t max_constraint_edges = size_t{1} << 24;
 };
 
 struct PolygraphResult {

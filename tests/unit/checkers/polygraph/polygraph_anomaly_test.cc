@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "isowatch/checkers/polygraph/polygraph.h"
@@ -429,6 +430,24 @@ TEST(PolygraphTest, DuplicateWritesLeaveTheHistoryUndecided) {
   EXPECT_FALSE(r.complete);
   EXPECT_NE(r.undecided.find("more than one transaction"), std::string::npos) << r.undecided;
   EXPECT_TRUE(r.violations.empty());
+}
+
+// Past the constraint-edge cap the history is undecided (UNKNOWN), never valid; under it the
+// same history is judged. Five blind writers of one key and a reader of each: every pair of the
+// five chains is a constraint of 1 + 1 edges per order, 2 * 5 * 4 = 40 edges in all.
+TEST(PolygraphTest, ConstraintEdgeCapGivesUnknown) {
+  std::vector<std::string> txns;
+  for (int i = 1; i <= 5; ++i) txns.push_back(fmt::format("W{}: w(a,{})", i, i));
+  for (int i = 1; i <= 5; ++i) txns.push_back(fmt::format("R{}: r(a,{})", i, i));
+  const history::History h = Build(Case{"", txns, true, true});
+  const PolygraphResult judged = CheckPolygraph(h, {.max_constraint_edges = 41});
+  EXPECT_TRUE(judged.complete) << judged.undecided;
+  EXPECT_TRUE(judged.violations.empty()) << Show(judged);
+  const PolygraphResult capped = CheckPolygraph(h, {.max_constraint_edges = 40});
+  EXPECT_FALSE(capped.complete);
+  EXPECT_TRUE(capped.violations.empty());
+  EXPECT_NE(capped.undecided.find("more than 40 constraint edges"), std::string::npos)
+      << capped.undecided;
 }
 
 // Counted: committed transactions and unknown ones a read saw, from first_counted on.

@@ -32,8 +32,6 @@ using verdict::Violation;
 constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
 // The writer of the initial state, in place of a node.
 constexpr uint32_t kGenesis = kNoNode - 1;
-// Constraint edges a model may hold (16 bytes each, and about as much again in the search).
-constexpr size_t kMaxConstraintEdges = size_t{1} << 24;
 
 // Who wrote a (key, value) pair.
 struct WriteRef {
@@ -62,7 +60,11 @@ uint64_t Pack(KeyId key, uint32_t node) { return (uint64_t{key.value()} << 32) |
 
 class Builder {
  public:
-  Builder(const History& h, const CheckLimits* limits) : h_(h), poll_(limits, 64) {}
+  Builder(const History& h, const CheckLimits* limits, size_t max_constraint_edges)
+      : h_(h),
+        poll_(limits, 64),
+        max_constraint_edges_(max_constraint_edges),
+        constraint_edge_budget_(max_constraint_edges) {}
 
   Model Build() && {
     IndexWrites();
@@ -644,7 +646,7 @@ class Builder {
         model_.unjudgeable = fmt::format(
             "the unknown write orders need more than {} constraint edges (hot keys with many "
             "writers: {} has {} chains of writers), more than the checker holds in memory",
-            kMaxConstraintEdges, Key(k), chains.size());
+            max_constraint_edges_, Key(k), chains.size());
         return;
       }
       for (size_t a = 0; a < chains.size(); ++a) {
@@ -693,7 +695,8 @@ class Builder {
   absl::flat_hash_map<KeyValue, WriteRef> writes_;
   std::vector<uint32_t> node_of_;  // history index -> node
   std::vector<ListRead> list_reads_;
-  size_t constraint_edge_budget_ = kMaxConstraintEdges;
+  const size_t max_constraint_edges_;
+  size_t constraint_edge_budget_;
   std::vector<KeyId> sorted_keys_;  // register keys in range order, once a range read needs them
   std::vector<ExtRead> ext_;
   std::vector<ExtRead> reads_;  // resolved, with their writers
@@ -717,7 +720,9 @@ const char* EdgeKindName(EdgeKind kind) {
   return "?";
 }
 
-Model BuildModel(const History& h, const CheckLimits* limits) { return Builder(h, limits).Build(); }
+Model BuildModel(const History& h, const CheckLimits* limits, size_t max_constraint_edges) {
+  return Builder(h, limits, max_constraint_edges).Build();
+}
 
 void AddOrderEdges(const History& h, bool session, bool real_time, Model& m) {
   std::vector<uint32_t> node_of(h.txns().size(), kNoNode);
