@@ -16,6 +16,7 @@ namespace isowatch::checkers {
 namespace {
 
 using history::History;
+using polygraph::SatBackend;
 using polygraph::SiVariant;
 using verdict::Anomaly;
 using verdict::IsolationLevel;
@@ -24,8 +25,8 @@ constexpr std::string_view kName = "polygraph";
 
 class PolygraphChecker final : public Checker {
  public:
-  PolygraphChecker(std::vector<IsolationLevel> levels, SiVariant variant)
-      : levels_(std::move(levels)), variant_(variant) {}
+  PolygraphChecker(std::vector<IsolationLevel> levels, SiVariant variant, SatBackend solver)
+      : levels_(std::move(levels)), variant_(variant), solver_(solver) {}
 
   std::string_view name() const override { return kName; }
   const std::vector<IsolationLevel>& levels() const override { return levels_; }
@@ -35,6 +36,7 @@ class PolygraphChecker final : public Checker {
     polygraph::PolygraphResult r =
         polygraph::CheckPolygraph(h, {.levels = levels_,
                                       .si_variant = variant_,
+                                      .solver = solver_,
                                       .limits = &limits,
                                       .first_counted = scope == nullptr ? 0 : scope->first_proper});
     CheckerResult out;
@@ -60,6 +62,7 @@ class PolygraphChecker final : public Checker {
  private:
   std::vector<IsolationLevel> levels_;
   SiVariant variant_;
+  SatBackend solver_;
 };
 
 absl::StatusOr<SiVariant> ParseVariant(std::string_view text) {
@@ -71,6 +74,14 @@ absl::StatusOr<SiVariant> ParseVariant(std::string_view text) {
       fmt::format("{}.si_variant: '{}' is no variant (adya, generalized, strong-session or "
                   "strong)",
                   kName, text));
+}
+
+absl::StatusOr<SatBackend> ParseSolver(std::string_view text) {
+  for (SatBackend b : {SatBackend::kCadical, SatBackend::kCryptoMiniSat}) {
+    if (text == polygraph::SatBackendName(b)) return b;
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("{}.solver: '{}' is no solver (cadical or cryptominisat)", kName, text));
 }
 
 }  // namespace
@@ -92,7 +103,12 @@ CheckerInfo PolygraphPlugin() {
                    .default_value = "adya",
                    .help = "which snapshot isolation si means: Adya's; generalized (commits in "
                            "real-time order); strong session (and each transaction sees its "
-                           "session's earlier commits); strong (and the latest snapshot)"}},
+                           "session's earlier commits); strong (and the latest snapshot)"},
+                  {.name = "solver",
+                   .type = "cadical|cryptominisat",
+                   .default_value = "cadical",
+                   .help = "the SAT solver behind the search; both decide alike "
+                           "(docs/checkers/polygraph.md, \"The solver\")"}},
       .create = [](std::vector<IsolationLevel> levels,
                    const CheckerOptions& options) -> absl::StatusOr<std::unique_ptr<Checker>> {
         SiVariant variant = SiVariant::kAdya;
@@ -101,7 +117,13 @@ CheckerInfo PolygraphPlugin() {
           if (!parsed.ok()) return parsed.status();
           variant = *parsed;
         }
-        return std::make_unique<PolygraphChecker>(std::move(levels), variant);
+        SatBackend solver = SatBackend::kCadical;
+        if (auto it = options.find("solver"); it != options.end()) {
+          absl::StatusOr<SatBackend> parsed = ParseSolver(it->second);
+          if (!parsed.ok()) return parsed.status();
+          solver = *parsed;
+        }
+        return std::make_unique<PolygraphChecker>(std::move(levels), variant, solver);
       },
   };
 }

@@ -49,6 +49,16 @@ const char* SiVariantName(SiVariant variant) {
   return "?";
 }
 
+const char* SatBackendName(SatBackend backend) {
+  switch (backend) {
+    case SatBackend::kCadical:
+      return "cadical";
+    case SatBackend::kCryptoMiniSat:
+      return "cryptominisat";
+  }
+  return "?";
+}
+
 PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions& options) {
   PolygraphResult out;
   const SiVariant variant = options.si_variant;
@@ -118,6 +128,7 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
     const SearchResult r = Search(m, {.mode = mode,
                                       .real_time_to_begin = si && variant == SiVariant::kStrong,
                                       .prune = options.prune,
+                                      .solver = options.solver,
                                       .limits = options.limits});
     AddStats(fmt::format("{}_", verdict::IsolationLevelName(level)), r.stats, out.stats);
     if (r.verdict == SearchResult::Verdict::kStopped) {

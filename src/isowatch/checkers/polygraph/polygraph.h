@@ -29,11 +29,20 @@ enum class SiVariant : uint8_t {
 // "adya", "generalized", "strong-session", "strong"
 const char* SiVariantName(SiVariant variant);
 
+// The SAT solver behind the search (docs/checkers/polygraph.md, "The solver").
+enum class SatBackend : uint8_t {
+  kCadical = 0,
+  kCryptoMiniSat = 1,
+};
+
+const char* SatBackendName(SatBackend backend);  // "cadical", "cryptominisat"
+
 struct PolygraphOptions {
   // Any of serializability and snapshot isolation.
   std::vector<verdict::IsolationLevel> levels = {verdict::IsolationLevel::kSnapshotIsolation,
                                                  verdict::IsolationLevel::kSerializable};
   SiVariant si_variant = SiVariant::kAdya;
+  SatBackend solver = SatBackend::kCadical;
   // Fixes constraints whose other order closes a cycle before solving (complete: it changes no
   // verdict). Off only to show that in tests.
   bool prune = true;
