@@ -13,8 +13,8 @@ packages=(
   libfmt-dev libspdlog-dev rapidjson-dev
   libgrpc++-dev protobuf-compiler-grpc librocksdb-dev libyaml-cpp-dev libboost-dev
   prometheus-cpp-dev libxxhash-dev libpq-dev libssl-dev librdkafka-dev
-  # SAT solver of the polygraph checker (docs/checkers/polygraph.md)
-  libcadical-dev
+  # SAT solvers of the polygraph checker (docs/checkers/polygraph.md)
+  libcadical-dev libcryptominisat5-dev
   # real peers in tests
   prometheus postgresql-15
   # tests and benchmarks

@@ -147,6 +147,9 @@ expect_grep "TAP-m (causality conflict)" "$dir/out" "plume at tcc"
 printf 'r(1,0,1,1)\nr(2,0,1,1)\nw(1,1,1,1)\nr(1,0,2,2)\nr(2,0,2,2)\nw(2,1,2,2)\n' > "$dir/write_skew.txt"
 expect_status 1 "polygraph rejects a write skew at ser" -- "$bin" check "$dir/write_skew.txt" --checker polygraph --level ser
 expect_grep "write skew" "$dir/out" "polygraph names the write skew"
+expect_grep "G2-item <write skew>" "$dir/out" "the text report shows the cycle kind"
+expect_status 1 "polygraph rejects a write skew at ser, as JSON" -- "$bin" check "$dir/write_skew.txt" --checker polygraph --level ser --json
+expect_grep '"anomaly":"G2-item","cycle_kind":"write skew"' "$dir/out" "the JSON report has the cycle kind"
 expect_status 0 "polygraph accepts a write skew at si" -- "$bin" check "$dir/write_skew.txt" --checker polygraph --level si
 expect_grep "polygraph (si): VALID" "$dir/out" "polygraph at si"
 expect_status 2 "unknown checker" -- "$bin" check "$histories/adya/c_lost_update.jsonl" --checker elle

@@ -139,7 +139,8 @@ double PeakRssMb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
-// Arguments: transactions, keys, level (0 si, 1 ser).
+// Arguments: transactions, keys, level (0 si, 1 ser), and the solver (0 CaDiCaL, the default;
+// 1 CryptoMiniSat).
 void Run(benchmark::State& state, bool blindw) {
   const history::History& h =
       Cached(blindw, static_cast<uint64_t>(state.range(0)), static_cast<uint64_t>(state.range(1)));
@@ -150,7 +151,11 @@ void Run(benchmark::State& state, bool blindw) {
     // A run that does not finish in two minutes reports complete = 0.
     const checkers::CheckLimits limits(checkers::CheckLimits::Clock::now() +
                                        std::chrono::seconds(120));
-    result = checkers::polygraph::CheckPolygraph(h, {.levels = {level}, .limits = &limits});
+    result = checkers::polygraph::CheckPolygraph(
+        h, {.levels = {level},
+            .solver = state.range(3) == 0 ? checkers::polygraph::SatBackend::kCadical
+                                          : checkers::polygraph::SatBackend::kCryptoMiniSat,
+            .limits = &limits});
     benchmark::DoNotOptimize(result.violations.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * h.size()));
@@ -172,20 +177,26 @@ void BM_PolygraphSimulated(benchmark::State& state) { Run(state, false); }
 // Size (transactions at a fixed 2K keys, as Viper's BlindW-RW) and contention (keys at 10K
 // transactions).
 BENCHMARK(BM_PolygraphBlindW)
-    ->Args({1000, 2000, 0})
-    ->Args({2500, 2000, 0})
-    ->Args({5000, 2000, 0})
-    ->Args({10000, 2000, 0})
-    ->Args({10000, 2000, 1})
-    ->Args({10000, 500, 0})
-    ->Args({10000, 10000, 0})
+    ->Args({1000, 2000, 0, 0})
+    ->Args({2500, 2000, 0, 0})
+    ->Args({5000, 2000, 0, 0})
+    ->Args({10000, 2000, 0, 0})
+    ->Args({10000, 2000, 1, 0})
+    ->Args({10000, 500, 0, 0})
+    ->Args({10000, 10000, 0, 0})
+    // The same with CryptoMiniSat behind the search.
+    ->Args({1000, 2000, 0, 1})
+    ->Args({10000, 2000, 0, 1})
+    ->Args({10000, 2000, 1, 1})
+    ->Args({10000, 500, 0, 1})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 BENCHMARK(BM_PolygraphSimulated)
-    ->Args({10000, 1000, 0})
-    ->Args({10000, 1000, 1})
-    ->Args({100000, 10000, 0})
-    ->Args({100000, 10000, 1})
+    ->Args({10000, 1000, 0, 0})
+    ->Args({10000, 1000, 1, 0})
+    ->Args({10000, 1000, 0, 1})
+    ->Args({100000, 10000, 0, 0})
+    ->Args({100000, 10000, 1, 0})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -56,4 +56,15 @@ std::optional<IntRead> JudgeOwnAppends(const history::History& h, TxnId txn, uin
   return IntRead{.read_op = read, .fault = ReadFault::kNotOwnWrite, .own_op = before.front()};
 }
 
+std::optional<IntRead> JudgeOwnWrite(uint32_t read, std::optional<uint32_t> source,
+                                     std::optional<uint32_t> last_own) {
+  if (source.has_value() && *source >= read) {
+    return IntRead{.read_op = read, .fault = ReadFault::kFuture, .own_op = *source};
+  }
+  if (!last_own.has_value() || source == last_own) return std::nullopt;
+  return IntRead{.read_op = read,
+                 .fault = source.has_value() ? ReadFault::kNotLastWrite : ReadFault::kNotOwnWrite,
+                 .own_op = *last_own};
+}
+
 }  // namespace isowatch::axioms

@@ -22,4 +22,22 @@ namespace isowatch::axioms {
 // transaction + length of the read).
 std::optional<IntRead> JudgeOwnAppends(const history::History& h, TxnId txn, uint32_t read);
 
+// Judges a read of a register key against the transaction's own writes to it, shared by the
+// adya, plume and polygraph checkers so that they name such a read alike
+// (docs/checkers/read-faults.md). `read` is where the read stands among the transaction's
+// operations: an own write at index i precedes it when i < read (a read operation's own index;
+// for a range read, the index of the operation it comes before). `source` is the index of the
+// transaction's own write of the value the read returned (nullopt: the value is another
+// transaction's or the initial one); `last_own` the index of its last write to the key before
+// the read (nullopt: it wrote none).
+//   - an own write that does not precede the read: kFuture, naming that write;
+//   - an own write before the read but not the last one: kNotLastWrite, naming the last;
+//   - another's (or the initial) value after an own write: kNotOwnWrite, naming the last own
+//     write.
+// nullopt when the read returned the last own write, or the transaction had not written the key
+// and the value is not its own. The caller reports thin-air and aborted values first
+// (docs/checkers/read-faults.md, "One finding per (reader, key)"). O(1).
+std::optional<IntRead> JudgeOwnWrite(uint32_t read, std::optional<uint32_t> source,
+                                     std::optional<uint32_t> last_own);
+
 }  // namespace isowatch::axioms

@@ -167,6 +167,9 @@ std::string Title(const Violation& v) {
   std::string out = AnomalyName(v.anomaly);
   if (v.ext_kind != ExtKind::kNone) out += fmt::format(" ({})", ExtKindName(v.ext_kind));
   if (v.read_fault != ReadFault::kNone) out += fmt::format(" [{}]", ReadFaultName(v.read_fault));
+  if (v.cycle_kind != verdict::CycleKind::kNone) {
+    out += fmt::format(" <{}>", verdict::CycleKindName(v.cycle_kind));
+  }
   return out;
 }
 
@@ -377,6 +380,10 @@ std::string ViolationToJson(const History& h, const Violation& v, bool with_chec
   if (v.read_fault != ReadFault::kNone) {
     w.Key("read_fault");
     w.String(ReadFaultName(v.read_fault));
+  }
+  if (v.cycle_kind != verdict::CycleKind::kNone) {
+    w.Key("cycle_kind");
+    w.String(verdict::CycleKindName(v.cycle_kind));
   }
   w.Key("txns");
   w.StartArray();

@@ -102,16 +102,17 @@ void WriteTextReport(const history::History& h, const CheckReport& report, std::
 
 // Renders `report` as one JSON object: valid, result ("valid", "invalid", "unknown"), level (null
 // when each plug-in judged its own levels), checker, source, format, transactions, counts (per
-// anomaly, and per EXT kind), violations (anomaly, ext_kind, txns with ids as in the input, key,
-// expected, observed, explanation, and checker when plug-ins ran), timing; for an online check
+// anomaly, and per EXT kind), violations (anomaly, ext_kind, read_fault and cycle_kind when
+// set, txns with ids as in the input, key, expected, observed, explanation, and checker when
+// plug-ins ran), timing; for an online check
 // also flip_flops, late_arrivals and an "online" object with every OnlineCounts field; for a
 // check with plug-ins a "checkers" array with every CheckerOutcome field (result per checker:
 // "valid", "invalid" or "unknown"), and "window" when the history was cut into windows.
 void WriteJsonReport(const history::History& h, const CheckReport& report, std::ostream& out);
 
 // One violation as the JSON object WriteJsonReport writes for it: anomaly, ext_kind (EXT only),
-// txns (ids as in the source), key, expected, observed, explanation, levels (when several), and
-// with `with_checker` the checker that found it.
+// read_fault and cycle_kind (when set), txns (ids as in the source), key, expected, observed,
+// explanation, levels (when several), and with `with_checker` the checker that found it.
 std::string ViolationToJson(const history::History& h, const verdict::Violation& v,
                             bool with_checker = false);
 

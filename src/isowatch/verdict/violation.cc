@@ -147,6 +147,32 @@ const char* ReadFaultName(ReadFault fault) {
   return "?";
 }
 
+const char* CycleKindName(CycleKind kind) {
+  switch (kind) {
+    case CycleKind::kNone:
+      return "";
+    case CycleKind::kWriteCycle:
+      return "write cycle";
+    case CycleKind::kCircularFlow:
+      return "circular information flow";
+    case CycleKind::kOrderCycle:
+      return "order cycle";
+    case CycleKind::kLostUpdate:
+      return "lost update";
+    case CycleKind::kReadSkew:
+      return "read skew";
+    case CycleKind::kMissedEffect:
+      return "missed effect";
+    case CycleKind::kWriteSkew:
+      return "write skew";
+    case CycleKind::kAntiDependencyCycle:
+      return "anti-dependency cycle";
+    case CycleKind::kLongFork:
+      return "long fork";
+  }
+  return "?";
+}
+
 std::string TxnLabel(const history::History& h, const Violation& v, TxnId id) {
   if (!h.has_txn(id)) {
     for (const auto& [r, name] : v.released_names) {

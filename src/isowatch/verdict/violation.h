@@ -101,6 +101,26 @@ enum class ReadFault : uint8_t {
 // "intermediate read"; "" for kNone.
 const char* ReadFaultName(ReadFault fault);
 
+// The anomaly a dependency cycle is, by the kinds and number of its edges, beside the phenomenon
+// that `Violation::anomaly` names (docs/checkers/polygraph.md, "Counterexamples"): G-single is
+// a lost update or a read skew, G2-item a write skew or, under snapshot isolation, a long fork.
+enum class CycleKind : uint8_t {
+  kNone = 0,
+  kWriteCycle = 1,           // ww edges only (G0)
+  kCircularFlow = 2,         // wr and ww edges, at least one wr (G1c)
+  kOrderCycle = 3,           // session or real-time order edges only
+  kLostUpdate = 4,           // two transactions: one rw and one ww (a read-modify-write lost)
+  kReadSkew = 5,             // one rw, the rest wr and ww: a read saw one write and missed another
+  kMissedEffect = 6,         // snapshot isolation: one rw in a longer cycle (G-SIb)
+  kWriteSkew = 7,            // serializability: two transactions, two rw edges
+  kAntiDependencyCycle = 8,  // serializability: two or more rw edges in a longer cycle
+  kLongFork = 9,             // snapshot isolation: two or more rw edges, none adjacent
+};
+
+// "write cycle", "circular information flow", "order cycle", "lost update", "read skew",
+// "missed effect", "write skew", "anti-dependency cycle", "long fork"; "" for kNone.
+const char* CycleKindName(CycleKind kind);
+
 // One violation found by a checker. A result, not an error.
 //
 // `txns` lists the transactions involved, the offending one first: for SESSION the transaction
@@ -114,6 +134,7 @@ struct Violation {
   Anomaly anomaly = Anomaly::kExt;
   ExtKind ext_kind = ExtKind::kNone;
   ReadFault read_fault = ReadFault::kNone;  // what is wrong with the read, if one is
+  CycleKind cycle_kind = CycleKind::kNone;  // what the cycle is, when the finding is one
   std::vector<TxnId> txns;
   KeyId key;                // invalid for SESSION
   std::string expected;     // rendered; empty when not applicable

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The plug-in checker interface: the registry, the chronos and adya adapters against the
-// checkers they wrap, time limits, and the window trust rules.
+// checkers they wrap, what the polygraph counts, time limits, and the window trust rules.
 #include "isowatch/checkers/plugin.h"
 
 #include <atomic>
@@ -412,6 +412,29 @@ TEST(AdyaWindowRuleTest, KeepsEveryFindingThatReachesTheWindow) {
     EXPECT_THAT(testing::Summarize(h, v), HasSubstr("T3"));
   }
   EXPECT_FALSE(windowed.violations.empty());
+}
+
+// Judged and counted: the committed transactions and those of unknown outcome a read saw (and so
+// judged committed), as plume counts them; not the lead-in of a window.
+TEST(PolygraphPluginTest, CountsUnknownOutcomesJudgedCommitted) {
+  testing::TestHistory t;
+  t.DefaultInitial(0);
+  t.Untimed("L", "a").W(2, 1);
+  t.Untimed("U1", "b", history::TxnStatus::kUnknown).W(1, 1);
+  t.Untimed("U2", "c", history::TxnStatus::kUnknown).W(1, 2);
+  t.Untimed("R", "d").R(1, 1);
+  history::History h = t.Build();
+  std::unique_ptr<Checker> polygraph = Create("polygraph");
+  ASSERT_NE(polygraph, nullptr);
+  CheckerResult whole = polygraph->Check(h, nullptr, CheckLimits());
+  EXPECT_TRUE(whole.complete) << whole.undecided;
+  EXPECT_TRUE(whole.violations.empty());
+  EXPECT_EQ(whole.transactions_checked, 3u);  // L, U1 (read by R) and R; not U2
+  EXPECT_EQ(whole.transactions_skipped, 1u);
+  const WindowScope scope{.index = 1, .first_proper = 1, .base = {0, 0}};
+  CheckerResult windowed = polygraph->Check(h, &scope, CheckLimits());
+  EXPECT_EQ(windowed.transactions_checked, 2u);  // U1 and R
+  EXPECT_EQ(windowed.transactions_checked + windowed.transactions_skipped, h.size());
 }
 
 }  // namespace

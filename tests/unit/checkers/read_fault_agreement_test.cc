@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reads judged inside one read (docs/checkers/read-faults.md) are named alike by every
-// checker that sees them: plume (TAP-a to TAP-f), adya (thin-air, G1a, G1b, INT) and Chronos
-// (EXT, INT) each report the same verdict::ReadFault on the same reader and key, as registers
-// and as lists, and none of them flags the valid near miss of each.
+// checker that sees them: plume (TAP-a to TAP-f), adya and the polygraph (thin-air, G1a, G1b,
+// INT) and Chronos (EXT, INT) each report the same verdict::ReadFault on the same reader and key,
+// as registers and as lists, and none of them flags the valid near miss of each.
 #include <string>
 #include <vector>
 
@@ -12,6 +12,7 @@
 #include "isowatch/checkers/adya/adya.h"
 #include "isowatch/checkers/chronos/chronos.h"
 #include "isowatch/checkers/plume/plume.h"
+#include "isowatch/checkers/polygraph/polygraph.h"
 #include "isowatch/verdict/violation.h"
 
 #include "tests/testing/test_history.h"
@@ -59,6 +60,18 @@ std::vector<Finding> Adya(const history::History& h) {
 std::vector<Finding> Plume(const history::History& h) {
   plume::PlumeResult r = plume::CheckPlume(h);
   EXPECT_TRUE(r.complete);
+  return Collect(h, r.violations);
+}
+
+// The polygraph at serializability and snapshot isolation at once: a finding inside one read
+// names both levels.
+std::vector<Finding> Polygraph(const history::History& h) {
+  polygraph::PolygraphResult r = polygraph::CheckPolygraph(h);
+  EXPECT_TRUE(r.complete) << r.undecided;
+  for (const Violation& v : r.violations) {
+    EXPECT_THAT(v.levels, ::testing::UnorderedElementsAre(IsolationLevel::kSnapshotIsolation,
+                                                          IsolationLevel::kSerializable));
+  }
   return Collect(h, r.violations);
 }
 
@@ -191,8 +204,8 @@ TEST_P(ReadFaultAgreementTest, EveryCheckerNamesTheReadAlike) {
   const history::History h = c.history.Build();
   const std::vector<std::vector<Finding>> results = {Chronos(h, IsolationLevel::kSnapshotIsolation),
                                                      Chronos(h, IsolationLevel::kSerializable),
-                                                     Adya(h), Plume(h)};
-  const char* names[] = {"chronos si", "chronos ser", "adya", "plume"};
+                                                     Adya(h), Plume(h), Polygraph(h)};
+  const char* names[] = {"chronos si", "chronos ser", "adya", "plume", "polygraph"};
   for (size_t i = 0; i < results.size(); ++i) {
     SCOPED_TRACE(names[i]);
     const std::vector<Finding>& found = results[i];
@@ -218,6 +231,7 @@ TEST(ReadFaultAgreement, CheckersKeepTheirOwnAnomalyNames) {
     EXPECT_EQ(Chronos(h, IsolationLevel::kSnapshotIsolation).at(0).anomaly, Anomaly::kExt);
     EXPECT_EQ(Adya(h).at(0).anomaly, Anomaly::kG1a);
     EXPECT_EQ(Plume(h).at(0).anomaly, Anomaly::kTapB);
+    EXPECT_EQ(Polygraph(h).at(0).anomaly, Anomaly::kG1a);
   }
 }
 

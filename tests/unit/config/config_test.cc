@@ -226,6 +226,8 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
        [p = &checker_options] { return Has(*p, "polygraph.levels", "ser"); }},
       {"checkers.polygraph.si_variant", "strong",
        [p = &checker_options] { return Has(*p, "polygraph.si_variant", "strong"); }},
+      {"checkers.polygraph.solver", "cryptominisat",
+       [p = &checker_options] { return Has(*p, "polygraph.solver", "cryptominisat"); }},
   };
   std::vector<std::string> field_keys;
   for (const Field& f : fields) {

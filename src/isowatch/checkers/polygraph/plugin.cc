@@ -16,6 +16,7 @@ namespace isowatch::checkers {
 namespace {
 
 using history::History;
+using polygraph::SatBackend;
 using polygraph::SiVariant;
 using verdict::Anomaly;
 using verdict::IsolationLevel;
@@ -24,16 +25,20 @@ constexpr std::string_view kName = "polygraph";
 
 class PolygraphChecker final : public Checker {
  public:
-  PolygraphChecker(std::vector<IsolationLevel> levels, SiVariant variant)
-      : levels_(std::move(levels)), variant_(variant) {}
+  PolygraphChecker(std::vector<IsolationLevel> levels, SiVariant variant, SatBackend solver)
+      : levels_(std::move(levels)), variant_(variant), solver_(solver) {}
 
   std::string_view name() const override { return kName; }
   const std::vector<IsolationLevel>& levels() const override { return levels_; }
 
   CheckerResult Check(const History& h, const WindowScope* scope,
                       const CheckLimits& limits) const override {
-    polygraph::PolygraphResult r = polygraph::CheckPolygraph(
-        h, {.levels = levels_, .si_variant = variant_, .limits = &limits});
+    polygraph::PolygraphResult r =
+        polygraph::CheckPolygraph(h, {.levels = levels_,
+                                      .si_variant = variant_,
+                                      .solver = solver_,
+                                      .limits = &limits,
+                                      .first_counted = scope == nullptr ? 0 : scope->first_proper});
     CheckerResult out;
     out.complete = r.complete;
     out.undecided = std::move(r.undecided);
@@ -48,10 +53,8 @@ class PolygraphChecker final : public Checker {
       out.findings_out_of_scope += before - out.violations.size();
     }
     KeepInScope(scope, &out);
-    const uint32_t first = scope == nullptr ? 0 : scope->first_proper;
-    for (uint64_t i = first; i < h.size(); ++i) {
-      if (h.has_txn(TxnId(i)) && h.txn(TxnId(i)).committed()) ++out.transactions_checked;
-    }
+    // Judged: the committed transactions and those of unknown outcome a read saw.
+    out.transactions_checked = r.counted;
     out.transactions_skipped = h.size() - out.transactions_checked;
     return out;
   }
@@ -59,6 +62,7 @@ class PolygraphChecker final : public Checker {
  private:
   std::vector<IsolationLevel> levels_;
   SiVariant variant_;
+  SatBackend solver_;
 };
 
 absl::StatusOr<SiVariant> ParseVariant(std::string_view text) {
@@ -70,6 +74,14 @@ absl::StatusOr<SiVariant> ParseVariant(std::string_view text) {
       fmt::format("{}.si_variant: '{}' is no variant (adya, generalized, strong-session or "
                   "strong)",
                   kName, text));
+}
+
+absl::StatusOr<SatBackend> ParseSolver(std::string_view text) {
+  for (SatBackend b : {SatBackend::kCadical, SatBackend::kCryptoMiniSat}) {
+    if (text == polygraph::SatBackendName(b)) return b;
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("{}.solver: '{}' is no solver (cadical or cryptominisat)", kName, text));
 }
 
 }  // namespace
@@ -91,7 +103,12 @@ CheckerInfo PolygraphPlugin() {
                    .default_value = "adya",
                    .help = "which snapshot isolation si means: Adya's; generalized (commits in "
                            "real-time order); strong session (and each transaction sees its "
-                           "session's earlier commits); strong (and the latest snapshot)"}},
+                           "session's earlier commits); strong (and the latest snapshot)"},
+                  {.name = "solver",
+                   .type = "cadical|cryptominisat",
+                   .default_value = "cadical",
+                   .help = "the SAT solver behind the search; both decide alike "
+                           "(docs/checkers/polygraph.md, \"The solver\")"}},
       .create = [](std::vector<IsolationLevel> levels,
                    const CheckerOptions& options) -> absl::StatusOr<std::unique_ptr<Checker>> {
         SiVariant variant = SiVariant::kAdya;
@@ -100,7 +117,13 @@ CheckerInfo PolygraphPlugin() {
           if (!parsed.ok()) return parsed.status();
           variant = *parsed;
         }
-        return std::make_unique<PolygraphChecker>(std::move(levels), variant);
+        SatBackend solver = SatBackend::kCadical;
+        if (auto it = options.find("solver"); it != options.end()) {
+          absl::StatusOr<SatBackend> parsed = ParseSolver(it->second);
+          if (!parsed.ok()) return parsed.status();
+          solver = *parsed;
+        }
+        return std::make_unique<PolygraphChecker>(std::move(levels), variant, solver);
       },
   };
 }

@@ -49,11 +49,22 @@ const char* SiVariantName(SiVariant variant) {
   return "?";
 }
 
+const char* SatBackendName(SatBackend backend) {
+  switch (backend) {
+    case SatBackend::kCadical:
+      return "cadical";
+    case SatBackend::kCryptoMiniSat:
+      return "cryptominisat";
+  }
+  return "?";
+}
+
 PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions& options) {
   PolygraphResult out;
   const SiVariant variant = options.si_variant;
-  Model m = BuildModel(h, options.limits);
+  Model m = BuildModel(h, options.limits, options.max_constraint_edges);
   const ModelStats& ms = m.stats;
+  for (TxnId t : m.txns) out.counted += t.value() >= options.first_counted ? 1 : 0;
   out.stats = {{"transactions", ms.transactions},
                {"unknown_committed", ms.unknown_committed},
                {"unknown_dropped", ms.unknown_dropped},
@@ -117,6 +128,7 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
     const SearchResult r = Search(m, {.mode = mode,
                                       .real_time_to_begin = si && variant == SiVariant::kStrong,
                                       .prune = options.prune,
+                                      .solver = options.solver,
                                       .limits = options.limits});
     AddStats(fmt::format("{}_", verdict::IsolationLevelName(level)), r.stats, out.stats);
     if (r.verdict == SearchResult::Verdict::kStopped) {

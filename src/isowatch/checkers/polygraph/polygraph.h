@@ -29,16 +29,31 @@ enum class SiVariant : uint8_t {
 // "adya", "generalized", "strong-session", "strong"
 const char* SiVariantName(SiVariant variant);
 
+// The SAT solver behind the search (docs/checkers/polygraph.md, "The solver").
+enum class SatBackend : uint8_t {
+  kCadical = 0,
+  kCryptoMiniSat = 1,
+};
+
+const char* SatBackendName(SatBackend backend);  // "cadical", "cryptominisat"
+
 struct PolygraphOptions {
   // Any of serializability and snapshot isolation.
   std::vector<verdict::IsolationLevel> levels = {verdict::IsolationLevel::kSnapshotIsolation,
                                                  verdict::IsolationLevel::kSerializable};
   SiVariant si_variant = SiVariant::kAdya;
+  SatBackend solver = SatBackend::kCadical;
   // Fixes constraints whose other order closes a cycle before solving (complete: it changes no
   // verdict). Off only to show that in tests.
   bool prune = true;
   // When to stop; nullptr: never. Not owned.
   const CheckLimits* limits = nullptr;
+  // Transactions with a smaller index (a window's lead-in) are judged but not counted in
+  // PolygraphResult::counted.
+  uint64_t first_counted = 0;
+  // The most constraint edges the model may hold (16 bytes each, and about as much again in the
+  // search); a history that needs more is left undecided. Smaller only in tests.
+  size_t max_constraint_edges = size_t{1} << 24;
 };
 
 struct PolygraphResult {
@@ -50,6 +65,9 @@ struct PolygraphResult {
   // intermediate and thin-air reads, lost updates) name every level judged
   // (verdict::Violation::levels); a cycle names the level whose graph it is in.
   std::vector<verdict::Violation> violations;
+  // Transactions judged, from PolygraphOptions::first_counted on: the committed ones and those
+  // of unknown outcome judged committed because a read saw their writes.
+  size_t counted = 0;
   // Counts for reports: the model's, then the search's per level ("ser_constraints", ...).
   std::vector<std::pair<std::string, uint64_t>> stats;
 };

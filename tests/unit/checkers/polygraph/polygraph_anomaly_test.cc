@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "isowatch/checkers/polygraph/polygraph.h"
@@ -230,6 +231,52 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The anomaly each cycle of the notes' examples is, as a field of the finding (not only words
+// of its explanation), at each level where it is one; a finding inside one read is no cycle.
+TEST(PolygraphCycleKindTest, NotesExamplesAreNamed) {
+  using verdict::CycleKind;
+  struct Named {
+    std::vector<std::string> txns;
+    CycleKind ser;
+    CycleKind si;
+  };
+  const Named named[] = {
+      {{"T1: r(a,0) w(a,1)", "T2: r(a,0) w(a,2)"}, CycleKind::kLostUpdate, CycleKind::kLostUpdate},
+      {{"T1: r(a,0) r(b,0) w(a,1)", "T2: r(a,0) r(b,0) w(b,1)"},
+       CycleKind::kWriteSkew,
+       CycleKind::kNone},
+      {{"T1: w(a,1) w(b,1)", "T2: r(a,1) w(a,2)", "T3: r(b,1) w(b,2)", "T4: r(a,2) r(b,1)",
+        "T5: r(a,1) r(b,2)"},
+       CycleKind::kAntiDependencyCycle,
+       CycleKind::kLongFork},
+      {{"T1: w(a,1) w(b,1)", "T2: r(a,1) r(b,0)"}, CycleKind::kReadSkew, CycleKind::kReadSkew},
+      {{"T1: w(a,1) r(b,1)", "T2: w(b,1) r(a,1)"},
+       CycleKind::kCircularFlow,
+       CycleKind::kCircularFlow},
+      {{"T1: w(a,1)", "T2: r(a,1) w(b,1)", "T3: r(b,1) r(a,0)"},
+       CycleKind::kReadSkew,
+       CycleKind::kMissedEffect},
+      {{"T1: w(a,1) w(a,2)", "T2: r(a,1)"}, CycleKind::kNone, CycleKind::kNone},
+  };
+  for (const Named& n : named) {
+    const history::History h = Build(Case{"", n.txns, false, false});
+    for (IsolationLevel level : {kSer, kSi}) {
+      const PolygraphResult r = CheckPolygraph(h, {.levels = {level}});
+      ASSERT_TRUE(r.complete) << r.undecided;
+      const CycleKind want = level == kSer ? n.ser : n.si;
+      const verdict::Violation* first = FirstAt(r, level);
+      // Only the write skew is valid, and only at snapshot isolation.
+      const bool valid = level == kSi && n.ser == CycleKind::kWriteSkew;
+      ASSERT_EQ(first == nullptr, valid)
+          << n.txns.front() << " at " << verdict::IsolationLevelName(level) << ":\n"
+          << Show(r);
+      if (valid) continue;
+      EXPECT_STREQ(verdict::CycleKindName(first->cycle_kind), verdict::CycleKindName(want))
+          << verdict::IsolationLevelName(level) << ": " << first->explanation;
+    }
+  }
+}
+
 // The variant table of the notes, with real time as the clients' intervals [invoke, complete]:
 // each history's verdict under Adya, generalized, strong session and strong SI.
 struct VariantCase {
@@ -383,6 +430,37 @@ TEST(PolygraphTest, DuplicateWritesLeaveTheHistoryUndecided) {
   EXPECT_FALSE(r.complete);
   EXPECT_NE(r.undecided.find("more than one transaction"), std::string::npos) << r.undecided;
   EXPECT_TRUE(r.violations.empty());
+}
+
+// Past the constraint-edge cap the history is undecided (UNKNOWN), never valid; under it the
+// same history is judged. Five blind writers of one key and a reader of each: every pair of the
+// five chains is a constraint of 1 + 1 edges per order, 2 * 5 * 4 = 40 edges in all.
+TEST(PolygraphTest, ConstraintEdgeCapGivesUnknown) {
+  std::vector<std::string> txns;
+  for (int i = 1; i <= 5; ++i) txns.push_back(fmt::format("W{}: w(a,{})", i, i));
+  for (int i = 1; i <= 5; ++i) txns.push_back(fmt::format("R{}: r(a,{})", i, i));
+  const history::History h = Build(Case{"", txns, true, true});
+  const PolygraphResult judged = CheckPolygraph(h, {.max_constraint_edges = 41});
+  EXPECT_TRUE(judged.complete) << judged.undecided;
+  EXPECT_TRUE(judged.violations.empty()) << Show(judged);
+  const PolygraphResult capped = CheckPolygraph(h, {.max_constraint_edges = 40});
+  EXPECT_FALSE(capped.complete);
+  EXPECT_TRUE(capped.violations.empty());
+  EXPECT_NE(capped.undecided.find("more than 40 constraint edges"), std::string::npos)
+      << capped.undecided;
+}
+
+// Counted: committed transactions and unknown ones a read saw, from first_counted on.
+TEST(PolygraphTest, CountsTheTransactionsItJudges) {
+  TestHistory t;
+  t.DefaultInitial(0);
+  t.Untimed("U1", "a", history::TxnStatus::kUnknown).W(0, 1);
+  t.Untimed("U2", "b", history::TxnStatus::kUnknown).W(0, 2);
+  t.Untimed("R", "c").R(0, 1);
+  t.Untimed("A", "d", history::TxnStatus::kAborted).W(0, 3);
+  const history::History h = t.Build();
+  EXPECT_EQ(CheckPolygraph(h).counted, 2u);
+  EXPECT_EQ(CheckPolygraph(h, {.first_counted = 1}).counted, 1u);
 }
 
 TEST(PolygraphTest, ExpiredLimitsGiveUnknown) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -520,19 +521,21 @@ class Builder {
     const bool initial =
         (v.absent() && h_.AbsentReadsInitial(op.key())) || v == h_.InitialValue(op.key());
     auto it = index_.find(VersionKey{k, v});
+    const std::optional<uint32_t> last_own =
+        WroteBefore(k) ? std::optional<uint32_t>(own_last_[k]) : std::nullopt;
     if (it != index_.end() && it->second.txn == reader) {
-      if (it->second.op > op_index) {
-        AddOwnFinding(verdict::ReadFault::kFuture, reader, op_index, it->second.op);
-      } else if (own_last_[k] != it->second.op) {
-        AddOwnFinding(verdict::ReadFault::kNotLastWrite, reader, op_index, own_last_[k]);
+      if (const auto fault = axioms::JudgeOwnWrite(op_index, it->second.op, last_own)) {
+        AddOwnFinding(fault->fault, reader, op_index, fault->own_op);
       }
       ++out_.counts.own_reads;
       return;
     }
-    // After writing the key, the transaction reads its own last write and nothing else.
-    if (WroteBefore(k) &&
-        (initial || (it != index_.end() && it->second.cls != WriteClass::kAborted))) {
-      AddOwnFinding(verdict::ReadFault::kNotOwnWrite, reader, op_index, own_last_[k]);
+    // After writing the key, the transaction reads its own last write and nothing else; a value
+    // nobody (or only an aborted transaction) wrote is reported as such below.
+    if (initial || (it != index_.end() && it->second.cls != WriteClass::kAborted)) {
+      if (const auto fault = axioms::JudgeOwnWrite(op_index, std::nullopt, last_own)) {
+        AddOwnFinding(fault->fault, reader, op_index, fault->own_op);
+      }
     }
     // The initial version, unless a committed transaction installed the same value.
     if (initial && (it == index_.end() || it->second.cls != WriteClass::kCommittedFinal)) {

@@ -2,12 +2,14 @@
 #include "isowatch/checkers/plume/internal/model.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include <fmt/format.h>
 
+#include "isowatch/axioms/own_appends.h"
 #include "isowatch/checkers/plume/internal/explain.h"
 
 namespace isowatch::checkers::plume {
@@ -304,29 +306,32 @@ class Builder {
       const KeyId key = op.key();
       const std::string text = ReadText(h_, op);
       auto own = own_.find(key);
-      if (s.node == u) {
-        if (s.pos > p) {
-          Report(Anomaly::kTapC, {m_.txn[u]}, key, text,
-                 fmt::format("{} read {}, a value it wrote itself only later, at operation {}", who,
-                             text, s.pos + 1),
-                 Forbidding(Anomaly::kTapC));
-        } else if (own != own_.end() && own->second != s.pos) {
-          Report(Anomaly::kTapE, {m_.txn[u]}, key, text,
-                 fmt::format("{} read {}, its own write at operation {}, though it had since "
-                             "written {} at operation {}",
-                             who, text, s.pos + 1, h_.ValueToString(ops[own->second].value()),
-                             own->second + 1),
-                 Forbidding(Anomaly::kTapE));
-        }
-        continue;
+      const std::optional<uint32_t> last_own =
+          own == own_.end() ? std::nullopt : std::optional<uint32_t>(own->second);
+      const std::optional<axioms::IntRead> fault = axioms::JudgeOwnWrite(
+          p, s.node == u ? std::optional<uint32_t>(s.pos) : std::nullopt, last_own);
+      const verdict::ReadFault named = fault ? fault->fault : verdict::ReadFault::kNone;
+      if (named == verdict::ReadFault::kFuture) {
+        Report(Anomaly::kTapC, {m_.txn[u]}, key, text,
+               fmt::format("{} read {}, a value it wrote itself only later, at operation {}", who,
+                           text, fault->own_op + 1),
+               Forbidding(Anomaly::kTapC));
+      } else if (named == verdict::ReadFault::kNotLastWrite) {
+        Report(Anomaly::kTapE, {m_.txn[u]}, key, text,
+               fmt::format("{} read {}, its own write at operation {}, though it had since "
+                           "written {} at operation {}",
+                           who, text, s.pos + 1, h_.ValueToString(ops[fault->own_op].value()),
+                           fault->own_op + 1),
+               Forbidding(Anomaly::kTapE));
       }
+      if (s.node == u) continue;
       const std::string writer = Name(h_, m_, s.node);
-      if (own != own_.end()) {
+      if (named == verdict::ReadFault::kNotOwnWrite) {
         std::vector<TxnId> txns = {m_.txn[u]};
         if (s.node != kInit) txns.push_back(m_.txn[s.node]);
         Report(Anomaly::kTapD, std::move(txns), key, text,
                fmt::format("{} read {} from {} after writing {} itself at operation {}", who, text,
-                           writer, h_.ValueToString(ops[own->second].value()), own->second + 1),
+                           writer, h_.ValueToString(ops[fault->own_op].value()), fault->own_op + 1),
                Forbidding(Anomaly::kTapD));
       }
       if (s.node != kInit && !s.final) {

@@ -72,10 +72,12 @@ std::string Walk(const History& h, const Model& m, const Cycle& c) {
 
 struct Kind {
   Anomaly anomaly;
+  verdict::CycleKind cycle;
   const char* name;
 };
 
 Kind Classify(const Model& m, const Cycle& c, Mode mode) {
+  using verdict::CycleKind;
   size_t rw = 0;
   size_t wr = 0;
   size_t ww = 0;
@@ -87,20 +89,24 @@ Kind Classify(const Model& m, const Cycle& c, Mode mode) {
   }
   const bool pair = c.labels.size() == 2;
   if (rw == 0) {
-    if (wr == 0 && ww > 0) return {Anomaly::kG0, "G0 (write cycle)"};
-    if (wr + ww == 0) return {Anomaly::kSession, "a session or real-time order cycle"};
-    return {Anomaly::kG1c, "G1c (circular information flow)"};
+    if (wr == 0 && ww > 0) return {Anomaly::kG0, CycleKind::kWriteCycle, "G0 (write cycle)"};
+    if (wr + ww == 0) {
+      return {Anomaly::kSession, CycleKind::kOrderCycle, "a session or real-time order cycle"};
+    }
+    return {Anomaly::kG1c, CycleKind::kCircularFlow, "G1c (circular information flow)"};
   }
   if (rw == 1) {
     const Anomaly a = mode == Mode::kSerializable ? Anomaly::kGSingle : Anomaly::kGSIb;
-    if (pair && ww == 1) return {a, "lost update"};
-    if (pair && wr == 1) return {a, "read skew"};
-    return {a, mode == Mode::kSerializable ? "G-single (read skew)" : "G-SIb (a missed effect)"};
+    if (pair && ww == 1) return {a, CycleKind::kLostUpdate, "lost update"};
+    if (pair && wr == 1) return {a, CycleKind::kReadSkew, "read skew"};
+    if (mode == Mode::kSerializable) return {a, CycleKind::kReadSkew, "G-single (read skew)"};
+    return {a, CycleKind::kMissedEffect, "G-SIb (a missed effect)"};
   }
   if (mode == Mode::kSerializable) {
-    return {Anomaly::kG2Item, pair && rw == 2 ? "write skew" : "G2-item (anti-dependency cycle)"};
+    if (pair && rw == 2) return {Anomaly::kG2Item, CycleKind::kWriteSkew, "write skew"};
+    return {Anomaly::kG2Item, CycleKind::kAntiDependencyCycle, "G2-item (anti-dependency cycle)"};
   }
-  return {Anomaly::kG2Item, "long fork"};
+  return {Anomaly::kG2Item, CycleKind::kLongFork, "long fork"};
 }
 
 // "the order of x's writers T1 and T2".
@@ -117,6 +123,7 @@ verdict::Violation Explain(const History& h, const Model& m, const Refutation& r
   const Kind kind = Classify(m, shortest, mode);
   verdict::Violation v;
   v.anomaly = kind.anomaly;
+  v.cycle_kind = kind.cycle;
   for (uint32_t label : shortest.labels) v.txns.push_back(m.txns[EdgeAt(m, label).from]);
   for (uint32_t label : shortest.labels) {
     if (EdgeAt(m, label).key.valid()) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -12,6 +13,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include <fmt/format.h>
+
+#include "isowatch/axioms/own_appends.h"
 
 namespace isowatch::checkers::polygraph {
 namespace {
@@ -29,8 +32,6 @@ using verdict::Violation;
 constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
 // The writer of the initial state, in place of a node.
 constexpr uint32_t kGenesis = kNoNode - 1;
-// Constraint edges a model may hold (16 bytes each, and about as much again in the search).
-constexpr size_t kMaxConstraintEdges = size_t{1} << 24;
 
 // Who wrote a (key, value) pair.
 struct WriteRef {
@@ -59,7 +60,11 @@ uint64_t Pack(KeyId key, uint32_t node) { return (uint64_t{key.value()} << 32) |
 
 class Builder {
  public:
-  Builder(const History& h, const CheckLimits* limits) : h_(h), poll_(limits, 64) {}
+  Builder(const History& h, const CheckLimits* limits, size_t max_constraint_edges)
+      : h_(h),
+        poll_(limits, 64),
+        max_constraint_edges_(max_constraint_edges),
+        constraint_edge_budget_(max_constraint_edges) {}
 
   Model Build() && {
     IndexWrites();
@@ -93,9 +98,11 @@ class Builder {
     return (v.absent() && h_.AbsentReadsInitial(k)) || v == h_.InitialValue(k);
   }
 
-  void Find(Anomaly anomaly, std::vector<TxnId> txns, KeyId key, std::string explanation) {
+  void Find(Anomaly anomaly, std::vector<TxnId> txns, KeyId key, std::string explanation,
+            verdict::ReadFault fault = verdict::ReadFault::kNone) {
     Violation v;
     v.anomaly = anomaly;
+    v.read_fault = fault;
     v.txns = std::move(txns);
     v.key = key;
     v.explanation = std::move(explanation);
@@ -190,21 +197,22 @@ class Builder {
     size_t next_range = 0;
     for (size_t pos = 0; pos <= ops.size(); ++pos) {
       while (next_range < ranges.size() && ranges[next_range].position == pos) {
-        RangeReadOf(node, ranges[next_range++], scope);
+        RangeReadOf(node, ranges[next_range++], static_cast<uint32_t>(pos), scope);
       }
       if (pos == ops.size()) break;
       const Op& op = ops[pos];
       const KeyId k = op.key();
+      const uint32_t at = static_cast<uint32_t>(pos);
       if (op.kind() == OpKind::kWrite) {
-        scope.own[k] = op.value();
+        scope.own[k] = at;
       } else if (op.kind() == OpKind::kAppend) {
         appended[k].push_back(op.value());
       } else if (op.unknown()) {
         ++model_.stats.unobserved_reads;
       } else if (op.kind() == OpKind::kListRead) {
-        ListReadOf(node, k, h_.list_elements(op), appended[k], first_list);
+        ListReadOf(node, at, k, h_.list_elements(op), appended[k], first_list);
       } else {
-        RegisterRead(node, k, op.value(), scope);
+        RegisterRead(node, at, k, op.value(), scope);
       }
     }
     for (size_t e = ext_begin; e < ext_.size(); ++e) {
@@ -212,21 +220,78 @@ class Builder {
     }
   }
 
-  // What a transaction has written and read of registers so far.
+  // What a transaction has written and read of registers so far: per key, the index of its last
+  // write, and the first value it read.
   struct Scope {
-    absl::flat_hash_map<KeyId, Value> own;
+    absl::flat_hash_map<KeyId, uint32_t> own;
     absl::flat_hash_map<KeyId, Value> first_read;
   };
 
-  // The internal checks of a read of register `k` = `v` by `node`; an external one goes to ext_.
-  void RegisterRead(uint32_t node, KeyId k, Value v, Scope& scope) {
+  // The index of `id`'s write of `k` = `v`. REQUIRES: it wrote it.
+  uint32_t OwnWriteAt(TxnId id, KeyId k, Value v) const {
+    const std::span<const Op> ops = h_.ops(id);
+    uint32_t j = 0;
+    while (j + 1 < ops.size() &&
+           !(ops[j].kind() == OpKind::kWrite && ops[j].key() == k && ops[j].value() == v)) {
+      ++j;
+    }
+    return j;
+  }
+
+  // Reports a read of `k` = `v` by `reader` that no transaction wrote (nor is it the initial
+  // value) or that only an aborted one did; false if it is neither.
+  bool Unwritten(TxnId reader, KeyId k, Value v) {
+    auto it = writes_.find(KeyValue{k, v});
+    if (it == writes_.end()) {
+      if (IsInitial(k, v)) return false;
+      Find(Anomaly::kThinAir, {reader}, k,
+           fmt::format("{} read {} = {}, which no transaction wrote and which is not the initial "
+                       "value",
+                       Name(reader), Key(k), Val(v)),
+           verdict::ReadFault::kThinAir);
+      return true;
+    }
+    const TxnId writer = it->second.txn;
+    if (NodeOf(writer) != kNoNode) return false;
+    Find(Anomaly::kG1a, {reader, writer}, k,
+         fmt::format("{} read {} = {}, written by {}, which aborted", Name(reader), Key(k), Val(v),
+                     Name(writer)),
+         verdict::ReadFault::kAborted);
+    return true;
+  }
+
+  // The internal checks of a read of register `k` = `v` by `node`, standing at `at` among its
+  // operations; an external one goes to ext_.
+  void RegisterRead(uint32_t node, uint32_t at, KeyId k, Value v, Scope& scope) {
     const TxnId id = model_.txns[node];
-    if (auto it = scope.own.find(k); it != scope.own.end()) {
-      if (it->second != v) {
-        Find(Anomaly::kInt, {id}, k,
-             fmt::format("{} read {} = {} after writing {} = {} itself", Name(id), Key(k), Val(v),
-                         Key(k), Val(it->second)));
+    auto own = scope.own.find(k);
+    const std::optional<uint32_t> last_own =
+        own == scope.own.end() ? std::nullopt : std::optional<uint32_t>(own->second);
+    auto w = writes_.find(KeyValue{k, v});
+    const std::optional<uint32_t> source = w != writes_.end() && w->second.txn == id
+                                               ? std::optional<uint32_t>(OwnWriteAt(id, k, v))
+                                               : std::nullopt;
+    // A read of an own write, or any read after one, is internal: it says nothing of others.
+    if (source.has_value() || last_own.has_value()) {
+      if (!source.has_value() && Unwritten(id, k, v)) return;
+      const std::optional<axioms::IntRead> fault = axioms::JudgeOwnWrite(at, source, last_own);
+      if (!fault.has_value()) return;
+      const Value last = last_own ? h_.ops(id)[*last_own].value() : Value();
+      std::string text;
+      switch (fault->fault) {
+        case verdict::ReadFault::kFuture:
+          text =
+              fmt::format("{} read {} = {}, a value it wrote only later", Name(id), Key(k), Val(v));
+          break;
+        case verdict::ReadFault::kNotLastWrite:
+          text = fmt::format("{} read {} = {}, its own write, though it had since written {} = {}",
+                             Name(id), Key(k), Val(v), Key(k), Val(last));
+          break;
+        default:
+          text = fmt::format("{} read {} = {} after writing {} = {} itself", Name(id), Key(k),
+                             Val(v), Key(k), Val(last));
       }
+      Find(Anomaly::kInt, {id}, k, std::move(text), fault->fault);
       return;
     }
     if (auto it = scope.first_read.find(k); it != scope.first_read.end()) {
@@ -238,19 +303,13 @@ class Builder {
       return;
     }
     scope.first_read[k] = v;
-    auto w = writes_.find(KeyValue{k, v});
-    if (w != writes_.end() && w->second.txn == id) {
-      Find(Anomaly::kInt, {id}, k,
-           fmt::format("{} read {} = {}, a value it wrote only later", Name(id), Key(k), Val(v)));
-      return;
-    }
     ext_.push_back({node, k, v, kNoNode, false});
   }
 
   // A range read (docs/checkers/polygraph.md, "Range reads"): every record it returned, live or
   // tombstoned, is a read of its key; every other register key of the history in its range was
   // absent, a read of the initial state.
-  void RangeReadOf(uint32_t node, const history::RangeRead& r, Scope& scope) {
+  void RangeReadOf(uint32_t node, const history::RangeRead& r, uint32_t at, Scope& scope) {
     const TxnId id = model_.txns[node];
     if (sorted_keys_.empty()) {
       for (uint32_t k = 0; k < h_.key_count(); ++k) {
@@ -274,7 +333,7 @@ class Builder {
           continue;
         }
         returned.insert(kv.key);
-        RegisterRead(node, kv.key, kv.value, scope);
+        RegisterRead(node, at, kv.key, kv.value, scope);
       }
     }
     auto first = r.low.unbounded
@@ -282,7 +341,7 @@ class Builder {
                      : std::lower_bound(sorted_keys_.begin(), sorted_keys_.end(), r.low.key,
                                         [&](KeyId a, KeyId b) { return KeyLess(a, b); });
     for (auto it = first; it != sorted_keys_.end() && in_range(*it); ++it) {
-      if (!returned.contains(*it)) RegisterRead(node, *it, Value::Absent(), scope);
+      if (!returned.contains(*it)) RegisterRead(node, at, *it, Value::Absent(), scope);
     }
   }
 
@@ -299,32 +358,21 @@ class Builder {
   void Resolve(ExtRead r) {
     const Value v = r.value;
     const TxnId reader = model_.txns[r.reader];
+    if (Unwritten(reader, r.key, v)) return;
     auto it = writes_.find(KeyValue{r.key, v});
     if (it == writes_.end()) {
-      if (IsInitial(r.key, v)) {
-        r.writer = kGenesis;
-        reads_.push_back(r);
-        return;
-      }
-      Find(Anomaly::kThinAir, {reader}, r.key,
-           fmt::format("{} read {} = {}, which no transaction wrote and which is not the initial "
-                       "value",
-                       Name(reader), Key(r.key), Val(v)));
+      r.writer = kGenesis;
+      reads_.push_back(r);
       return;
     }
     const TxnId writer = it->second.txn;
     const uint32_t w = NodeOf(writer);
-    if (w == kNoNode) {
-      Find(Anomaly::kG1a, {reader, writer}, r.key,
-           fmt::format("{} read {} = {}, written by {}, which aborted", Name(reader), Key(r.key),
-                       Val(v), Name(writer)));
-      return;
-    }
     if (!it->second.final) {
       Find(Anomaly::kG1b, {reader, writer}, r.key,
            fmt::format("{} read {} = {}, which {} overwrote before it committed (an intermediate "
                        "write)",
-                       Name(reader), Key(r.key), Val(v), Name(writer)));
+                       Name(reader), Key(r.key), Val(v), Name(writer)),
+           verdict::ReadFault::kIntermediate);
       return;
     }
     r.writer = w;
@@ -335,13 +383,15 @@ class Builder {
   // The internal checks of one list read `seen` of `k` by `node`, which appended `own` to `k`
   // before it; the first read of a key is external and goes to list_reads_ (its index to
   // `first`).
-  void ListReadOf(uint32_t node, KeyId k, std::span<const Value> seen,
+  void ListReadOf(uint32_t node, uint32_t at, KeyId k, std::span<const Value> seen,
                   const std::vector<Value>& own, absl::flat_hash_map<KeyId, size_t>& first) {
     const TxnId id = model_.txns[node];
     if (seen.size() < own.size() || !std::equal(own.begin(), own.end(), seen.end() - own.size())) {
+      const std::optional<axioms::IntRead> fault = axioms::JudgeOwnAppends(h_, id, at);
       Find(Anomaly::kInt, {id}, k,
            fmt::format("{} read {} = {} after appending {} itself", Name(id), Key(k),
-                       h_.ListToString(seen), h_.ListToString(own)));
+                       h_.ListToString(seen), h_.ListToString(own)),
+           fault ? fault->fault : verdict::ReadFault::kNone);
       return;
     }
     const std::span<const Value> version = seen.first(seen.size() - own.size());
@@ -359,7 +409,8 @@ class Builder {
       if (w != writes_.end() && w->second.txn == id) {
         Find(Anomaly::kInt, {id}, k,
              fmt::format("{} read {} = {}, with {}, which it appends only later", Name(id), Key(k),
-                         h_.ListToString(seen), Val(e)));
+                         h_.ListToString(seen), Val(e)),
+             verdict::ReadFault::kFuture);
         return;
       }
     }
@@ -432,14 +483,16 @@ class Builder {
       if (w == writes_.end()) {
         Find(Anomaly::kThinAir, {witness}, k,
              fmt::format("{} read {} = {}, with {}, which no transaction appended", Name(witness),
-                         Key(k), h_.ListToString(longest), Val(longest[i])));
+                         Key(k), h_.ListToString(longest), Val(longest[i])),
+             verdict::ReadFault::kThinAir);
         return;
       }
       const uint32_t node = NodeOf(w->second.txn);
       if (node == kNoNode) {
         Find(Anomaly::kG1a, {witness, w->second.txn}, k,
              fmt::format("{} read {} = {}, with {}, appended by {}, which aborted", Name(witness),
-                         Key(k), h_.ListToString(longest), Val(longest[i]), Name(w->second.txn)));
+                         Key(k), h_.ListToString(longest), Val(longest[i]), Name(w->second.txn)),
+             verdict::ReadFault::kAborted);
         return;
       }
       // A writer's elements stand in the list as it appended them, each once.
@@ -485,7 +538,8 @@ class Builder {
              fmt::format("{} read {} = {}, which ends inside {}'s appends (an intermediate "
                          "version)",
                          Name(model_.txns[read.reader]), Key(k), h_.ListToString(read.version),
-                         Name(writer)));
+                         Name(writer)),
+             verdict::ReadFault::kIntermediate);
         continue;
       }
       readers[v].push_back(read.reader);
@@ -592,7 +646,7 @@ class Builder {
         model_.unjudgeable = fmt::format(
             "the unknown write orders need more than {} constraint edges (hot keys with many "
             "writers: {} has {} chains of writers), more than the checker holds in memory",
-            kMaxConstraintEdges, Key(k), chains.size());
+            max_constraint_edges_, Key(k), chains.size());
         return;
       }
       for (size_t a = 0; a < chains.size(); ++a) {
@@ -632,6 +686,7 @@ class Builder {
          fmt::format("lost update: {} and {} both read {} of {} and both wrote {}, so one of "
                      "them overwrote an update it never saw",
                      Name(model_.txns[a]), Name(model_.txns[b]), source, Key(k), Key(k)));
+    model_.findings.back().cycle_kind = verdict::CycleKind::kLostUpdate;
   }
 
   const History& h_;
@@ -640,7 +695,8 @@ class Builder {
   absl::flat_hash_map<KeyValue, WriteRef> writes_;
   std::vector<uint32_t> node_of_;  // history index -> node
   std::vector<ListRead> list_reads_;
-  size_t constraint_edge_budget_ = kMaxConstraintEdges;
+  const size_t max_constraint_edges_;
+  size_t constraint_edge_budget_;
   std::vector<KeyId> sorted_keys_;  // register keys in range order, once a range read needs them
   std::vector<ExtRead> ext_;
   std::vector<ExtRead> reads_;  // resolved, with their writers
@@ -664,7 +720,9 @@ const char* EdgeKindName(EdgeKind kind) {
   return "?";
 }
 
-Model BuildModel(const History& h, const CheckLimits* limits) { return Builder(h, limits).Build(); }
+Model BuildModel(const History& h, const CheckLimits* limits, size_t max_constraint_edges) {
+  return Builder(h, limits, max_constraint_edges).Build();
+}
 
 void AddOrderEdges(const History& h, bool session, bool real_time, Model& m) {
   std::vector<uint32_t> node_of(h.txns().size(), kNoNode);

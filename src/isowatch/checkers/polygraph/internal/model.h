@@ -93,8 +93,9 @@ struct Model {
 // Builds the model of `h`: for register keys, combines read-modify-writes into chains and
 // coalesces the constraints between chains; for list keys, reads the version order from the
 // longest read and leaves only the appends no read saw to constraints.
-// Polls `limits` (nullptr: none) and stops when they expire (Model::stopped).
-Model BuildModel(const history::History& h, const CheckLimits* limits);
+// Polls `limits` (nullptr: none) and stops when they expire (Model::stopped). A history whose
+// constraints need more than `max_constraint_edges` edges is left unjudgeable.
+Model BuildModel(const history::History& h, const CheckLimits* limits, size_t max_constraint_edges);
 
 // Adds to `m` (built from `h`) the known edges of session order (between consecutive nodes of a
 // session) and of real time (T -> U when T completed before U was invoked, transitively reduced:

@@ -32,7 +32,8 @@ class SatSolver {
   virtual bool Failed(int literal) = 0;
 };
 
-// CaDiCaL (docs/checkers/polygraph.md, "The solver").
+// The backends (docs/checkers/polygraph.md, "The solver").
 std::unique_ptr<SatSolver> NewCadicalSolver();
+std::unique_ptr<SatSolver> NewCryptoMiniSatSolver();
 
 }  // namespace isowatch::checkers::polygraph

@@ -113,6 +113,9 @@ class Searcher {
   }
 
  private:
+  std::unique_ptr<SatSolver> NewSolver() const {
+    return o_.solver == SatBackend::kCryptoMiniSat ? NewCryptoMiniSatSolver() : NewCadicalSolver();
+  }
   bool IsConstraintEdge(uint32_t label) const {
     return label != kProgram && label >= m_.known.size();
   }
@@ -463,7 +466,7 @@ bool Searcher::Solve(const std::vector<uint32_t>& cs, const std::vector<NodeEdge
     return local[u];
   };
   std::vector<int> var(m_.constraints.size(), 0);
-  std::unique_ptr<SatSolver> solver = NewCadicalSolver();
+  std::unique_ptr<SatSolver> solver = NewSolver();
   solver->Reserve(static_cast<int>(cs.size()));
   for (size_t i = 0; i < cs.size(); ++i) {
     var[cs[i]] = static_cast<int>(i + 1);
@@ -539,7 +542,7 @@ bool Searcher::Solve(const std::vector<uint32_t>& cs, const std::vector<NodeEdge
   }
   // Unsatisfiable: a small set of the cycles found that no choice avoids, by a second solve of
   // the cycle clauses alone, each behind an assumption.
-  std::unique_ptr<SatSolver> core = NewCadicalSolver();
+  std::unique_ptr<SatSolver> core = NewSolver();
   const int selectors = static_cast<int>(cs.size());
   std::vector<int> assumptions;
   for (size_t i = 0; i < clauses.size(); ++i) {

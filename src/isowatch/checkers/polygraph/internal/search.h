@@ -7,6 +7,7 @@
 
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/checkers/polygraph/internal/model.h"
+#include "isowatch/checkers/polygraph/polygraph.h"
 
 namespace isowatch::checkers::polygraph {
 
@@ -25,6 +26,7 @@ struct SearchOptions {
   // Fixes constraints whose other order closes a cycle before solving. Off only to confirm, in
   // tests, that pruning changes no verdict.
   bool prune = true;
+  SatBackend solver = SatBackend::kCadical;
   // Not owned; nullptr: no limit.
   const CheckLimits* limits = nullptr;
 };
