@@ -88,14 +88,7 @@ absl::Status EdnOpReader::ReadHeader(ElleOp* op) {
     return Error(nodes_[0], fmt::format("expected an operation map, found a {}",
                                         internal::EdnKindName(nodes_[0].kind)));
   }
-  op->process_kind = ElleOp::Process::kMissing;
-  op->f = ElleOp::F::kNil;
-  op->f_text = {};
-  op->index.reset();
-  op->time.reset();
-  op->has_ts = false;
-  op->cts.reset();
-  op->ops.clear();
+  op->ClearFields();
   value_ = 0;
   bool has_type = false;
   for (uint32_t k = map + 1; k < nodes_[map].end;) {
@@ -109,18 +102,12 @@ absl::Status EdnOpReader::ReadHeader(ElleOp* op) {
         if (val.kind != EdnKind::kKeyword) {
           return Error(val, ":type must be :invoke, :ok, :fail or :info");
         }
-        if (val.text == ":invoke") {
-          op->type = ElleType::kInvoke;
-        } else if (val.text == ":ok") {
-          op->type = ElleType::kOk;
-        } else if (val.text == ":fail") {
-          op->type = ElleType::kFail;
-        } else if (val.text == ":info") {
-          op->type = ElleType::kInfo;
-        } else {
+        const std::optional<ElleType> type = internal::ElleTypeNamed(val.text.substr(1));
+        if (!type) {
           return Error(val,
                        fmt::format(":type must be :invoke, :ok, :fail or :info, not {}", val.text));
         }
+        op->type = *type;
         has_type = true;
       } else if (name == ":process") {
         if (val.kind == EdnKind::kInt) {

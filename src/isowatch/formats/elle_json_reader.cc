@@ -87,14 +87,7 @@ absl::Status JsonOpReader::ReadHeader(dom::element e, ElleOp* op) {
   if (e.get_object().get(obj)) {
     return Error(fmt::format("expected an operation object, found {}", TypeName(e.type())));
   }
-  op->process_kind = ElleOp::Process::kMissing;
-  op->f = ElleOp::F::kNil;
-  op->f_text = {};
-  op->index.reset();
-  op->time.reset();
-  op->has_ts = false;
-  op->cts.reset();
-  op->ops.clear();
+  op->ClearFields();
   has_value_ = false;
   bool has_type = false;
   for (dom::key_value_pair field : obj) {
@@ -103,18 +96,11 @@ absl::Status JsonOpReader::ReadHeader(dom::element e, ElleOp* op) {
     if (name == "type") {
       std::string_view t;
       if (v.get_string().get(t)) return Error("\"type\" must be a string");
-      const std::string_view k = Keyword(t);
-      if (k == "invoke") {
-        op->type = ElleType::kInvoke;
-      } else if (k == "ok") {
-        op->type = ElleType::kOk;
-      } else if (k == "fail") {
-        op->type = ElleType::kFail;
-      } else if (k == "info") {
-        op->type = ElleType::kInfo;
-      } else {
+      const std::optional<ElleType> type = internal::ElleTypeNamed(Keyword(t));
+      if (!type) {
         return Error(fmt::format("\"type\" must be invoke, ok, fail or info, not \"{}\"", t));
       }
+      op->type = *type;
       has_type = true;
     } else if (name == "process") {
       if (v.is_int64()) {

@@ -200,14 +200,7 @@ enum Seen : uint32_t {
 size_t ReadUsualEdnOp(std::string_view text, ElleOp* op) {
   Cursor c(text);
   if (!c.Eat('{')) return 0;
-  op->process_kind = ElleOp::Process::kMissing;
-  op->f = ElleOp::F::kNil;
-  op->f_text = {};
-  op->index.reset();
-  op->time.reset();
-  op->has_ts = false;
-  op->cts.reset();
-  op->ops.clear();
+  op->ClearFields();
   uint32_t seen = 0;
   // Each known key once: a second would leave the general parser to say which one counts.
   auto first = [&seen](Seen key) {
@@ -221,19 +214,11 @@ size_t ReadUsualEdnOp(std::string_view text, ElleOp* op) {
     std::string_view key;
     if (!c.Keyword(&key) || !c.Space()) return 0;
     if (key == ":type") {
-      std::string_view type;
-      if (!first(kType) || !c.Keyword(&type)) return 0;
-      if (type == ":invoke") {
-        op->type = ElleType::kInvoke;
-      } else if (type == ":ok") {
-        op->type = ElleType::kOk;
-      } else if (type == ":fail") {
-        op->type = ElleType::kFail;
-      } else if (type == ":info") {
-        op->type = ElleType::kInfo;
-      } else {
-        return 0;
-      }
+      std::string_view name;
+      if (!first(kType) || !c.Keyword(&name)) return 0;
+      const std::optional<ElleType> type = ElleTypeNamed(name.substr(1));
+      if (!type) return 0;
+      op->type = *type;
     } else if (key == ":f") {
       std::string_view f;
       if (!first(kF)) return 0;

@@ -66,6 +66,15 @@ struct ElleOps {
 
 enum class ElleType : uint8_t { kInvoke, kOk, kFail, kInfo };
 
+// The type named `name` ("invoke", "ok", "fail", "info"; without EDN's ':'), if it is one.
+inline std::optional<ElleType> ElleTypeNamed(std::string_view name) {
+  if (name == "invoke") return ElleType::kInvoke;
+  if (name == "ok") return ElleType::kOk;
+  if (name == "fail") return ElleType::kFail;
+  if (name == "info") return ElleType::kInfo;
+  return std::nullopt;
+}
+
 // One operation of the history (one line of EDN, one object of JSON), as the syntax reader
 // extracted it. `ops` is read only for a client :txn operation.
 struct ElleOp {
@@ -80,6 +89,19 @@ struct ElleOp {
   int64_t rts = 0;
   std::optional<int64_t> cts;
   ElleOps ops;
+
+  // Forgets what an earlier operation's fields said, before a reader reads the next: every
+  // optional field absent, no micro-ops.
+  void ClearFields() {
+    process_kind = Process::kMissing;
+    f = F::kNil;
+    f_text = {};
+    index.reset();
+    time.reset();
+    has_ts = false;
+    cts.reset();
+    ops.clear();
+  }
 
   uint64_t offset = 0;    // byte offset in the source
   uint64_t position = 0;  // 0-based position among the file's operations
