@@ -22,8 +22,8 @@ void HistoryBuilder::Reserve(size_t txns, size_t ops) {
   // space only, since the kernel backs a page when it is first touched. But the estimate is held
   // to a quarter of the machine's memory, and a reservation the system refuses is dropped (the
   // arrays then grow as they fill).
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGESIZE);
+  const int64_t pages = sysconf(_SC_PHYS_PAGES);
+  const int64_t page_size = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page_size > 0) {
     const double budget = static_cast<double>(pages) * static_cast<double>(page_size) / 4;
     const double want = static_cast<double>(txns) * (sizeof(Transaction) + sizeof(int64_t)) +
