@@ -72,10 +72,16 @@ class TestHistory {
     default_initial_ = v;
     return *this;
   }
+  // The unit of the real-time intervals (HistoryInfo::time_unit), e.g. "ms".
+  TestHistory& TimeUnit(std::string unit) {
+    time_unit_ = std::move(unit);
+    return *this;
+  }
 
   history::History Build() const {
     history::HistoryBuilder b;
     if (default_initial_) b.SetDefaultInitialValue(history::Value::Int(*default_initial_));
+    b.set_time_unit(time_unit_);
     for (const auto& t : txns_) {
       history::TxnHeader header{.id = t.id,
                                 .session = t.session,
@@ -147,6 +153,7 @@ class TestHistory {
 
   std::vector<TestTxn> txns_;
   std::optional<int64_t> default_initial_;
+  std::string time_unit_;
 };
 
 // "EXT/before T3,T1 k=0" — a violation in one line, for compact assertions.

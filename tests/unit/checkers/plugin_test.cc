@@ -437,5 +437,47 @@ TEST(PolygraphPluginTest, CountsUnknownOutcomesJudgedCommitted) {
   EXPECT_EQ(windowed.transactions_checked + windowed.transactions_skipped, h.size());
 }
 
+// polygraph.clock_drift is a duration, taken in the history's time unit and rounded down to it:
+// a stale snapshot 10 ms late is a violation of strong SI up to a drift of 9.999 ms.
+TEST(PolygraphPluginTest, ClockDriftIsADurationInTheHistorysUnit) {
+  auto stale = [](std::string unit) {
+    testing::TestHistory t;
+    t.DefaultInitial(0).TimeUnit(std::move(unit));
+    t.Untimed("T1", "s1").RealTime(0, 10).W(0, 1);
+    t.Untimed("T2", "s2").RealTime(20, 25).R(0, 0);
+    return t.Build();
+  };
+  const history::History ms = stale("ms");
+  for (const auto& [drift, caught] : std::vector<std::pair<std::string, bool>>{
+           {"0", true}, {"9ms", true}, {"9999us", true}, {"10ms", false}, {"10500us", false}}) {
+    std::unique_ptr<Checker> c =
+        Create("polygraph", {{"levels", "si"}, {"si_variant", "strong"}, {"clock_drift", drift}});
+    ASSERT_NE(c, nullptr);
+    const CheckerResult r = c->Check(ms, nullptr, CheckLimits());
+    ASSERT_TRUE(r.complete) << r.undecided;
+    EXPECT_EQ(!r.violations.empty(), caught) << "clock_drift " << drift;
+  }
+  // In nanoseconds the same drift is a million times as many ticks: 10 ns late is forgiven.
+  std::unique_ptr<Checker> c =
+      Create("polygraph", {{"levels", "si"}, {"si_variant", "strong"}, {"clock_drift", "1us"}});
+  ASSERT_NE(c, nullptr);
+  CheckerResult r = c->Check(stale("ns"), nullptr, CheckLimits());
+  EXPECT_TRUE(r.complete && r.violations.empty()) << r.undecided;
+  // A unit it does not know leaves a non-zero drift undecided, never judged in the wrong unit.
+  r = c->Check(stale("ticks"), nullptr, CheckLimits());
+  EXPECT_FALSE(r.complete);
+  EXPECT_THAT(r.undecided, HasSubstr("real-time unit 'ticks'"));
+  EXPECT_TRUE(r.violations.empty());
+  // Adya SI has no real-time order to loosen.
+  c = Create("polygraph", {{"levels", "si"}, {"clock_drift", "1us"}});
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->Check(stale("ticks"), nullptr, CheckLimits()).complete);
+  for (const char* bad : {"-1ms", "soon", "inf"}) {
+    auto made = CreateChecker("polygraph", {{"clock_drift", bad}});
+    ASSERT_FALSE(made.ok()) << bad;
+    EXPECT_THAT(std::string(made.status().message()), HasSubstr("polygraph.clock_drift"));
+  }
+}
+
 }  // namespace
 }  // namespace isowatch::checkers

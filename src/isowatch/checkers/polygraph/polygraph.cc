@@ -72,6 +72,11 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
                {"duplicate_writes", ms.duplicate_writes},
                {"constraints_raw", ms.raw_constraints},
                {"write_chains", ms.chains}};
+  if (variant != SiVariant::kAdya && h.has_real_time()) {
+    // δ goes with every verdict it shaped, in the history's time unit.
+    out.stats.emplace_back("clock_drift",
+                           static_cast<uint64_t>(std::max<int64_t>(options.clock_drift, 0)));
+  }
   if (m.stopped) {
     out.complete = false;
     return out;
@@ -117,7 +122,7 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
     const bool si = level == IsolationLevel::kSnapshotIsolation;
     if (si) {
       AddOrderEdges(h, variant == SiVariant::kStrongSession || variant == SiVariant::kStrong,
-                    variant != SiVariant::kAdya, m);
+                    variant != SiVariant::kAdya, std::max<int64_t>(options.clock_drift, 0), m);
     }
     const Mode mode = si ? Mode::kSnapshot : Mode::kSerializable;
     if (options.limits != nullptr && options.limits->expired()) {

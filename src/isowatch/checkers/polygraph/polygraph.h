@@ -43,6 +43,11 @@ struct PolygraphOptions {
                                                  verdict::IsolationLevel::kSerializable};
   SiVariant si_variant = SiVariant::kAdya;
   SatBackend solver = SatBackend::kCadical;
+  // The clients' clock error δ, in the history's time unit (HistoryInfo::time_unit): under the
+  // real-time variants T precedes U only if T completed more than δ before U was invoked, so a
+  // real-time inversion of δ or less is taken for drift and not reported (docs/checkers/
+  // polygraph.md, "Variants"). Not negative.
+  int64_t clock_drift = 0;
   // Fixes constraints whose other order closes a cycle before solving (complete: it changes no
   // verdict). Off only to show that in tests.
   bool prune = true;

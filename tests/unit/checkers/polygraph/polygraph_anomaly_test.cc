@@ -328,6 +328,46 @@ TEST(PolygraphVariantTest, RealTimeAndSessionsNarrowSnapshotIsolation) {
   }
 }
 
+// A clock drift δ takes a real-time order of δ or less for clock error: the stale snapshot and
+// the read from the future stay violations while their gap exceeds δ, and pass from there on.
+TEST(PolygraphVariantTest, ClockDriftForgivesSmallInversions) {
+  struct DriftCase {
+    const char* name;
+    history::History h;
+    SiVariant variant;
+    int64_t largest_caught;  // the largest δ at which it is still a violation
+  };
+  std::vector<DriftCase> cases;
+  {
+    TestHistory t;  // T1 completes at 10; T2, invoked at 20, does not see it: gap 10
+    t.DefaultInitial(0);
+    t.Untimed("T1", "s1").RealTime(0, 10).W(0, 1);
+    t.Untimed("T2", "s2").RealTime(20, 25).R(0, 0);
+    cases.push_back({"stale snapshot", t.Build(), SiVariant::kStrong, 9});
+  }
+  {
+    TestHistory t;  // T2 completes at 5 and reads T1's write; T1 was invoked at 10: gap 5
+    t.DefaultInitial(0);
+    t.Untimed("T1", "s1").RealTime(10, 20).W(0, 1);
+    t.Untimed("T2", "s2").RealTime(0, 5).R(0, 1);
+    cases.push_back({"read from the future", t.Build(), SiVariant::kGeneralized, 4});
+  }
+  for (const DriftCase& c : cases) {
+    for (int64_t drift : {int64_t{0}, c.largest_caught, c.largest_caught + 1, int64_t{1000}}) {
+      const PolygraphResult r =
+          CheckPolygraph(c.h, {.levels = {kSi}, .si_variant = c.variant, .clock_drift = drift});
+      ASSERT_TRUE(r.complete) << r.undecided;
+      EXPECT_EQ(Violates(r, kSi), drift <= c.largest_caught)
+          << c.name << " at drift " << drift << ":\n"
+          << Show(r);
+      const auto stat = std::find_if(r.stats.begin(), r.stats.end(),
+                                     [](const auto& s) { return s.first == "clock_drift"; });
+      ASSERT_NE(stat, r.stats.end());
+      EXPECT_EQ(stat->second, static_cast<uint64_t>(drift));
+    }
+  }
+}
+
 TEST(PolygraphVariantTest, RealTimeVariantsNeedRealTime) {
   TestHistory t;
   t.DefaultInitial(0);

@@ -724,7 +724,7 @@ Model BuildModel(const History& h, const CheckLimits* limits, size_t max_constra
   return Builder(h, limits, max_constraint_edges).Build();
 }
 
-void AddOrderEdges(const History& h, bool session, bool real_time, Model& m) {
+void AddOrderEdges(const History& h, bool session, bool real_time, int64_t clock_drift, Model& m) {
   std::vector<uint32_t> node_of(h.txns().size(), kNoNode);
   for (uint32_t node = 0; node < m.txns.size(); ++node) {
     node_of[m.txns[node].value() - h.first_txn()] = node;
@@ -744,9 +744,9 @@ void AddOrderEdges(const History& h, bool session, bool real_time, Model& m) {
     }
   }
   if (!real_time) return;
-  // T -> U when T completed before U was invoked, only from the T that no third transaction
-  // between them implies: with K the predecessor of U invoked last, T -> K -> U covers every T
-  // that completed before K was invoked.
+  // T -> U when T completed more than δ = clock_drift before U was invoked, only from the T that
+  // no third transaction between them implies: with K the predecessor of U invoked last,
+  // T -> K -> U covers every T that completed more than δ before K was invoked.
   std::vector<uint32_t> by_completion;
   for (uint32_t u = 0; u < m.txns.size(); ++u) {
     const Transaction& t = h.txn(m.txns[u]);
@@ -754,7 +754,13 @@ void AddOrderEdges(const History& h, bool session, bool real_time, Model& m) {
       by_completion.push_back(u);
     }
   }
-  auto complete = [&](uint32_t u) { return h.txn(m.txns[u]).complete_time; };
+  // Saturated: a completion time near the end of the range plus δ stays the latest time there is.
+  auto complete = [&](uint32_t u) {
+    const int64_t t = h.txn(m.txns[u]).complete_time;
+    return t > std::numeric_limits<int64_t>::max() - clock_drift
+               ? std::numeric_limits<int64_t>::max()
+               : t + clock_drift;
+  };
   auto invoke = [&](uint32_t u) { return h.txn(m.txns[u]).invoke_time; };
   std::sort(by_completion.begin(), by_completion.end(),
             [&](uint32_t a, uint32_t b) { return complete(a) < complete(b); });

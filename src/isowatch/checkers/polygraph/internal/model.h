@@ -98,8 +98,10 @@ struct Model {
 Model BuildModel(const history::History& h, const CheckLimits* limits, size_t max_constraint_edges);
 
 // Adds to `m` (built from `h`) the known edges of session order (between consecutive nodes of a
-// session) and of real time (T -> U when T completed before U was invoked, transitively reduced:
-// O(n log n) plus one edge per pair of transactions no third one comes between).
-void AddOrderEdges(const history::History& h, bool session, bool real_time, Model& m);
+// session) and of real time (T -> U when T completed more than `clock_drift` time units before U
+// was invoked, transitively reduced: O(n log n) plus one edge per pair of transactions no third
+// one comes between).
+void AddOrderEdges(const history::History& h, bool session, bool real_time, int64_t clock_drift,
+                   Model& m);
 
 }  // namespace isowatch::checkers::polygraph
