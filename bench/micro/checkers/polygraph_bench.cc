@@ -139,8 +139,17 @@ double PeakRssMb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
-// Arguments: transactions, keys, level (0 si, 1 ser), and the solver (0 CaDiCaL, the default;
-// 1 CryptoMiniSat).
+constexpr int64_t kDefaultHot = -2;  // the default lazy_chains
+constexpr int64_t kNoHot = -1;       // no key is hot
+
+size_t LazyChains(const benchmark::State& state) {
+  if (state.range(4) == kDefaultHot) return checkers::polygraph::PolygraphOptions().lazy_chains;
+  return state.range(4) == kNoHot ? SIZE_MAX : static_cast<size_t>(state.range(4));
+}
+
+// Arguments: transactions, keys, level (0 si, 1 ser), the solver (0 CaDiCaL, the default;
+// 1 CryptoMiniSat), and the chains past which a key is hot (PolygraphOptions::lazy_chains;
+// kNoHot: no key is; kDefaultHot: the default).
 void Run(benchmark::State& state, bool blindw) {
   const history::History& h =
       Cached(blindw, static_cast<uint64_t>(state.range(0)), static_cast<uint64_t>(state.range(1)));
@@ -155,7 +164,8 @@ void Run(benchmark::State& state, bool blindw) {
         h, {.levels = {level},
             .solver = state.range(3) == 0 ? checkers::polygraph::SatBackend::kCadical
                                           : checkers::polygraph::SatBackend::kCryptoMiniSat,
-            .limits = &limits});
+            .limits = &limits,
+            .lazy_chains = LazyChains(state)});
     benchmark::DoNotOptimize(result.violations.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * h.size()));
@@ -164,7 +174,8 @@ void Run(benchmark::State& state, bool blindw) {
   for (const auto& [name, value] : result.stats) {
     if (name.ends_with("constraints") || name.ends_with("constraints_solved") ||
         name.ends_with("solver_calls") || name.ends_with("cycle_clauses") ||
-        name == "constraints_raw") {
+        name.ends_with("hot_key_rounds") || name.ends_with("hot_key_pairs") ||
+        name == "constraints_raw" || name == "hot_keys") {
       state.counters[name] = static_cast<double>(value);
     }
   }
@@ -177,26 +188,36 @@ void BM_PolygraphSimulated(benchmark::State& state) { Run(state, false); }
 // Size (transactions at a fixed 2K keys, as Viper's BlindW-RW) and contention (keys at 10K
 // transactions).
 BENCHMARK(BM_PolygraphBlindW)
-    ->Args({1000, 2000, 0, 0})
-    ->Args({2500, 2000, 0, 0})
-    ->Args({5000, 2000, 0, 0})
-    ->Args({10000, 2000, 0, 0})
-    ->Args({10000, 2000, 1, 0})
-    ->Args({10000, 500, 0, 0})
-    ->Args({10000, 10000, 0, 0})
+    ->Args({1000, 2000, 0, 0, kDefaultHot})
+    ->Args({2500, 2000, 0, 0, kDefaultHot})
+    ->Args({5000, 2000, 0, 0, kDefaultHot})
+    ->Args({10000, 2000, 0, 0, kDefaultHot})
+    ->Args({10000, 2000, 1, 0, kDefaultHot})
+    ->Args({10000, 500, 0, 0, kDefaultHot})
+    ->Args({10000, 10000, 0, 0, kDefaultHot})
     // The same with CryptoMiniSat behind the search.
-    ->Args({1000, 2000, 0, 1})
-    ->Args({10000, 2000, 0, 1})
-    ->Args({10000, 2000, 1, 1})
-    ->Args({10000, 500, 0, 1})
+    ->Args({1000, 2000, 0, 1, kDefaultHot})
+    ->Args({10000, 2000, 0, 1, kDefaultHot})
+    ->Args({10000, 2000, 1, 1, kDefaultHot})
+    ->Args({10000, 500, 0, 1, kDefaultHot})
+    // Hot keys A/B: no key hot, and keys hot past 64 chains.
+    ->Args({10000, 2000, 0, 0, kNoHot})
+    ->Args({10000, 2000, 1, 0, kNoHot})
+    ->Args({10000, 500, 0, 0, kNoHot})
+    ->Args({10000, 500, 0, 0, 64})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 BENCHMARK(BM_PolygraphSimulated)
-    ->Args({10000, 1000, 0, 0})
-    ->Args({10000, 1000, 1, 0})
-    ->Args({10000, 1000, 0, 1})
-    ->Args({100000, 10000, 0, 0})
-    ->Args({100000, 10000, 1, 0})
+    ->Args({10000, 1000, 0, 0, kDefaultHot})
+    ->Args({10000, 1000, 1, 0, kDefaultHot})
+    ->Args({10000, 1000, 0, 1, kDefaultHot})
+    ->Args({100000, 10000, 0, 0, kDefaultHot})
+    ->Args({100000, 10000, 1, 0, kDefaultHot})
+    // Hot keys A/B: every key's constraints up front, and keys hot past 64 chains.
+    ->Args({10000, 1000, 0, 0, kNoHot})
+    ->Args({10000, 1000, 1, 0, kNoHot})
+    ->Args({10000, 1000, 0, 0, 64})
+    ->Args({100000, 10000, 0, 0, 64})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

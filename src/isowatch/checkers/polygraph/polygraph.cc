@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "isowatch/checkers/polygraph/internal/explain.h"
+#include "isowatch/checkers/polygraph/internal/hot_keys.h"
 #include "isowatch/checkers/polygraph/internal/model.h"
 #include "isowatch/checkers/polygraph/internal/search.h"
 
@@ -62,7 +63,7 @@ const char* SatBackendName(SatBackend backend) {
 PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions& options) {
   PolygraphResult out;
   const SiVariant variant = options.si_variant;
-  Model m = BuildModel(h, options.limits, options.max_constraint_edges);
+  Model m = BuildModel(h, options.limits, options.max_constraint_edges, options.lazy_chains);
   const ModelStats& ms = m.stats;
   for (TxnId t : m.txns) out.counted += t.value() >= options.first_counted ? 1 : 0;
   out.stats = {{"transactions", ms.transactions},
@@ -71,7 +72,8 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
                {"unobserved_reads", ms.unobserved_reads},
                {"duplicate_writes", ms.duplicate_writes},
                {"constraints_raw", ms.raw_constraints},
-               {"write_chains", ms.chains}};
+               {"write_chains", ms.chains},
+               {"hot_keys", ms.lazy_keys}};
   if (variant != SiVariant::kAdya && h.has_real_time()) {
     // δ goes with every verdict it shaped, in the history's time unit.
     out.stats.emplace_back("clock_drift",
@@ -130,11 +132,44 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
       out.violations.clear();
       return out;
     }
-    const SearchResult r = Search(m, {.mode = mode,
-                                      .real_time_to_begin = si && variant == SiVariant::kStrong,
-                                      .prune = options.prune,
-                                      .solver = options.solver,
-                                      .limits = options.limits});
+    std::vector<uint8_t> forced;
+    const SearchOptions so = {.mode = mode,
+                              .real_time_to_begin = si && variant == SiVariant::kStrong,
+                              .prune = options.prune,
+                              .solver = options.solver,
+                              .forced = &forced,
+                              .limits = options.limits};
+    SearchResult r = Search(m, so);
+    // Hot keys: search again with the constraints the candidate order showed were needed, until
+    // it closes no cycle (docs/checkers/polygraph.md, "Hot keys").
+    size_t rounds = 0;
+    size_t pairs = 0;
+    while (r.verdict == SearchResult::Verdict::kAcyclic && !m.lazy.empty()) {
+      const size_t added = AddNeededPairs(r.first_chosen, so, options.limits, m);
+      if (options.limits != nullptr && options.limits->expired()) {
+        r.verdict = SearchResult::Verdict::kStopped;
+        break;
+      }
+      if (added == 0) break;
+      ++rounds;
+      pairs += added;
+      if (m.constraint_edges.size() > options.max_constraint_edges) {
+        out.complete = false;
+        out.undecided = fmt::format(
+            "the hot keys' write orders needed more than {} constraint edges, more than the "
+            "checker holds in memory",
+            options.max_constraint_edges);
+        out.violations.clear();
+        return out;
+      }
+      // What pruning forced stays forced: the next search starts from it.
+      forced = std::move(r.forced);
+      r = Search(m, so);
+    }
+    out.stats.emplace_back(fmt::format("{}_hot_key_rounds", verdict::IsolationLevelName(level)),
+                           rounds);
+    out.stats.emplace_back(fmt::format("{}_hot_key_pairs", verdict::IsolationLevelName(level)),
+                           pairs);
     AddStats(fmt::format("{}_", verdict::IsolationLevelName(level)), r.stats, out.stats);
     if (r.verdict == SearchResult::Verdict::kStopped) {
       out.complete = false;

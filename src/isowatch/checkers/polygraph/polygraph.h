@@ -59,6 +59,10 @@ struct PolygraphOptions {
   // The most constraint edges the model may hold (16 bytes each, and about as much again in the
   // search); a history that needs more is left undecided. Smaller only in tests.
   size_t max_constraint_edges = size_t{1} << 24;
+  // A key with more chains of writers than this is hot: the constraints between its chains are
+  // added only as a candidate order needs them (docs/checkers/polygraph.md, "Hot keys"). It
+  // changes no verdict; SIZE_MAX: none is.
+  size_t lazy_chains = 16;
 };
 
 struct PolygraphResult {

@@ -60,11 +60,13 @@ uint64_t Pack(KeyId key, uint32_t node) { return (uint64_t{key.value()} << 32) |
 
 class Builder {
  public:
-  Builder(const History& h, const CheckLimits* limits, size_t max_constraint_edges)
+  Builder(const History& h, const CheckLimits* limits, size_t max_constraint_edges,
+          size_t lazy_chains)
       : h_(h),
         poll_(limits, 64),
         max_constraint_edges_(max_constraint_edges),
-        constraint_edge_budget_(max_constraint_edges) {}
+        constraint_edge_budget_(max_constraint_edges),
+        lazy_chains_(lazy_chains) {}
 
   Model Build() && {
     IndexWrites();
@@ -602,7 +604,8 @@ class Builder {
       std::sort(ws.begin(), ws.end());
       ws.erase(std::unique(ws.begin(), ws.end()), ws.end());
       size_t reads = 0;
-      std::vector<std::pair<uint32_t, uint32_t>> chains;  // (head, tail)
+      KeyChains chains{.key = k};
+      chains.reader_begin.push_back(0);
       for (uint32_t head : ws) {
         if (has_prev.contains(Pack(k, head))) continue;
         uint32_t tail = head;
@@ -619,7 +622,12 @@ class Builder {
           if (succ == kNoNode) break;
           tail = succ;
         }
-        chains.emplace_back(head, tail);
+        chains.heads.push_back(head);
+        chains.tails.push_back(tail);
+        if (auto rs = readers.find(Pack(k, tail)); rs != readers.end()) {
+          chains.readers.insert(chains.readers.end(), rs->second.begin(), rs->second.end());
+        }
+        chains.reader_begin.push_back(static_cast<uint32_t>(chains.readers.size()));
       }
       model_.stats.chains += chains.size();
       const size_t w = ws.size();
@@ -627,21 +635,22 @@ class Builder {
       if (auto g = readers.find(Pack(k, kGenesis)); g != readers.end()) {
         model_.stats.raw_constraints += g->second.size() * (w - 1);
         for (uint32_t r : g->second) {
-          for (const auto& [head, tail] : chains) {
+          for (uint32_t head : chains.heads) {
             if (r != head) model_.known.push_back({r, head, EdgeKind::kRw, k});
           }
         }
       }
+      if (chains.size() > lazy_chains_) {
+        ++model_.stats.lazy_keys;
+        model_.lazy.push_back({.chains = std::move(chains), .added = {}});
+        continue;
+      }
       // The constraints' edges: each pair of chains, both orders, a ww edge and one per reader
       // of the earlier chain's tail. Past the budget the history is left undecided rather than
       // held in memory it may not have.
-      size_t per_order = 0;
-      for (const auto& [head, tail] : chains) {
-        auto rs = readers.find(Pack(k, tail));
-        per_order += 1 + (rs == readers.end() ? 0 : rs->second.size());
-      }
-      constraint_edge_budget_ -=
-          std::min(constraint_edge_budget_, per_order * (chains.size() - (chains.empty() ? 0 : 1)));
+      const size_t per_order = chains.size() + chains.readers.size();
+      constraint_edge_budget_ -= std::min(
+          constraint_edge_budget_, per_order * (chains.size() - (chains.size() == 0 ? 0 : 1)));
       if (constraint_edge_budget_ == 0) {
         model_.unjudgeable = fmt::format(
             "the unknown write orders need more than {} constraint edges (hot keys with many "
@@ -649,30 +658,10 @@ class Builder {
             max_constraint_edges_, Key(k), chains.size());
         return;
       }
-      for (size_t a = 0; a < chains.size(); ++a) {
+      for (uint32_t a = 0; a < chains.size(); ++a) {
         if (Stopped()) return;
-        for (size_t b = a + 1; b < chains.size(); ++b) {
-          Constraint c{.key = k, .first_head = chains[a].first, .second_head = chains[b].first};
-          c.begin = static_cast<uint32_t>(model_.constraint_edges.size());
-          Order(k, chains[a], chains[b], readers);
-          c.mid = static_cast<uint32_t>(model_.constraint_edges.size());
-          Order(k, chains[b], chains[a], readers);
-          c.end = static_cast<uint32_t>(model_.constraint_edges.size());
-          model_.constraints.push_back(c);
-        }
+        for (uint32_t b = a + 1; b < chains.size(); ++b) AddPairConstraint(chains, a, b, model_);
       }
-    }
-  }
-
-  // The edges of "chain x before chain y" on key k: x's tail is overwritten by y's head, so
-  // every reader of x's tail read a version y's head overwrote.
-  void Order(KeyId k, std::pair<uint32_t, uint32_t> x, std::pair<uint32_t, uint32_t> y,
-             const absl::flat_hash_map<uint64_t, std::vector<uint32_t>>& readers) {
-    model_.constraint_edges.push_back({x.second, y.first, EdgeKind::kWw, k});
-    auto rs = readers.find(Pack(k, x.second));
-    if (rs == readers.end()) return;
-    for (uint32_t r : rs->second) {
-      if (r != y.first) model_.constraint_edges.push_back({r, y.first, EdgeKind::kRw, k});
     }
   }
 
@@ -697,6 +686,7 @@ class Builder {
   std::vector<ListRead> list_reads_;
   const size_t max_constraint_edges_;
   size_t constraint_edge_budget_;
+  const size_t lazy_chains_;
   std::vector<KeyId> sorted_keys_;  // register keys in range order, once a range read needs them
   std::vector<ExtRead> ext_;
   std::vector<ExtRead> reads_;  // resolved, with their writers
@@ -720,8 +710,25 @@ const char* EdgeKindName(EdgeKind kind) {
   return "?";
 }
 
-Model BuildModel(const History& h, const CheckLimits* limits, size_t max_constraint_edges) {
-  return Builder(h, limits, max_constraint_edges).Build();
+Model BuildModel(const History& h, const CheckLimits* limits, size_t max_constraint_edges,
+                 size_t lazy_chains) {
+  return Builder(h, limits, max_constraint_edges, lazy_chains).Build();
+}
+
+void AddPairConstraint(const KeyChains& k, uint32_t a, uint32_t b, Model& m) {
+  Constraint c{.key = k.key, .first_head = k.heads[a], .second_head = k.heads[b]};
+  auto order = [&](uint32_t x, uint32_t y) {
+    m.constraint_edges.push_back({k.tails[x], k.heads[y], EdgeKind::kWw, k.key});
+    for (uint32_t r : k.ReadersOf(x)) {
+      if (r != k.heads[y]) m.constraint_edges.push_back({r, k.heads[y], EdgeKind::kRw, k.key});
+    }
+  };
+  c.begin = static_cast<uint32_t>(m.constraint_edges.size());
+  order(a, b);
+  c.mid = static_cast<uint32_t>(m.constraint_edges.size());
+  order(b, a);
+  c.end = static_cast<uint32_t>(m.constraint_edges.size());
+  m.constraints.push_back(c);
 }
 
 void AddOrderEdges(const History& h, bool session, bool real_time, int64_t clock_drift, Model& m) {

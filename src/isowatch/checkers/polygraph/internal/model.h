@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+
 #include "isowatch/checkers/plugin.h"
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/history.h"
@@ -47,6 +49,29 @@ struct Constraint {
   uint32_t second_head = 0;
 };
 
+// A register key's chains of writers (read-modify-writes combined), with the readers of each
+// chain's tail: what the constraints between its pairs of chains are made of.
+struct KeyChains {
+  KeyId key;
+  std::vector<uint32_t> heads;  // per chain, its first and last writer (Model::txns indices)
+  std::vector<uint32_t> tails;
+  std::vector<uint32_t> reader_begin;  // chain i's tail is read by readers[reader_begin[i],
+  std::vector<uint32_t> readers;       // reader_begin[i + 1])
+
+  size_t size() const { return heads.size(); }
+  std::span<const uint32_t> ReadersOf(size_t chain) const {
+    return std::span<const uint32_t>(readers).subspan(
+        reader_begin[chain], reader_begin[chain + 1] - reader_begin[chain]);
+  }
+};
+
+// A hot key, whose constraints are added pair by pair as the search needs them instead of all at
+// once (docs/checkers/polygraph.md, "Hot keys").
+struct LazyKey {
+  KeyChains chains;
+  absl::flat_hash_set<uint64_t> added;  // pairs (a << 32 | b), a < b, in Model::constraints
+};
+
 // Counts for reports.
 struct ModelStats {
   size_t transactions = 0;       // nodes
@@ -56,6 +81,7 @@ struct ModelStats {
   size_t duplicate_writes = 0;   // (key, value) pairs written by more than one transaction
   size_t raw_constraints = 0;    // ww pairs and rw triples before combining and coalescing
   size_t chains = 0;             // chains of read-modify-writes after combining writes
+  size_t lazy_keys = 0;          // keys whose constraints are added as needed
 };
 
 // The polygraph of a key-value or list-append history, at the level of transactions (the search
@@ -73,6 +99,7 @@ struct Model {
   std::vector<TxnEdge> known;
   std::vector<TxnEdge> constraint_edges;
   std::vector<Constraint> constraints;
+  std::vector<LazyKey> lazy;
   // Findings of the checks before the graph (internal reads, aborted, intermediate and thin-air
   // reads, lost updates), without level or checker set.
   std::vector<verdict::Violation> findings;
@@ -94,8 +121,15 @@ struct Model {
 // coalesces the constraints between chains; for list keys, reads the version order from the
 // longest read and leaves only the appends no read saw to constraints.
 // Polls `limits` (nullptr: none) and stops when they expire (Model::stopped). A history whose
-// constraints need more than `max_constraint_edges` edges is left unjudgeable.
-Model BuildModel(const history::History& h, const CheckLimits* limits, size_t max_constraint_edges);
+// constraints need more than `max_constraint_edges` edges is left unjudgeable. A key with more
+// than `lazy_chains` chains of writers gets no constraints but a Model::lazy entry.
+Model BuildModel(const history::History& h, const CheckLimits* limits, size_t max_constraint_edges,
+                 size_t lazy_chains);
+
+// Adds the constraint between chains a < b of `k`: a before b, or b before a. Each order is a
+// ww edge from the earlier chain's tail to the later one's head, and an rw edge to that head from
+// every other reader of the earlier tail.
+void AddPairConstraint(const KeyChains& k, uint32_t a, uint32_t b, Model& m);
 
 // Adds to `m` (built from `h`) the known edges of session order (between consecutive nodes of a
 // session) and of real time (T -> U when T completed more than `clock_drift` time units before U

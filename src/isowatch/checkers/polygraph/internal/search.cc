@@ -8,7 +8,6 @@
 #include <memory>
 #include <numeric>
 #include <optional>
-#include <queue>
 #include <utility>
 #include <vector>
 
@@ -16,6 +15,7 @@
 
 #include "isowatch/checkers/adya/dependency_graph.h"
 #include "isowatch/checkers/adya/scc.h"
+#include "isowatch/checkers/polygraph/internal/node_graph.h"
 #include "isowatch/checkers/polygraph/internal/sat_solver.h"
 #include "isowatch/common/check.h"
 
@@ -26,9 +26,7 @@ using adya::Components;
 using adya::DependencyGraph;
 using adya::FindComponents;
 
-constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
-// The label of a begin -> commit edge of one transaction (it names no model edge).
-constexpr uint32_t kProgram = kNone - 1;
+constexpr uint32_t kNone = kNoNodeLabel;
 // Refutations kept per search: enough to show independent anomalies, few enough to read.
 constexpr size_t kMaxRefutations = 8;
 // Cycles looked for in one strongly connected component of one model, each a clause: at least
@@ -39,45 +37,6 @@ constexpr uint8_t kOpen = 0;
 constexpr uint8_t kFirst = 1;  // the first set of edges holds
 constexpr uint8_t kSecond = 2;
 
-struct NodeEdge {
-  uint32_t from = 0;
-  uint32_t to = 0;
-  uint32_t label = 0;
-};
-
-DependencyGraph Graph(uint32_t nodes, const std::vector<NodeEdge>& edges) {
-  DependencyGraph g(nodes);
-  for (const NodeEdge& e : edges) g.Add(e.from, e.to, adya::EdgeKind::kWw, e.label);
-  g.Finish();
-  return g;
-}
-
-// A position for every node in a topological order of `g` (Kahn's algorithm), taking among the
-// nodes ready at each step the one of least `priority`, so that nodes the edges leave free are
-// placed as their sessions place them. REQUIRES: `g` is acyclic.
-std::vector<uint32_t> TopologicalRanks(const DependencyGraph& g,
-                                       const std::vector<uint32_t>& priority) {
-  const uint32_t n = g.node_count();
-  std::vector<uint32_t> indegree(n, 0);
-  for (const adya::Edge& e : g.edges()) ++indegree[e.to];
-  using Entry = std::pair<uint32_t, uint32_t>;  // (priority, node)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-  for (uint32_t u = 0; u < n; ++u) {
-    if (indegree[u] == 0) ready.emplace(priority[u], u);
-  }
-  std::vector<uint32_t> rank(n, 0);
-  uint32_t next = 0;
-  while (!ready.empty()) {
-    const uint32_t u = ready.top().second;
-    ready.pop();
-    rank[u] = next++;
-    for (uint32_t j = g.begin(u); j < g.end(u); ++j) {
-      if (--indegree[g.edge(j).to] == 0) ready.emplace(priority[g.edge(j).to], g.edge(j).to);
-    }
-  }
-  return rank;
-}
-
 class Searcher {
  public:
   Searcher(const Model& m, const SearchOptions& o) : m_(m), o_(o), poll_(o.limits, 256) {
@@ -86,28 +45,29 @@ class Searcher {
       for (uint32_t j = m.constraints[c].begin; j < m.constraints[c].end; ++j) owner_[j] = c;
     }
     state_.assign(m.constraints.size(), kOpen);
-    nodes_ = static_cast<uint32_t>(o.mode == Mode::kSnapshot ? 2 * m.txns.size() : m.txns.size());
-    priority_.resize(nodes_);
-    for (uint32_t t = 0; t < m.txns.size(); ++t) {
-      if (o.mode == Mode::kSnapshot) {
-        priority_[size_t{2} * t] = 2 * m.position[t];
-        priority_[size_t{2} * t + 1] = 2 * m.position[t] + 1;
-      } else {
-        priority_[t] = m.position[t];
-      }
-    }
+    solved_first_.assign(m.constraints.size(), 0);
+    nodes_ = NodeCount(m, o.mode);
+    priority_ = NodePriorities(m, o.mode);
   }
 
   SearchResult Run() {
     result_.stats.nodes = nodes_;
     result_.stats.constraints = m_.constraints.size();
-    if (o_.mode == Mode::kSnapshot) {
-      for (uint32_t t = 0; t < m_.txns.size(); ++t) known_.push_back({2 * t, 2 * t + 1, kProgram});
-    }
+    AddProgramEdges(m_, o_.mode, known_);
     for (uint32_t i = 0; i < m_.known.size(); ++i) known_.push_back(Map(i));
     result_.stats.known_edges = known_.size();
+    if (o_.forced != nullptr) {
+      for (uint32_t c = 0; c < o_.forced->size() && c < m_.constraints.size(); ++c) {
+        const uint8_t side = (*o_.forced)[c];
+        if (side != kFirst && side != kSecond) continue;
+        state_[c] = side;
+        AddSide(m_.constraints[c], side == kFirst, known_);
+        ++result_.stats.forced;
+      }
+    }
     if (!KnownAcyclic()) return Finish();
     if (o_.prune && !Prune()) return Finish();
+    result_.forced = state_;
     SolveComponents();
     return Finish();
   }
@@ -126,22 +86,7 @@ class Searcher {
   }
 
   // The searched graph's edge for model edge `label`.
-  NodeEdge Map(uint32_t label) const {
-    const TxnEdge& e = EdgeAt(m_, label);
-    if (o_.mode == Mode::kSerializable) return {e.from, e.to, label};
-    const uint32_t begin_from = 2 * e.from;
-    const uint32_t commit_from = 2 * e.from + 1;
-    const uint32_t begin_to = 2 * e.to;
-    const uint32_t commit_to = 2 * e.to + 1;
-    switch (e.kind) {
-      case EdgeKind::kRw:
-        return {begin_from, commit_to, label};
-      case EdgeKind::kRealTime:
-        return {commit_from, o_.real_time_to_begin ? begin_to : commit_to, label};
-      default:
-        return {commit_from, begin_to, label};
-    }
-  }
+  NodeEdge Map(uint32_t label) const { return MapEdge(EdgeAt(m_, label), label, o_); }
 
   void AddSide(const Constraint& c, bool first, std::vector<NodeEdge>& out) const {
     const uint32_t base = static_cast<uint32_t>(m_.known.size());
@@ -155,6 +100,11 @@ class Searcher {
       result_.verdict = SearchResult::Verdict::kCyclic;
     } else if (poll_.expired()) {
       result_.verdict = SearchResult::Verdict::kStopped;
+    } else {
+      result_.first_chosen.resize(m_.constraints.size());
+      for (size_t c = 0; c < m_.constraints.size(); ++c) {
+        result_.first_chosen[c] = state_[c] == kOpen ? solved_first_[c] : state_[c] == kFirst;
+      }
     }
     return std::move(result_);
   }
@@ -444,13 +394,14 @@ class Searcher {
   const SearchOptions& o_;
   LimitPoller poll_;
   uint32_t nodes_ = 0;
-  std::vector<uint32_t> owner_;     // constraint edge -> constraint
-  std::vector<uint8_t> state_;      // per constraint
-  std::vector<NodeEdge> known_;     // known, forced and free edges
-  std::vector<uint32_t> rank_;      // topological ranks of the known graph, for solver phases
-  std::vector<uint32_t> priority_;  // per node, its place in its session (TopologicalRanks)
-  std::vector<uint32_t> parent_;    // search scratch, all kNone between searches
-  size_t bfs_work_ = 0;             // edges examined by ShortestPath since last reset
+  std::vector<uint32_t> owner_;        // constraint edge -> constraint
+  std::vector<uint8_t> state_;         // per constraint
+  std::vector<uint8_t> solved_first_;  // per open constraint: its first set holds in the model
+  std::vector<NodeEdge> known_;        // known, forced and free edges
+  std::vector<uint32_t> rank_;         // topological ranks of the known graph, for solver phases
+  std::vector<uint32_t> priority_;     // per node, its place in its session (TopologicalRanks)
+  std::vector<uint32_t> parent_;       // search scratch, all kNone between searches
+  size_t bfs_work_ = 0;                // edges examined by ShortestPath since last reset
   SearchResult result_;
 };
 
@@ -538,7 +489,10 @@ bool Searcher::Solve(const std::vector<uint32_t>& cs, const std::vector<NodeEdge
     result_.stats.cycle_clauses += added;
     for (uint32_t u : global) local[u] = kNone;
     global.clear();
-    if (added == 0) return true;  // acyclic: this group is satisfied
+    if (added == 0) {  // acyclic: this group is satisfied
+      for (uint32_t c : cs) solved_first_[c] = solver->True(var[c]) ? 1 : 0;
+      return true;
+    }
   }
   // Unsatisfiable: a small set of the cycles found that no choice avoids, by a second solve of
   // the cycle clauses alone, each behind an assumption.

@@ -27,6 +27,10 @@ struct SearchOptions {
   // tests, that pruning changes no verdict.
   bool prune = true;
   SatBackend solver = SatBackend::kCadical;
+  // Per constraint (a prefix of the model's), the set an earlier search of the same model with
+  // fewer constraints forced (SearchResult::forced): what pruning forced stays forced as
+  // constraints are added. Not owned; nullptr: none.
+  const std::vector<uint8_t>* forced = nullptr;
   // Not owned; nullptr: no limit.
   const CheckLimits* limits = nullptr;
 };
@@ -62,6 +66,12 @@ struct SearchResult {
   enum class Verdict : uint8_t { kAcyclic, kCyclic, kStopped };
   Verdict verdict = Verdict::kAcyclic;
   std::vector<Refutation> refutations;  // kCyclic: at least one
+  // kAcyclic: per constraint of the model, 1 when its first set holds in the acyclic choice the
+  // search found.
+  std::vector<uint8_t> first_chosen;
+  // Unless kStopped: per constraint, 1 or 2 when pruning forced its first or second set, else 0
+  // (SearchOptions::forced).
+  std::vector<uint8_t> forced;
   SearchStats stats;
 };
 
