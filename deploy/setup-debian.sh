@@ -13,10 +13,12 @@ packages=(
   libfmt-dev libspdlog-dev rapidjson-dev
   libgrpc++-dev protobuf-compiler-grpc librocksdb-dev libyaml-cpp-dev libboost-dev
   prometheus-cpp-dev libxxhash-dev libpq-dev libssl-dev librdkafka-dev
+  # MySQL protocol client of the TiDB collector's workload (collectors/tidb/mysql_conn.h)
+  libmariadb-dev
   # SAT solvers of the polygraph checker (docs/checkers/polygraph.md)
   libcadical-dev libcryptominisat5-dev
   # real peers in tests
-  prometheus postgresql-15
+  prometheus postgresql-15 mariadb-server
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 time openssl
 )

@@ -17,9 +17,9 @@
 
 #include "isowatch/common/atomic_file.h"
 #include "isowatch/common/status_macros.h"
-#include "isowatch/formats/native.h"
 #include "isowatch/ingest/client.h"
 
+#include "collectors/tidb/client_feed.h"
 #include "collectors/tidb/txn_grouper.h"
 
 namespace isowatch::tidb {
@@ -41,6 +41,9 @@ struct CollectorState {
   };
   std::vector<InFlight> in_flight;
 };
+
+// A live client's ids are forgotten this long (TSO time) after their records were decided.
+constexpr Tso kLiveForgetAfter = MakeTso(uint64_t{10} * 60 * 1000, 0);
 
 std::string StatePath(const std::string& dir) { return dir + "/state"; }
 
@@ -90,25 +93,6 @@ absl::Status SaveState(const std::string& dir, const CollectorState& s) {
   return WriteFileAtomically(StatePath(dir), text, /*sync=*/true);
 }
 
-struct ClientLog {
-  v1::Header header;
-  std::vector<v1::Transaction> txns;
-};
-
-absl::StatusOr<ClientLog> ReadClientLog(const CollectorOptions& o) {
-  ASSIGN_OR_RETURN(const history::History h, formats::ReadNativeFile(o.client_log, {}));
-  ClientLog log;
-  RETURN_IF_ERROR(formats::EncodeHeader(h, &log.header));
-  (*log.header.mutable_metadata())["data_model"] =
-      o.join.data == history::DataModel::kList ? "list" : "kv";
-  (*log.header.mutable_metadata())["source"] = "isowatch-tidb";
-  log.txns.resize(h.size());
-  for (size_t i = 0; i < h.size(); ++i) {
-    RETURN_IF_ERROR(formats::EncodeTxn(h, TxnId(i), &log.txns[i]));
-  }
-  return log;
-}
-
 struct Probe {
   uint64_t durable_seq = 0;
   bool known = false;
@@ -148,6 +132,14 @@ std::optional<double> LagSeconds(Tso ts, int64_t now_ms) {
 absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
                                              const CdcInputFactory& open_input,
                                              const std::atomic<bool>* stop) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ClientSource> source,
+                   OpenClientLog(options.client_log, options.join.data));
+  return RunCollector(options, *source, open_input, stop);
+}
+
+absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options, ClientSource& source,
+                                             const CdcInputFactory& open_input,
+                                             const std::atomic<bool>* stop) {
   const absl::Time started = absl::Now();
   auto stopping = [&] { return stop != nullptr && stop->load(); };
   if (options.state_dir.empty()) return absl::InvalidArgumentError("no state directory");
@@ -164,11 +156,9 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
         "{} belongs to stream \"{}\", not \"{}\": give each stream its own state directory",
         options.state_dir, loaded->stream, stream));
   }
-  ASSIGN_OR_RETURN(ClientLog log, ReadClientLog(options));
   CollectorResult result;
   result.resumed = loaded.has_value();
-  result.client_records = log.txns.size();
-  ASSIGN_OR_RETURN(const Probe probe, ProbeStream(options, log.header));
+  ASSIGN_OR_RETURN(const Probe probe, ProbeStream(options, source.header()));
   if (!loaded && probe.known) {
     return absl::FailedPreconditionError(fmt::format(
         "isowatchd already has stream \"{}\" ({} batches) but {} holds no state for it: use a "
@@ -193,11 +183,15 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   RETURN_IF_ERROR(SaveState(options.state_dir, state));
   result.run = state.run;
 
-  Joiner joiner(options.join);
-  for (v1::Transaction& t : log.txns) RETURN_IF_ERROR(joiner.AddClient(std::move(t)));
-  log.txns.clear();
-  joiner.SealClients();
+  JoinerOptions join = options.join;
+  join.live = source.live();
+  if (join.live && join.forget_after == 0) join.forget_after = kLiveForgetAfter;
+  Joiner joiner(join);
   joiner.SkipBelow(state.released);
+  RETURN_IF_ERROR(source.Start(state.run));
+  // The client's records reach the joiner through the feed (all of a client log at once).
+  ClientFeed feed(source, joiner);
+  RETURN_IF_ERROR(feed.Pump());
 
   ASSIGN_OR_RETURN(std::unique_ptr<CdcInput> input, open_input());
   TxnGrouper grouper(input->streams());
@@ -225,12 +219,13 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   absl::Status failure;
 
   auto take_ready = [&] {
-    Joiner::Output out = joiner.Take(grouper.release_point());
+    const Tso release_point = feed.ReleasePoint(grouper.release_point());
+    Joiner::Output out = joiner.Take(release_point);
     for (v1::Transaction& t : out.txns) {
       const Tso commit = t.has_commit() ? static_cast<Tso>(t.commit().physical()) : 0;
       ready.emplace_back(std::move(t), commit);
     }
-    ready_released = std::max(ready_released, grouper.release_point());
+    ready_released = std::max(ready_released, release_point);
     if (out.watermark && *out.watermark > sent_watermark) ready_watermark = *out.watermark;
   };
   // Sends up to batch_size ready transactions; the watermark goes with the batch that empties
@@ -299,6 +294,8 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   };
 
   while (!stopping()) {
+    failure = feed.Pump();
+    if (!failure.ok()) break;
     bool room = client.next_seq() - 1 - client.durable_seq() < kMaxInFlight;
     if (room) {
       absl::StatusOr<CdcInput::Polled> polled = input->Poll(absl::Milliseconds(20));
@@ -321,7 +318,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
             spdlog::error("{}", st.ToString());
           }
         }
-        for (const CdcTxn& t : grouper.Release()) joiner.AddCdc(t);
+        for (const CdcTxn& t : grouper.Release()) feed.AddCdc(t);
         take_ready();
       }
     } else {
@@ -351,7 +348,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
                  grouper.release_point(), state.watermark, result.sent, client.durable_seq(),
                  joiner.waiting(), grouper.pending_txns(), result.rejected_cdc);
     }
-    if (joiner.waiting() == 0 && ready.empty() && !ready_watermark) break;
+    if (feed.done() && joiner.waiting() == 0 && ready.empty() && !ready_watermark) break;
     if (options.stall_timeout > absl::ZeroDuration() &&
         absl::Now() - last_moved > options.stall_timeout) {
       failure = absl::DeadlineExceededError(fmt::format(
@@ -362,7 +359,9 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     }
   }
   while (failure.ok() && (!ready.empty() || ready_watermark)) failure = send();
-  if (failure.ok() && options.end_of_stream && !stopping() && joiner.waiting() == 0) {
+  source.Stop();
+  if (failure.ok() && options.end_of_stream && !stopping() && feed.done() &&
+      joiner.waiting() == 0) {
     absl::StatusOr<std::vector<v1::Refusal>> closed = client.Close();
     if (!closed.ok()) failure = closed.status();
   } else if (failure.ok()) {
@@ -373,6 +372,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   result.refusals = client.refusals();
   result.daemon_reconnects = client.reconnects();
   result.join = joiner.stats();
+  result.client_records = feed.records();
   result.late_rows = grouper.stats().late_rows;
   result.duplicate_rows = grouper.stats().duplicate_rows;
   result.release_point = grouper.release_point();

@@ -13,6 +13,7 @@
 #include "isowatch/ingest/channel_credentials.h"
 
 #include "collectors/tidb/cdc_input.h"
+#include "collectors/tidb/client_source.h"
 #include "collectors/tidb/joiner.h"
 
 namespace isowatch::tidb {
@@ -23,7 +24,7 @@ struct CollectorOptions {
   JoinerOptions join;
   // The client log: the workload's transactions in isowatch's native history format
   // (docs/history-format.md), with start ts, reads, writes, outcome and commit ts as the client
-  // learnt them.
+  // learnt them. Read by the RunCollector that takes no ClientSource.
   std::string client_log;
   // isowatchd's gRPC ingest, host:port, and how to authenticate to it.
   std::string target;
@@ -63,10 +64,16 @@ struct CollectorResult {
   double lag_max = 0;
 };
 
-// Runs the collector (docs/collectors/tidb.md): reads the client log, opens the CDC input,
-// groups rows into transactions, joins them with the client records and streams them to
-// isowatchd with watermarks. Returns once every client record is durable in the daemon (the
-// stream then ended if options.end_of_stream), or when `stop` is set (the stream stays open).
+// Runs the collector (docs/collectors/tidb.md): starts the client source (a client log, or a
+// workload run in-process), opens the CDC input, groups rows into transactions, joins them with
+// the client records and streams them to isowatchd with watermarks. Returns once the source is
+// done and every client record is durable in the daemon (the stream then ended if
+// options.end_of_stream), or when `stop` is set (the stream stays open). Stops the source before
+// it returns.
+absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options, ClientSource& source,
+                                             const CdcInputFactory& open_input,
+                                             const std::atomic<bool>* stop);
+// The same with the client log options.client_log as the source.
 absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
                                              const CdcInputFactory& open_input,
                                              const std::atomic<bool>* stop);

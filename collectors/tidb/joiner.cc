@@ -59,13 +59,30 @@ absl::Status Joiner::AddClient(v1::Transaction txn) {
   if (txn.has_commit()) {
     max_client_ts_ = std::max(max_client_ts_, static_cast<Tso>(txn.commit().physical()));
   }
-  places_.push_back(Place{.session = SessionText(txn),
-                          .seq = txn.has_seq() ? txn.seq() : static_cast<int64_t>(places_.size()),
-                          .start = start,
-                          .id = id});
-  txn.set_stream(options_.stream);
   const bool committed = txn.status() == v1::Transaction::COMMITTED ||
                          txn.status() == v1::Transaction::STATUS_UNSPECIFIED;
+  const bool undecided = txn.status() != v1::Transaction::ABORTED &&
+                         !(committed && (!HasWrites(txn) || txn.has_commit()));
+  if (options_.live) {
+    // Its session's unknown outcome before it is decided at this start.
+    SessionTail& tail = tails_[SessionText(txn)];
+    const int64_t seq = txn.has_seq() ? txn.seq() : tail.seq + 1;
+    if (!tail.unknown_id.empty()) {
+      unknown_by_horizon_.emplace(std::max(start, tail.unknown_start), tail.unknown_id);
+      tail.unknown_id.clear();
+    }
+    tail.seq = seq;
+    if (undecided) {
+      tail.unknown_id = id;
+      tail.unknown_start = start;
+    }
+  } else {
+    places_.push_back(Place{.session = SessionText(txn),
+                            .seq = txn.has_seq() ? txn.seq() : static_cast<int64_t>(places_.size()),
+                            .start = start,
+                            .id = id});
+  }
+  txn.set_stream(options_.stream);
   if (txn.status() == v1::Transaction::ABORTED) {
     txn.clear_commit();
     client_only_.emplace(start, std::move(txn));
@@ -82,8 +99,14 @@ absl::Status Joiner::AddClient(v1::Transaction txn) {
   return absl::OkStatus();
 }
 
-void Joiner::SealClients() {
+void Joiner::SealClients(Tso end_ts) {
   sealed_ = true;
+  max_client_ts_ = std::max(max_client_ts_, end_ts);
+  for (auto& [session, tail] : tails_) {
+    if (tail.unknown_id.empty()) continue;
+    unknown_by_horizon_.emplace(std::max(max_client_ts_, tail.unknown_start), tail.unknown_id);
+    tail.unknown_id.clear();
+  }
   // The records of each session in order: an unknown one's horizon is its successor's start.
   std::stable_sort(places_.begin(), places_.end(), [](const Place& a, const Place& b) {
     return std::tie(a.session, a.seq) < std::tie(b.session, b.seq);
@@ -252,11 +275,23 @@ void Joiner::EmitJoined(v1::Transaction txn, const Rows& rows) {
 }
 
 void Joiner::Emit(Tso position, v1::Transaction txn) {
+  if (options_.live && options_.forget_after > 0) emitted_.emplace_back(position, TxnIdText(txn));
   if (position < skip_below_) {
     ++stats_.already_sent;
     return;
   }
   out_.push_back(std::move(txn));
+}
+
+void Joiner::Forget(Tso release_point) {
+  if (release_point <= options_.forget_after) return;
+  const Tso below = release_point - options_.forget_after;
+  // Positions are emitted roughly in order; one out of order waits for those before it.
+  while (!emitted_.empty() && emitted_.front().first < below) {
+    ids_.erase(emitted_.front().second);
+    handled_rows_.erase(emitted_.front().second);
+    emitted_.pop_front();
+  }
 }
 
 Joiner::Output Joiner::Take(Tso release_point) {
@@ -276,7 +311,7 @@ Joiner::Output Joiner::Take(Tso release_point) {
     Emit(commit, std::move(txn));
   }
   // Unknown outcomes past their horizon.
-  while (sealed_ && !unknown_by_horizon_.empty() &&
+  while ((sealed_ || options_.live) && !unknown_by_horizon_.empty() &&
          unknown_by_horizon_.begin()->first < release_point) {
     auto [horizon, id] = *unknown_by_horizon_.begin();
     unknown_by_horizon_.erase(unknown_by_horizon_.begin());
@@ -309,6 +344,7 @@ Joiner::Output Joiner::Take(Tso release_point) {
     ++stats_.client_only;
     Emit(node.key(), std::move(node.mapped()));
   }
+  if (options_.live && options_.forget_after > 0) Forget(release_point);
   Output o;
   o.txns = std::exchange(out_, {});
   if (release_point > 0) {
@@ -317,7 +353,7 @@ Joiner::Output Joiner::Take(Tso release_point) {
     for (const auto& [id, txn] : unknown_) {
       w = std::min(w, static_cast<Tso>(txn.start().physical()));
     }
-    if (!sealed_) w = 0;
+    if (!sealed_ && !options_.live) w = 0;
     if (w > last_watermark_) last_watermark_ = w;
     if (last_watermark_ > 0) o.watermark = last_watermark_;
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,6 +28,15 @@ struct JoinerOptions {
   history::DataModel data = history::DataModel::kKeyValue;
   // The stream name put on each transaction.
   std::string stream = "tidb";
+  // Live: client records arrive while the changefeed is read (a workload run in-process), each
+  // session's in order of seq, and the caller gives Take only release points below which every
+  // client record is in (ClientFeed). Then Take may emit, and give watermarks, before
+  // SealClients; an unknown outcome's horizon is set when its session's next record arrives.
+  bool live = false;
+  // Live: the ids of records emitted this far (in TSO) below the release point are forgotten, so
+  // that a run without end keeps bounded memory; a row that names one after that is taken as the
+  // changefeed's alone. 0 = remember every id.
+  Tso forget_after = 0;
 };
 
 struct JoinerStats {
@@ -76,8 +86,11 @@ class Joiner {
   // REQUIRES: before SealClients(). Errors: INVALID_ARGUMENT for a record without an id or
   // start ts, or with an id seen before (counted).
   absl::Status AddClient(v1::Transaction txn);
-  // Every client record is in: computes the horizons of the unknown outcomes.
-  void SealClients();
+  // Every client record is in: computes the horizons of the unknown outcomes still without one
+  // (a session's last record: the largest TSO of the log, or `end_ts` if larger: a TSO taken
+  // once every session had ended).
+  void SealClients(Tso end_ts = 0);
+  bool sealed() const { return sealed_; }
 
   // A released transaction of the CDC stream (commit ts order, below the release point).
   void AddCdc(const CdcTxn& txn);
@@ -106,6 +119,7 @@ class Joiner {
   void EmitJoined(v1::Transaction txn, const Rows& rows);
   bool SameWrites(const v1::Transaction& txn, const Rows& rows) const;
   void HandleRows(std::string id, Rows rows);
+  void Forget(Tso release_point);
 
   JoinerOptions options_;
   bool sealed_ = false;
@@ -135,6 +149,16 @@ class Joiner {
     std::string id;
   };
   std::vector<Place> places_;
+  // Live: per session, its last record's seq and, when that record is an unknown outcome
+  // waiting for its horizon, its id.
+  struct SessionTail {
+    int64_t seq = 0;
+    std::string unknown_id;
+    Tso unknown_start = 0;
+  };
+  absl::flat_hash_map<std::string, SessionTail> tails_;
+  // Live with forget_after: (position, id) of the emitted records, in order of emission.
+  std::deque<std::pair<Tso, std::string>> emitted_;
   std::vector<v1::Transaction> out_;
   JoinerStats stats_;
 };

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +21,7 @@
 
 #include "collectors/tidb/cdc_input.h"
 #include "collectors/tidb/collector.h"
+#include "collectors/tidb/workload_command.h"
 
 namespace {
 
@@ -64,7 +67,30 @@ isowatch::tidb::CdcInputFactory InputFactory(const Flags& f) {
   return [ko] { return isowatch::tidb::KafkaCdcInput::Create(ko); };
 }
 
-int Run(Flags& f) {
+// `workload`: the subcommand that was given, if any (its workload is the client source).
+int Run(Flags& f, const CLI::App& app, isowatch::tidb::WorkloadCommand* workload) {
+  isowatch::tidb::CollectorOptions o = f.o;
+  o.join.data = f.data == "list" ? isowatch::history::DataModel::kList
+                                 : isowatch::history::DataModel::kKeyValue;
+  std::optional<isowatch::tidb::WorkloadOptions> wo;
+  if (workload != nullptr) {
+    absl::StatusOr<isowatch::tidb::WorkloadOptions> w = workload->Configure(app, o);
+    if (!w.ok()) {
+      fmt::print(stderr, "isowatch-tidb: {}\n", std::string(w.status().message()));
+      return 2;
+    }
+    wo = *std::move(w);
+    if (f.to.empty() && f.storage_dir.empty() && f.brokers.empty()) {
+      return workload->RunRecordOnly(*wo, &g_stop);
+    }
+  } else if (o.client_log.empty()) {
+    fmt::print(stderr, "isowatch-tidb: give --client-log FILE, or a subcommand\n");
+    return 2;
+  }
+  if (f.to.empty()) {
+    fmt::print(stderr, "isowatch-tidb: --to HOST:PORT (isowatchd's gRPC port) is required\n");
+    return 2;
+  }
   if (f.storage_dir.empty() == f.brokers.empty()) {
     fmt::print(stderr,
                "isowatch-tidb: give either --kafka BROKERS and --topic, or --storage-dir\n");
@@ -74,11 +100,8 @@ int Run(Flags& f) {
     fmt::print(stderr, "isowatch-tidb: --kafka needs --topic\n");
     return 2;
   }
-  isowatch::tidb::CollectorOptions o = f.o;
   o.target = f.to;
-  o.join.data = f.data == "list" ? isowatch::history::DataModel::kList
-                                 : isowatch::history::DataModel::kKeyValue;
-  o.end_of_stream = !f.keep_open;
+  o.end_of_stream = o.end_of_stream && !f.keep_open;
   if (f.progress_ms > 0) o.progress_interval = absl::Milliseconds(f.progress_ms);
   if (f.stall_s > 0) o.stall_timeout = absl::Seconds(f.stall_s);
   absl::StatusOr<isowatch::ingest::ChannelAuth> auth =
@@ -88,8 +111,11 @@ int Run(Flags& f) {
     return 2;
   }
   o.auth = *std::move(auth);
+  std::unique_ptr<isowatch::tidb::WorkloadSource> source;
+  if (wo) source = workload->MakeSource(*wo);
   absl::StatusOr<isowatch::tidb::CollectorResult> r =
-      isowatch::tidb::RunCollector(o, InputFactory(f), &g_stop);
+      source != nullptr ? isowatch::tidb::RunCollector(o, *source, InputFactory(f), &g_stop)
+                        : isowatch::tidb::RunCollector(o, InputFactory(f), &g_stop);
   if (!r.ok()) {
     fmt::print(stderr, "isowatch-tidb: {}\n", std::string(r.status().message()));
     return 1;
@@ -107,6 +133,10 @@ int Run(Flags& f) {
       j.missing_in_cdc, j.write_mismatches, j.commit_ts_mismatches, j.split_commits, j.already_sent,
       r->rejected_cdc, r->late_rows, r->duplicate_rows, j.foreign_rows, r->release_point,
       r->watermark, r->daemon_reconnects, r->lag_p50, r->lag_p99, r->lag_max);
+  if (source != nullptr) {
+    fmt::print("isowatch-tidb: workload, {}\n",
+               isowatch::tidb::WorkloadCommand::Summary(source->stats(), r->seconds));
+  }
   const bool clean = r->refusals == 0 && j.write_mismatches == 0 && j.missing_in_cdc == 0 &&
                      j.split_commits == 0 && r->rejected_cdc == 0 && r->late_rows == 0;
   return clean ? 0 : 1;
@@ -128,9 +158,8 @@ int main(int argc, char** argv) {
   f.o.state_dir = "isowatch-tidb-state";
   app.add_option("--client-log", f.o.client_log,
                  "The workload's transactions (isowatch native history, JSON lines or binary)")
-      ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("--to", f.to, "isowatchd's gRPC ingest address, HOST:PORT")->required();
+  app.add_option("--to", f.to, "isowatchd's gRPC ingest address, HOST:PORT");
   app.add_flag("--tls", f.security.tls, "Connect to isowatchd with TLS");
   app.add_option("--tls-ca", f.security.ca_file, "CA bundle (PEM) of isowatchd's certificate")
       ->check(CLI::ExistingFile);
@@ -172,6 +201,12 @@ int main(int argc, char** argv) {
   app.add_option("--stall-timeout-s", f.stall_s,
                  "Fail when the changefeed's release point does not move for this long while "
                  "records wait (0 = wait for ever)");
+  // The subcommands drive a workload and take the collector's flags above too.
+  app.fallthrough();
+  isowatch::tidb::WorkloadCommand workload(app, /*canary=*/false);
+  isowatch::tidb::WorkloadCommand canary(app, /*canary=*/true);
   CLI11_PARSE(app, argc, argv);
-  return Run(f);
+  if (workload.parsed()) return Run(f, app, &workload);
+  if (canary.parsed()) return Run(f, app, &canary);
+  return Run(f, app, nullptr);
 }
