@@ -64,14 +64,18 @@ class MariaDB:
         self.socket = os.path.join(self.dir, "mysqld.sock")
         self.log_path = os.path.join(self.dir, "server.log")
         self.port = free_port()
-        os.makedirs(self.dir)
+        # A temporary directory of its own: servers bootstrapping side by side in the shared /tmp
+        # clash on the names of their temporary tables.
+        self.tmp = os.path.join(self.dir, "tmp")
+        os.makedirs(self.tmp)
         user = ["--user=root"] if os.geteuid() == 0 else []
         r = subprocess.run([which("mariadb-install-db"), "--no-defaults", f"--datadir={self.data}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db"] + user,
+                            f"--tmpdir={self.tmp}", "--auth-root-authentication-method=normal",
+                            "--skip-test-db"] + user,
                            capture_output=True, text=True)
         check(r.returncode == 0, f"mariadb-install-db failed: {r.stdout}{r.stderr}")
         self.proc = subprocess.Popen(
-            [which("mariadbd"), "--no-defaults", f"--datadir={self.data}",
+            [which("mariadbd"), "--no-defaults", f"--datadir={self.data}", f"--tmpdir={self.tmp}",
              f"--socket={self.socket}", f"--port={self.port}", "--bind-address=127.0.0.1",
              "--skip-grant-tables", f"--log-error={self.log_path}",
              f"--pid-file={os.path.join(self.dir, 'mariadbd.pid')}",
