@@ -12,6 +12,7 @@ and checks what the workload recorded against the database itself:
   live     the workload inside the collector (`isowatch-tidb workload --to ...`), its records
            joined with a changefeed that a small fake TiCDC in this script writes as a storage
            sink from the client log: every record reaches isowatchd once, joined
+  canary   the canary at 60 transactions per second, stopped by SIGTERM after 4 s
   restart  lists, the server killed with SIGKILL twice mid-run and started again: sessions
            reconnect, unknown outcomes are all-or-nothing in the table
 For the record-only cases: the final table is what the committed writes and appends imply (the
@@ -30,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,7 +43,7 @@ from collections import Counter, defaultdict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from postgres_test import Daemon, TestFailure, check, free_port, log  # noqa: E402
 
-ALL_CASES = ["kv", "list", "list-rc", "live", "restart"]
+ALL_CASES = ["kv", "list", "list-rc", "live", "restart", "canary"]
 SKIP = 77
 
 SUMMARY = re.compile(r"(?P<attempted>\d+) transactions in [\d.]+ s: (?P<committed>\d+) committed, "
@@ -369,6 +371,38 @@ def case_restart(tools, root):
         db.stop()
 
 
+def case_canary(tools, root):
+    """The canary at 60 transactions per second until SIGTERM: it stops cleanly after its
+    current transactions, at about the rate asked, and what it recorded agrees with the table."""
+    db = MariaDB(root)
+    try:
+        out = os.path.join(root, "canary.jsonl")
+        args = [tools.collector, "--data", "list", "canary"] + server_args(db) + \
+            ["--client-log-out", out, "--rate", "60", "--sessions", "2", "--keys", "8"]
+        log("$ " + " ".join(args))
+        with open(os.path.join(root, "canary.log"), "w") as clog:
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=clog, text=True)
+            time.sleep(4)
+            check(proc.poll() is None, f"the canary ended by itself with {proc.returncode}")
+            proc.send_signal(signal.SIGTERM)
+            stdout, _ = proc.communicate(timeout=60)
+        log(stdout.strip())
+        check(proc.returncode == 0, f"the canary exited with {proc.returncode} after SIGTERM")
+        m = SUMMARY.search(stdout)
+        check(m is not None, f"no summary in the output: {stdout}")
+        s = {k: int(v) for k, v in m.groupdict().items()}
+        # Four seconds at 60/s (and its start-up): far fewer would mean the rate is not kept,
+        # far more that it is not limited.
+        check(60 <= s["attempted"] <= 400, f"{s['attempted']} transactions in about 4 s at 60/s")
+        header, txns = read_log(out)
+        check(len(txns) == s["attempted"] - s["unrecorded"],
+              f"{len(txns)} records for {s['attempted']} transactions")
+        keys = check_history(db, txns, "isowatch_canary_list", "list", s)
+        log(f"   {len(txns)} records agree with the final table ({keys} keys)")
+    finally:
+        db.stop()
+
+
 class FakeTicdc(threading.Thread):
     """A storage sink written from the client log, as TiCDC would write the rows of the
     transactions that log says committed: one canal-json line per row with the commit ts and the
@@ -517,7 +551,7 @@ def case_live(tools, root):
 
 
 CASES = {"kv": case_kv, "list": case_list, "list-rc": case_list_rc, "live": case_live,
-         "restart": case_restart}
+         "restart": case_restart, "canary": case_canary}
 
 
 class Tools:
