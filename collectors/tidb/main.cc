@@ -80,6 +80,12 @@ int Run(Flags& f, const CLI::App& app, isowatch::tidb::WorkloadCommand* workload
       return 2;
     }
     wo = *std::move(w);
+    if (workload->bare() && !(f.to.empty() && f.storage_dir.empty() && f.brokers.empty())) {
+      fmt::print(stderr,
+                 "isowatch-tidb: --bare runs the workload alone: no --to, --storage-dir or "
+                 "--kafka\n");
+      return 2;
+    }
     if (f.to.empty() && f.storage_dir.empty() && f.brokers.empty()) {
       return workload->RunRecordOnly(*wo, &g_stop);
     }

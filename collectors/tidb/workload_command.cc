@@ -85,6 +85,9 @@ WorkloadCommand::WorkloadCommand(CLI::App& app, bool canary) : canary_(canary) {
     c->add_option("--txns", w_.txns,
                   "Transactions to run, retries not counted (0 = until stopped)");
   }
+  c->add_flag("--bare", bare_,
+              "Run the transactions as the application would without a collector: no timestamp "
+              "queries, nothing recorded or sent (to measure the collector's cost)");
   // Tests only: a server without TiDB's timestamp oracle (MariaDB) gets timestamps from a
   // process-wide counter of the wall clock (timestamp_source.h). Hidden from --help.
   c->add_flag("--testing-fake-tso", fake_tso_,
@@ -133,8 +136,9 @@ absl::StatusOr<WorkloadOptions> WorkloadCommand::Configure(const CLI::App& app,
 
 std::unique_ptr<WorkloadSource> WorkloadCommand::MakeSource(const WorkloadOptions& options) const {
   std::shared_ptr<TimestampSource> ts =
-      fake_tso_ ? MakeFakeTimestamps(std::make_shared<FakeTso>()) : MakeTidbTimestamps();
-  return std::make_unique<WorkloadSource>(options, std::move(ts), client_log_out_);
+      fake_tso_ || bare_ ? MakeFakeTimestamps(std::make_shared<FakeTso>()) : MakeTidbTimestamps();
+  return std::make_unique<WorkloadSource>(options, std::move(ts),
+                                          bare_ ? std::string() : client_log_out_);
 }
 
 std::string WorkloadCommand::Summary(const WorkloadStats& s, double seconds) {
@@ -149,7 +153,7 @@ std::string WorkloadCommand::Summary(const WorkloadStats& s, double seconds) {
 
 int WorkloadCommand::RunRecordOnly(const WorkloadOptions& options,
                                    const std::atomic<bool>* stop) const {
-  if (client_log_out_.empty()) {
+  if (client_log_out_.empty() && !bare_) {
     fmt::print(stderr,
                "isowatch-tidb: without --to and a changefeed, the workload only records: give "
                "--client-log-out FILE\n");
@@ -176,9 +180,14 @@ int WorkloadCommand::RunRecordOnly(const WorkloadOptions& options,
     if (p->done) break;
     absl::SleepFor(absl::Milliseconds(20));
   }
-  fmt::print("isowatch-tidb: workload, {}; {} records written to {}\n",
-             Summary(source->stats(), absl::ToDoubleSeconds(absl::Now() - started)),
-             source->records(), client_log_out_);
+  const std::string summary =
+      Summary(source->stats(), absl::ToDoubleSeconds(absl::Now() - started));
+  if (bare_) {
+    fmt::print("isowatch-tidb: workload, {}; bare, nothing recorded\n", summary);
+  } else {
+    fmt::print("isowatch-tidb: workload, {}; {} records written to {}\n", summary,
+               source->records(), client_log_out_);
+  }
   return 0;
 }
 

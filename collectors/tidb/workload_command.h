@@ -33,17 +33,20 @@ class WorkloadCommand {
   // an unreadable password file).
   absl::StatusOr<WorkloadOptions> Configure(const CLI::App& app, CollectorOptions& collector);
 
-  // The source the collector runs on, with the timestamps the flags choose.
+  // The source the collector runs on, with the timestamps the flags choose (--bare: the local
+  // oracle, which asks the server nothing).
   std::unique_ptr<WorkloadSource> MakeSource(const WorkloadOptions& options) const;
 
   // Only records: runs the workload (run 1, its table emptied first) and writes its transactions
-  // to --client-log-out, until it is done or `stop` is set. Returns the exit status.
+  // to --client-log-out, until it is done or `stop` is set; with --bare, runs it without
+  // timestamp queries and records nothing. Returns the exit status.
   int RunRecordOnly(const WorkloadOptions& options, const std::atomic<bool>* stop) const;
 
   // One line of the workload's counters, for the summary.
   static std::string Summary(const WorkloadStats& s, double seconds);
 
   const std::string& client_log_out() const { return client_log_out_; }
+  bool bare() const { return bare_; }
 
  private:
   bool canary_;
@@ -56,6 +59,7 @@ class WorkloadCommand {
   std::string password_file_;
   std::string client_log_out_;
   bool fake_tso_ = false;
+  bool bare_ = false;
 };
 
 }  // namespace isowatch::tidb

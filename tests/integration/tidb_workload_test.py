@@ -12,6 +12,7 @@ and checks what the workload recorded against the database itself:
   live     the workload inside the collector (`isowatch-tidb workload --to ...`), its records
            joined with a changefeed that a small fake TiCDC in this script writes as a storage
            sink from the client log: every record reaches isowatchd once, joined
+  bare     `workload --bare`: no timestamp queries, nothing recorded, no daemon allowed
   canary   the canary at 60 transactions per second, stopped by SIGTERM after 4 s
   restart  lists, the server killed with SIGKILL twice mid-run and started again: sessions
            reconnect, unknown outcomes are all-or-nothing in the table
@@ -43,7 +44,7 @@ from collections import Counter, defaultdict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from postgres_test import Daemon, TestFailure, check, free_port, log  # noqa: E402
 
-ALL_CASES = ["kv", "list", "list-rc", "live", "restart", "canary"]
+ALL_CASES = ["kv", "list", "list-rc", "live", "restart", "canary", "bare"]
 SKIP = 77
 
 SUMMARY = re.compile(r"(?P<attempted>\d+) transactions in [\d.]+ s: (?P<committed>\d+) committed, "
@@ -371,6 +372,33 @@ def case_restart(tools, root):
         db.stop()
 
 
+def case_bare(tools, root):
+    """`workload --bare`, as the application would run without a collector (for measuring the
+    collector's cost): it runs and commits, writes no client log, and refuses a daemon."""
+    db = MariaDB(root)
+    try:
+        args = [tools.collector, "--data", "kv", "workload"] + server_args(db)[:-1] + \
+            ["--bare", "--txns", "300", "--sessions", "4", "--keys", "50", "--dist", "uniform"]
+        log("$ " + " ".join(args))
+        r = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=root)
+        log(r.stdout.strip())
+        check(r.returncode == 0, f"isowatch-tidb --bare exited with {r.returncode}: {r.stderr}")
+        check("bare, nothing recorded" in r.stdout, f"not a bare run: {r.stdout}")
+        m = SUMMARY.search(r.stdout)
+        check(m is not None, f"no summary in the output: {r.stdout}")
+        s = {k: int(v) for k, v in m.groupdict().items()}
+        check(s["committed"] >= 250, f"only {s['committed']} of 300 transactions committed")
+        rows = db.sql("SELECT COUNT(*) FROM test.isowatch_kv")
+        check(int(rows[0][0]) > 0, "the bare workload wrote nothing to its table")
+        check(glob.glob(os.path.join(root, "*.jsonl")) == [], "a bare run wrote a client log")
+        r = subprocess.run(args + ["--to", "127.0.0.1:1"], capture_output=True, text=True,
+                           timeout=60)
+        check(r.returncode == 2 and "--bare runs the workload alone" in r.stderr,
+              f"--bare with a daemon: exit {r.returncode}: {r.stderr}")
+    finally:
+        db.stop()
+
+
 def case_canary(tools, root):
     """The canary at 60 transactions per second until SIGTERM: it stops cleanly after its
     current transactions, at about the rate asked, and what it recorded agrees with the table."""
@@ -551,7 +579,7 @@ def case_live(tools, root):
 
 
 CASES = {"kv": case_kv, "list": case_list, "list-rc": case_list_rc, "live": case_live,
-         "restart": case_restart, "canary": case_canary}
+         "restart": case_restart, "canary": case_canary, "bare": case_bare}
 
 
 class Tools:
