@@ -15,6 +15,7 @@
 #include "isowatch/history/snapshot.h"
 #include "isowatch/workload/key_chooser.h"
 #include "isowatch/workload/rng.h"
+#include "isowatch/workload/session_plan.h"
 
 #include "collectors/postgres/pg_conn.h"
 
@@ -58,6 +59,8 @@ std::string TableName(const WorkloadOptions& options) {
 
 namespace {
 
+using workload::PlannedOp;
+
 const char* BeginSql(Isolation isolation) {
   switch (isolation) {
     case Isolation::kReadCommitted:
@@ -83,11 +86,6 @@ std::optional<std::vector<int64_t>> ParseBigintArray(absl::string_view text) {
   }
   return out;
 }
-
-struct PlannedOp {
-  bool read = false;
-  uint64_t key = 0;
-};
 
 }  // namespace
 
@@ -115,9 +113,7 @@ class Workload::Session {
   }
 
   void Run() {
-    const absl::Duration interval =
-        o_.rate_tps > 0 ? absl::Seconds(o_.sessions / o_.rate_tps) : absl::ZeroDuration();
-    absl::Time next = absl::Now();
+    workload::Pacer pacer(o_.sessions, o_.rate_tps);
     while (!w_.stop_.load()) {
       const uint64_t n = w_.next_txn_.fetch_add(1);
       if (o_.txns != 0 && n >= o_.txns) break;
@@ -126,26 +122,13 @@ class Workload::Session {
         const bool conflict = RunTxn(plan);
         if (!conflict || attempt >= o_.max_retries || w_.stop_.load()) break;
       }
-      if (interval > absl::ZeroDuration()) {
-        next += interval;
-        const absl::Time now = absl::Now();
-        if (next > now) {
-          absl::SleepFor(next - now);
-        } else {
-          next = now;
-        }
-      }
+      pacer.Wait();
     }
   }
 
  private:
   std::vector<PlannedOp> Plan() {
-    std::vector<PlannedOp> plan(std::max<uint32_t>(o_.ops_per_txn, 1));
-    for (PlannedOp& op : plan) {
-      op.read = rng_.Bernoulli(o_.read_ratio);
-      op.key = keys_.Next(rng_);
-    }
-    return plan;
+    return workload::PlanTxn(rng_, keys_, o_.ops_per_txn, o_.read_ratio);
   }
 
   // Connects (again), waiting with backoff while the server is away. False once stopping.

@@ -13,6 +13,7 @@
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/workload/rng.h"
+#include "isowatch/workload/session_plan.h"
 
 #include "collectors/tidb/list_text.h"
 
@@ -46,12 +47,9 @@ std::string DefaultTableName(std::string_view prefix, history::DataModel data) {
 
 namespace {
 
-constexpr Tso kEnded = std::numeric_limits<Tso>::max();
+using workload::PlannedOp;
 
-struct PlannedOp {
-  bool read = false;
-  uint64_t key = 0;
-};
+constexpr Tso kEnded = std::numeric_limits<Tso>::max();
 
 // What became of one attempt, and whether to run the transaction again.
 struct Attempt {
@@ -73,9 +71,7 @@ class Workload::Session {
         session_name_(fmt::format("r{}s{}", o_.run, index)) {}
 
   void Run() {
-    const absl::Duration interval =
-        o_.rate_tps > 0 ? absl::Seconds(o_.sessions / o_.rate_tps) : absl::ZeroDuration();
-    absl::Time next = absl::Now();
+    workload::Pacer pacer(o_.sessions, o_.rate_tps);
     while (!w_.stop_.load(std::memory_order_relaxed)) {
       const uint64_t n = w_.next_txn_.fetch_add(1, std::memory_order_relaxed);
       if (o_.txns != 0 && n >= o_.txns) break;
@@ -86,26 +82,13 @@ class Workload::Session {
           break;
         }
       }
-      if (interval > absl::ZeroDuration()) {
-        next += interval;
-        const absl::Time now = absl::Now();
-        if (next > now) {
-          absl::SleepFor(next - now);
-        } else {
-          next = now;
-        }
-      }
+      pacer.Wait();
     }
   }
 
  private:
   std::vector<PlannedOp> Plan() {
-    std::vector<PlannedOp> plan(std::max<uint32_t>(o_.ops_per_txn, 1));
-    for (PlannedOp& op : plan) {
-      op.read = rng_.Bernoulli(o_.read_ratio);
-      op.key = keys_.Next(rng_);
-    }
-    return plan;
+    return workload::PlanTxn(rng_, keys_, o_.ops_per_txn, o_.read_ratio);
   }
 
   // Connects (again) and sets the session up, waiting with backoff while the server is away.
