@@ -12,9 +12,12 @@
 #include "collectors/tidb/client_feed.h"
 #include "collectors/tidb/client_source.h"
 #include "collectors/tidb/joiner.h"
+#include "tests/unit/collectors/tidb/describe_txns.h"
 
 namespace isowatch::tidb {
 namespace {
+
+using testing::Describe;
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
@@ -46,16 +49,6 @@ CdcTxn Rows(Tso commit, const v1::Transaction& writer) {
       .columns = {
           {"k", "1"}, {"v", std::to_string(writer.ops(0).value().int_())}, {"t", writer.id_str()}}};
   return CdcTxn{.commit_ts = commit, .rows = {std::move(row)}, .schema_changes = {}};
-}
-
-std::vector<std::string> Describe(const std::vector<v1::Transaction>& txns) {
-  std::vector<std::string> out;
-  for (const v1::Transaction& t : txns) {
-    out.push_back(TxnIdText(t) + ":" + v1::Transaction::Status_Name(t.status()) +
-                  (t.has_commit() ? "@" + std::to_string(t.commit().physical()) : ""));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // A live source whose polls the test scripts.

@@ -8,9 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "collectors/tidb/joiner.h"
+#include "tests/unit/collectors/tidb/describe_txns.h"
 
 namespace isowatch::tidb {
 namespace {
+
+using testing::Describe;
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
@@ -50,17 +53,6 @@ RowChange Row(Tso commit, int64_t k, const std::string& v, const std::string& id
 
 CdcTxn Cdc(Tso commit, std::vector<RowChange> rows) {
   return CdcTxn{.commit_ts = commit, .rows = std::move(rows), .schema_changes = {}};
-}
-
-// "id:STATUS@commit" of each emitted transaction, sorted.
-std::vector<std::string> Describe(const std::vector<v1::Transaction>& txns) {
-  std::vector<std::string> out;
-  for (const v1::Transaction& t : txns) {
-    out.push_back(TxnIdText(t) + ":" + v1::Transaction::Status_Name(t.status()) +
-                  (t.has_commit() ? "@" + std::to_string(t.commit().physical()) : ""));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 class TidbJoinerTest : public ::testing::Test {
