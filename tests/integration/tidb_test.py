@@ -313,7 +313,9 @@ def resume_offsets(state_dir):
 
 
 def case_rebalance(tools, root):
-    k = KafkaCase(tools, root, "kv", 15, 400, slow=True, interval_ms=300)
+    # Chunks every 0.5 s (about 20 s in all): the producer is still going when the third
+    # consumer commits, even when the collectors start slowly.
+    k = KafkaCase(tools, root, "kv", 15, 400, slow=True, interval_ms=500)
     # The second collector streams the same history to an isowatchd of its own (one daemon
     # takes each transaction id once, whatever its stream).
     other_daemon = Daemon(tools.daemon, root, DAEMON_SETS, name="isowatchd-b").start()
