@@ -5,7 +5,8 @@
 The allowed module -> module edges are written once, in the table between the
 `layers:begin` and `layers:end` markers of docs/architecture.md. A module is a
 directory of src/isowatch/ (its name), daemon/ ("daemon"), or a directory of
-collectors/ ("collectors/<name>"). A file may include:
+collectors/ ("collectors/<name>", whose headers are included as "collectors/<name>/..."). A file
+may include:
   - headers of its own module;
   - headers of the modules its row lists ("proto" is the generated isowatch/v1/);
   - never a header under an `internal/` directory of another module.
@@ -19,6 +20,7 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"isowatch/([^"]+)"', re.M)
+COLLECTOR_INCLUDE = re.compile(r'^\s*#\s*include\s+"(collectors/[^"]+)"', re.M)
 
 
 def read_allow_list(doc):
@@ -48,9 +50,20 @@ def module_of_source(rel):
 
 
 def module_of_include(path):
-    # path is what follows "isowatch/" in the include.
-    first = path.split("/")[0]
-    return "proto" if first == "v1" else first
+    # path is what follows "isowatch/" in the include, or the whole "collectors/..." path.
+    parts = path.split("/")
+    if parts[0] == "collectors":
+        return "/".join(parts[:2])
+    return "proto" if parts[0] == "v1" else parts[0]
+
+
+def includes(text):
+    """The includes of the project's headers in `text`, as paths for module_of_include."""
+    return INCLUDE.findall(text) + COLLECTOR_INCLUDE.findall(text)
+
+
+def shown(inc):
+    return f'"{inc}"' if inc.startswith("collectors/") else f'"isowatch/{inc}"'
 
 
 def sources(root):
@@ -78,7 +91,7 @@ def main():
             errors.append(f"{rel}: module '{mod}' has no row in docs/architecture.md")
             continue
         text = open(full, encoding="utf-8").read()
-        for inc in INCLUDE.findall(text):
+        for inc in includes(text):
             target = module_of_include(inc)
             if target == mod:
                 continue
@@ -86,10 +99,10 @@ def main():
             if matrix_only:
                 continue
             if "/internal/" in inc:
-                errors.append(f"{rel}: includes \"isowatch/{inc}\", internal to module '{target}'")
+                errors.append(f"{rel}: includes {shown(inc)}, internal to module '{target}'")
             elif target not in allow[mod]:
                 errors.append(
-                    f"{rel}: includes \"isowatch/{inc}\": '{mod}' may not depend on '{target}' "
+                    f"{rel}: includes {shown(inc)}: '{mod}' may not depend on '{target}' "
                     f"(allowed: {', '.join(sorted(allow[mod])) or 'nothing'})")
     if matrix_only:
         for mod in sorted(matrix):

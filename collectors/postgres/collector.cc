@@ -4,78 +4,23 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "isowatch/common/atomic_file.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/ingest/client.h"
 
+#include "collectors/common/state_file.h"
+#include "collectors/common/stream_resume.h"
+
 namespace isowatch::pg {
 namespace {
-
-// What a collector remembers between runs (docs/collectors/postgres.md, "Restarts").
-struct CollectorState {
-  std::string stream;
-  uint32_t run = 0;
-  Lsn handled = 0;  // every decoded transaction ending at or below it is durable in the daemon
-  // Batches sent and not known to be durable: (seq, the position handled once it is). Written
-  // before each batch is sent, so that a restart learns from the daemon's durable seq which of
-  // them arrived.
-  std::vector<std::pair<uint64_t, Lsn>> in_flight;
-};
-
-std::string StatePath(const std::string& dir) { return dir + "/state"; }
-
-absl::StatusOr<std::optional<CollectorState>> LoadState(const std::string& dir) {
-  std::ifstream in(StatePath(dir));
-  if (!in) return std::optional<CollectorState>();
-  CollectorState s;
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t space = line.find(' ');
-    if (space == std::string::npos) continue;
-    const std::string name = line.substr(0, space);
-    const std::string value = line.substr(space + 1);
-    bool ok = true;
-    if (name == "stream") {
-      s.stream = value;
-    } else if (name == "run") {
-      ok = absl::SimpleAtoi(value, &s.run);
-    } else if (name == "handled") {
-      ok = absl::SimpleAtoi(value, &s.handled);
-    } else if (name == "sent") {
-      const size_t colon = value.find(':');
-      std::pair<uint64_t, Lsn> e;
-      ok = colon != std::string::npos && absl::SimpleAtoi(value.substr(0, colon), &e.first) &&
-           absl::SimpleAtoi(value.substr(colon + 1), &e.second);
-      s.in_flight.push_back(e);
-    }
-    if (!ok) {
-      return absl::DataLossError(
-          fmt::format("{}: bad value \"{}\" for {}", StatePath(dir), value, name));
-    }
-  }
-  if (s.stream.empty()) return absl::DataLossError(fmt::format("{}: no stream", StatePath(dir)));
-  return std::optional<CollectorState>(s);
-}
-
-// Replaces the state file, durably.
-absl::Status SaveState(const std::string& dir, const CollectorState& s) {
-  std::string text = fmt::format("stream {}\nrun {}\nhandled {}\n", s.stream, s.run, s.handled);
-  for (const auto& [seq, handled] : s.in_flight) text += fmt::format("sent {}:{}\n", seq, handled);
-  return WriteFileAtomically(StatePath(dir), text, /*sync=*/true);
-}
 
 v1::Header MakeHeader(const CollectorOptions& o) {
   v1::Header h;
@@ -85,34 +30,6 @@ v1::Header MakeHeader(const CollectorOptions& o) {
   (*h.mutable_metadata())["source"] = "isowatch-pg";
   (*h.mutable_metadata())["isolation"] = IsolationName(o.workload.isolation);
   return h;
-}
-
-struct Probe {
-  uint64_t durable_seq = 0;
-  bool known = false;  // the daemon had the stream before
-};
-
-// Learns the stream's durable seq from the daemon by pushing its first batch (the header) again:
-// a daemon that has the stream answers it as a duplicate; one that has not takes it as batch 1.
-// It claims the stream for that (the IngestClient that follows claims it again, fencing this
-// probe's epoch).
-absl::StatusOr<Probe> ProbeStream(const CollectorOptions& o) {
-  ingest::ClientOptions co;
-  co.auth = o.auth;
-  std::shared_ptr<grpc::Channel> channel = ingest::MakeIngestChannel(o.target, co);
-  std::unique_ptr<v1::Ingest::Stub> stub = v1::Ingest::NewStub(channel);
-  ASSIGN_OR_RETURN(const v1::ClaimReply claim, ingest::ClaimStream(*stub, o.stream, co));
-  v1::IngestBatch batch;
-  batch.set_stream(o.stream);
-  batch.set_seq(1);
-  *batch.mutable_header() = MakeHeader(o);
-  ASSIGN_OR_RETURN(v1::IngestAck ack,
-                   ingest::PushBatch(*stub, batch, co, /*stats=*/nullptr, claim.epoch()));
-  for (const v1::Refusal& r : ack.refusals()) {
-    return absl::FailedPreconditionError(
-        fmt::format("isowatchd refused stream \"{}\": {}", o.stream, r.detail()));
-  }
-  return Probe{.durable_seq = ack.durable_seq(), .known = ack.duplicate()};
 }
 
 // The client records the workload's sessions hand over to the collector's loop. Thread-safe.
@@ -140,49 +57,21 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
                                              const std::atomic<bool>* stop) {
   const absl::Time started = absl::Now();
   auto stopping = [&] { return stop != nullptr && stop->load(); };
-  if (options.state_dir.empty()) return absl::InvalidArgumentError("no state directory");
-  std::error_code ec;
-  std::filesystem::create_directories(options.state_dir, ec);
-  if (ec) {
-    return absl::FailedPreconditionError(
-        fmt::format("cannot create {}: {}", options.state_dir, ec.message()));
-  }
-  ASSIGN_OR_RETURN(std::optional<CollectorState> loaded, LoadState(options.state_dir));
+  const collectors::DaemonOptions& daemon = options.daemon;
+  const collectors::StateFile file(daemon.state_dir, {"handled"});
+  ASSIGN_OR_RETURN(collectors::ResumedStream resumed,
+                   collectors::ResumeStream(daemon, options.stream, MakeHeader(options), file));
+  // state.durable[0]: every decoded transaction ending at or below it is durable in the daemon.
+  collectors::CollectorState& state = resumed.state;
   CollectorResult result;
-  result.resumed = loaded.has_value();
-  if (loaded && loaded->stream != options.stream) {
-    return absl::FailedPreconditionError(fmt::format(
-        "{} belongs to stream \"{}\", not \"{}\": give each stream its own state directory",
-        options.state_dir, loaded->stream, options.stream));
-  }
-  ASSIGN_OR_RETURN(Probe probe, ProbeStream(options));
-  if (!loaded && probe.known) {
-    return absl::FailedPreconditionError(fmt::format(
-        "isowatchd already has stream \"{}\" ({} batches) but {} holds no state for it: use a "
-        "new --stream, or the state directory of the collector that sent it",
-        options.stream, probe.durable_seq, options.state_dir));
-  }
-  if (loaded && !probe.known) {
-    return absl::FailedPreconditionError(fmt::format(
-        "{} says stream \"{}\" was sent to isowatchd, but isowatchd does not have it (a new "
-        "store?): start a new stream with a new state directory",
-        options.state_dir, options.stream));
-  }
-  CollectorState state = loaded.value_or(CollectorState{.stream = options.stream});
-  // The batches the last run sent that the daemon made durable are handled.
-  for (const auto& [seq, handled] : state.in_flight) {
-    if (seq <= probe.durable_seq) state.handled = std::max(state.handled, handled);
-  }
-  state.in_flight.clear();
-  ++state.run;
-  RETURN_IF_ERROR(SaveState(options.state_dir, state));
+  result.resumed = resumed.resumed;
   result.run = state.run;
 
   WorkloadOptions wo = options.workload;
   wo.run = state.run;
   Inbox inbox;
   Workload workload(wo, [&](ClientTxn t) { inbox.Add(std::move(t)); });
-  RETURN_IF_ERROR(workload.Prepare(/*reset=*/!loaded.has_value()));
+  RETURN_IF_ERROR(workload.Prepare(/*reset=*/!resumed.resumed));
   ASSIGN_OR_RETURN(std::unique_ptr<CommitFeed> feed, open_feed());
 
   Joiner joiner(JoinerOptions{.run = state.run,
@@ -190,12 +79,12 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
                               .table = TableName(wo),
                               .data = wo.data,
                               .stream = options.stream});
-  joiner.SkipUpto(state.handled);
+  joiner.SkipUpto(state.durable[0]);
   constexpr size_t kMaxInFlight = 8;
-  ingest::IngestClient client(
-      options.target, options.stream,
-      ingest::ClientOptions{
-          .max_in_flight = kMaxInFlight, .first_seq = probe.durable_seq + 1, .auth = options.auth});
+  ingest::IngestClient client(daemon.target, options.stream,
+                              ingest::ClientOptions{.max_in_flight = kMaxInFlight,
+                                                    .first_seq = resumed.durable_seq + 1,
+                                                    .auth = daemon.auth});
 
   // Flag, set once the workload's sessions have ended. Sequentially consistent (the default): it
   // is set and read once per loop, so the strongest order costs nothing.
@@ -216,14 +105,13 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   absl::Time last_flush = absl::Now();
   absl::Time last_progress = absl::Now();
   std::optional<absl::Time> done_at;
-  Lsn confirmed = state.handled;
   absl::Status failure;
 
   // Commit times of the committed transactions of the batch being filled and of the batches in
   // flight (by seq), and the lags measured once they are durable.
   std::vector<int64_t> batch_commit_times;
   std::deque<std::pair<uint64_t, std::vector<int64_t>>> commit_times_in_flight;
-  std::vector<double> lags;
+  collectors::LagSamples lags;
   // Moves what the joiner has ready into the batch being filled.
   auto take_ready = [&] {
     Joiner::Output out = joiner.Take(absl::Now());
@@ -244,8 +132,8 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     const int n = batch.txns_size();
     if (batch.has_watermark()) sent_watermark = batch.watermark().physical();
     if (batch_handled) {
-      state.in_flight.emplace_back(seq, *batch_handled);
-      RETURN_IF_ERROR(SaveState(options.state_dir, state));
+      state.in_flight.push_back({.seq = seq, .position = {*batch_handled}});
+      RETURN_IF_ERROR(file.Save(state));
     }
     RETURN_IF_ERROR(client.Send(std::move(batch)));
     batch = v1::IngestBatch();
@@ -259,33 +147,20 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     last_flush = absl::Now();
     return absl::OkStatus();
   };
-  auto confirm = [&](bool force_save) -> absl::Status {
+  auto confirm = [&]() -> absl::Status {
     const uint64_t durable = client.durable_seq();
     const int64_t now_us = absl::ToUnixMicros(absl::Now());
     while (!commit_times_in_flight.empty() && commit_times_in_flight.front().first <= durable) {
       for (int64_t t : commit_times_in_flight.front().second) {
-        if (lags.size() < (size_t{1} << 24)) lags.push_back(static_cast<double>(now_us - t) / 1e6);
+        lags.Add(static_cast<double>(now_us - t) / 1e6);
       }
       commit_times_in_flight.pop_front();
     }
-    bool moved = false;
-    size_t done = 0;
-    while (done < state.in_flight.size() && state.in_flight[done].first <= durable) {
-      confirmed = std::max(confirmed, state.in_flight[done].second);
-      ++done;
-    }
-    if (done > 0) {
-      state.in_flight.erase(state.in_flight.begin(), state.in_flight.begin() + done);
-      moved = true;
-    }
-    if (moved && feed != nullptr) feed->Confirm(confirmed);
+    if (state.ConfirmUpTo(durable) == 0) return absl::OkStatus();
+    if (feed != nullptr) feed->Confirm(state.durable[0]);
     // Saved at each step, so that a restart re-sends as little as possible (what it re-sends
     // of an earlier run the daemon keeps in its first form: docs/collectors/postgres.md).
-    if (moved || (force_save && confirmed != state.handled)) {
-      state.handled = confirmed;
-      RETURN_IF_ERROR(SaveState(options.state_dir, state));
-    }
-    return absl::OkStatus();
+    return file.Save(state);
   };
 
   absl::Duration feed_backoff = absl::Milliseconds(100);
@@ -305,12 +180,12 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       feed = *std::move(f);
       feed_backoff = absl::Milliseconds(100);
       ++result.feed_reconnects;
-      feed->Confirm(confirmed);
+      feed->Confirm(state.durable[0]);
     }
     // While isowatchd is not taking batches (it restarts, say), the collector holds one full
     // batch and stops reading commits, but keeps the replication connection alive.
     const bool room = client.next_seq() - 1 - client.durable_seq() < kMaxInFlight;
-    const bool held = !room && static_cast<size_t>(batch.txns_size()) >= options.batch_size;
+    const bool held = !room && static_cast<size_t>(batch.txns_size()) >= daemon.batch_size;
     if (held) {
       if (absl::Status s = feed->KeepAlive(); !s.ok()) {
         if (!absl::IsUnavailable(s)) failure = s;
@@ -342,15 +217,15 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     }
     take_ready();
     // Send.
-    if (room && (static_cast<size_t>(batch.txns_size()) >= options.batch_size ||
-                 absl::Now() - last_flush >= options.flush_interval)) {
+    if (room && (static_cast<size_t>(batch.txns_size()) >= daemon.batch_size ||
+                 absl::Now() - last_flush >= daemon.flush_interval)) {
       failure = send(false);
       if (!failure.ok()) break;
     }
-    failure = confirm(false);
+    failure = confirm();
     if (!failure.ok()) break;
-    if (options.progress_interval > absl::ZeroDuration() &&
-        absl::Now() - last_progress >= options.progress_interval) {
+    if (daemon.progress_interval > absl::ZeroDuration() &&
+        absl::Now() - last_progress >= daemon.progress_interval) {
       last_progress = absl::Now();
       const WorkloadStats& ws = workload.stats();
       fmt::print(stderr,
@@ -369,7 +244,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
     take_ready();
     failure = send(false);
   }
-  if (failure.ok() && options.end_of_stream && !stopping()) {
+  if (failure.ok() && daemon.end_of_stream && !stopping()) {
     absl::StatusOr<std::vector<v1::Refusal>> closed = client.Close();
     if (!closed.ok()) failure = closed.status();
   } else if (failure.ok()) {
@@ -379,7 +254,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
       absl::SleepFor(absl::Milliseconds(20));
     }
   }
-  if (absl::Status s = confirm(/*force_save=*/true); failure.ok()) failure = s;
+  if (absl::Status s = confirm(); failure.ok()) failure = s;
   result.refusals = client.refusals();
   result.daemon_reconnects = client.reconnects();
   result.join = joiner.stats();
@@ -391,12 +266,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   result.unknown = ws.unknown.load();
   result.session_reconnects = ws.reconnects.load();
   result.seconds = absl::ToDoubleSeconds(absl::Now() - started);
-  if (!lags.empty()) {
-    std::sort(lags.begin(), lags.end());
-    result.lag_p50 = lags[lags.size() / 2];
-    result.lag_p99 = lags[std::min(lags.size() - 1, lags.size() * 99 / 100)];
-    result.lag_max = lags.back();
-  }
+  result.lag = lags.Summarize();
   if (!failure.ok()) return failure;
   return result;
 }

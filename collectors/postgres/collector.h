@@ -11,8 +11,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-#include "isowatch/ingest/channel_credentials.h"
-
+#include "collectors/common/daemon_options.h"
+#include "collectors/common/lag_samples.h"
 #include "collectors/postgres/decoded_txn.h"
 #include "collectors/postgres/joiner.h"
 #include "collectors/postgres/workload.h"
@@ -38,23 +38,12 @@ using CommitFeedFactory = std::function<absl::StatusOr<std::unique_ptr<CommitFee
 
 struct CollectorOptions {
   WorkloadOptions workload;
-  // isowatchd's gRPC ingest, host:port, and how to authenticate to it (docs/security.md).
-  std::string target;
-  ingest::ChannelAuth auth;
+  // isowatchd, the state directory, batches and progress lines.
+  collectors::DaemonOptions daemon;
   std::string stream = "postgres";
-  // Where the collector keeps its run count and the position it has made durable in the daemon,
-  // so that a restart resumes without losing or repeating a transaction. Created if missing.
-  std::string state_dir;
-  // Transactions per batch, and the longest a transaction waits in a partial batch.
-  size_t batch_size = 500;
-  absl::Duration flush_interval = absl::Milliseconds(100);
-  // End the stream when the workload is done (workload mode); a canary keeps it open.
-  bool end_of_stream = true;
   // After the workload is done, how long to wait for the commits of transactions whose outcome
   // is unknown before sending them as UNKNOWN.
   absl::Duration unknown_grace = absl::Seconds(10);
-  // Prints a progress line every this long (0 = never).
-  absl::Duration progress_interval = absl::ZeroDuration();
 };
 
 struct CollectorResult {
@@ -75,10 +64,8 @@ struct CollectorResult {
   uint64_t session_reconnects = 0;
   double seconds = 0;
   // Lag from a transaction's commit (its commit time in the WAL) to its being durable in
-  // isowatchd, in seconds: median, 99th percentile and maximum over the committed transactions.
-  double lag_p50 = 0;
-  double lag_p99 = 0;
-  double lag_max = 0;
+  // isowatchd, over the committed transactions.
+  collectors::LagSummary lag;
 };
 
 // Runs the collector (docs/collectors/postgres.md): prepares the table (emptied on a first run),

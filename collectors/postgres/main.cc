@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 
 #include "isowatch/common/stop_signals.h"
-#include "isowatch/ingest/channel_credentials.h"
 
+#include "collectors/common/daemon_flags.h"
 #include "collectors/postgres/collector.h"
 #include "collectors/postgres/replication_feed.h"
 #include "collectors/postgres/workload.h"
@@ -27,41 +27,21 @@ using isowatch::pg::CollectorOptions;
 
 struct Flags {
   std::string dsn;
-  std::string to;
   std::string isolation = "repeatable-read";
   std::string dist = "zipfian";
   std::string data = "kv";
   std::string slot;
   std::string publication;
-  std::string state_dir;
   bool drop_slot = false;
   bool keep_open = false;
   bool bare = false;
-  int progress_ms = 0;
-  isowatch::ingest::ChannelSecurity security;
+  isowatch::collectors::DaemonFlags daemon;
   CollectorOptions o;
 };
 
 void AddCommon(CLI::App* cmd, Flags& f) {
   cmd->add_option("--dsn", f.dsn, "libpq connection string of the database")->required();
-  cmd->add_option("--to", f.to, "isowatchd's gRPC ingest address, HOST:PORT");
-  // The token is read from a file, never given on the command line, where others could see it.
-  cmd->add_flag("--tls", f.security.tls,
-                "Connect to isowatchd with TLS (implied by the other --tls-* flags and "
-                "--token-file)");
-  cmd->add_option("--tls-ca", f.security.ca_file,
-                  "CA bundle (PEM) that signed isowatchd's certificate; default: the system's")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--tls-cert", f.security.cert_file,
-                  "Client certificate (PEM), for an isowatchd that asks for one (mutual TLS)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--tls-key", f.security.key_file, "Private key (PEM) of --tls-cert")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--tls-server-name", f.security.server_name,
-                  "Name isowatchd's certificate must carry, when not the host of --to");
-  cmd->add_option("--token-file", f.security.token_file,
-                  "File holding the bearer token isowatchd asks for (needs TLS)")
-      ->check(CLI::ExistingFile);
+  isowatch::collectors::AddDaemonFlags(*cmd, f.daemon, f.o.daemon, /*to_required=*/false);
   cmd->add_option("--sessions", f.o.workload.sessions, "Client sessions (connections)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--keys", f.o.workload.keys, "Keys (rows) the workload uses")
@@ -81,12 +61,7 @@ void AddCommon(CLI::App* cmd, Flags& f) {
   cmd->add_option("--stream", f.o.stream, "Name of the stream in isowatchd");
   cmd->add_option("--slot", f.slot, "Logical replication slot (created if missing)");
   cmd->add_option("--publication", f.publication, "Publication (created if missing)");
-  cmd->add_option("--state-dir", f.state_dir,
-                  "Directory of the collector's state, for restarts (created if missing)");
   cmd->add_flag("--drop-slot", f.drop_slot, "Drop the replication slot at the end");
-  cmd->add_option("--batch", f.o.batch_size, "Transactions per batch sent to isowatchd")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--progress-ms", f.progress_ms, "Print progress this often (0 = never)");
   cmd->add_option("--table-prefix", f.o.workload.table_prefix,
                   "Prefix of the workload's table: <prefix>kv or <prefix>list")
       ->check([](const std::string& s) -> std::string {
@@ -130,7 +105,6 @@ int RunBare(const CollectorOptions& o) {
 
 int Run(Flags& f, bool canary) {
   CollectorOptions o = f.o;
-  o.target = f.to;
   o.workload.dsn = f.dsn;
   o.workload.isolation = *isowatch::pg::ParseIsolation(f.isolation);
   o.workload.dist = f.dist == "uniform"   ? isowatch::workload::Distribution::kUniform
@@ -138,21 +112,16 @@ int Run(Flags& f, bool canary) {
                                           : isowatch::workload::Distribution::kZipfian;
   o.workload.data = f.data == "list" ? isowatch::history::DataModel::kList
                                      : isowatch::history::DataModel::kKeyValue;
-  o.end_of_stream = !canary && !f.keep_open;
-  o.state_dir = f.state_dir;
+  o.daemon.end_of_stream = !canary && !f.keep_open;
   if (f.bare) return RunBare(o);
-  if (f.to.empty()) {
+  if (f.daemon.to.empty()) {
     fmt::print(stderr, "isowatch-pg: --to HOST:PORT (isowatchd's gRPC port) is required\n");
     return 2;
   }
-  if (f.progress_ms > 0) o.progress_interval = absl::Milliseconds(f.progress_ms);
-  absl::StatusOr<isowatch::ingest::ChannelAuth> auth =
-      isowatch::ingest::MakeChannelAuth(f.security);
-  if (!auth.ok()) {
-    fmt::print(stderr, "isowatch-pg: {}\n", std::string(auth.status().message()));
+  if (absl::Status s = isowatch::collectors::ApplyDaemonFlags(f.daemon, o.daemon); !s.ok()) {
+    fmt::print(stderr, "isowatch-pg: {}\n", std::string(s.message()));
     return 2;
   }
-  o.auth = *std::move(auth);
   isowatch::pg::FeedOptions feed{.dsn = f.dsn,
                                  .slot = f.slot,
                                  .publication = f.publication,
@@ -171,7 +140,7 @@ int Run(Flags& f, bool canary) {
       r->run, r->resumed ? "resumed" : "new", r->attempted, r->seconds, r->committed,
       r->aborted_conflict, r->aborted_other, r->unknown, r->sent, r->batches, r->refusals,
       r->join.joined, r->join.decoded_only, r->join.write_mismatches, r->session_reconnects,
-      r->feed_reconnects, r->daemon_reconnects, r->lag_p50, r->lag_p99, r->lag_max);
+      r->feed_reconnects, r->daemon_reconnects, r->lag.p50, r->lag.p99, r->lag.max);
   if (f.drop_slot && !g_stop.load()) {
     absl::Status s = isowatch::pg::DropFeedSlot(feed);
     if (!s.ok()) {
@@ -202,7 +171,7 @@ int main(int argc, char** argv) {
   workload.o.stream = "postgres";
   workload.slot = "isowatch";
   workload.publication = "isowatch";
-  workload.state_dir = "isowatch-pg-state";
+  workload.o.daemon.state_dir = "isowatch-pg-state";
   CLI::App* w = app.add_subcommand("workload", "Drive a workload and check it");
   AddCommon(w, workload);
   w->add_option("--isolation", workload.isolation,
@@ -221,7 +190,7 @@ int main(int argc, char** argv) {
   canary.o.stream = "canary";
   canary.slot = "isowatch_canary";
   canary.publication = "isowatch_canary";
-  canary.state_dir = "isowatch-pg-canary-state";
+  canary.o.daemon.state_dir = "isowatch-pg-canary-state";
   canary.o.workload.table_prefix = "isowatch_canary_";
   canary.o.workload.sessions = 2;
   canary.o.workload.keys = 8;

@@ -2,17 +2,42 @@
 #include "collectors/tidb/cdc_input.h"
 
 #include <chrono>
+#include <string>
+#include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "isowatch/common/status_macros.h"
 
 namespace isowatch::tidb {
 
-absl::StatusOr<std::unique_ptr<CdcInput>> KafkaCdcInput::Create(KafkaSourceOptions options) {
+absl::StatusOr<std::unique_ptr<CdcInput>> KafkaCdcInput::Create(KafkaSourceOptions options,
+                                                                const std::string& resume) {
+  // "kafka TOPIC OFFSET,OFFSET,...": a position of another topic (the collector was pointed at
+  // a new one) is not used.
+  const std::vector<std::string> words = absl::StrSplit(resume, ' ');
+  if (words.size() == 3 && words[0] == "kafka" && words[1] == options.topic) {
+    std::vector<int64_t> offsets;
+    for (const std::string& o : std::vector<std::string>(absl::StrSplit(words[2], ','))) {
+      int64_t offset = 0;
+      if (!absl::SimpleAtoi(o, &offset) || offset < KafkaCdcSource::kBeginning) {
+        return absl::DataLossError(fmt::format("bad Kafka resume position \"{}\"", resume));
+      }
+      offsets.push_back(offset);
+    }
+    options.start_offsets = std::move(offsets);
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<KafkaCdcSource> source,
                    KafkaCdcSource::Create(std::move(options)));
   return std::unique_ptr<CdcInput>(new KafkaCdcInput(std::move(source)));
+}
+
+std::string KafkaCdcInput::ResumePosition() const {
+  return fmt::format("kafka {} {}", source_->topic(), fmt::join(source_->resume_offsets(), ","));
 }
 
 absl::StatusOr<CdcInput::Polled> KafkaCdcInput::Poll(absl::Duration timeout) {

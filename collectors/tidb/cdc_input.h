@@ -37,17 +37,28 @@ class CdcInput {
   // fatal.
   virtual absl::StatusOr<Polled> Poll(absl::Duration timeout) = 0;
 
-  // Every transaction below `point` is durable downstream: the source may forget it.
+  // Every transaction below `point` is durable downstream: the source may forget it. An error
+  // is for the caller to report; the input goes on (and retries what failed at the next call).
   virtual absl::Status Acknowledge(Tso point) = 0;
+
+  // Where reading can resume without losing anything acknowledged, as one line of text for the
+  // collector's state file, to be given to the input's factory after a restart. Empty: the
+  // input resumes by itself.
+  virtual std::string ResumePosition() const { return ""; }
 };
 
-// Kafka: one stream per partition. Owns its consumer.
+// Kafka: one stream per partition. Owns its consumer. Its resume position is the source's
+// resume offsets, "kafka TOPIC OFFSET,OFFSET,..." (an offset per partition; -2: its start).
 class KafkaCdcInput : public CdcInput {
  public:
-  static absl::StatusOr<std::unique_ptr<CdcInput>> Create(KafkaSourceOptions options);
+  // Starts each partition where `resume` (a ResumePosition() of this topic) says; without one,
+  // where the consumer group's offsets say.
+  static absl::StatusOr<std::unique_ptr<CdcInput>> Create(KafkaSourceOptions options,
+                                                          const std::string& resume);
   size_t streams() const override { return static_cast<size_t>(source_->partitions()); }
   absl::StatusOr<Polled> Poll(absl::Duration timeout) override;
   absl::Status Acknowledge(Tso point) override { return source_->Acknowledge(point); }
+  std::string ResumePosition() const override;
 
  private:
   explicit KafkaCdcInput(std::unique_ptr<KafkaCdcSource> source) : source_(std::move(source)) {}

@@ -10,15 +10,18 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-#include "isowatch/ingest/channel_credentials.h"
-
+#include "collectors/common/daemon_options.h"
+#include "collectors/common/lag_samples.h"
 #include "collectors/tidb/cdc_input.h"
 #include "collectors/tidb/client_source.h"
 #include "collectors/tidb/joiner.h"
 
 namespace isowatch::tidb {
 
-using CdcInputFactory = std::function<absl::StatusOr<std::unique_ptr<CdcInput>>()>;
+// Opens the CDC input, resuming at `resume` (a CdcInput::ResumePosition() saved by an earlier
+// run; empty on a first run).
+using CdcInputFactory =
+    std::function<absl::StatusOr<std::unique_ptr<CdcInput>>(const std::string& resume)>;
 
 struct CollectorOptions {
   JoinerOptions join;
@@ -26,19 +29,10 @@ struct CollectorOptions {
   // (docs/history-format.md), with start ts, reads, writes, outcome and commit ts as the client
   // learnt them. Read by the RunCollector that takes no ClientSource.
   std::string client_log;
-  // isowatchd's gRPC ingest, host:port, and how to authenticate to it.
-  std::string target;
-  ingest::ChannelAuth auth;
-  // Where the collector keeps its run count and what the daemon has made durable.
-  std::string state_dir;
-  size_t batch_size = 500;
-  absl::Duration flush_interval = absl::Milliseconds(100);
-  // End the stream once every client record has been sent.
-  bool end_of_stream = true;
-  // Prints a progress line every this long (0 = never).
-  absl::Duration progress_interval = absl::ZeroDuration();
+  // isowatchd, the state directory, batches and progress lines.
+  collectors::DaemonOptions daemon;
   // Gives up when the CDC stream has not moved its release point for this long while client
-  // records still wait (0 = wait for ever).
+  // records still wait and isowatchd takes batches (0 = wait for ever).
   absl::Duration stall_timeout = absl::ZeroDuration();
 };
 
@@ -53,23 +47,23 @@ struct CollectorResult {
   uint64_t late_rows = 0;     // rows refused by the grouper (below the release point)
   uint64_t duplicate_rows = 0;
   uint64_t daemon_reconnects = 0;
-  uint64_t input_errors = 0;  // UNAVAILABLE answers of the CDC input, each retried
+  uint64_t input_errors = 0;          // UNAVAILABLE answers of the CDC input, each retried
+  uint64_t rows = 0;                  // distinct rows the grouper kept
+  uint64_t acknowledge_failures = 0;  // failed acknowledgements to the input (Kafka commits)
   Tso release_point = 0;
   Tso watermark = 0;  // the last watermark durable in the daemon
   JoinerStats join;
   double seconds = 0;
   // From a row's commit (the physical part of its TSO) to its being durable in isowatchd.
-  double lag_p50 = 0;
-  double lag_p99 = 0;
-  double lag_max = 0;
+  collectors::LagSummary lag;
 };
 
 // Runs the collector (docs/collectors/tidb.md): starts the client source (a client log, or a
 // workload run in-process), opens the CDC input, groups rows into transactions, joins them with
 // the client records and streams them to isowatchd with watermarks. Returns once the source is
 // done and every client record is durable in the daemon (the stream then ended if
-// options.end_of_stream), or when `stop` is set (the stream stays open). Stops the source before
-// it returns.
+// options.daemon.end_of_stream), or when `stop` is set (the stream stays open). Stops the source
+// before it returns.
 absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options, ClientSource& source,
                                              const CdcInputFactory& open_input,
                                              const std::atomic<bool>* stop);

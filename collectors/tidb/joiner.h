@@ -105,8 +105,9 @@ class Joiner {
   // Records decided below `release_point` were sent by an earlier run: dropped when decided.
   void SkipBelow(Tso release_point) { skip_below_ = release_point; }
 
-  // Records not yet emitted.
+  // Records not yet emitted, and among them the unknown outcomes not yet decided.
   size_t waiting() const { return waiting_.size() + unknown_.size(); }
+  size_t unknown_pending() const { return unknown_.size(); }
   const JoinerStats& stats() const { return stats_; }
 
  private:

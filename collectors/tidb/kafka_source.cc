@@ -90,10 +90,39 @@ absl::StatusOr<std::unique_ptr<KafkaCdcSource>> KafkaCdcSource::Create(KafkaSour
     return absl::UnavailableError(fmt::format("kafka: no partitions of topic {} at {}: {}",
                                               options.topic, options.brokers, reason));
   }
+  // Where each partition starts: as given, else where the group's committed offset says, else
+  // at its start.
+  std::vector<int64_t> start(partitions, RD_KAFKA_OFFSET_INVALID);
+  std::vector<int64_t> committed(partitions, RD_KAFKA_OFFSET_INVALID);
+  rd_kafka_topic_partition_list_t* stored = rd_kafka_topic_partition_list_new(partitions);
+  for (int32_t p = 0; p < partitions; ++p) {
+    if (static_cast<size_t>(p) < options.start_offsets.size()) {
+      start[p] = options.start_offsets[p];
+    } else {
+      rd_kafka_topic_partition_list_add(stored, options.topic.c_str(), p);
+    }
+  }
+  if (stored->cnt > 0) {
+    const rd_kafka_resp_err_t fetched = rd_kafka_committed(consumer, stored, kMetadataTimeoutMs);
+    for (int i = 0; fetched == RD_KAFKA_RESP_ERR_NO_ERROR && i < stored->cnt; ++i) {
+      const rd_kafka_topic_partition_t& e = stored->elems[i];
+      if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+      committed[e.partition] = e.offset;
+      if (e.offset >= 0) start[e.partition] = e.offset;
+    }
+    if (fetched != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_topic_partition_list_destroy(stored);
+      rd_kafka_destroy(consumer);
+      return absl::UnavailableError(
+          fmt::format("kafka: cannot read the offsets group {} committed on {}: {}",
+                      options.group_id, options.topic, rd_kafka_err2str(fetched)));
+    }
+  }
+  rd_kafka_topic_partition_list_destroy(stored);
   rd_kafka_topic_partition_list_t* assignment = rd_kafka_topic_partition_list_new(partitions);
   for (int32_t p = 0; p < partitions; ++p) {
-    rd_kafka_topic_partition_list_add(assignment, options.topic.c_str(), p)->offset =
-        RD_KAFKA_OFFSET_STORED;
+    if (start[p] < 0) start[p] = kBeginning;
+    rd_kafka_topic_partition_list_add(assignment, options.topic.c_str(), p)->offset = start[p];
   }
   const rd_kafka_resp_err_t assigned = rd_kafka_assign(consumer, assignment);
   rd_kafka_topic_partition_list_destroy(assignment);
@@ -103,14 +132,17 @@ absl::StatusOr<std::unique_ptr<KafkaCdcSource>> KafkaCdcSource::Create(KafkaSour
         fmt::format("kafka: cannot assign {}: {}", options.topic, rd_kafka_err2str(assigned)));
   }
   return std::unique_ptr<KafkaCdcSource>(
-      new KafkaCdcSource(std::move(options), consumer, partitions));
+      new KafkaCdcSource(std::move(options), consumer, std::move(start), std::move(committed)));
 }
 
-KafkaCdcSource::KafkaCdcSource(KafkaSourceOptions options, rd_kafka_s* consumer, int32_t partitions)
+KafkaCdcSource::KafkaCdcSource(KafkaSourceOptions options, rd_kafka_s* consumer,
+                               std::vector<int64_t> start, std::vector<int64_t> committed)
     : options_(std::move(options)),
       consumer_(consumer),
-      partitions_(partitions),
-      watermarks_(partitions) {}
+      partitions_(static_cast<int32_t>(start.size())),
+      watermarks_(start.size()),
+      resume_offsets_(std::move(start)),
+      committed_(std::move(committed)) {}
 
 KafkaCdcSource::~KafkaCdcSource() {
   rd_kafka_consumer_close(consumer_);
@@ -167,27 +199,43 @@ absl::StatusOr<std::optional<KafkaMessageEvents>> KafkaCdcSource::Poll(
 }
 
 absl::Status KafkaCdcSource::Acknowledge(Tso release_point) {
-  rd_kafka_topic_partition_list_t* offsets = rd_kafka_topic_partition_list_new(partitions_);
-  std::vector<size_t> covered(partitions_, 0);
   for (int32_t p = 0; p < partitions_; ++p) {
-    const auto& pending = watermarks_[p];
-    while (covered[p] < pending.size() && pending[covered[p]].second <= release_point) ++covered[p];
-    if (covered[p] > 0) {
+    auto& pending = watermarks_[p];
+    size_t covered = 0;
+    while (covered < pending.size() && pending[covered].second <= release_point) ++covered;
+    if (covered == 0) continue;
+    resume_offsets_[p] = pending[covered - 1].first + 1;
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(covered));
+  }
+  rd_kafka_topic_partition_list_t* offsets = rd_kafka_topic_partition_list_new(partitions_);
+  for (int32_t p = 0; p < partitions_; ++p) {
+    if (resume_offsets_[p] >= 0 && resume_offsets_[p] != committed_[p]) {
       rd_kafka_topic_partition_list_add(offsets, options_.topic.c_str(), p)->offset =
-          pending[covered[p] - 1].first + 1;
+          resume_offsets_[p];
     }
   }
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
   if (offsets->cnt > 0) err = rd_kafka_commit(consumer_, offsets, /*async=*/0);
+  for (int i = 0; i < offsets->cnt; ++i) {
+    const rd_kafka_topic_partition_t& e = offsets->elems[i];
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = e.err;
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) committed_[e.partition] = e.offset;
+  }
   rd_kafka_topic_partition_list_destroy(offsets);
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return absl::UnavailableError(fmt::format("kafka: cannot commit offsets of {}: {}",
-                                              options_.topic, rd_kafka_err2str(err)));
+  switch (err) {
+    case RD_KAFKA_RESP_ERR_NO_ERROR:
+      return absl::OkStatus();
+    case RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID:
+    case RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION:
+    case RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
+      return absl::FailedPreconditionError(fmt::format(
+          "kafka: group {} refuses the offsets of {} ({}): the group has members, another "
+          "consumer subscribed to it; give the collector a group of its own",
+          options_.group_id, options_.topic, rd_kafka_err2str(err)));
+    default:
+      return absl::UnavailableError(fmt::format("kafka: cannot commit offsets of {}: {}",
+                                                options_.topic, rd_kafka_err2str(err)));
   }
-  for (int32_t p = 0; p < partitions_; ++p) {
-    watermarks_[p].erase(watermarks_[p].begin(), watermarks_[p].begin() + covered[p]);
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace isowatch::tidb

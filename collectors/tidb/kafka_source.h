@@ -29,8 +29,12 @@ struct KafkaSourceOptions {
   std::string group_id;  // whose committed offsets say where to resume
   KafkaProtocol protocol = KafkaProtocol::kCanalJson;
   // Further librdkafka consumer properties (name, value), set after the collector's own: TLS and
-  // SASL settings, or session.timeout.ms (how long a killed member holds its partitions).
+  // SASL settings, say.
   std::vector<std::pair<std::string, std::string>> properties;
+  // Where to start reading each partition (by partition; KafkaCdcSource::kBeginning for its
+  // start): the resume_offsets() a collector saved. Partitions it does not cover (all, when it
+  // is empty) start at the offset the consumer group committed, or at their start.
+  std::vector<int64_t> start_offsets;
 };
 
 // The decoded events of one Kafka message.
@@ -41,16 +45,20 @@ struct KafkaMessageEvents {
 };
 
 // Reads one TiCDC topic with librdkafka: every partition of the topic is assigned to this
-// consumer (docs/collectors/tidb.md, "Kafka"), starting at the offsets the consumer group
-// committed (the earliest offset when it committed none). Offsets are committed only through
-// Acknowledge(), never automatically.
+// consumer (docs/collectors/tidb.md, "Kafka"), which therefore takes no part in its consumer
+// group's rebalances: a transaction's rows may be spread over every partition, and only a reader
+// of all of them knows when it is complete. Each partition starts at the offset given in
+// options.start_offsets, else at the offset the consumer group committed, else at its start.
+// Offsets are committed only through Acknowledge(), never automatically.
 //
-// Which offsets Acknowledge() commits: on each partition, the offset just past the last
-// message that carried a watermark at or below the acknowledged release point. Every row in
-// the messages before it has a commit ts below that watermark (TiCDC's promise), so its
-// transaction has been released and acknowledged; a row after it may not have been. After a
-// restart, reading resumes there and re-reads at most what followed the watermark, whose rows
-// the grouper de-duplicates.
+// Where to resume: on each partition, the offset just past the last message that carried a
+// watermark at or below the acknowledged release point. Every row in the messages before it has
+// a commit ts below that watermark (TiCDC's promise), so its transaction has been released and
+// acknowledged; a row after it may not have been. Reading again from there re-reads at most what
+// followed the watermark, whose rows the grouper de-duplicates. Acknowledge() moves
+// resume_offsets() there and commits them to the consumer group; a collector that saves
+// resume_offsets() itself and starts from them needs nothing of the group's offsets, which
+// another consumer of the group could move.
 //
 // Thread-compatible.
 class KafkaCdcSource {
@@ -64,21 +72,32 @@ class KafkaCdcSource {
 
   // The number of partitions (streams for a TxnGrouper: partition i is stream i).
   int32_t partitions() const { return partitions_; }
+  const std::string& topic() const { return options_.topic; }
 
   // The next message, decoded; std::nullopt when none came within `timeout`. A message that
   // does not decode is returned as the decoder's error prefixed with its partition and offset,
   // and counted in rejected_messages(); reading goes on after it.
   absl::StatusOr<std::optional<KafkaMessageEvents>> Poll(std::chrono::milliseconds timeout);
 
-  // The daemon acknowledged every transaction below `release_point`: commits, synchronously,
-  // each partition's offset past its last watermark at or below it (see the class comment).
-  // Partitions with no such watermark are left as they are. UNAVAILABLE if the commit fails.
+  // The daemon acknowledged every transaction below `release_point`: moves each partition's
+  // resume offset past its last watermark at or below it (see the class comment; partitions with
+  // no such watermark keep theirs), then commits, synchronously, the resume offsets the group
+  // does not hold yet. Errors (the resume offsets have moved all the same, and the next call
+  // commits them again): FAILED_PRECONDITION when the group refuses the commit because it has
+  // members (another consumer subscribed to it: a consumer outside the group may not commit
+  // then); UNAVAILABLE for any other failure of the commit.
   absl::Status Acknowledge(Tso release_point);
+
+  // Per partition, where reading can resume without losing anything acknowledged (an offset, or
+  // kBeginning).
+  const std::vector<int64_t>& resume_offsets() const { return resume_offsets_; }
+  static constexpr int64_t kBeginning = -2;  // RD_KAFKA_OFFSET_BEGINNING
 
   uint64_t rejected_messages() const { return rejected_messages_; }
 
  private:
-  KafkaCdcSource(KafkaSourceOptions options, rd_kafka_s* consumer, int32_t partitions);
+  KafkaCdcSource(KafkaSourceOptions options, rd_kafka_s* consumer, std::vector<int64_t> start,
+                 std::vector<int64_t> committed);
 
   absl::StatusOr<std::vector<CdcEvent>> Decode(std::string_view key, std::string_view value);
 
@@ -86,8 +105,11 @@ class KafkaCdcSource {
   rd_kafka_s* consumer_;  // owned
   int32_t partitions_;
   SimpleProtocolDecoder simple_;
-  // Per partition: (offset, watermark) of the messages with a watermark not yet committed.
+  // Per partition: (offset, watermark) of the messages with a watermark not yet acknowledged.
   std::vector<std::deque<std::pair<int64_t, Tso>>> watermarks_;
+  std::vector<int64_t> resume_offsets_;
+  // The offsets the group holds as far as this source knows (RD_KAFKA_OFFSET_INVALID: unknown).
+  std::vector<int64_t> committed_;
   uint64_t rejected_messages_ = 0;
 };
 

@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "isowatch/common/stop_signals.h"
-#include "isowatch/ingest/channel_credentials.h"
 
+#include "collectors/common/daemon_flags.h"
 #include "collectors/tidb/cdc_input.h"
 #include "collectors/tidb/collector.h"
 #include "collectors/tidb/workload_command.h"
@@ -28,7 +28,6 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 struct Flags {
-  std::string to;
   std::string data = "kv";
   std::string brokers;
   std::string topic;
@@ -38,9 +37,8 @@ struct Flags {
   std::string storage_dir;
   std::string storage_format = "csv";
   bool keep_open = false;
-  int progress_ms = 0;
   int stall_s = 0;
-  isowatch::ingest::ChannelSecurity security;
+  isowatch::collectors::DaemonFlags daemon;
   isowatch::tidb::CollectorOptions o;
 };
 
@@ -50,7 +48,8 @@ isowatch::tidb::CdcInputFactory InputFactory(const Flags& f) {
                             ? isowatch::tidb::StorageSinkReader::Format::kCanalJson
                             : isowatch::tidb::StorageSinkReader::Format::kCsv;
     const std::string root = f.storage_dir;
-    return [root, format]() -> absl::StatusOr<std::unique_ptr<isowatch::tidb::CdcInput>> {
+    return [root, format](const std::string& /*resume: re-read from the start*/)
+               -> absl::StatusOr<std::unique_ptr<isowatch::tidb::CdcInput>> {
       return std::make_unique<isowatch::tidb::StorageCdcInput>(root, format,
                                                                isowatch::tidb::StorageCsvOptions{});
     };
@@ -64,7 +63,8 @@ isowatch::tidb::CdcInputFactory InputFactory(const Flags& f) {
   ko.protocol = f.protocol == "open"     ? isowatch::tidb::KafkaProtocol::kOpenProtocol
                 : f.protocol == "simple" ? isowatch::tidb::KafkaProtocol::kSimple
                                          : isowatch::tidb::KafkaProtocol::kCanalJson;
-  return [ko] { return isowatch::tidb::KafkaCdcInput::Create(ko); };
+  return
+      [ko](const std::string& resume) { return isowatch::tidb::KafkaCdcInput::Create(ko, resume); };
 }
 
 // `workload`: the subcommand that was given, if any (its workload is the client source).
@@ -80,20 +80,20 @@ int Run(Flags& f, const CLI::App& app, isowatch::tidb::WorkloadCommand* workload
       return 2;
     }
     wo = *std::move(w);
-    if (workload->bare() && !(f.to.empty() && f.storage_dir.empty() && f.brokers.empty())) {
+    if (workload->bare() && !(f.daemon.to.empty() && f.storage_dir.empty() && f.brokers.empty())) {
       fmt::print(stderr,
                  "isowatch-tidb: --bare runs the workload alone: no --to, --storage-dir or "
                  "--kafka\n");
       return 2;
     }
-    if (f.to.empty() && f.storage_dir.empty() && f.brokers.empty()) {
+    if (f.daemon.to.empty() && f.storage_dir.empty() && f.brokers.empty()) {
       return workload->RunRecordOnly(*wo, &g_stop);
     }
   } else if (o.client_log.empty()) {
     fmt::print(stderr, "isowatch-tidb: give --client-log FILE, or a subcommand\n");
     return 2;
   }
-  if (f.to.empty()) {
+  if (f.daemon.to.empty()) {
     fmt::print(stderr, "isowatch-tidb: --to HOST:PORT (isowatchd's gRPC port) is required\n");
     return 2;
   }
@@ -106,17 +106,12 @@ int Run(Flags& f, const CLI::App& app, isowatch::tidb::WorkloadCommand* workload
     fmt::print(stderr, "isowatch-tidb: --kafka needs --topic\n");
     return 2;
   }
-  o.target = f.to;
-  o.end_of_stream = o.end_of_stream && !f.keep_open;
-  if (f.progress_ms > 0) o.progress_interval = absl::Milliseconds(f.progress_ms);
+  o.daemon.end_of_stream = o.daemon.end_of_stream && !f.keep_open;
   if (f.stall_s > 0) o.stall_timeout = absl::Seconds(f.stall_s);
-  absl::StatusOr<isowatch::ingest::ChannelAuth> auth =
-      isowatch::ingest::MakeChannelAuth(f.security);
-  if (!auth.ok()) {
-    fmt::print(stderr, "isowatch-tidb: {}\n", std::string(auth.status().message()));
+  if (absl::Status s = isowatch::collectors::ApplyDaemonFlags(f.daemon, o.daemon); !s.ok()) {
+    fmt::print(stderr, "isowatch-tidb: {}\n", std::string(s.message()));
     return 2;
   }
-  o.auth = *std::move(auth);
   std::unique_ptr<isowatch::tidb::WorkloadSource> source;
   if (wo) source = workload->MakeSource(*wo);
   absl::StatusOr<isowatch::tidb::CollectorResult> r =
@@ -133,12 +128,14 @@ int Run(Flags& f, const CLI::App& app, isowatch::tidb::WorkloadCommand* workload
       "{}; missing in CDC {}, write mismatches {}, commit ts mismatches {}, split commits {}, "
       "already sent {}; CDC refused {}, late rows {}, duplicate rows {}, foreign rows {}; "
       "release point {}, watermark {}; reconnects to isowatchd {}; commit to durable in "
-      "isowatchd: p50 {:.3f} s, p99 {:.3f} s, max {:.3f} s\n",
+      "isowatchd: p50 {:.3f} s, p99 {:.3f} s, max {:.3f} s; rows {}, acknowledgements failed "
+      "{}\n",
       r->run, r->resumed ? "resumed" : "new", r->client_records, r->seconds, r->sent, r->batches,
       r->refusals, j.joined, j.client_only, j.cdc_only, j.unknown_committed, j.unknown_aborted,
       j.missing_in_cdc, j.write_mismatches, j.commit_ts_mismatches, j.split_commits, j.already_sent,
       r->rejected_cdc, r->late_rows, r->duplicate_rows, j.foreign_rows, r->release_point,
-      r->watermark, r->daemon_reconnects, r->lag_p50, r->lag_p99, r->lag_max);
+      r->watermark, r->daemon_reconnects, r->lag.p50, r->lag.p99, r->lag.max, r->rows,
+      r->acknowledge_failures);
   if (source != nullptr) {
     fmt::print("isowatch-tidb: workload, {}\n",
                isowatch::tidb::WorkloadCommand::Summary(source->stats(), r->seconds));
@@ -161,23 +158,11 @@ int main(int argc, char** argv) {
 
   CLI::App app("isowatch-tidb: checks a TiDB database with isowatchd, from TiCDC's changefeed");
   Flags f;
-  f.o.state_dir = "isowatch-tidb-state";
+  f.o.daemon.state_dir = "isowatch-tidb-state";
   app.add_option("--client-log", f.o.client_log,
                  "The workload's transactions (isowatch native history, JSON lines or binary)")
       ->check(CLI::ExistingFile);
-  app.add_option("--to", f.to, "isowatchd's gRPC ingest address, HOST:PORT");
-  app.add_flag("--tls", f.security.tls, "Connect to isowatchd with TLS");
-  app.add_option("--tls-ca", f.security.ca_file, "CA bundle (PEM) of isowatchd's certificate")
-      ->check(CLI::ExistingFile);
-  app.add_option("--tls-cert", f.security.cert_file, "Client certificate (PEM)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--tls-key", f.security.key_file, "Private key (PEM) of --tls-cert")
-      ->check(CLI::ExistingFile);
-  app.add_option("--tls-server-name", f.security.server_name,
-                 "Name isowatchd's certificate must carry, when not the host of --to");
-  app.add_option("--token-file", f.security.token_file,
-                 "File holding the bearer token isowatchd asks for (needs TLS)")
-      ->check(CLI::ExistingFile);
+  isowatch::collectors::AddDaemonFlags(app, f.daemon, f.o.daemon, /*to_required=*/false);
   app.add_option("--kafka", f.brokers, "Kafka bootstrap servers of the changefeed's topic");
   app.add_option("--topic", f.topic, "The changefeed's Kafka topic");
   app.add_option("--group", f.group, "Kafka consumer group (its committed offsets resume a run)");
@@ -198,12 +183,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", f.data, "Data model: kv (registers) or list (appends)")
       ->check(CLI::IsMember({"kv", "list"}));
   app.add_option("--stream", f.o.join.stream, "Name of the stream in isowatchd");
-  app.add_option("--state-dir", f.o.state_dir,
-                 "Directory of the collector's state, for restarts (created if missing)");
-  app.add_option("--batch", f.o.batch_size, "Transactions per batch sent to isowatchd")
-      ->check(CLI::Range(1, 100000));
   app.add_flag("--keep-open", f.keep_open, "Do not end the stream when every record is sent");
-  app.add_option("--progress-ms", f.progress_ms, "Print progress this often (0 = never)");
   app.add_option("--stall-timeout-s", f.stall_s,
                  "Fail when the changefeed's release point does not move for this long while "
                  "records wait (0 = wait for ever)");

@@ -123,8 +123,8 @@ absl::StatusOr<WorkloadOptions> WorkloadCommand::Configure(const CLI::App& app,
   }
   if (canary_) {
     if (app.count("--stream") == 0) collector.join.stream = "tidb-canary";
-    if (app.count("--state-dir") == 0) collector.state_dir = "isowatch-tidb-canary-state";
-    collector.end_of_stream = false;
+    if (app.count("--state-dir") == 0) collector.daemon.state_dir = "isowatch-tidb-canary-state";
+    collector.daemon.end_of_stream = false;
   }
   if (o.isolation == Isolation::kReadCommitted && o.mode == TxnMode::kOptimistic) {
     fmt::print(stderr,

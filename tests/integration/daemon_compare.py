@@ -22,27 +22,16 @@ import os
 import socket
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections import Counter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon_util import http_get as get  # noqa: E402  (GET http://127.0.0.1:PORT/TARGET)
 
 
 def fail(message):
     print(f"daemon_compare: {message}", file=sys.stderr)
     sys.exit(1)
-
-
-def get(port, target, timeout=10):
-    """The body of GET http://127.0.0.1:PORT/TARGET and its status; (None, None) if unreachable."""
-    url = f"http://127.0.0.1:{port}{target}"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read().decode("utf-8")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError):
-        return None, None
 
 
 def poll(condition, timeout, what):

@@ -18,7 +18,6 @@ Each daemon runs on loopback, on free ports, with its store in a temporary direc
 import os
 import json
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -27,15 +26,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import daemon_compare  # noqa: E402  (the helpers of daemon_test.sh)
-
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
+from daemon_util import TestFailure as Failure  # noqa: E402
+from daemon_util import check, free_port  # noqa: E402
 
 
 def run(args, timeout=120):
@@ -43,13 +35,6 @@ def run(args, timeout=120):
     start = time.monotonic()
     p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     return p.returncode, p.stdout.decode("utf-8", "replace"), time.monotonic() - start
-
-
-def free_port():
-    """A port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_history(cli, tmp):

@@ -20,67 +20,22 @@ Usage: metrics_test.py PATH/TO/isowatchd PATH/TO/isowatch RULES_DIR [CASE...]
 With ISOWATCH_KEEP_TMP=1 the temporary directory is kept on failure.
 """
 
-import glob
 import json
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
-import urllib.error
 import urllib.parse
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import daemon_util  # noqa: E402
+from daemon_util import (TestFailure, check, free_port, http_get, log,  # noqa: E402
+                         run_cases, spawn, wait_for)
 
 ALL_CASES = ["rules", "alert", "restart", "jsonlog"]
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
-# Every process a case starts, killed at the end of the case if still running.
-PROCESSES = []
-
-
-class TestFailure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise TestFailure(message)
-
-
-def log(message):
-    print(message, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(port, target, timeout=10):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{target}", timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError):
-        return None, None
-
-
-def wait_for(condition, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise TestFailure(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def parse_metrics(text):
@@ -104,92 +59,12 @@ def total(samples, name):
     return sum(v for s, v in samples.items() if s == name or s.startswith(name + "{"))
 
 
-class Daemon:
-    """isowatchd with its store and log in DIR; start() on fixed or free ports."""
+class Daemon(daemon_util.Daemon):
+    """isowatchd in ROOT/NAME whose verdicts are final at the watermarks and the end of the
+    stream, never by timeout."""
 
-    def __init__(self, path, root, name, sets=(), log_file=None):
-        self.path, self.sets, self.log_file = path, list(sets), log_file
-        self.dir = os.path.join(root, name)
-        os.makedirs(self.dir, exist_ok=True)
-        self.log_path = os.path.join(self.dir, "isowatchd.log")
-        self.proc = None
-        self.grpc = self.http = 0
-
-    def start(self, grpc=0, http=0):
-        ports = os.path.join(self.dir, "ports.json")
-        if os.path.exists(ports):
-            os.unlink(ports)
-        args = [self.path, "--data-dir", os.path.join(self.dir, "data"), "--grpc-port", str(grpc),
-                "--http-port", str(http), "--ports-file", ports,
-                # Verdicts final at the watermarks and the end of the stream, never by timeout.
-                "--set", "engine.finality_timeout=600s"]
-        for s in self.sets:
-            args += ["--set", s]
-        self.proc = subprocess.Popen(args, stdout=open(self.log_path, "a"),
-                                     stderr=subprocess.STDOUT)
-        PROCESSES.append(self.proc)
-
-        def written():
-            check(self.proc.poll() is None, f"isowatchd exited: see {self.log_path}")
-            return os.path.exists(ports) and os.path.getsize(ports) > 0
-
-        wait_for(written, 60, "the ports file")
-        p = json.load(open(ports))
-        self.grpc, self.http = p["grpc"], p["http"]
-        wait_for(lambda: http_get(self.http, "/readyz")[0] == 200, 60, "/readyz")
-        return self
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait()
-
-    def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise TestFailure("isowatchd did not stop within 60 s of SIGTERM")
-        check(code == 0, f"isowatchd exited with status {code} after SIGTERM")
-
-    def metrics(self):
-        code, body = http_get(self.http, "/metrics")
-        check(code == 200, f"/metrics answered {code}")
-        return body
-
-    def status(self):
-        code, body = http_get(self.http, "/api/v1/status")
-        check(code == 200, f"/api/v1/status answered {code}")
-        return json.loads(body)
-
-    def stream(self, name):
-        for s in self.status().get("streams", []):
-            if s["name"] == name:
-                return s
-        return None
-
-    def wait_checked(self, name, timeout=300):
-        def checked():
-            s = self.stream(name)
-            return s is not None and s["closed"] and s["pending_transactions"] == 0
-
-        wait_for(checked, timeout, f"stream {name} closed and checked")
-
-    def stored_violations(self):
-        out, token = [], None
-        while True:
-            query = {"limit": "1000"}
-            if token:
-                query["page_token"] = token
-            code, body = http_get(self.http, "/api/v1/violations?" + urllib.parse.urlencode(query))
-            check(code == 200, f"/api/v1/violations answered {code}: {body}")
-            page = json.loads(body)
-            out += page["violations"]
-            token = page.get("next_page_token")
-            if not token:
-                return out
+    def __init__(self, path, root, name, sets=()):
+        super().__init__(path, root, ["engine.finality_timeout=600s"] + list(sets), name)
 
 
 def gen(cli, root, name, *args):
@@ -203,9 +78,7 @@ def replay(cli, daemon, history, stream, *args, may_fail=False, background=False
     out = open(os.path.join(daemon.dir, f"replay-{stream}.log"), "a")
     cmd = [cli, "replay", history, "--to", f"127.0.0.1:{daemon.grpc}", "--stream", stream, *args]
     if background:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-        PROCESSES.append(proc)
-        return proc
+        return spawn(cmd, out.name)
     code = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=300).returncode
     check(may_fail or code == 0, f"isowatch replay {stream} exited {code}")
 
@@ -265,12 +138,11 @@ class Prometheus:
                     "  - job_name: isowatch\n"
                     "    static_configs:\n"
                     f"      - targets: ['127.0.0.1:{target_port}']\n")
-        self.proc = subprocess.Popen(
+        self.proc = spawn(
             [PROMETHEUS, f"--config.file={config}",
              f"--storage.tsdb.path={os.path.join(self.dir, 'data')}",
              f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1h"],
-            stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        PROCESSES.append(self.proc)
+            self.log_path, stdin=subprocess.DEVNULL)
 
         def ready():
             check(self.proc.poll() is None, f"prometheus exited: see {self.log_path}")
@@ -322,7 +194,7 @@ def case_alert(tools, root):
         started = time.monotonic()
         replay(cli, d, history, "faulty", "--batch", "100")
         d.wait_checked("faulty")
-        stored = len(d.stored_violations())
+        stored = len(d.violations())
         check(stored > 0, "the faulty history gave no violation")
 
         def firing():
@@ -362,7 +234,7 @@ def agree(d, what):
     def consistent():
         samples, _ = parse_metrics(d.metrics())
         status = d.status()["counts"]
-        stored = len(d.stored_violations())
+        stored = len(d.violations())
         ok = (total(samples, "isowatch_violations_total") == status["violations"] == stored and
               total(samples, "isowatch_refused_transactions_total") ==
               status["refused_transactions"] and
@@ -499,40 +371,8 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     tools = (os.path.abspath(argv[1]), os.path.abspath(argv[2]), os.path.abspath(argv[3]))
-    cases = argv[4:] or ALL_CASES
-    failed = []
-    for name in cases:
-        root = tempfile.mkdtemp(prefix=f"isowatch-metrics-{name}-")
-        log(f"== {name} ({root})")
-        started = time.monotonic()
-        try:
-            CASES[name](tools, root)
-            log(f"== {name}: passed in {time.monotonic() - started:.1f} s")
-            shutil.rmtree(root, ignore_errors=True)
-        except Exception as e:  # a failing case must not hide the others' results
-            log(f"== {name}: FAILED: {e}")
-            if not isinstance(e, TestFailure):
-                traceback.print_exc()
-            for path in glob.glob(os.path.join(root, "**", "*.log"), recursive=True):
-                if f"{os.sep}data{os.sep}" in path:
-                    continue  # RocksDB's
-                log(f"--- last lines of {path}")
-                with open(path, errors="replace") as f:
-                    log("".join(line[:400] for line in f.readlines()[-15:]))
-            failed.append(name)
-            if os.environ.get("ISOWATCH_KEEP_TMP") != "1":
-                shutil.rmtree(root, ignore_errors=True)
-        finally:
-            for proc in PROCESSES:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-            PROCESSES.clear()
-    if failed:
-        log(f"failed cases: {' '.join(failed)}")
-        return 1
-    log("all metrics tests passed")
-    return 0
+    cases = {name: (lambda root, case=case: case(tools, root)) for name, case in CASES.items()}
+    return run_cases(cases, argv[4:] or ALL_CASES, "isowatch-metrics", "metrics")
 
 
 if __name__ == "__main__":

@@ -31,36 +31,15 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
-import urllib.error
-import urllib.parse
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import daemon_util  # noqa: E402
+from daemon_util import TestFailure, check, free_port, log, run_cases  # noqa: E402
 
 ALL_CASES = ["rr", "rr-list", "ser", "rc", "restart", "canary", "tls"]
-
-
-class TestFailure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise TestFailure(message)
-
-
-def log(message):
-    print(message, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pg_bin():
@@ -145,115 +124,13 @@ class Cluster:
             self.proc.kill()
 
 
-def http_get(port, target):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{target}", timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError):
-        return None, None
+class Daemon(daemon_util.Daemon):
+    """isowatchd at SI, started at once, keeping versions 64 MiB of WAL below the final point:
+    room for transactions that long (docs/collectors/postgres.md, "Configuring isowatchd")."""
 
-
-class Daemon:
     def __init__(self, path, root, sets):
-        self.path, self.sets = path, sets
-        self.dir = os.path.join(root, "isowatchd")
-        os.makedirs(self.dir)
-        self.log_path = os.path.join(self.dir, "isowatchd.log")
-        self.start(0, 0)
-
-    def start(self, grpc, http):
-        ports = os.path.join(self.dir, "ports.json")
-        if os.path.exists(ports):
-            os.unlink(ports)
-        args = [self.path, "--data-dir", os.path.join(self.dir, "data"), "--grpc-port", str(grpc),
-                "--http-port", str(http), "--ports-file", ports, "--set", "engine.level=si",
-                # Versions are kept 64 MiB of WAL below the final point: room for transactions
-                # that long (docs/collectors/postgres.md, "Configuring isowatchd").
-                "--set", "engine.retention=67108864"]
-        for s in self.sets:
-            args += ["--set", s]
-        self.proc = subprocess.Popen(args, stdout=open(self.log_path, "a"),
-                                     stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while not os.path.exists(ports) or os.path.getsize(ports) == 0:
-            check(self.proc.poll() is None, f"isowatchd exited: see {self.log_path}")
-            check(time.monotonic() < deadline, "isowatchd wrote no ports file within 60 s")
-            time.sleep(0.05)
-        p = json.load(open(ports))
-        self.grpc, self.http = p["grpc"], p["http"]
-        self.target = f"127.0.0.1:{self.grpc}"
-
-    def kill_and_restart(self):
-        """kill -9, then a start on the same ports and store: collectors reconnect to it."""
-        self.proc.kill()
-        self.proc.wait()
-        self.start(self.grpc, self.http)
-
-    def status(self):
-        code, body = http_get(self.http, "/api/v1/status")
-        check(code == 200, f"/api/v1/status answered {code}")
-        return json.loads(body)
-
-    def stream(self, name):
-        for s in self.status().get("streams", []):
-            if s["name"] == name:
-                return s
-        return None
-
-    def wait_checked(self, name, timeout=180):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            s = self.stream(name)
-            if s is not None and s["closed"] and s["pending_transactions"] == 0:
-                return s
-            time.sleep(0.1)
-        raise TestFailure(f"stream {name} not closed and checked within {timeout} s: "
-                          f"{self.stream(name)}")
-
-    def wait_committed(self, name, n, timeout=120):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            s = self.stream(name)
-            if s is not None and s["committed_transactions"] >= n:
-                return
-            time.sleep(0.1)
-        raise TestFailure(f"stream {name}: fewer than {n} committed transactions in {timeout} s")
-
-    def violations(self):
-        out, token = [], None
-        while True:
-            query = {"limit": "500"}
-            if token:
-                query["page_token"] = token
-            code, body = http_get(self.http, "/api/v1/violations?" + urllib.parse.urlencode(query))
-            check(code == 200, f"/api/v1/violations answered {code}: {body}")
-            page = json.loads(body)
-            out += page["violations"]
-            token = page.get("next_page_token")
-            if not token:
-                return out
-
-    def metric(self, name, labels):
-        code, body = http_get(self.http, "/metrics")
-        check(code == 200, f"/metrics answered {code}")
-        total = 0.0
-        for line in body.splitlines():
-            if line.startswith(name + "{") or line.startswith(name + " "):
-                if all(f'{k}="{v}"' in line for k, v in labels.items()):
-                    total += float(line.rsplit(" ", 1)[1])
-        return total
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                code = self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                raise TestFailure("isowatchd did not stop within 60 s of SIGTERM")
-            check(code == 0, f"isowatchd exited with status {code} after SIGTERM")
+        super().__init__(path, root, ["engine.level=si", "engine.retention=67108864"] + sets)
+        self.start()
 
 
 SUMMARY = re.compile(
@@ -514,32 +391,8 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     tools = (os.path.abspath(argv[1]), os.path.abspath(argv[2]))
-    cases = argv[3:] or ALL_CASES
-    failed = []
-    for name in cases:
-        root = tempfile.mkdtemp(prefix=f"isowatch-pg-{name}-")
-        log(f"== {name} ({root})")
-        started = time.monotonic()
-        try:
-            CASES[name](tools, root)
-            log(f"== {name}: passed in {time.monotonic() - started:.1f} s")
-            shutil.rmtree(root, ignore_errors=True)
-        except Exception as e:  # a failing case must not hide the others' results
-            log(f"== {name}: FAILED: {e}")
-            if not isinstance(e, TestFailure):
-                traceback.print_exc()
-            for path in glob.glob(os.path.join(root, "**", "*.log"), recursive=True):
-                log(f"--- last lines of {path}")
-                with open(path, errors="replace") as f:
-                    log("".join(f.readlines()[-15:]))
-            failed.append(name)
-            if os.environ.get("ISOWATCH_KEEP_TMP") != "1":
-                shutil.rmtree(root, ignore_errors=True)
-    if failed:
-        log(f"failed cases: {' '.join(failed)}")
-        return 1
-    log("all PostgreSQL tests passed")
-    return 0
+    cases = {name: (lambda root, case=case: case(tools, root)) for name, case in CASES.items()}
+    return run_cases(cases, argv[3:] or ALL_CASES, "isowatch-pg", "PostgreSQL")
 
 
 if __name__ == "__main__":

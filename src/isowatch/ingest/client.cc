@@ -377,6 +377,11 @@ uint64_t IngestClient::reconnects() const {
   return reconnects_;
 }
 
+absl::Status IngestClient::status() const {
+  absl::MutexLock lock(&mu_);
+  return fatal_;
+}
+
 uint64_t IngestClient::refusals() const {
   absl::MutexLock lock(&mu_);
   return refusal_count_;

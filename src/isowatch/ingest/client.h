@@ -108,6 +108,9 @@ class IngestClient {
   uint64_t next_seq() const;
   // Times the stream was opened again after it broke.
   uint64_t reconnects() const;
+  // The error that stopped the client (one a retry cannot cure, as Send and Close return it), or
+  // OK while it runs. For a caller that waits for acks without sending.
+  absl::Status status() const;
   // Refusals received so far (SEQUENCE_GAP excepted), and acks marked duplicate.
   uint64_t refusals() const;
   uint64_t duplicates() const;

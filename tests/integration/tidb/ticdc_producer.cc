@@ -12,8 +12,14 @@
 //    every partition. Into librdkafka's mock cluster (kept up until SIGTERM, its address written
 //    to --brokers-file), or as a storage sink's directory (one data file per chunk, then the
 //    `metadata` checkpoint).
+// With --wall-clock, the history's timestamps are mapped (linearly, so in the same order) onto
+// TiDB TSOs of the time the producer sends them: their physical part runs from the producer's
+// start over the time its paced chunks take (--interval-ms each), and each chunk is sent when its
+// time is over, so that the collector's lags (from a row's commit to its being durable in
+// isowatchd) mean what they mean with a live TiDB.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -55,8 +61,28 @@ struct Flags {
   double duplicate_rate = 0.05;
   size_t chunk = 100;
   int interval_ms = 0;
+  bool wall_clock = false;
+  int start_delay_ms = 0;
+  // With wall_clock: when the timestamps start (the TSO of timestamp 0).
+  std::chrono::system_clock::time_point start;
   uint64_t seed = 1;
 };
+
+// Before chunk i: with --wall-clock, waits for the end of its time, as TiCDC sends rows after
+// their commit.
+void WaitForChunk(const Flags& f, size_t i) {
+  if (f.wall_clock && f.interval_ms > 0) {
+    std::this_thread::sleep_until(f.start + std::chrono::milliseconds(f.interval_ms) *
+                                                static_cast<int64_t>(i + 1));
+  }
+}
+
+// After a chunk, without --wall-clock: a pause of --interval-ms.
+void PauseAfterChunk(const Flags& f) {
+  if (!f.wall_clock && f.interval_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(f.interval_ms));
+  }
+}
 
 std::string Id(const Transaction& t) {
   return t.id_case() == Transaction::kIdStr ? t.id_str() : std::to_string(t.id_int());
@@ -201,13 +227,14 @@ int ToStorage(const Flags& f, const std::vector<Chunk>& chunks) {
                         R"({{"ColumnName":"t","ColumnType":"VARCHAR"}}],"TableColumnsTotal":"3"}})",
                         JsonString(f.table), JsonString(f.schema), version));
   for (size_t i = 0; i < chunks.size() && !g_stop.load(); ++i) {
+    WaitForChunk(f, i);
     std::string content;
     for (const Message& m : chunks[i].rows) content += m.value + "\n";
     WriteFile(
         root / f.schema / f.table / std::to_string(version) / fmt::format("CDC{:020}.json", i + 1),
         content);
     WriteFile(root / "metadata", fmt::format(R"({{"checkpoint-ts":{}}})", chunks[i].watermark));
-    if (f.interval_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(f.interval_ms));
+    PauseAfterChunk(f);
   }
   return 0;
 }
@@ -241,17 +268,37 @@ int ToKafka(const Flags& f, const std::vector<Chunk>& chunks) {
     }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) status = 1;
   };
+  // With --wall-clock the cluster is announced before the first chunk's time, for the collector
+  // to be reading when it comes; otherwise once it holds the first chunk.
   bool announced = false;
+  auto announce = [&] {
+    std::ofstream(f.brokers_file + ".tmp") << brokers << "\n";
+    fs::rename(f.brokers_file + ".tmp", f.brokers_file);
+    announced = true;
+  };
+  if (f.wall_clock) announce();
   for (size_t i = 0; status == 0 && i < chunks.size() && !g_stop.load(); ++i) {
+    WaitForChunk(f, i);
     for (const Message& m : chunks[i].rows) send(m.partition, m.key, m.value);
     for (int p = 0; p < f.partitions; ++p) send(p, "", WatermarkMessage(chunks[i].watermark));
     if (rd_kafka_flush(writer, 30000) != RD_KAFKA_RESP_ERR_NO_ERROR) status = 1;
-    if (!announced) {
-      std::ofstream(f.brokers_file + ".tmp") << brokers << "\n";
-      fs::rename(f.brokers_file + ".tmp", f.brokers_file);
-      announced = true;
+    if (!announced) announce();
+    PauseAfterChunk(f);
+  }
+  // The mock cluster keeps a few MiB per partition and drops the oldest messages beyond: a
+  // changefeed with a hole would test nothing.
+  for (int p = 0; status == 0 && p < f.partitions; ++p) {
+    int64_t low = 0;
+    int64_t high = 0;
+    if (rd_kafka_query_watermark_offsets(writer, f.topic.c_str(), p, &low, &high, 10000) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR ||
+        low != 0) {
+      fmt::print(stderr,
+                 "ticdc_producer: partition {} starts at offset {}: the mock cluster dropped the "
+                 "oldest messages; use fewer transactions or more partitions\n",
+                 p, low);
+      status = 1;
     }
-    if (f.interval_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(f.interval_ms));
   }
   if (status == 0) {
     fmt::print("ticdc_producer: {} chunks in the mock cluster at {}\n", chunks.size(), brokers);
@@ -263,6 +310,25 @@ int ToKafka(const Flags& f, const std::vector<Chunk>& chunks) {
   rd_kafka_mock_cluster_destroy(cluster);
   rd_kafka_destroy(holder);
   return status;
+}
+
+// Maps every timestamp of `txns` onto a TSO (physical milliseconds << 18): the timestamps from 0
+// to `max_ts` onto the milliseconds from `start` to `duration_ms` later, linearly.
+void MapToWallClock(std::vector<Transaction>& txns, uint64_t max_ts,
+                    std::chrono::system_clock::time_point start, int64_t duration_ms) {
+  const auto base =
+      static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(start.time_since_epoch()).count())
+      << 18;
+  const uint64_t span = (static_cast<uint64_t>(std::max<int64_t>(duration_ms, 1)) << 18);
+  const uint64_t scale = std::max<uint64_t>(1, span / std::max<uint64_t>(max_ts, 1));
+  auto map = [&](isowatch::v1::Timestamp* ts) {
+    ts->set_physical(static_cast<int64_t>(base + static_cast<uint64_t>(ts->physical()) * scale));
+  };
+  for (Transaction& t : txns) {
+    map(t.mutable_start());
+    if (t.has_commit()) map(t.mutable_commit());
+  }
 }
 
 }  // namespace
@@ -289,6 +355,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--interval-ms", f.interval_ms, "Pause after each chunk");
   app.add_option("--seed", f.seed, "Random seed");
+  app.add_flag("--wall-clock", f.wall_clock,
+               "Map the timestamps onto TSOs of the time the chunks are sent");
+  app.add_option("--start-delay-ms", f.start_delay_ms,
+                 "With --wall-clock: announce the cluster at once, send the first chunk this "
+                 "much later (for a collector to start meanwhile)");
   CLI11_PARSE(app, argc, argv);
   f.list = data == "list";
   if (f.storage_dir.empty() == f.brokers_file.empty()) {
@@ -306,9 +377,22 @@ int main(int argc, char** argv) {
   }
   std::mt19937_64 rng(f.seed);
   uint64_t max_ts = 0;
-  std::vector<const Transaction*> committed;
+  size_t writers = 0;
   for (const Transaction& t : txns) {
     max_ts = std::max<uint64_t>({max_ts, static_cast<uint64_t>(t.start().physical()), Commit(t)});
+    if (t.status() == Transaction::COMMITTED && Writes(t)) ++writers;
+  }
+  if (f.wall_clock) {
+    const size_t chunks = (writers + f.chunk - 1) / f.chunk;
+    f.start = std::chrono::system_clock::now() + std::chrono::milliseconds(f.start_delay_ms);
+    MapToWallClock(txns, max_ts, f.start, static_cast<int64_t>(chunks) * f.interval_ms);
+    max_ts = 0;
+    for (const Transaction& t : txns) {
+      max_ts = std::max<uint64_t>({max_ts, static_cast<uint64_t>(t.start().physical()), Commit(t)});
+    }
+  }
+  std::vector<const Transaction*> committed;
+  for (const Transaction& t : txns) {
     if (t.status() == Transaction::COMMITTED && Writes(t)) committed.push_back(&t);
   }
   const std::vector<Chunk> chunks = Encode(f, committed, max_ts + 2, rng);

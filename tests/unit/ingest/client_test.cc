@@ -228,7 +228,12 @@ TEST_F(ClientTest, TwoWritersOfOneStreamAreBothStoppedAndNothingIsMixed) {
       << second_closed.status();
   EXPECT_EQ(second.epoch(), 2u);
 
+  EXPECT_TRUE(first.status().ok());
   (void)first.Send(Batch(1));
+  // The fenced batch stops the client; status() says why without a Send or a Close.
+  const absl::Time stopped_by = absl::Now() + kWait;
+  while (first.status().ok() && absl::Now() < stopped_by) absl::SleepFor(absl::Milliseconds(2));
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kFailedPrecondition) << first.status();
   absl::StatusOr<std::vector<v1::Refusal>> first_closed = first.Close();
   EXPECT_EQ(first_closed.status().code(), absl::StatusCode::kFailedPrecondition)
       << first_closed.status();

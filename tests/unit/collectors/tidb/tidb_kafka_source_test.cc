@@ -125,10 +125,9 @@ std::vector<CdcTxn> ReadAndRelease(const KafkaSourceOptions& options, size_t exp
   return released;
 }
 
-TEST(KafkaCdcSourceTest, ReadsEveryPartitionAndResumesAfterTheAcknowledgedWatermark) {
-  MockKafka kafka;
-  ASSERT_TRUE(kafka.ok());
-  // Transaction 100 has a row on each partition; 200 only on partition 1.
+// Transaction 100 with a row on each partition, then watermark 150; transaction 200 with a row on
+// partition 1 only, then watermark 250: 3 messages on partition 0, 4 on partition 1.
+void SendTwoTransactions(MockKafka& kafka) {
   kafka.SendRow(0, 100, 1, 10);
   kafka.SendRow(1, 100, 2, 20);
   kafka.SendResolved(0, 150);
@@ -136,6 +135,12 @@ TEST(KafkaCdcSourceTest, ReadsEveryPartitionAndResumesAfterTheAcknowledgedWaterm
   kafka.SendRow(1, 200, 3, 30);
   kafka.SendResolved(0, 250);
   kafka.SendResolved(1, 250);
+}
+
+TEST(KafkaCdcSourceTest, ReadsEveryPartitionAndResumesAfterTheAcknowledgedWatermark) {
+  MockKafka kafka;
+  ASSERT_TRUE(kafka.ok());
+  SendTwoTransactions(kafka);
   kafka.SendRow(0, 300, 4, 40);  // no watermark above it yet
 
   KafkaSourceOptions options{kafka.brokers(), kTopic, "isowatch-test",
@@ -166,6 +171,51 @@ TEST(KafkaCdcSourceTest, ReadsEveryPartitionAndResumesAfterTheAcknowledgedWaterm
   ASSERT_EQ(released.size(), 1u);
   EXPECT_EQ(released[0].commit_ts, 200u);
   EXPECT_EQ(pending, 1u);
+}
+
+// Where a collector saved resume_offsets() it starts there, whatever another consumer of the
+// group committed meanwhile.
+TEST(KafkaCdcSourceTest, StartsAtTheGivenOffsetsRatherThanTheGroups) {
+  MockKafka kafka;
+  ASSERT_TRUE(kafka.ok());
+  SendTwoTransactions(kafka);
+
+  KafkaSourceOptions options{kafka.brokers(), kTopic, "isowatch-test",
+                             KafkaProtocol::kOpenProtocol};
+  std::vector<int64_t> saved;
+  {
+    auto source = KafkaCdcSource::Create(options);
+    ASSERT_TRUE(source.ok()) << source.status();
+    // Nothing committed yet: every partition from its start.
+    EXPECT_THAT((*source)->resume_offsets(),
+                ::testing::ElementsAre(KafkaCdcSource::kBeginning, KafkaCdcSource::kBeginning));
+    TxnGrouper grouper(2);
+    std::vector<std::string> errors;
+    EXPECT_EQ(Drain(**source, grouper, 7, &errors), 7u);
+    ASSERT_TRUE((*source)->Acknowledge(150).ok());
+    // Past the first watermark of each partition.
+    EXPECT_THAT((*source)->resume_offsets(), ::testing::ElementsAre(2, 2));
+    saved = (*source)->resume_offsets();
+  }
+  {
+    // Another consumer of the group moves its offsets to the ends.
+    auto other = KafkaCdcSource::Create(options);
+    ASSERT_TRUE(other.ok()) << other.status();
+    TxnGrouper grouper(2);
+    std::vector<std::string> errors;
+    EXPECT_EQ(Drain(**other, grouper, 3, &errors), 3u);
+    ASSERT_TRUE((*other)->Acknowledge(300).ok());
+    EXPECT_THAT((*other)->resume_offsets(), ::testing::ElementsAre(3, 4));
+  }
+  // From the saved offsets: transaction 200 again, and both watermarks 250.
+  options.start_offsets = saved;
+  size_t pending = 0;
+  const std::vector<CdcTxn> released = ReadAndRelease(options, 3, &pending);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].commit_ts, 200u);
+  // Without them, from the group's offsets: nothing.
+  options.start_offsets.clear();
+  EXPECT_THAT(ReadAndRelease(options, 0, &pending), ::testing::IsEmpty());
 }
 
 TEST(KafkaCdcSourceTest, DecodesCanalJsonAndSimpleProtocolTopics) {
