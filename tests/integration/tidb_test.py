@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon_compare import comparable  # noqa: E402
 from daemon_util import Daemon, check, log, run_cases, spawn, wait_for  # noqa: E402
 
-ALL_CASES = ["storage", "kafka", "list", "restart", "daemon", "both", "rebalance"]
+ALL_CASES = ["storage", "kafka", "list", "restart", "daemon", "both", "rebalance", "broker"]
 
 SUMMARY = re.compile(r"(?P<records>\d+) client records in [\d.]+ s; sent (?P<sent>\d+) in \d+ "
                      r"batches, (?P<refused>\d+) refused; joined (?P<joined>\d+), client only "
@@ -194,7 +194,7 @@ class KafkaCase:
     """A history in the mock cluster (three partitions) and isowatchd. When `slow`, the producer
     sends a chunk of ten transactions every `interval_ms`, with TSOs of the time it sends them."""
 
-    def __init__(self, tools, root, data, seed, txns, slow=False, interval_ms=200):
+    def __init__(self, tools, root, data, seed, txns, slow=False, interval_ms=200, producer=()):
         self.tools, self.root, self.data = tools, root, data
         self.history, self.offline, self.statuses = generate(tools, root, data, seed, txns)
         brokers_file = os.path.join(root, "brokers")
@@ -203,7 +203,7 @@ class KafkaCase:
         self.producer = start_producer(tools, root, self.history,
                                        ["--brokers-file", brokers_file, "--partitions", "3",
                                         "--data", data, "--table", table, "--seed", str(seed)]
-                                       + extra)
+                                       + extra + list(producer))
         self.brokers = wait_file(brokers_file, self.producer)
         self.daemon = start_daemon(tools, root)
         # The collector is not a member of its consumer group (it assigns itself every
@@ -281,6 +281,20 @@ def case_daemon(tools, root):
     check(any(int(p["rows"]) > 0 and int(p["joined"]) > 0 and p["lag"] != "-" for p in progress),
           f"no progress line with rows, joined transactions and lags: {progress[-3:]}")
     check(all(p["refused"] == "0" for p in progress), f"refusals in the progress: {progress}")
+    k.stop()
+
+
+def case_broker(tools, root):
+    """The Kafka broker down for 3 s mid-stream (connections dropped, none accepted) and back up
+    with its log: the collector waits it out and loses nothing."""
+    k = KafkaCase(tools, root, "kv", 17, 300, slow=True,
+                  producer=["--broker-down-after", "8", "--broker-down-ms", "3000"])
+    collector = k.start("collector", extra=["--batch", "20"])
+    r = wait_collector(collector, root, "collector")
+    check("broker down after chunk 8" in open(os.path.join(root, "producer.log")).read(),
+          "the producer did not take the broker down")
+    check_summary(r, k.statuses)
+    verify(k.daemon, k.offline, k.statuses)
     k.stop()
 
 
@@ -368,7 +382,7 @@ def case_rebalance(tools, root):
 
 CASES = {"storage": case_storage, "kafka": case_kafka, "list": case_list,
          "restart": case_restart, "daemon": case_daemon, "both": case_both,
-         "rebalance": case_rebalance}
+         "rebalance": case_rebalance, "broker": case_broker}
 
 
 def main(argv):

@@ -63,6 +63,9 @@ struct Flags {
   int interval_ms = 0;
   bool wall_clock = false;
   int start_delay_ms = 0;
+  // Kafka: the broker taken down after this chunk (-1: never) for broker_down_ms, and back up.
+  int broker_down_after = -1;
+  int broker_down_ms = 0;
   // With wall_clock: when the timestamps start (the TSO of timestamp 0).
   std::chrono::system_clock::time_point start;
   uint64_t seed = 1;
@@ -283,6 +286,14 @@ int ToKafka(const Flags& f, const std::vector<Chunk>& chunks) {
     for (int p = 0; p < f.partitions; ++p) send(p, "", WatermarkMessage(chunks[i].watermark));
     if (rd_kafka_flush(writer, 30000) != RD_KAFKA_RESP_ERR_NO_ERROR) status = 1;
     if (!announced) announce();
+    if (static_cast<int>(i) == f.broker_down_after) {
+      // The broker goes away (connections dropped, none accepted) and comes back with its log.
+      rd_kafka_mock_broker_set_down(cluster, 1);
+      fmt::print("ticdc_producer: broker down after chunk {} for {} ms\n", i, f.broker_down_ms);
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::milliseconds(f.broker_down_ms));
+      rd_kafka_mock_broker_set_up(cluster, 1);
+    }
     PauseAfterChunk(f);
   }
   // The mock cluster keeps a few MiB per partition and drops the oldest messages beyond: a
@@ -357,6 +368,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", f.seed, "Random seed");
   app.add_flag("--wall-clock", f.wall_clock,
                "Map the timestamps onto TSOs of the time the chunks are sent");
+  app.add_option("--broker-down-after", f.broker_down_after,
+                 "Kafka: take the broker down after this chunk, for --broker-down-ms");
+  app.add_option("--broker-down-ms", f.broker_down_ms, "How long the broker stays down");
   app.add_option("--start-delay-ms", f.start_delay_ms,
                  "With --wall-clock: announce the cluster at once, send the first chunk this "
                  "much later (for a collector to start meanwhile)");
