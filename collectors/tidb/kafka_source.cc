@@ -119,6 +119,31 @@ absl::StatusOr<std::unique_ptr<KafkaCdcSource>> KafkaCdcSource::Create(KafkaSour
     }
   }
   rd_kafka_topic_partition_list_destroy(stored);
+  // A resume point outside what its partition holds means that messages nobody acknowledged to
+  // the daemon are gone (retention, or the topic created again): refused, never skipped.
+  for (int32_t p = 0; p < partitions; ++p) {
+    if (start[p] < 0) continue;
+    int64_t low = 0;
+    int64_t high = 0;
+    const rd_kafka_resp_err_t queried = rd_kafka_query_watermark_offsets(
+        consumer, options.topic.c_str(), p, &low, &high, kMetadataTimeoutMs);
+    if (queried != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_destroy(consumer);
+      return absl::UnavailableError(
+          fmt::format("kafka: cannot read the offsets {} partition {} holds: {}", options.topic, p,
+                      rd_kafka_err2str(queried)));
+    }
+    if (start[p] < low || start[p] > high) {
+      rd_kafka_destroy(consumer);
+      return absl::DataLossError(fmt::format(
+          "kafka: partition {} of {} resumes at offset {}, but it holds offsets {} to {}: {}; "
+          "what the collector had not made durable in isowatchd is lost, so start a new stream "
+          "(--stream) with a new state directory",
+          p, options.topic, start[p], low, high,
+          start[p] < low ? fmt::format("{} messages were dropped (retention)", low - start[p])
+                         : std::string("the topic is not the one read before (created again?)")));
+    }
+  }
   rd_kafka_topic_partition_list_t* assignment = rd_kafka_topic_partition_list_new(partitions);
   for (int32_t p = 0; p < partitions; ++p) {
     if (start[p] < 0) start[p] = kBeginning;

@@ -263,6 +263,31 @@ TEST(KafkaCdcSourceTest, CountsAndReportsAMessageThatDoesNotDecode) {
   EXPECT_EQ(grouper.stats().watermarks, 1u);
 }
 
+// A resume point past what a partition holds (the topic created again) or below its first
+// offset (retention dropped messages) is refused with DATA_LOSS, not skipped.
+TEST(KafkaCdcSourceTest, RefusesToResumeWhereMessagesAreGone) {
+  MockKafka kafka;
+  ASSERT_TRUE(kafka.ok());
+  SendTwoTransactions(kafka);
+  KafkaSourceOptions options{kafka.brokers(), kTopic, "isowatch-test",
+                             KafkaProtocol::kOpenProtocol};
+  options.start_offsets = {2, 2};
+  ASSERT_TRUE(KafkaCdcSource::Create(options).ok());
+  options.start_offsets = {2, 100};
+  auto beyond = KafkaCdcSource::Create(options);
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_EQ(beyond.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(beyond.status().message(), HasSubstr("partition 1 of ticdc resumes at offset 100"));
+  // The mock cluster keeps a few MiB per partition and drops the oldest messages beyond.
+  const std::string big(64 << 10, 'x');
+  for (int i = 0; i < 200; ++i) kafka.Send(0, "", big);
+  options.start_offsets = {0, 0};
+  auto dropped = KafkaCdcSource::Create(options);
+  ASSERT_FALSE(dropped.ok());
+  EXPECT_EQ(dropped.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(dropped.status().message(), HasSubstr("were dropped (retention)"));
+}
+
 TEST(KafkaCdcSourceTest, RefusesATopicThatDoesNotExist) {
   MockKafka kafka;
   ASSERT_TRUE(kafka.ok());
