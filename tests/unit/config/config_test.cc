@@ -228,6 +228,8 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
        [p = &checker_options] { return Has(*p, "polygraph.si_variant", "strong"); }},
       {"checkers.polygraph.solver", "cryptominisat",
        [p = &checker_options] { return Has(*p, "polygraph.solver", "cryptominisat"); }},
+      {"checkers.polygraph.clock_drift", "5ms",
+       [p = &checker_options] { return Has(*p, "polygraph.clock_drift", "5ms"); }},
   };
   std::vector<std::string> field_keys;
   for (const Field& f : fields) {
