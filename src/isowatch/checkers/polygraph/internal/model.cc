@@ -23,7 +23,6 @@ using history::History;
 using history::KeyValue;
 using history::Op;
 using history::OpKind;
-using history::Transaction;
 using history::TxnStatus;
 using history::Value;
 using verdict::Anomaly;
