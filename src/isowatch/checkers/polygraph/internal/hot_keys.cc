@@ -9,6 +9,12 @@
 #include "isowatch/checkers/polygraph/internal/node_graph.h"
 
 namespace isowatch::checkers::polygraph {
+namespace {
+
+// How far apart, in a hot key's candidate order, the pairs added around a needed one may be.
+constexpr size_t kAround = 3;
+
+}  // namespace
 
 size_t AddNeededPairs(const std::vector<uint8_t>& first_chosen, const SearchOptions& o,
                       const CheckLimits* limits, Model& m) {
@@ -33,7 +39,9 @@ size_t AddNeededPairs(const std::vector<uint8_t>& first_chosen, const SearchOpti
     uint32_t key;  // index into m.lazy
     uint32_t earlier;
     uint32_t later;
+    uint32_t at;  // where `earlier` stands in orders[key]
   };
+  std::vector<std::vector<uint32_t>> orders(m.lazy.size());
   std::vector<Pair> pairs;
   const size_t chosen_edges = edges.size();
   for (uint32_t k = 0; k < m.lazy.size(); ++k) {
@@ -51,13 +59,14 @@ size_t AddNeededPairs(const std::vector<uint8_t>& first_chosen, const SearchOpti
       const uint64_t key = (uint64_t{std::min(x, y)} << 32) | std::max(x, y);
       if (m.lazy[k].added.contains(key)) continue;  // its chosen side is among the edges
       const auto label = static_cast<uint32_t>(pairs.size());
-      pairs.push_back({k, x, y});
+      pairs.push_back({k, x, y, static_cast<uint32_t>(i)});
       edges.push_back(MapEdge({ch.tails[x], ch.heads[y], EdgeKind::kWw, ch.key}, label, o));
       for (uint32_t r : ch.ReadersOf(x)) {
         if (r != ch.heads[y])
           edges.push_back(MapEdge({r, ch.heads[y], EdgeKind::kRw, ch.key}, label, o));
       }
     }
+    orders[k] = std::move(order);
     if (poll.Expired()) return 0;
   }
   if (pairs.empty()) return 0;
@@ -69,14 +78,26 @@ size_t AddNeededPairs(const std::vector<uint8_t>& first_chosen, const SearchOpti
     if (comp.id[edges[j].from] == comp.id[edges[j].to]) needed[edges[j].label] = 1;
   }
   size_t added = 0;
+  auto add = [&](LazyKey& lk, uint32_t x, uint32_t y) {
+    const uint32_t a = std::min(x, y);
+    const uint32_t b = std::max(x, y);
+    if (!lk.added.insert((uint64_t{a} << 32) | b).second) return;
+    AddPairConstraint(lk.chains, a, b, m);
+    ++added;
+  };
   for (size_t i = 0; i < pairs.size(); ++i) {
     if (needed[i] == 0) continue;
     LazyKey& lk = m.lazy[pairs[i].key];
-    const uint32_t a = std::min(pairs[i].earlier, pairs[i].later);
-    const uint32_t b = std::max(pairs[i].earlier, pairs[i].later);
-    if (!lk.added.insert((uint64_t{a} << 32) | b).second) continue;
-    AddPairConstraint(lk.chains, a, b, m);
-    ++added;
+    add(lk, pairs[i].earlier, pairs[i].later);
+    // And the pairs around it, up to kAround chains apart: where two neighbours were out of
+    // order, their neighbours mostly are too, and a round for each would cost a search each.
+    const std::vector<uint32_t>& order = orders[pairs[i].key];
+    const size_t at = pairs[i].at;
+    for (size_t lo = at > kAround ? at - kAround : 0; lo <= at; ++lo) {
+      for (size_t hi = at + 1; hi <= at + kAround && hi < order.size(); ++hi) {
+        if (hi - lo >= 2 && hi - lo <= kAround) add(lk, order[lo], order[hi]);
+      }
+    }
   }
   return added;
 }
