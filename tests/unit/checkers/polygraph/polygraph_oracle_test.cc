@@ -379,7 +379,9 @@ void Agree(uint64_t first_seed, int count, bool lists) {
         const bool found_valid = !testing::Violates(r, levels[i]);
         if (found_valid != expected[i] && ++tally[i].disagreements <= 10) {
           ADD_FAILURE() << "seed " << seed << " at " << names[i]
-                        << (run == 0 ? "" : run == 1 ? " unpruned" : " with hot keys")
+                        << (run == 0   ? ""
+                            : run == 1 ? " unpruned"
+                                       : " with hot keys")
                         << ": oracle " << (expected[i] ? "valid" : "invalid") << ", polygraph "
                         << (found_valid ? "valid" : "invalid") << " (clock drift " << drift
                         << ") in " << Format(tiny) << "\n"
