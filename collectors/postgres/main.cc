@@ -158,12 +158,8 @@ int Run(Flags& f, bool canary) {
 // reports.
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
-  // SIGTERM and SIGINT end the run cleanly: taken by a thread that waits for them.
-  const sigset_t signals = isowatch::BlockStopSignals();
-  std::thread([signals] {
-    isowatch::WaitForStopSignal(signals);
-    g_stop.store(true);
-  }).detach();
+  // SIGTERM and SIGINT end the run cleanly.
+  isowatch::SetOnStopSignal(&g_stop);
 
   CLI::App app("isowatch-pg: checks a PostgreSQL database with isowatchd");
   app.require_subcommand(1);

@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -150,11 +149,8 @@ int Run(Flags& f, const CLI::App& app, isowatch::tidb::WorkloadCommand* workload
 // Only CLI11 throws (docs/style.md, item 4), and its parse errors are caught here.
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
-  const sigset_t signals = isowatch::BlockStopSignals();
-  std::thread([signals] {
-    isowatch::WaitForStopSignal(signals);
-    g_stop.store(true);
-  }).detach();
+  // SIGTERM and SIGINT end the run cleanly.
+  isowatch::SetOnStopSignal(&g_stop);
 
   CLI::App app("isowatch-tidb: checks a TiDB database with isowatchd, from TiCDC's changefeed");
   Flags f;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <atomic>
 #include <csignal>
 #include <pthread.h>
+#include <thread>
 
 namespace isowatch {
 
@@ -25,6 +27,17 @@ inline int WaitForStopSignal(const sigset_t& signals) {
   int sig = 0;
   sigwait(&signals, &sig);
   return sig;
+}
+
+// BlockStopSignals, and a detached thread that sets `*stop` when SIGTERM or SIGINT comes: for a
+// program whose loops poll a flag to end cleanly. Call it first thing in main(); `stop` must
+// live as long as the process (a global).
+inline void SetOnStopSignal(std::atomic<bool>* stop) {
+  const sigset_t signals = BlockStopSignals();
+  std::thread([signals, stop] {
+    WaitForStopSignal(signals);
+    stop->store(true);
+  }).detach();
 }
 
 }  // namespace isowatch
