@@ -5,6 +5,8 @@
 // every constraint).
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -12,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "isowatch/checkers/polygraph/internal/sat_solver.h"
 #include "isowatch/checkers/polygraph/polygraph.h"
 #include "isowatch/history/history.h"
 #include "isowatch/history/without_timestamps.h"
@@ -94,6 +97,52 @@ TEST(PolygraphSolverTest, CryptoMiniSatAgreesWithCadical) {
   EXPECT_GT(valid, 0);
   EXPECT_GT(calls[0], 0u);
   EXPECT_GT(calls[1], 0u);
+}
+
+// Each backend behind the interface: a variable no clause constrains takes the value preferred
+// for it (CryptoMiniSat stores a variable preferred true negated, which must not show), models
+// satisfy the clauses, variables may be added between calls, and failed assumptions name the
+// core.
+TEST(PolygraphSolverTest, EveryBackendKeepsTheInterfaceContract) {
+  for (SatBackend b : {SatBackend::kCadical, SatBackend::kCryptoMiniSat}) {
+    SCOPED_TRACE(SatBackendName(b));
+    std::unique_ptr<SatSolver> s =
+        b == SatBackend::kCadical ? NewCadicalSolver() : NewCryptoMiniSatSolver();
+    const std::function<bool()> never = [] { return false; };
+    s->Reserve(3);
+    s->Prefer(1);
+    s->Prefer(-2);
+    s->Prefer(3);
+    const int clause[] = {-1, -3};
+    s->AddClause(clause);
+    ASSERT_EQ(s->Solve({}, never), SatSolver::Outcome::kSat);
+    EXPECT_FALSE(s->True(1) && s->True(3));
+    EXPECT_FALSE(s->True(2));
+    EXPECT_TRUE(s->True(-2));
+    // Two more variables, both preferred true: 5 free, 4 false whenever 1 is true.
+    s->Reserve(5);
+    s->Prefer(4);
+    s->Prefer(5);
+    const int implies[] = {-1, -4};
+    s->AddClause(implies);
+    const int assume[] = {1, 3};
+    ASSERT_EQ(s->Solve(assume, never), SatSolver::Outcome::kUnsat);
+    EXPECT_TRUE(s->Failed(1));
+    EXPECT_TRUE(s->Failed(3));
+    EXPECT_FALSE(s->Failed(-1));
+    const int assume_one[] = {1};
+    ASSERT_EQ(s->Solve(assume_one, never), SatSolver::Outcome::kSat);
+    EXPECT_TRUE(s->True(1));
+    EXPECT_FALSE(s->True(3));
+    EXPECT_FALSE(s->True(4));
+    EXPECT_TRUE(s->True(-4));
+    EXPECT_FALSE(s->True(2));
+    EXPECT_TRUE(s->True(5));
+    const int assume_four[] = {4};
+    ASSERT_EQ(s->Solve(assume_four, never), SatSolver::Outcome::kSat);
+    EXPECT_TRUE(s->True(4));
+    EXPECT_FALSE(s->True(1));
+  }
 }
 
 }  // namespace

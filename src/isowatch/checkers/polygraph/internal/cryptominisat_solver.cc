@@ -17,15 +17,12 @@ namespace {
 // clauses the last one learnt.
 constexpr uint64_t kConflictsPerPoll = 20000;
 
-CMSat::Lit ToLit(int literal) {
-  return CMSat::Lit(static_cast<uint32_t>(std::abs(literal) - 1), literal < 0);
-}
-
 class CryptoMiniSatSolver final : public SatSolver {
  public:
   CryptoMiniSatSolver() {
     solver_.set_verbosity(0);
     solver_.set_num_threads(1);
+    solver_.set_polarity_mode(CMSat::PolarityMode::polarmode_automatic);
   }
 
   void Reserve(int variables) override { Grow(variables); }
@@ -37,8 +34,14 @@ class CryptoMiniSatSolver final : public SatSolver {
     }
     solver_.add_clause(clause_);
   }
-  // CryptoMiniSat takes one default polarity for all variables, not one per variable: ignored.
-  void Prefer(int /*literal*/) override {}
+  // CryptoMiniSat takes one polarity for all variables (false, as set above), not one per
+  // variable: a variable preferred true is stored negated, so that its preferred value is the one
+  // tried first. Too late for a variable some clause already holds.
+  void Prefer(int literal) override {
+    const auto var = static_cast<size_t>(std::abs(literal) - 1);
+    Grow(std::abs(literal));
+    if (used_[var] == 0) negated_[var] = literal > 0 ? 1 : 0;
+  }
   Outcome Solve(std::span<const int> assumptions, const std::function<bool()>& stop) override {
     std::vector<CMSat::Lit> assume;
     for (int lit : assumptions) {
@@ -59,22 +62,33 @@ class CryptoMiniSatSolver final : public SatSolver {
     }
   }
   bool True(int literal) override {
-    const CMSat::lbool value = solver_.get_model()[static_cast<size_t>(std::abs(literal) - 1)];
-    return literal > 0 ? value == CMSat::l_True : value == CMSat::l_False;
+    const CMSat::lbool value = solver_.get_model()[ToLit(literal).var()];
+    return ToLit(literal).sign() ? value == CMSat::l_False : value == CMSat::l_True;
   }
   bool Failed(int literal) override {
-    const size_t var = static_cast<size_t>(std::abs(literal) - 1);
-    return var < failed_.size() && failed_[var] == (literal > 0 ? 1 : -1);
+    const CMSat::Lit lit = ToLit(literal);
+    return lit.var() < failed_.size() && failed_[lit.var()] == (lit.sign() ? -1 : 1);
   }
 
  private:
   void Grow(int variables) {
     const unsigned have = solver_.nVars();
-    if (static_cast<unsigned>(variables) > have) solver_.new_vars(variables - have);
+    if (static_cast<unsigned>(variables) <= have) return;
+    solver_.new_vars(variables - have);
+    used_.resize(static_cast<size_t>(variables), 0);
+    negated_.resize(static_cast<size_t>(variables), 0);
+  }
+  // `literal` in the solver's variables (Prefer), marking its variable used.
+  CMSat::Lit ToLit(int literal) {
+    const auto var = static_cast<uint32_t>(std::abs(literal) - 1);
+    used_[var] = 1;
+    return CMSat::Lit(var, (literal < 0) != (negated_[var] != 0));
   }
 
   CMSat::SATSolver solver_;
   std::vector<CMSat::Lit> clause_;
+  std::vector<uint8_t> used_;     // per variable: in a clause or assumption already
+  std::vector<uint8_t> negated_;  // per variable: stored negated (Prefer)
   // Per variable, after an unsatisfiable Solve: 1 when the assumption of the variable failed, -1
   // when that of its negation did, else 0.
   std::vector<int8_t> failed_;
