@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "isowatch/checkers/polygraph/internal/explain.h"
-#include "isowatch/checkers/polygraph/internal/hot_keys.h"
 #include "isowatch/checkers/polygraph/internal/model.h"
 #include "isowatch/checkers/polygraph/internal/search.h"
 
@@ -21,6 +20,8 @@ using verdict::IsolationLevel;
 void AddStats(const std::string& prefix, const SearchStats& s,
               std::vector<std::pair<std::string, uint64_t>>& out) {
   const std::pair<const char*, size_t> rows[] = {
+      {"hot_key_rounds", s.hot_key_rounds},
+      {"hot_key_pairs", s.hot_key_pairs},
       {"nodes", s.nodes},
       {"known_edges", s.known_edges},
       {"constraints", s.constraints},
@@ -132,44 +133,22 @@ PolygraphResult CheckPolygraph(const history::History& h, const PolygraphOptions
       out.violations.clear();
       return out;
     }
-    std::vector<uint8_t> forced;
     const SearchOptions so = {.mode = mode,
                               .real_time_to_begin = si && variant == SiVariant::kStrong,
                               .prune = options.prune,
                               .solver = options.solver,
-                              .forced = &forced,
+                              .max_constraint_edges = options.max_constraint_edges,
                               .limits = options.limits};
     SearchResult r = Search(m, so);
-    // Hot keys: search again with the constraints the candidate order showed were needed, until
-    // it closes no cycle (docs/checkers/polygraph.md, "Hot keys").
-    size_t rounds = 0;
-    size_t pairs = 0;
-    while (r.verdict == SearchResult::Verdict::kAcyclic && !m.lazy.empty()) {
-      const size_t added = AddNeededPairs(r.first_chosen, so, options.limits, m);
-      if (options.limits != nullptr && options.limits->expired()) {
-        r.verdict = SearchResult::Verdict::kStopped;
-        break;
-      }
-      if (added == 0) break;
-      ++rounds;
-      pairs += added;
-      if (m.constraint_edges.size() > options.max_constraint_edges) {
-        out.complete = false;
-        out.undecided = fmt::format(
-            "the hot keys' write orders needed more than {} constraint edges, more than the "
-            "checker holds in memory",
-            options.max_constraint_edges);
-        out.violations.clear();
-        return out;
-      }
-      // What pruning forced stays forced: the next search starts from it.
-      forced = std::move(r.forced);
-      r = Search(m, so);
+    if (r.verdict == SearchResult::Verdict::kTooLarge) {
+      out.complete = false;
+      out.undecided = fmt::format(
+          "the hot keys' write orders needed more than {} constraint edges, more than the "
+          "checker holds in memory",
+          options.max_constraint_edges);
+      out.violations.clear();
+      return out;
     }
-    out.stats.emplace_back(fmt::format("{}_hot_key_rounds", verdict::IsolationLevelName(level)),
-                           rounds);
-    out.stats.emplace_back(fmt::format("{}_hot_key_pairs", verdict::IsolationLevelName(level)),
-                           pairs);
     AddStats(fmt::format("{}_", verdict::IsolationLevelName(level)), r.stats, out.stats);
     if (r.verdict == SearchResult::Verdict::kStopped) {
       out.complete = false;

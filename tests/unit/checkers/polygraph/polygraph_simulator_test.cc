@@ -78,6 +78,36 @@ TEST(PolygraphSimulatorTest, FaultFreeStoresAreValidForBoth) {
   EXPECT_TRUE(Judge(ser.history, IsolationLevel::kSnapshotIsolation).polygraph_valid);
 }
 
+uint64_t Stat(const PolygraphResult& r, const std::string& name) {
+  for (const auto& [n, v] : r.stats) {
+    if (n == name) return v;
+  }
+  return 0;
+}
+
+// The hot keys' pairs count against the constraint-edge cap: past it the history is undecided
+// (UNKNOWN), not judged on the pairs added so far.
+TEST(PolygraphSimulatorTest, HotKeyPairsPastTheEdgeCapGiveUnknown) {
+  const sim::SimResult sim = Simulated(1, IsolationLevel::kSnapshotIsolation, {});
+  absl::StatusOr<history::History> blind = history::WithoutTimestamps(sim.history);
+  ASSERT_TRUE(blind.ok()) << blind.status();
+  const PolygraphOptions hot = {.levels = {IsolationLevel::kSnapshotIsolation}, .lazy_chains = 0};
+  const PolygraphResult judged = CheckPolygraph(*blind, hot);
+  ASSERT_TRUE(judged.complete) << judged.undecided;
+  EXPECT_FALSE(testing::Violates(judged, IsolationLevel::kSnapshotIsolation));
+  // Rounds were needed, or the cap would have nothing to stop.
+  ASSERT_GT(Stat(judged, "si_hot_key_rounds"), 0u);
+  ASSERT_GT(Stat(judged, "si_hot_key_pairs"), 0u);
+  PolygraphOptions capped_options = hot;
+  capped_options.max_constraint_edges = 1;
+  const PolygraphResult capped = CheckPolygraph(*blind, capped_options);
+  EXPECT_FALSE(capped.complete);
+  EXPECT_TRUE(capped.violations.empty());
+  EXPECT_NE(capped.undecided.find("hot keys' write orders needed more than 1 constraint edges"),
+            std::string::npos)
+      << capped.undecided;
+}
+
 TEST(PolygraphSimulatorTest, AgreesWithChronosOnEveryPlantedFault) {
   int both_invalid = 0;
   for (Fault fault : sim::kAllFaults) {

@@ -15,6 +15,7 @@
 
 #include "isowatch/checkers/adya/dependency_graph.h"
 #include "isowatch/checkers/adya/scc.h"
+#include "isowatch/checkers/polygraph/internal/hot_keys.h"
 #include "isowatch/checkers/polygraph/internal/node_graph.h"
 #include "isowatch/checkers/polygraph/internal/sat_solver.h"
 #include "isowatch/common/check.h"
@@ -32,20 +33,27 @@ constexpr size_t kMaxRefutations = 8;
 // Cycles looked for in one strongly connected component of one model, each a clause: at least
 // this many, or a quarter of its nodes.
 constexpr size_t kCyclesPerComponent = 32;
+// Node visits spent, at most, pruning the constraints of each hot-key pair as they are added
+// (beyond a floor): enough for the short paths that usually block a neighbouring pair.
+constexpr int64_t kPruneVisitsPerPair = 512;
 // Constraint states.
 constexpr uint8_t kOpen = 0;
 constexpr uint8_t kFirst = 1;  // the first set of edges holds
 constexpr uint8_t kSecond = 2;
 
+// Constraints solved together by one SAT solver, with the cycle clauses it was given.
+struct Group {
+  std::vector<uint32_t> cs;    // its open constraints; constraint cs[i] is variable i + 1
+  std::vector<NodeEdge> base;  // the known edges among its nodes
+  std::unique_ptr<SatSolver> solver;
+  std::vector<std::vector<int>> clauses;
+  std::vector<Cycle> cycles;  // clauses[i] is that of cycles[i]
+};
+
 class Searcher {
  public:
-  Searcher(const Model& m, const SearchOptions& o) : m_(m), o_(o), poll_(o.limits, 256) {
-    owner_.assign(m.constraint_edges.size(), kNone);
-    for (uint32_t c = 0; c < m.constraints.size(); ++c) {
-      for (uint32_t j = m.constraints[c].begin; j < m.constraints[c].end; ++j) owner_[j] = c;
-    }
-    state_.assign(m.constraints.size(), kOpen);
-    solved_first_.assign(m.constraints.size(), 0);
+  Searcher(Model& m, const SearchOptions& o) : m_(m), o_(o), poll_(o.limits, 256) {
+    Extend();
     nodes_ = NodeCount(m, o.mode);
     priority_ = NodePriorities(m, o.mode);
   }
@@ -56,23 +64,31 @@ class Searcher {
     AddProgramEdges(m_, o_.mode, known_);
     for (uint32_t i = 0; i < m_.known.size(); ++i) known_.push_back(Map(i));
     result_.stats.known_edges = known_.size();
-    if (o_.forced != nullptr) {
-      for (uint32_t c = 0; c < o_.forced->size() && c < m_.constraints.size(); ++c) {
-        const uint8_t side = (*o_.forced)[c];
-        if (side != kFirst && side != kSecond) continue;
-        state_[c] = side;
-        AddSide(m_.constraints[c], side == kFirst, known_);
-        ++result_.stats.forced;
-      }
-    }
     if (!KnownAcyclic()) return Finish();
     if (o_.prune && !Prune()) return Finish();
-    result_.forced = state_;
-    SolveComponents();
+    if (m_.lazy.empty()) {
+      SolveComponents();
+    } else {
+      SolveWithHotKeys();
+    }
+    result_.stats.constraints = m_.constraints.size();
     return Finish();
   }
 
  private:
+  // Sizes the per-constraint state for constraints added to the model since the last call (all
+  // of them at first): open, and owners of their edges.
+  void Extend() {
+    const size_t had = state_.size();
+    owner_.resize(m_.constraint_edges.size(), kNone);
+    for (auto c = static_cast<uint32_t>(had); c < m_.constraints.size(); ++c) {
+      for (uint32_t j = m_.constraints[c].begin; j < m_.constraints[c].end; ++j) owner_[j] = c;
+    }
+    state_.resize(m_.constraints.size(), kOpen);
+    solved_first_.resize(m_.constraints.size(), 0);
+    var_.resize(m_.constraints.size(), 0);
+  }
+
   std::unique_ptr<SatSolver> NewSolver() const {
     return o_.solver == SatBackend::kCryptoMiniSat ? NewCryptoMiniSatSolver() : NewCadicalSolver();
   }
@@ -100,13 +116,21 @@ class Searcher {
       result_.verdict = SearchResult::Verdict::kCyclic;
     } else if (poll_.expired()) {
       result_.verdict = SearchResult::Verdict::kStopped;
+    } else if (too_large_) {
+      result_.verdict = SearchResult::Verdict::kTooLarge;
     } else {
-      result_.first_chosen.resize(m_.constraints.size());
-      for (size_t c = 0; c < m_.constraints.size(); ++c) {
-        result_.first_chosen[c] = state_[c] == kOpen ? solved_first_[c] : state_[c] == kFirst;
-      }
+      result_.first_chosen = FirstChosen();
     }
     return std::move(result_);
+  }
+
+  // Per constraint, 1 when its first set holds in the last acyclic choice.
+  std::vector<uint8_t> FirstChosen() const {
+    std::vector<uint8_t> out(m_.constraints.size());
+    for (size_t c = 0; c < m_.constraints.size(); ++c) {
+      out[c] = state_[c] == kOpen ? solved_first_[c] : state_[c] == kFirst;
+    }
+    return out;
   }
 
   // The labels of a shortest path from `from` to `to` in `g` through nodes of `comp` (the
@@ -286,14 +310,7 @@ class Searcher {
         std::optional<Cycle> first = Blocked(g, rank, con, true, &budget);
         std::optional<Cycle> second = Blocked(g, rank, con, false, &budget);
         if (first.has_value() && second.has_value()) {
-          Refutation r;
-          r.cycles = {*std::move(first), *std::move(second)};
-          if (r.cycles[1].labels.size() < r.cycles[0].labels.size()) {
-            std::swap(r.cycles[0], r.cycles[1]);
-          }
-          r.constraints = {c};
-          r.forced = Fixed(r.cycles);
-          result_.refutations.push_back(std::move(r));
+          Refute(c, *std::move(first), *std::move(second));
           if (result_.refutations.size() >= kMaxRefutations) return false;
           continue;
         }
@@ -377,26 +394,114 @@ class Searcher {
     for (uint32_t g = 0; g < comp.count; ++g) {
       if (groups[g].empty()) continue;
       ++result_.stats.components;
-      const std::vector<uint32_t> cs = std::move(groups[g]);
-      std::vector<NodeEdge> base;
+      Group group;
+      group.solver = NewSolver();
+      for (uint32_t c : groups[g]) Join(group, c);
       for (const NodeEdge& e : known_) {
-        if (comp.id[e.from] == comp.id[e.to] && root(comp.id[e.from]) == g) base.push_back(e);
+        if (comp.id[e.from] == comp.id[e.to] && root(comp.id[e.from]) == g) {
+          group.base.push_back(e);
+        }
       }
-      if (!Solve(cs, base) || result_.refutations.size() >= kMaxRefutations) return;
+      if (!Solve(group) || result_.refutations.size() >= kMaxRefutations) return;
     }
   }
 
-  // Solves one group of constraints over the edges `base` of its components; false when time
-  // ran out.
-  bool Solve(const std::vector<uint32_t>& cs, const std::vector<NodeEdge>& base);
+  // With hot keys: one group of every open constraint, solved, then tested against the hot keys'
+  // write orders, which may add constraints to it, until a solution needs no more.
+  void SolveWithHotKeys() {
+    const DependencyGraph known = Graph(nodes_, known_);
+    rank_ = TopologicalRanks(known, priority_);
+    Group group;
+    group.solver = NewSolver();
+    group.base = known_;
+    for (uint32_t c = 0; c < m_.constraints.size(); ++c) {
+      if (state_[c] == kOpen) Join(group, c);
+    }
+    result_.stats.components = 1;
+    while (true) {
+      result_.stats.solved = group.cs.size();
+      if (!Solve(group) || !result_.refutations.empty()) return;
+      const size_t had = m_.constraints.size();
+      const size_t added = AddNeededPairs(FirstChosen(), o_, o_.limits, m_);
+      if (poll_.ExpiredNow() || added == 0) return;
+      ++result_.stats.hot_key_rounds;
+      result_.stats.hot_key_pairs += added;
+      if (m_.constraint_edges.size() > o_.max_constraint_edges) {
+        too_large_ = true;
+        return;
+      }
+      Extend();
+      // The new constraints pruned against the known graph of before: a set blocked there is
+      // blocked (the graph has only grown since), so what this fixes is forced.
+      int64_t budget = kPruneVisitsPerPair * static_cast<int64_t>(added) + (int64_t{1} << 20);
+      for (auto c = static_cast<uint32_t>(had); c < m_.constraints.size(); ++c) {
+        const Constraint& con = m_.constraints[c];
+        std::optional<Cycle> first;
+        std::optional<Cycle> second;
+        if (o_.prune && budget > 0) {
+          first = Blocked(known, rank_, con, true, &budget);
+          second = Blocked(known, rank_, con, false, &budget);
+        }
+        if (first.has_value() && second.has_value()) {
+          Refute(c, *std::move(first), *std::move(second));
+          return;
+        }
+        if (!first.has_value() && !second.has_value()) {
+          Join(group, c);
+          continue;
+        }
+        state_[c] = first.has_value() ? kSecond : kFirst;
+        const size_t at = known_.size();
+        AddSide(con, state_[c] == kFirst, known_);
+        group.base.insert(group.base.end(), known_.begin() + static_cast<std::ptrdiff_t>(at),
+                          known_.end());
+        ++result_.stats.forced;
+      }
+    }
+  }
 
-  const Model& m_;
+  // Adds open constraint `c` to `group`'s solver as a new variable, preferring the order the
+  // known edges suggest: the set more of whose edges go forward in a topological order of the
+  // known graph.
+  void Join(Group& group, uint32_t c) {
+    group.cs.push_back(c);
+    var_[c] = static_cast<int>(group.cs.size());
+    group.solver->Reserve(var_[c]);
+    int score = 0;
+    std::vector<NodeEdge> side;
+    AddSide(m_.constraints[c], true, side);
+    for (const NodeEdge& e : side) score += rank_[e.from] < rank_[e.to] ? 1 : -1;
+    side.clear();
+    AddSide(m_.constraints[c], false, side);
+    for (const NodeEdge& e : side) score -= rank_[e.from] < rank_[e.to] ? 1 : -1;
+    group.solver->Prefer(score >= 0 ? var_[c] : -var_[c]);
+  }
+
+  // A refutation: both sets of constraint `c` close a cycle, `first` and `second`.
+  void Refute(uint32_t c, Cycle first, Cycle second) {
+    Refutation r;
+    r.cycles = {std::move(first), std::move(second)};
+    if (r.cycles[1].labels.size() < r.cycles[0].labels.size()) {
+      std::swap(r.cycles[0], r.cycles[1]);
+    }
+    r.constraints = {c};
+    r.forced = Fixed(r.cycles);
+    result_.refutations.push_back(std::move(r));
+  }
+
+  // Solves `group` (more clauses, more variables since the last call) until its graph is
+  // acyclic or no choice is; false when time ran out.
+  bool Solve(Group& group);
+
+  Model& m_;
   const SearchOptions& o_;
   LimitPoller poll_;
   uint32_t nodes_ = 0;
   std::vector<uint32_t> owner_;        // constraint edge -> constraint
   std::vector<uint8_t> state_;         // per constraint
   std::vector<uint8_t> solved_first_;  // per open constraint: its first set holds in the model
+  std::vector<int> var_;               // per open constraint: its variable in its group's solver
+  bool too_large_ = false;             // the hot keys needed too many constraint edges
   std::vector<NodeEdge> known_;        // known, forced and free edges
   std::vector<uint32_t> rank_;         // topological ranks of the known graph, for solver phases
   std::vector<uint32_t> priority_;     // per node, its place in its session (TopologicalRanks)
@@ -405,7 +510,7 @@ class Searcher {
   SearchResult result_;
 };
 
-bool Searcher::Solve(const std::vector<uint32_t>& cs, const std::vector<NodeEdge>& base) {
+bool Searcher::Solve(Group& group) {
   // Local node numbers, so that a small group costs little in a large history.
   std::vector<uint32_t> global;
   std::vector<uint32_t> local(nodes_, kNone);
@@ -416,26 +521,12 @@ bool Searcher::Solve(const std::vector<uint32_t>& cs, const std::vector<NodeEdge
     }
     return local[u];
   };
-  std::vector<int> var(m_.constraints.size(), 0);
-  std::unique_ptr<SatSolver> solver = NewSolver();
-  solver->Reserve(static_cast<int>(cs.size()));
-  for (size_t i = 0; i < cs.size(); ++i) {
-    var[cs[i]] = static_cast<int>(i + 1);
-    // Prefer the order the known edges suggest: the set more of whose edges go forward in a
-    // topological order of the known graph.
-    const Constraint& c = m_.constraints[cs[i]];
-    int score = 0;
-    std::vector<NodeEdge> side;
-    AddSide(c, true, side);
-    for (const NodeEdge& e : side) score += rank_[e.from] < rank_[e.to] ? 1 : -1;
-    side.clear();
-    AddSide(c, false, side);
-    for (const NodeEdge& e : side) score -= rank_[e.from] < rank_[e.to] ? 1 : -1;
-    solver->Prefer(score >= 0 ? var[cs[i]] : -var[cs[i]]);
-  }
+  const std::vector<uint32_t>& cs = group.cs;
+  const std::vector<int>& var = var_;
+  SatSolver* solver = group.solver.get();
+  std::vector<std::vector<int>>& clauses = group.clauses;
+  std::vector<Cycle>& cycles = group.cycles;
   std::vector<NodeEdge> edges;
-  std::vector<std::vector<int>> clauses;
-  std::vector<Cycle> cycles;
   const std::function<bool()> stop = [this] { return poll_.Expired(); };
   while (true) {
     ++result_.stats.solver_calls;
@@ -443,7 +534,9 @@ bool Searcher::Solve(const std::vector<uint32_t>& cs, const std::vector<NodeEdge
     if (outcome == SatSolver::Outcome::kStopped) return false;
     if (outcome == SatSolver::Outcome::kUnsat) break;
     edges.clear();
-    for (const NodeEdge& e : base) edges.push_back({local_of(e.from), local_of(e.to), e.label});
+    for (const NodeEdge& e : group.base) {
+      edges.push_back({local_of(e.from), local_of(e.to), e.label});
+    }
     for (uint32_t c : cs) {
       std::vector<NodeEdge> side;
       AddSide(m_.constraints[c], solver->True(var[c]), side);
@@ -476,10 +569,14 @@ bool Searcher::Solve(const std::vector<uint32_t>& cs, const std::vector<NodeEdge
       }
       std::sort(clause.begin(), clause.end());
       clause.erase(std::unique(clause.begin(), clause.end()), clause.end());
-      if (!ISOWATCH_BUG(!clause.empty(),
-                        "a cycle of known edges after the known graph was "
-                        "found acyclic")) {
-        continue;
+      if (clause.empty()) {
+        // A cycle of fixed edges alone: possible only where hot-key pairs were forced after the
+        // known graph was found acyclic (SolveWithHotKeys). No choice avoids it.
+        Refutation r;
+        r.cycles.push_back(*std::move(cycle));
+        r.forced = Fixed(r.cycles);
+        result_.refutations.push_back(std::move(r));
+        return true;
       }
       solver->AddClause(clause);
       clauses.push_back(std::move(clause));
@@ -551,8 +648,6 @@ const TxnEdge& EdgeAt(const Model& m, uint32_t label) {
   return label < m.known.size() ? m.known[label] : m.constraint_edges[label - m.known.size()];
 }
 
-SearchResult Search(const Model& m, const SearchOptions& options) {
-  return Searcher(m, options).Run();
-}
+SearchResult Search(Model& m, const SearchOptions& options) { return Searcher(m, options).Run(); }
 
 }  // namespace isowatch::checkers::polygraph

@@ -27,10 +27,8 @@ struct SearchOptions {
   // tests, that pruning changes no verdict.
   bool prune = true;
   SatBackend solver = SatBackend::kCadical;
-  // Per constraint (a prefix of the model's), the set an earlier search of the same model with
-  // fewer constraints forced (SearchResult::forced): what pruning forced stays forced as
-  // constraints are added. Not owned; nullptr: none.
-  const std::vector<uint8_t>* forced = nullptr;
+  // The hot keys' pairs may add constraint edges up to this many (PolygraphOptions).
+  size_t max_constraint_edges = size_t{1} << 24;
   // Not owned; nullptr: no limit.
   const CheckLimits* limits = nullptr;
 };
@@ -59,26 +57,32 @@ struct SearchStats {
   size_t solved = 0;       // left to the solver
   size_t components = 0;   // independent parts solved apart
   size_t solver_calls = 0;
-  size_t cycle_clauses = 0;  // cycles found in the solver's models, each a clause
+  size_t cycle_clauses = 0;   // cycles found in the solver's models, each a clause
+  size_t hot_key_rounds = 0;  // times the hot keys' candidate orders needed more pairs
+  size_t hot_key_pairs = 0;   // constraints those rounds added
 };
 
 struct SearchResult {
-  enum class Verdict : uint8_t { kAcyclic, kCyclic, kStopped };
+  // kTooLarge: the hot keys needed more constraint edges than SearchOptions allows.
+  enum class Verdict : uint8_t { kAcyclic, kCyclic, kStopped, kTooLarge };
   Verdict verdict = Verdict::kAcyclic;
   std::vector<Refutation> refutations;  // kCyclic: at least one
   // kAcyclic: per constraint of the model, 1 when its first set holds in the acyclic choice the
   // search found.
   std::vector<uint8_t> first_chosen;
-  // Unless kStopped: per constraint, 1 or 2 when pruning forced its first or second set, else 0
-  // (SearchOptions::forced).
-  std::vector<uint8_t> forced;
   SearchStats stats;
 };
 
 // Decides whether some choice of `m`'s constraints leaves the graph acyclic: known-graph cycles,
 // then pruning, decomposition into independent components, and a SAT solver per component with
 // a clause added for every cycle of its models. kStopped when the limits expire.
-SearchResult Search(const Model& m, const SearchOptions& options);
+//
+// With hot keys (Model::lazy), one solver takes every open constraint, and each acyclic model it
+// finds is tested against the hot keys' write orders (AddNeededPairs): the pairs that order needs
+// join `m` as constraints and the same solver, with what it learnt, goes on (docs/
+// checkers/polygraph.md, "Hot keys"). `m` keeps them, so that a second search of it (another
+// level) starts from them.
+SearchResult Search(Model& m, const SearchOptions& options);
 
 // The model edge that `label` names (Cycle).
 const TxnEdge& EdgeAt(const Model& m, uint32_t label);
