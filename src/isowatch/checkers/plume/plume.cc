@@ -51,7 +51,8 @@ class Check {
 
   PlumeResult Run() {
     PlumeResult r;
-    m_ = BuildModel(h_, levels_, poll_, &out_);
+    // Out of time before it starts (a window checked after its deadline): no model at all.
+    if (!poll_.ExpiredNow()) m_ = BuildModel(h_, levels_, poll_, &out_);
     if (!poll_.expired()) {
       co_.emplace(m_, poll_);
       if (!poll_.expired()) ReportCycles();
