@@ -68,7 +68,7 @@ absl::StatusOr<CollectorResult> RunCollector(const CollectorOptions& options,
   result.run = state.run;
 
   WorkloadOptions wo = options.workload;
-  wo.run = state.run;
+  wo.shape.run = state.run;
   Inbox inbox;
   Workload workload(wo, [&](ClientTxn t) { inbox.Add(std::move(t)); });
   RETURN_IF_ERROR(workload.Prepare(/*reset=*/!resumed.resumed));

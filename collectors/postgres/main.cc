@@ -42,22 +42,11 @@ struct Flags {
 void AddCommon(CLI::App* cmd, Flags& f) {
   cmd->add_option("--dsn", f.dsn, "libpq connection string of the database")->required();
   isowatch::collectors::AddDaemonFlags(*cmd, f.daemon, f.o.daemon, /*to_required=*/false);
-  cmd->add_option("--sessions", f.o.workload.sessions, "Client sessions (connections)")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--keys", f.o.workload.keys, "Keys (rows) the workload uses")
-      ->check(CLI::Range(1, 1 << 30));
-  cmd->add_option("--ops-per-txn", f.o.workload.ops_per_txn, "Operations per transaction")
-      ->check(CLI::Range(1, 10000));
-  cmd->add_option("--read-ratio", f.o.workload.read_ratio, "Proportion of reads")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--dist", f.dist, "Key distribution: uniform, zipfian, hotspot")
-      ->check(CLI::IsMember({"uniform", "zipfian", "hotspot"}));
-  cmd->add_option("--zipf-theta", f.o.workload.zipf_theta, "Skew of the zipfian distribution");
+  isowatch::collectors::AddWorkloadShapeFlags(*cmd, f.o.workload.shape, f.dist);
   cmd->add_option("--data", f.data, "Data model: kv (registers) or list (appends)")
       ->check(CLI::IsMember({"kv", "list"}));
-  cmd->add_option("--retries", f.o.workload.max_retries,
+  cmd->add_option("--retries", f.o.workload.shape.max_retries,
                   "Times a transaction aborted by a serialization failure or deadlock runs again");
-  cmd->add_option("--seed", f.o.workload.seed, "Seed of the workload's choices");
   cmd->add_option("--stream", f.o.stream, "Name of the stream in isowatchd");
   cmd->add_option("--slot", f.slot, "Logical replication slot (created if missing)");
   cmd->add_option("--publication", f.publication, "Publication (created if missing)");
@@ -107,9 +96,7 @@ int Run(Flags& f, bool canary) {
   CollectorOptions o = f.o;
   o.workload.dsn = f.dsn;
   o.workload.isolation = *isowatch::pg::ParseIsolation(f.isolation);
-  o.workload.dist = f.dist == "uniform"   ? isowatch::workload::Distribution::kUniform
-                    : f.dist == "hotspot" ? isowatch::workload::Distribution::kHotspot
-                                          : isowatch::workload::Distribution::kZipfian;
+  isowatch::collectors::ApplyWorkloadDist(f.dist, o.workload.shape);
   o.workload.data = f.data == "list" ? isowatch::history::DataModel::kList
                                      : isowatch::history::DataModel::kKeyValue;
   o.daemon.end_of_stream = !canary && !f.keep_open;
@@ -174,9 +161,9 @@ int main(int argc, char** argv) {
                 "read-committed, repeatable-read or serializable")
       ->required()
       ->check(CLI::IsMember({"read-committed", "repeatable-read", "serializable"}));
-  w->add_option("--txns", workload.o.workload.txns,
+  w->add_option("--txns", workload.o.workload.shape.txns,
                 "Transactions to run, retries not counted (0 = until stopped)");
-  w->add_option("--rate", workload.o.workload.rate_tps,
+  w->add_option("--rate", workload.o.workload.shape.rate_tps,
                 "Transactions per second (0 = as fast as possible)");
   w->add_flag("--keep-open", workload.keep_open, "Do not end the stream when the workload ends");
   w->add_flag("--bare", workload.bare,
@@ -188,18 +175,13 @@ int main(int argc, char** argv) {
   canary.publication = "isowatch_canary";
   canary.o.daemon.state_dir = "isowatch-pg-canary-state";
   canary.o.workload.table_prefix = "isowatch_canary_";
-  canary.o.workload.sessions = 2;
-  canary.o.workload.keys = 8;
-  canary.o.workload.txns = 0;
-  canary.o.workload.rate_tps = 5;
-  canary.o.workload.dist = isowatch::workload::Distribution::kUniform;
-  canary.dist = "uniform";
+  isowatch::collectors::SetCanaryShape(canary.o.workload.shape, canary.dist);
   CLI::App* c =
       app.add_subcommand("canary", "Run a slow workload on a dedicated small table until stopped");
   AddCommon(c, canary);
   c->add_option("--isolation", canary.isolation, "read-committed, repeatable-read or serializable")
       ->check(CLI::IsMember({"read-committed", "repeatable-read", "serializable"}));
-  c->add_option("--rate", canary.o.workload.rate_tps, "Transactions per second")
+  c->add_option("--rate", canary.o.workload.shape.rate_tps, "Transactions per second")
       ->check(CLI::Range(0.001, 100000.0));
 
   CLI11_PARSE(app, argc, argv);

@@ -13,8 +13,6 @@
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/history/snapshot.h"
-#include "isowatch/workload/key_chooser.h"
-#include "isowatch/workload/rng.h"
 #include "isowatch/workload/session_plan.h"
 
 #include "collectors/postgres/pg_conn.h"
@@ -92,13 +90,7 @@ std::optional<std::vector<int64_t>> ParseBigintArray(absl::string_view text) {
 class Workload::Session {
  public:
   Session(Workload& w, uint32_t index)
-      : w_(w),
-        o_(w.options_),
-        index_(index),
-        rng_(o_.seed * 1000003 + index),
-        keys_(o_.dist, std::max<uint64_t>(o_.keys, 1), o_.zipf_theta),
-        table_(TableName(o_)),
-        session_name_(fmt::format("r{}s{}", o_.run, index)) {
+      : w_(w), o_(w.options_), session_(o_.shape, index), table_(TableName(o_)) {
     const bool list = o_.data == history::DataModel::kList;
     read_sql_ = fmt::format("SELECT v FROM {} WHERE k = $1", table_);
     write_sql_ =
@@ -112,25 +104,13 @@ class Workload::Session {
                    table_);
   }
 
+  // A transaction aborted by a conflict runs again.
   void Run() {
-    workload::Pacer pacer(o_.sessions, o_.rate_tps);
-    while (!w_.stop_.load()) {
-      const uint64_t n = w_.next_txn_.fetch_add(1);
-      if (o_.txns != 0 && n >= o_.txns) break;
-      std::vector<PlannedOp> plan = Plan();
-      for (uint32_t attempt = 0;; ++attempt) {
-        const bool conflict = RunTxn(plan);
-        if (!conflict || attempt >= o_.max_retries || w_.stop_.load()) break;
-      }
-      pacer.Wait();
-    }
+    session_.Run(w_.stop_, w_.next_txn_,
+                 [this](const std::vector<PlannedOp>& plan) { return RunTxn(plan); });
   }
 
  private:
-  std::vector<PlannedOp> Plan() {
-    return workload::PlanTxn(rng_, keys_, o_.ops_per_txn, o_.read_ratio);
-  }
-
   // Connects (again), waiting with backoff while the server is away. False once stopping.
   bool EnsureConnected() {
     if (conn_ != nullptr && PQstatus(conn_.get()) == CONNECTION_OK) return true;
@@ -151,11 +131,6 @@ class Workload::Session {
   }
 
   std::string Key(uint64_t k) const { return fmt::format("{}/{}", table_, k); }
-
-  int64_t NextValue() {
-    return (static_cast<int64_t>(o_.run & 0xffff) << 47) |
-           (static_cast<int64_t>(index_ & 0xfff) << 35) | static_cast<int64_t>(++counter_);
-  }
 
   // Runs one transaction of `plan`; returns whether it was aborted by a conflict.
   bool RunTxn(const std::vector<PlannedOp>& plan) {
@@ -189,9 +164,9 @@ class Workload::Session {
       t.set_xid(x);
       *t.mutable_snapshot() = *std::move(s);
     }
-    t.set_session_str(session_name_);
+    t.set_session_str(session_.name());
     t.set_seq(static_cast<int64_t>(seq_));
-    out.tag = fmt::format("{}:{}:{}", o_.run, index_, seq_);
+    out.tag = fmt::format("{}:{}:{}", o_.shape.run, session_.index(), seq_);
     // The id is the tag, not the xid: an xid that never reached the WAL (its transaction was
     // in flight at a crash) is handed out again after the restart.
     t.set_id_str(out.tag);
@@ -228,7 +203,7 @@ class Workload::Session {
           p->mutable_value()->set_int_(value);
         }
       } else {
-        const int64_t value = NextValue();
+        const int64_t value = session_.NextValue();
         p->set_kind(list ? v1::Operation::APPEND : v1::Operation::WRITE);
         p->mutable_value()->set_int_(value);
         const std::optional<std::string> params[] = {key_param, std::to_string(value)};
@@ -277,7 +252,7 @@ class Workload::Session {
         const std::optional<std::string> params[] = {key};
         r = Exec(c, read_sql_.c_str(), params);
       } else {
-        const std::optional<std::string> params[] = {key, std::to_string(NextValue())};
+        const std::optional<std::string> params[] = {key, std::to_string(session_.NextValue())};
         r = Exec(c, write_sql_.c_str(), params);
       }
       if (!r.ok()) return Fail(nullptr, *r.error);
@@ -345,17 +320,13 @@ class Workload::Session {
 
   Workload& w_;
   const WorkloadOptions& o_;
-  const uint32_t index_;
-  workload::Rng rng_;
-  workload::KeyChooser keys_;
+  collectors::WorkloadSession session_;
   const std::string table_;
-  const std::string session_name_;
   std::string read_sql_;
   std::string write_sql_;
   ConnPtr conn_;
   bool connected_once_ = false;
   uint64_t seq_ = 0;
-  uint64_t counter_ = 0;
 };
 
 Workload::Workload(WorkloadOptions options, std::function<void(ClientTxn)> sink)
@@ -389,7 +360,7 @@ absl::Status Workload::Prepare(bool reset) {
 }
 
 void Workload::Start() {
-  for (uint32_t i = 0; i < std::max<uint32_t>(options_.sessions, 1); ++i) {
+  for (uint32_t i = 0; i < std::max<uint32_t>(options_.shape.sessions, 1); ++i) {
     threads_.emplace_back([this, i] {
       Session s(*this, i);
       s.Run();

@@ -15,7 +15,8 @@
 
 #include "isowatch/history/history.h"
 #include "isowatch/v1/history.pb.h"
-#include "isowatch/workload/key_chooser.h"
+
+#include "collectors/common/workload_shape.h"
 
 namespace isowatch::pg {
 
@@ -35,25 +36,11 @@ struct WorkloadOptions {
   std::string dsn;
   Isolation isolation = Isolation::kRepeatableRead;
   history::DataModel data = history::DataModel::kKeyValue;
-  uint32_t sessions = 8;
-  // Transactions to run, retries not counted (each retry is one more); 0 = until Stop.
-  uint64_t txns = 1000;
-  uint32_t ops_per_txn = 4;
-  double read_ratio = 0.5;
-  uint64_t keys = 100;
-  workload::Distribution dist = workload::Distribution::kZipfian;
-  double zipf_theta = 0.99;
-  // Transactions per second over all sessions; 0 = as fast as they go.
-  double rate_tps = 0;
+  // Its max_retries counts the retries of a transaction aborted by a serialization failure or a
+  // deadlock.
+  collectors::WorkloadShape shape;
   // The table is `<table_prefix>kv` or `<table_prefix>list`.
   std::string table_prefix = "isowatch_";
-  // Times a transaction aborted by a serialization failure or a deadlock runs again (each attempt
-  // is a transaction of its own, recorded as aborted or committed).
-  uint32_t max_retries = 0;
-  uint64_t seed = 1;
-  // The collector's run number (its state directory counts starts): session names, the tag of
-  // each transaction and the values written are unique across runs.
-  uint32_t run = 0;
   // Prefix of the logical message each transaction emits before it commits.
   std::string message_prefix = "isowatch";
   // Record the transactions (snapshot and xid first, the logical message last). Off, the

@@ -12,7 +12,6 @@
 #include <spdlog/spdlog.h>
 
 #include "isowatch/common/status_macros.h"
-#include "isowatch/workload/rng.h"
 #include "isowatch/workload/session_plan.h"
 
 #include "collectors/tidb/list_text.h"
@@ -63,34 +62,16 @@ class Workload::Session {
   Session(Workload& w, uint32_t index)
       : w_(w),
         o_(w.options_),
-        index_(index),
-        rng_(o_.seed * 1000003 + index),
-        keys_(o_.dist, std::max<uint64_t>(o_.keys, 1), o_.zipf_theta),
+        session_(o_.shape, index),
         clock_(w.timestamps_->NewSession()),
-        list_(o_.data == history::DataModel::kList),
-        session_name_(fmt::format("r{}s{}", o_.run, index)) {}
+        list_(o_.data == history::DataModel::kList) {}
 
   void Run() {
-    workload::Pacer pacer(o_.sessions, o_.rate_tps);
-    while (!w_.stop_.load(std::memory_order_relaxed)) {
-      const uint64_t n = w_.next_txn_.fetch_add(1, std::memory_order_relaxed);
-      if (o_.txns != 0 && n >= o_.txns) break;
-      const std::vector<PlannedOp> plan = Plan();
-      for (uint32_t attempt = 0;; ++attempt) {
-        const Attempt a = RunTxn(plan);
-        if (!a.retry || attempt >= o_.max_retries || w_.stop_.load(std::memory_order_relaxed)) {
-          break;
-        }
-      }
-      pacer.Wait();
-    }
+    session_.Run(w_.stop_, w_.next_txn_,
+                 [this](const std::vector<PlannedOp>& plan) { return RunTxn(plan).retry; });
   }
 
  private:
-  std::vector<PlannedOp> Plan() {
-    return workload::PlanTxn(rng_, keys_, o_.ops_per_txn, o_.read_ratio);
-  }
-
   // Connects (again) and sets the session up, waiting with backoff while the server is away.
   // False once stopping.
   bool EnsureConnected() {
@@ -111,7 +92,7 @@ class Workload::Session {
         connected_once_ = true;
         return true;
       }
-      spdlog::warn("session {}: {}", session_name_, s.ToString());
+      spdlog::warn("session {}: {}", session_.name(), s.ToString());
       absl::SleepFor(backoff);
       backoff = std::min(backoff * 2, absl::Seconds(2));
     }
@@ -134,11 +115,6 @@ class Workload::Session {
     return absl::OkStatus();
   }
 
-  int64_t NextValue() {
-    return (static_cast<int64_t>(o_.run & 0xffff) << 47) |
-           (static_cast<int64_t>(index_ & 0xfff) << 35) | static_cast<int64_t>(++counter_);
-  }
-
   // A statement failed before the transaction had its start ts: nothing is recorded.
   Attempt FailUnrecorded(const SqlError& e) {
     // A broken connection is opened again, with backoff, by EnsureConnected.
@@ -153,7 +129,7 @@ class Workload::Session {
   // the server, if the connection broke: a server rolls back what a lost session left open).
   Attempt Fail(v1::Transaction txn, const SqlError& e) {
     if (!e.connection_lost()) conn_->Exec("ROLLBACK");
-    spdlog::debug("session {}: {} aborted: {}", session_name_, txn.id_str(), e.ToString());
+    spdlog::debug("session {}: {} aborted: {}", session_.name(), txn.id_str(), e.ToString());
     Finish(std::move(txn), v1::Transaction::ABORTED, e.info.conflict());
     return Attempt{.retry = e.info.retryable()};
   }
@@ -175,7 +151,7 @@ class Workload::Session {
     const Tso start = static_cast<Tso>(txn.start().physical());
     w_.sink_(std::move(txn));
     // Release: the record is in the sink before a reader sees the floor past it.
-    w_.floors_[index_].store(start, std::memory_order_release);
+    w_.floors_[session_.index()].store(start, std::memory_order_release);
   }
 
   // Runs one attempt of `plan` and records it.
@@ -187,9 +163,9 @@ class Workload::Session {
     const TsoResult start = clock_->StartTs(&c);
     if (!start.ok()) return FailUnrecorded(*start.error);
     v1::Transaction t;
-    const std::string id = fmt::format("{}:{}:{}", o_.run, index_, seq_);
+    const std::string id = fmt::format("{}:{}:{}", o_.shape.run, session_.index(), seq_);
     t.set_id_str(id);
-    t.set_session_str(session_name_);
+    t.set_session_str(session_.name());
     t.set_seq(static_cast<int64_t>(seq_));
     t.mutable_start()->set_physical(static_cast<int64_t>(start.ts));
     ++seq_;
@@ -223,7 +199,7 @@ class Workload::Session {
           p->mutable_value()->set_int_(value);
         }
       } else {
-        const int64_t value = NextValue();
+        const int64_t value = session_.NextValue();
         p->set_kind(list_ ? v1::Operation::APPEND : v1::Operation::WRITE);
         p->mutable_value()->set_int_(value);
         const std::string sql =
@@ -246,7 +222,7 @@ class Workload::Session {
     if (std::optional<SqlError> e = c.Exec("COMMIT")) {
       // Whatever the error says, the outcome is not guessed: the changefeed decides it.
       if (!e->connection_lost()) conn_->Exec("ROLLBACK");
-      spdlog::debug("session {}: COMMIT of {}: {}", session_name_, id, e->ToString());
+      spdlog::debug("session {}: COMMIT of {}: {}", session_.name(), id, e->ToString());
       Finish(std::move(t), v1::Transaction::UNKNOWN, false);
       return Attempt{.retry = e->info.retryable()};
     }
@@ -254,15 +230,15 @@ class Workload::Session {
     if (!info.ok()) {
       // Committed; its commit ts is for the changefeed to say.
       w_.stats_.no_commit_ts.fetch_add(1, std::memory_order_relaxed);
-      spdlog::warn("session {}: committed {} but its commit ts is not known: {}", session_name_, id,
-                   info.error->ToString());
+      spdlog::warn("session {}: committed {} but its commit ts is not known: {}", session_.name(),
+                   id, info.error->ToString());
     } else {
       if (info.info.start_ts != start.ts) {
         w_.stats_.start_ts_mismatches.fetch_add(1, std::memory_order_relaxed);
         spdlog::warn(
             "session {}: {} started at {} by @@tidb_current_ts, at {} by "
             "@@tidb_last_txn_info",
-            session_name_, id, start.ts, info.info.start_ts);
+            session_.name(), id, start.ts, info.info.start_ts);
       }
       if (info.info.commit_ts != 0) {
         t.mutable_commit()->set_physical(static_cast<int64_t>(info.info.commit_ts));
@@ -276,22 +252,18 @@ class Workload::Session {
 
   Workload& w_;
   const WorkloadOptions& o_;
-  const uint32_t index_;
-  workload::Rng rng_;
-  workload::KeyChooser keys_;
+  collectors::WorkloadSession session_;
   std::unique_ptr<SessionClock> clock_;
   const bool list_;
-  const std::string session_name_;
   std::unique_ptr<MysqlConn> conn_;
   bool connected_once_ = false;
   uint64_t seq_ = 0;
-  uint64_t counter_ = 0;
 };
 
 Workload::Workload(WorkloadOptions options, std::shared_ptr<TimestampSource> timestamps,
                    std::function<void(v1::Transaction)> sink)
     : options_(std::move(options)), timestamps_(std::move(timestamps)), sink_(std::move(sink)) {
-  session_count_ = std::max<uint32_t>(options_.sessions, 1);
+  session_count_ = std::max<uint32_t>(options_.shape.sessions, 1);
   floors_ = std::make_unique<std::atomic<Tso>[]>(session_count_);
   for (uint32_t i = 0; i < session_count_; ++i) floors_[i].store(0);
 }

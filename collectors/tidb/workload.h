@@ -16,8 +16,8 @@
 
 #include "isowatch/history/history.h"
 #include "isowatch/v1/history.pb.h"
-#include "isowatch/workload/key_chooser.h"
 
+#include "collectors/common/workload_shape.h"
 #include "collectors/tidb/cdc_event.h"
 #include "collectors/tidb/mysql_conn.h"
 #include "collectors/tidb/timestamp_source.h"
@@ -43,28 +43,15 @@ struct WorkloadOptions {
   TxnMode mode = TxnMode::kPessimistic;  // TiDB's default
   Isolation isolation = Isolation::kRepeatableRead;
   history::DataModel data = history::DataModel::kKeyValue;
-  uint32_t sessions = 8;
-  // Transactions to run, retries not counted (each retry is one more); 0 = until Stop.
-  uint64_t txns = 1000;
-  uint32_t ops_per_txn = 4;
-  double read_ratio = 0.5;
-  uint64_t keys = 100;
-  workload::Distribution dist = workload::Distribution::kZipfian;
-  double zipf_theta = 0.99;
-  // Transactions per second over all sessions; 0 = as fast as they go.
-  double rate_tps = 0;
+  // Its max_retries counts the retries of a transaction that failed with a retryable error
+  // (tidb_errors.h).
+  collectors::WorkloadShape shape;
   // The table, in db.database: k BIGINT PRIMARY KEY, v (BIGINT, or the list as text), t (the id
   // of the transaction that wrote the row last).
   std::string table = "isowatch_kv";
-  // Times a transaction that failed with a retryable error (tidb_errors.h) runs again; each
-  // attempt is a transaction of its own, recorded as such.
-  uint32_t max_retries = 0;
   // innodb_lock_wait_timeout of the sessions, seconds (TiDB: the pessimistic lock wait); 0 = the
   // server's.
   uint32_t lock_wait_timeout_s = 0;
-  uint64_t seed = 1;
-  // The collector's run number: session names, ids and written values are unique across runs.
-  uint32_t run = 0;
 };
 
 // "isowatch_" + "kv" or "list" after `prefix`.

@@ -29,12 +29,7 @@ WorkloadCommand::WorkloadCommand(CLI::App& app, bool canary) : canary_(canary) {
   if (canary) {
     cmd_ = app.add_subcommand(
         "canary", "Run a slow workload on a small table of its own until stopped, and check it");
-    w_.sessions = 2;
-    w_.keys = 8;
-    w_.txns = 0;
-    w_.rate_tps = 5;
-    w_.dist = workload::Distribution::kUniform;
-    dist_ = "uniform";
+    collectors::SetCanaryShape(w_.shape, dist_);
     table_prefix_ = "isowatch_canary_";
   } else {
     cmd_ = app.add_subcommand("workload", "Drive a workload against TiDB and check it");
@@ -52,17 +47,8 @@ WorkloadCommand::WorkloadCommand(CLI::App& app, bool canary) : canary_(canary) {
   c->add_option("--isolation", isolation_,
                 "repeatable-read (TiDB: snapshot isolation) or read-committed (pessimistic only)")
       ->check(CLI::IsMember({"repeatable-read", "read-committed"}));
-  c->add_option("--sessions", w_.sessions, "Client sessions (connections)")
-      ->check(CLI::Range(1, 4096));
-  c->add_option("--keys", w_.keys, "Keys (rows) the workload uses")->check(CLI::Range(1, 1 << 30));
-  c->add_option("--ops-per-txn", w_.ops_per_txn, "Operations per transaction")
-      ->check(CLI::Range(1, 10000));
-  c->add_option("--read-ratio", w_.read_ratio, "Proportion of reads")->check(CLI::Range(0.0, 1.0));
-  c->add_option("--dist", dist_, "Key distribution: uniform, zipfian, hotspot")
-      ->check(CLI::IsMember({"uniform", "zipfian", "hotspot"}));
-  c->add_option("--zipf-theta", w_.zipf_theta, "Skew of the zipfian distribution")
-      ->check(CLI::Range(0.01, 10.0));
-  c->add_option("--retries", w_.max_retries,
+  collectors::AddWorkloadShapeFlags(*c, w_.shape, dist_);
+  c->add_option("--retries", w_.shape.max_retries,
                 "Times a transaction that failed with a retryable error runs again (each attempt "
                 "is a transaction of its own)");
   c->add_option("--lock-wait-timeout-s", w_.lock_wait_timeout_s,
@@ -71,7 +57,6 @@ WorkloadCommand::WorkloadCommand(CLI::App& app, bool canary) : canary_(canary) {
   c->add_option("--statement-timeout-s", w_.db.read_timeout_s,
                 "Longest wait for the answer to one statement; a COMMIT that takes longer has an "
                 "unknown outcome");
-  c->add_option("--seed", w_.seed, "Seed of the workload's choices");
   c->add_option("--table-prefix", table_prefix_,
                 "Prefix of the workload's table when --table is not given: <prefix>kv or "
                 "<prefix>list")
@@ -79,10 +64,11 @@ WorkloadCommand::WorkloadCommand(CLI::App& app, bool canary) : canary_(canary) {
   c->add_option("--client-log-out", client_log_out_,
                 "Also write the recorded transactions to this file (native history, JSON lines), "
                 "to join them again later with --client-log or check them offline");
-  c->add_option("--rate", w_.rate_tps, "Transactions per second over all sessions (0 = no limit)")
+  c->add_option("--rate", w_.shape.rate_tps,
+                "Transactions per second over all sessions (0 = no limit)")
       ->check(CLI::Range(0.0, 1e6));
   if (!canary) {
-    c->add_option("--txns", w_.txns,
+    c->add_option("--txns", w_.shape.txns,
                   "Transactions to run, retries not counted (0 = until stopped)");
   }
   c->add_flag("--bare", bare_,
@@ -100,9 +86,7 @@ absl::StatusOr<WorkloadOptions> WorkloadCommand::Configure(const CLI::App& app,
   WorkloadOptions o = w_;
   o.mode = *ParseTxnMode(mode_);
   o.isolation = *ParseIsolation(isolation_);
-  o.dist = dist_ == "uniform"   ? workload::Distribution::kUniform
-           : dist_ == "hotspot" ? workload::Distribution::kHotspot
-                                : workload::Distribution::kZipfian;
+  collectors::ApplyWorkloadDist(dist_, o.shape);
   o.data = collector.join.data;
   o.db.database = collector.join.schema;
   if (std::string e = CheckIdentifier(o.db.database); !e.empty()) {

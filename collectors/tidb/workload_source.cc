@@ -20,7 +20,7 @@ WorkloadSource::WorkloadSource(WorkloadOptions options, std::shared_ptr<Timestam
 WorkloadSource::~WorkloadSource() { Stop(); }
 
 absl::Status WorkloadSource::Start(uint32_t run) {
-  options_.run = run;
+  options_.shape.run = run;
   if (!client_log_path_.empty()) {
     ASSIGN_OR_RETURN(log_, ClientLogWriter::Create(client_log_path_, header_));
   }
