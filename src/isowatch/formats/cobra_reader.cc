@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -158,15 +157,21 @@ ParseResult ParseFile(std::string_view name, std::string_view bytes, bool time_o
 
 bool IsLogName(std::string_view name) { return name.starts_with('T') && name.ends_with(".log"); }
 
+using NamedFile = NamedFiles::value_type;
+
 class CobraReader : public RecordSink {
  public:
   CobraReader(const ReadOptions& options, std::string source, CobraExtras* extras)
       : options_(options), source_(std::move(source)), extras_(extras) {}
 
-  absl::StatusOr<history::History> Read(NamedFiles files) && {
-    std::erase_if(files, [](const auto& f) { return !IsLogName(f.first); });
+  absl::StatusOr<history::History> Read(const NamedFiles& all) && {
+    // The logs by name, as pointers: a copy of their bytes would cost as much as reading them.
+    std::vector<const NamedFile*> files;
+    for (const NamedFile& f : all) {
+      if (IsLogName(f.first)) files.push_back(&f);
+    }
     std::sort(files.begin(), files.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
+              [](const NamedFile* a, const NamedFile* b) { return a->first < b->first; });
     ASSIGN_OR_RETURN(time_order_, DecideMode(files));
     builder_.set_source(source_);
     builder_.set_format("cobra", time_order_ ? "time-order" : "plain");
@@ -175,7 +180,8 @@ class CobraReader : public RecordSink {
       *extras_ = CobraExtras();
       extras_->time_order = time_order_;
     }
-    for (const auto& [name, bytes] : files) {
+    for (const NamedFile* file : files) {
+      const auto& [name, bytes] = *file;
       file_ = name;
       file_index_ = static_cast<uint32_t>(file_names_.size());
       file_names_.push_back(name);
@@ -338,7 +344,7 @@ class CobraReader : public RecordSink {
   }
 
   // 9-byte or 17-byte S/C records: the mode every non-empty file fits.
-  absl::StatusOr<bool> DecideMode(const NamedFiles& files) {
+  absl::StatusOr<bool> DecideMode(const std::vector<const NamedFile*>& files) {
     const std::string& d = options_.dialect;
     if (!d.empty() && d != "plain" && d != "time-order") {
       return absl::InvalidArgumentError(
@@ -346,14 +352,15 @@ class CobraReader : public RecordSink {
     }
     if (!d.empty()) {
       const bool time_order = d == "time-order";
-      for (const auto& [name, bytes] : files) {
-        RETURN_IF_ERROR(ParseFile(Where(name), bytes, time_order, nullptr).status);
+      for (const NamedFile* f : files) {
+        RETURN_IF_ERROR(ParseFile(Where(f->first), f->second, time_order, nullptr).status);
       }
       return time_order;
     }
     bool plain = true, timed = true;
     absl::Status plain_error;
-    for (const auto& [name, bytes] : files) {
+    for (const NamedFile* f : files) {
+      const auto& [name, bytes] = *f;
       ParseResult p = ParseFile(Where(name), bytes, false, nullptr);
       ParseResult t = ParseFile(Where(name), bytes, true, nullptr);
       // An open transaction at the end fits a mode less well than balanced records; in lenient
@@ -371,7 +378,7 @@ class CobraReader : public RecordSink {
     }
     if (plain && timed) {
       bool any = false;
-      for (const auto& f : files) any = any || !f.second.empty();
+      for (const NamedFile* f : files) any = any || !f->second.empty();
       if (!any) return false;
       return absl::InvalidArgumentError(fmt::format(
           "{}: the logs read both with plain (9-byte) and time-order (17-byte) S/C records; "
@@ -432,11 +439,20 @@ absl::StatusOr<history::History> ReadCobraDir(const std::string& path, const Rea
   for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_regular_file(ec) || !IsLogName(name)) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
+    // Read straight into the string that keeps the bytes (through a stringstream they were
+    // copied twice more).
+    std::ifstream in(entry.path(), std::ios::binary | std::ios::ate);
+    std::string bytes;
+    if (in) {
+      const std::streamoff size = in.tellg();
+      in.seekg(0);
+      if (size > 0) {
+        bytes.resize(static_cast<size_t>(size));
+        in.read(bytes.data(), size);
+      }
+    }
     if (!in) return absl::DataLossError(fmt::format("{}/{}: cannot read", path, name));
-    files.emplace_back(name, s.str());
+    files.emplace_back(name, std::move(bytes));
   }
   if (ec) return absl::NotFoundError(fmt::format("{}: {}", path, ec.message()));
   return ReadCobraFiles(files, options, path, extras);
