@@ -57,11 +57,26 @@ class RecordSink {
     }                                                           \
   } while (false)
 
+// Records of each kind, for reserving.
+struct RecordCounts {
+  uint64_t txns = 0;  // S records
+  uint64_t writes = 0;
+  uint64_t reads = 0;
+
+  RecordCounts& operator+=(const RecordCounts& o) {
+    txns += o.txns;
+    writes += o.writes;
+    reads += o.reads;
+    return *this;
+  }
+};
+
 struct ParseResult {
   absl::Status status;
   bool open_at_end = false;  // status is OK but a transaction was left open
   int64_t open_id = 0;
   uint64_t open_offset = 0;
+  RecordCounts counts;  // of the records walked
 };
 
 // Walks the records of `bytes` (file `name`), with 17-byte S/C when `time_order`. With `head`,
@@ -112,6 +127,7 @@ ParseResult ParseFile(std::string_view name, std::string_view bytes, bool time_o
                                        BigEndian(bytes, p), open_id, open_at));
         }
         open = true;
+        ++r.counts.txns;
         open_id = BigEndian(bytes, p);
         open_at = pos;
         if (sink)
@@ -128,6 +144,7 @@ ParseResult ParseFile(std::string_view name, std::string_view bytes, bool time_o
         break;
       case 'W':
         if (!open) return fail(pos, "W record outside a transaction");
+        ++r.counts.writes;
         if (sink) {
           ISOWATCH_COBRA_SINK(sink->Write(BigEndian(bytes, p), BigEndian(bytes, p + 8),
                                           BigEndian(bytes, p + 16), pos));
@@ -135,6 +152,7 @@ ParseResult ParseFile(std::string_view name, std::string_view bytes, bool time_o
         break;
       case 'R':
         if (!open) return fail(pos, "R record outside a transaction");
+        ++r.counts.reads;
         if (sink) {
           ISOWATCH_COBRA_SINK(sink->Read(BigEndian(bytes, p), BigEndian(bytes, p + 8),
                                          BigEndian(bytes, p + 16), BigEndian(bytes, p + 24), pos));
@@ -173,6 +191,10 @@ class CobraReader : public RecordSink {
     std::sort(files.begin(), files.end(),
               [](const NamedFile* a, const NamedFile* b) { return a->first < b->first; });
     ASSIGN_OR_RETURN(time_order_, DecideMode(files));
+    // Room for every transaction and operation the logs hold, counted by DecideMode, so that the
+    // history's arrays are not copied as they grow, and transaction ids met out of order (a
+    // session's log at a time) are interned through the direct-mapped table from the start.
+    builder_.Reserve(counts_.txns, counts_.writes + counts_.reads);
     builder_.set_source(source_);
     builder_.set_format("cobra", time_order_ ? "time-order" : "plain");
     if (time_order_) builder_.set_time_unit("ms");
@@ -343,7 +365,8 @@ class CobraReader : public RecordSink {
     return fmt::format("{} byte {}", file_names_[p.file], p.offset);
   }
 
-  // 9-byte or 17-byte S/C records: the mode every non-empty file fits.
+  // 9-byte or 17-byte S/C records: the mode every non-empty file fits. Sets counts_ to the
+  // records of the files read in that mode.
   absl::StatusOr<bool> DecideMode(const std::vector<const NamedFile*>& files) {
     const std::string& d = options_.dialect;
     if (!d.empty() && d != "plain" && d != "time-order") {
@@ -353,12 +376,16 @@ class CobraReader : public RecordSink {
     if (!d.empty()) {
       const bool time_order = d == "time-order";
       for (const NamedFile* f : files) {
-        RETURN_IF_ERROR(ParseFile(Where(f->first), f->second, time_order, nullptr).status);
+        ParseResult r = ParseFile(Where(f->first), f->second, time_order, nullptr);
+        RETURN_IF_ERROR(r.status);
+        counts_ += r.counts;
       }
       return time_order;
     }
     bool plain = true, timed = true;
     absl::Status plain_error;
+    RecordCounts plain_counts;
+    RecordCounts timed_counts;
     for (const NamedFile* f : files) {
       const auto& [name, bytes] = *f;
       ParseResult p = ParseFile(Where(name), bytes, false, nullptr);
@@ -375,6 +402,8 @@ class CobraReader : public RecordSink {
       }
       plain = plain && p_ok;
       timed = timed && t_ok;
+      plain_counts += p.counts;
+      timed_counts += t.counts;
     }
     if (plain && timed) {
       bool any = false;
@@ -385,8 +414,14 @@ class CobraReader : public RecordSink {
           "say which with the dialect",
           source_));
     }
-    if (plain) return false;
-    if (timed) return true;
+    if (plain) {
+      counts_ = plain_counts;
+      return false;
+    }
+    if (timed) {
+      counts_ = timed_counts;
+      return true;
+    }
     return plain_error;
   }
 
@@ -419,6 +454,7 @@ class CobraReader : public RecordSink {
   int64_t start_ts_ = 0;
   uint64_t start_offset_ = 0;
   int64_t deletes_ = 0;
+  RecordCounts counts_;
   std::vector<Op> ops_;
   absl::flat_hash_map<int64_t, Position> txn_where_;
   absl::flat_hash_map<int64_t, int64_t> writer_of_;
