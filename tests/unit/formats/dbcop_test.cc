@@ -25,16 +25,16 @@ using history::Value;
 using ::testing::HasSubstr;
 
 const std::string& Bincode() {
-  static const std::string bytes =
+  static const std::string kBytes =
       samples::FileContents(samples::SamplePath("dbcop", "sample.bincode"));
-  return bytes;
+  return kBytes;
 }
 const std::string& NewJson() {
-  static const std::string text = samples::FileContents(samples::SamplePath("dbcop", "new.json"));
-  return text;
+  static const std::string kText = samples::FileContents(samples::SamplePath("dbcop", "new.json"));
+  return kText;
 }
 
-absl::StatusOr<History> ReadBin(std::string_view data, ReadOptions options = {},
+absl::StatusOr<History> ReadBin(std::string_view data, const ReadOptions& options = {},
                                 DbcopHeader* header = nullptr) {
   return ReadDbcopBincodeString(data, options, "h.bincode", header);
 }
@@ -184,7 +184,7 @@ TEST(DbcopTest, LargeFileReadsAsFromMemory) {
   EXPECT_EQ(Canonical(*from_file), Canonical(*from_memory));
   // A bad flag in the third block, and a file cut inside an event there.
   std::string bad = bytes;
-  const size_t at = bytes.size() - 1 - 5 * 18;  // the last transaction's first write flag
+  const size_t at = bytes.size() - 1 - size_t{5} * 18;  // the last transaction's first write flag
   bad[at] = 7;
   EXPECT_EQ(read_file(bad).status(), ReadDbcopBincodeString(bad, {}, path).status());
   EXPECT_THAT(std::string(read_file(bad).status().message()), HasSubstr("is byte 7"));
