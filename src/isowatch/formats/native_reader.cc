@@ -3,7 +3,9 @@
 // Reader of the native history format (docs/history-format.md). The input is pulled through a
 // ZeroCopyInputStream one record at a time: a binary record is copied into one reused buffer and
 // parsed from there, a JSON line is read into one reused string and parsed with protobuf's JSON
-// mapping. Each record goes straight into a HistoryBuilder, so at most one record is held.
+// mapping. A binary record holding a transaction of the usual shape is decoded without the
+// generated parser (internal/native_usual_txn.h), and every other one with it. Each record goes
+// straight into a HistoryBuilder, so at most one record is held.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -24,6 +26,7 @@
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/common/string_view.h"
+#include "isowatch/formats/internal/native_usual_txn.h"
 #include "isowatch/formats/native.h"
 #include "isowatch/formats/proto_decoder.h"
 #include "isowatch/history/history_builder.h"
@@ -36,7 +39,12 @@ namespace pb = ::isowatch::v1;
 namespace io = ::google::protobuf::io;
 using history::History;
 using history::HistoryBuilder;
+using history::Timestamp;
+using history::TxnHeader;
+using history::TxnStatus;
 using history::Value;
+using internal::UsualDatum;
+using internal::UsualTxn;
 using ::isowatch::KeyId;
 
 // Leading whitespace longer than this cannot start a binary file that reads without error (its
@@ -246,6 +254,88 @@ class Decoder {
     return absl::OkStatus();
   }
 
+  // A transaction DecodeUsualTxn read: added as ProtoDecoder::ApplyTxn adds the same record
+  // parsed by the generated code (its refusals were declined by the decoding), with the same
+  // keys and byte strings interned in the same order.
+  absl::Status ApplyUsual(const UsualTxn& t, const Position& pos) {
+    txn_seen_ = true;
+    TxnHeader header;
+    if (t.id_numeric) {
+      const fmt::format_int text(t.id_int);
+      id_.assign(text.data(), text.size());
+      header.id = id_;
+      header.id_numeric = true;
+    } else {
+      header.id = t.id_str;
+    }
+    switch (t.session) {
+      case UsualTxn::Session::kInt: {
+        const fmt::format_int text(t.session_int);
+        session_.assign(text.data(), text.size());
+        header.session = session_;
+        header.session_numeric = true;
+        break;
+      }
+      case UsualTxn::Session::kStr:
+        header.session = t.session_str;
+        break;
+      case UsualTxn::Session::kNone:
+        header.session = "";
+        break;
+    }
+    if (t.has_seq) header.seq = t.seq;
+    switch (t.status) {
+      case pb::Transaction::ABORTED:
+        header.status = TxnStatus::kAborted;
+        break;
+      case pb::Transaction::UNKNOWN:
+        header.status = TxnStatus::kUnknown;
+        break;
+      default:  // STATUS_UNSPECIFIED or COMMITTED
+        header.status = TxnStatus::kCommitted;
+        break;
+    }
+    if (t.has_start) header.start = Timestamp{t.start_physical, t.start_logical};
+    if (t.has_commit) header.commit = Timestamp{t.commit_physical, t.commit_logical};
+    header.source_offset = pos.offset;
+    header.xid = t.xid;
+    if (absl::Status status = builder_.BeginTxn(header); !status.ok()) {
+      return Error(pos, common::StdView(status.message()));
+    }
+    for (const internal::UsualOp& op : t.ops) {
+      const KeyId key = op.key.kind == UsualDatum::Kind::kInt ? builder_.IntKey(op.key.i)
+                                                              : builder_.BytesKey(op.key.bytes);
+      switch (op.kind) {
+        case pb::Operation::READ:
+          if (op.unknown) {
+            builder_.UnknownRead(key);
+          } else {
+            builder_.Read(key, ValueOf(op.value));
+          }
+          break;
+        case pb::Operation::WRITE:
+          builder_.Write(key, ValueOf(op.value));
+          break;
+        case pb::Operation::APPEND:
+          builder_.Append(key, ValueOf(op.value));
+          break;
+        default:  // LIST_READ
+          if (op.unknown) {
+            builder_.UnknownRead(key);
+            break;
+          }
+          elements_.clear();
+          for (uint32_t i = 0; i < op.elements_count; ++i) {
+            elements_.push_back(ValueOf(t.elements[op.elements_begin + i]));
+          }
+          builder_.ListRead(key, elements_);
+          break;
+      }
+    }
+    builder_.EndTxn();
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<History> Finish() && {
     absl::StatusOr<History> h = std::move(builder_).Finish();
     if (!h.ok()) {
@@ -281,15 +371,32 @@ class Decoder {
     return proto_.ApplyTxn(t, pos.offset).status();
   }
 
+  Value ValueOf(const UsualDatum& d) {
+    switch (d.kind) {
+      case UsualDatum::Kind::kInt:
+        return Value::Int(d.i);
+      case UsualDatum::Kind::kBytes:
+        return builder_.BytesValue(d.bytes);
+      case UsualDatum::Kind::kNone:
+        break;
+    }
+    return Value::Absent();
+  }
+
   std::string source_;
   HistoryBuilder builder_;
   ProtoDecoder proto_{builder_};
   bool header_seen_ = false;
   bool txn_seen_ = false;
   std::string header_where_;
+  // ApplyUsual's buffers, reused.
+  std::string id_;
+  std::string session_;
+  std::vector<Value> elements_;
 };
 
-absl::Status ReadBinary(ByteSource& src, Decoder& decoder) {
+// `usual_txns`: records of the usual shape are read by DecodeUsualTxn (always, but in tests).
+absl::Status ReadBinary(ByteSource& src, Decoder& decoder, bool usual_txns) {
   // Each record is parsed into an arena whose first block is reused from record to record, so
   // that parsing allocates nothing for records that fit it (a transaction of a few dozen
   // operations does): a message reused without one frees and allocates its oneof fields anew.
@@ -299,6 +406,7 @@ absl::Status ReadBinary(ByteSource& src, Decoder& decoder) {
   arena_options.initial_block_size = first_block.size();
   google::protobuf::Arena arena(arena_options);
   std::string buffer;
+  UsualTxn usual;
   Position pos;
   while (true) {
     pos.offset = src.offset();
@@ -333,6 +441,10 @@ absl::Status ReadBinary(ByteSource& src, Decoder& decoder) {
                                               length, got));
       }
       bytes = buffer;
+    }
+    if (usual_txns && internal::DecodeUsualTxn(bytes, &usual)) {
+      RETURN_IF_ERROR(decoder.ApplyUsual(usual, pos));
+      continue;
     }
     arena.Reset();
     auto* record = google::protobuf::Arena::CreateMessage<pb::HistoryRecord>(&arena);
@@ -414,7 +526,7 @@ absl::Status ReadJsonLines(ByteSource& src, Decoder& decoder) {
 // for read errors.
 absl::StatusOr<History> ReadStream(io::ZeroCopyInputStream* in, const io::FileInputStream* file,
                                    uint64_t size, const ReadOptions& options,
-                                   std::string_view source) {
+                                   std::string_view source, bool usual_txns = true) {
   std::string prefix;
   NativeEncoding encoding = DetectEncoding(in, &prefix);
   ViewInputStream prefix_stream(prefix);
@@ -423,8 +535,8 @@ absl::StatusOr<History> ReadStream(io::ZeroCopyInputStream* in, const io::FileIn
   ByteSource src(&whole);
   Decoder decoder(options, source);
   decoder.ReserveFor(size, encoding);
-  absl::Status status =
-      encoding == NativeEncoding::kBinary ? ReadBinary(src, decoder) : ReadJsonLines(src, decoder);
+  absl::Status status = encoding == NativeEncoding::kBinary ? ReadBinary(src, decoder, usual_txns)
+                                                            : ReadJsonLines(src, decoder);
   if (file != nullptr && file->GetErrno() != 0) {
     return absl::ErrnoToStatus(file->GetErrno(),
                                fmt::format("{}: read failed at byte {}", source, src.offset()));
@@ -473,5 +585,15 @@ absl::StatusOr<History> ReadNativeString(std::string_view data, const ReadOption
   ViewInputStream in(data);
   return ReadStream(&in, nullptr, data.size(), options, source);
 }
+
+namespace internal {
+
+absl::StatusOr<History> ReadNativeStringWith(std::string_view data, const ReadOptions& options,
+                                             std::string_view source, bool usual_txns) {
+  ViewInputStream in(data);
+  return ReadStream(&in, nullptr, data.size(), options, source, usual_txns);
+}
+
+}  // namespace internal
 
 }  // namespace isowatch::formats

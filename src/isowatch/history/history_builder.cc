@@ -644,9 +644,13 @@ absl::StatusOr<History> HistoryBuilder::Finish() && {
     }
     (h.keys_[k].is_list ? any_list : any_register) = true;
   }
-  for (Op& op : h.ops_) {
-    if (op.kind() == OpKind::kRead && h.keys_[op.key().value()].is_list) {
-      op.ConvertAbsentReadToEmptyListRead();
+  // A second pass over the operations (hundreds of megabytes in a large history) only where a
+  // read may need converting.
+  if (any_list) {
+    for (Op& op : h.ops_) {
+      if (op.kind() == OpKind::kRead && h.keys_[op.key().value()].is_list) {
+        op.ConvertAbsentReadToEmptyListRead();
+      }
     }
   }
   h.data_model_ =
@@ -672,8 +676,10 @@ absl::StatusOr<History> HistoryBuilder::Finish() && {
                       h.sessions_.Get(h.session_names_[s])));
     }
     if (with_seq != 0) {
-      std::stable_sort(first, last,
-                       [&](uint32_t a, uint32_t b) { return given_seq_[a] < given_seq_[b]; });
+      // Writers mostly give a session's transactions in order: one pass checks that, where
+      // sorting them takes several.
+      auto by_seq = [&](uint32_t a, uint32_t b) { return given_seq_[a] < given_seq_[b]; };
+      if (!std::is_sorted(first, last, by_seq)) std::stable_sort(first, last, by_seq);
       for (auto it = first; it + 1 < last; ++it) {
         if (given_seq_[*it] == given_seq_[*(it + 1)]) {
           return absl::InvalidArgumentError(fmt::format(

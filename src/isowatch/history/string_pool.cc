@@ -32,8 +32,9 @@ int64_t StringPool::SmallDecimal(std::string_view s) {
 }
 
 bool StringPool::GrowDense(int64_t value) {
-  // At most about four slots per string, so that the table never outweighs the strings' views.
-  const size_t limit = 4 * (views_.size() + 1) + 1024;
+  // At most about four slots per string (held, or reserved for), so that the table never
+  // outweighs the strings' views.
+  const size_t limit = 4 * (std::max(views_.size(), reserved_) + 1) + 1024;
   const auto needed = static_cast<uint64_t>(value) + 1;
   if (needed > limit) return false;
   const size_t old_size = dense_.size();

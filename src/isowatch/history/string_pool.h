@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -45,8 +47,13 @@ class StringPool {
   bool forgotten(uint32_t index) const { return views_[index].data() == &kHole; }
   // The forgotten indices, in the order Intern hands them out again (last first).
   std::span<const uint32_t> forgotten_indices() const { return free_; }
-  // Makes room for `n` strings in all.
-  void Reserve(size_t n) { views_.reserve(n); }
+  // Makes room for `n` strings in all, and lets the direct-mapped table cover decimals up to
+  // about 4n from the start (else, while few strings are held, the decimals of a reader that
+  // meets them out of order go to the hash table, to be moved as the table grows over them).
+  void Reserve(size_t n) {
+    views_.reserve(n);
+    reserved_ = std::max(reserved_, n);
+  }
   // Bytes held, for accounting.
   size_t MemoryUsage() const;
 
@@ -87,6 +94,7 @@ class StringPool {
   std::vector<uint32_t> dense_;
   // Strings in index_ that SmallDecimal accepts (they must move when dense_ grows over them).
   size_t hashed_decimals_ = 0;
+  size_t reserved_ = 0;  // Reserve's largest `n`
 };
 
 }  // namespace isowatch::history

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/formats/dbcop.h"
 
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,16 +25,16 @@ using history::Value;
 using ::testing::HasSubstr;
 
 const std::string& Bincode() {
-  static const std::string bytes =
+  static const std::string kBytes =
       samples::FileContents(samples::SamplePath("dbcop", "sample.bincode"));
-  return bytes;
+  return kBytes;
 }
 const std::string& NewJson() {
-  static const std::string text = samples::FileContents(samples::SamplePath("dbcop", "new.json"));
-  return text;
+  static const std::string kText = samples::FileContents(samples::SamplePath("dbcop", "new.json"));
+  return kText;
 }
 
-absl::StatusOr<History> ReadBin(std::string_view data, ReadOptions options = {},
+absl::StatusOr<History> ReadBin(std::string_view data, const ReadOptions& options = {},
                                 DbcopHeader* header = nullptr) {
   return ReadDbcopBincodeString(data, options, "h.bincode", header);
 }
@@ -137,6 +140,57 @@ TEST(DbcopTest, BincodeErrors) {
   absl::StatusOr<History> h = ReadBin(Bincode() + "x", lenient);
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(NoteCount(*h, "trailing bytes ignored"), 1u);
+}
+
+// A bincode file larger than the reader's blocks, with records across their boundaries (events
+// are 18 bytes): read from the file as from memory, and its errors at the same bytes.
+TEST(DbcopTest, LargeFileReadsAsFromMemory) {
+  std::string bytes;
+  auto u64 = [&bytes](uint64_t v) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  for (uint64_t v : {0, 3, 50, 800, 5}) u64(v);
+  for (const char* s : {"info", "start", "end"}) {
+    u64(std::strlen(s));
+    bytes += s;
+  }
+  u64(3);
+  uint64_t value = 0;
+  for (int session = 0; session < 3; ++session) {
+    u64(800);
+    for (int t = 0; t < 800; ++t) {
+      u64(5);
+      for (int e = 0; e < 5; ++e) {
+        const bool write = e % 2 == 0;
+        bytes.push_back(write ? 1 : 0);
+        u64(static_cast<uint64_t>((t + e) % 50));
+        u64(write ? ++value : value);
+        bytes.push_back(1);
+      }
+      bytes.push_back(1);
+    }
+  }
+  ASSERT_GT(bytes.size(), size_t{3} << 16);
+  const std::string path = ::testing::TempDir() + "/dbcop_large.bincode";
+  auto read_file = [&path](const std::string& data) {
+    std::ofstream(path, std::ios::binary) << data;
+    return ReadDbcopBincodeFile(path, {});
+  };
+  absl::StatusOr<History> from_file = read_file(bytes);
+  absl::StatusOr<History> from_memory = ReadDbcopBincodeString(bytes, {}, path);
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  ASSERT_TRUE(from_memory.ok()) << from_memory.status();
+  EXPECT_EQ(from_file->size(), 2400u);
+  EXPECT_EQ(Canonical(*from_file), Canonical(*from_memory));
+  // A bad flag in the third block, and a file cut inside an event there.
+  std::string bad = bytes;
+  const size_t at = bytes.size() - 1 - size_t{5} * 18;  // the last transaction's first write flag
+  bad[at] = 7;
+  EXPECT_EQ(read_file(bad).status(), ReadDbcopBincodeString(bad, {}, path).status());
+  EXPECT_THAT(std::string(read_file(bad).status().message()), HasSubstr("is byte 7"));
+  const std::string cut = bytes.substr(0, at + 5);
+  EXPECT_EQ(read_file(cut).status(), ReadDbcopBincodeString(cut, {}, path).status());
+  std::remove(path.c_str());
 }
 
 TEST(DbcopTest, EmptySessionsAndTransactionsKeepPositions) {

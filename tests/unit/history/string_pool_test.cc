@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -167,6 +168,28 @@ TEST(StringPool, RestoreRefusesRepeatsAndBadForgottenIndices) {
   StringPool twice;
   const std::vector<uint32_t> again = {2, 2};
   EXPECT_FALSE(twice.Restore(strings, again));
+}
+
+// A reserved pool meets decimals out of order (a session's transactions at a time), mixed
+// with other strings and with decimals past what the reservation covers: each keeps one index.
+TEST(StringPool, ReservedPoolInternsOutOfOrderDecimalsOnce) {
+  StringPool pool;
+  pool.Reserve(2000);
+  std::vector<std::string> strings;
+  for (int session = 0; session < 4; ++session) {
+    for (int i = session; i < 2000; i += 4) strings.push_back(std::to_string(i));
+    strings.push_back("s" + std::to_string(session));
+    strings.push_back(std::to_string(100000 + session));
+  }
+  for (size_t i = 0; i < strings.size(); ++i) {
+    EXPECT_EQ(pool.Intern(strings[i]), std::make_pair(static_cast<uint32_t>(i), true));
+  }
+  for (size_t i = 0; i < strings.size(); ++i) {
+    EXPECT_EQ(pool.Intern(strings[i]), std::make_pair(static_cast<uint32_t>(i), false));
+    EXPECT_EQ(pool.Find(strings[i]), static_cast<int64_t>(i));
+    EXPECT_EQ(pool.Get(static_cast<uint32_t>(i)), strings[i]);
+  }
+  EXPECT_EQ(pool.Find("2000"), -1);
 }
 
 }  // namespace
