@@ -96,6 +96,16 @@ class Fields {
   const uint8_t* end_;
 };
 
+// A length-delimited field met for the first time (*seen false, then set), whose bytes `decode`
+// accepts.
+template <typename Decode>
+bool OnceMessage(Fields& f, uint32_t wire, bool* seen, Decode decode) {
+  std::string_view inner;
+  if (*seen || wire != kLengthDelimited || !f.Bytes(&inner) || !decode(inner)) return false;
+  *seen = true;
+  return true;
+}
+
 bool Ascii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; });
 }
@@ -178,7 +188,6 @@ bool DecodeOp(std::string_view bytes, UsualTxn* txn) {
     uint32_t field = 0;
     uint32_t wire = 0;
     if (!f.Tag(&field, &wire)) return false;
-    std::string_view inner;
     uint64_t v = 0;
     switch (field) {
       case kOpKind:
@@ -186,24 +195,19 @@ bool DecodeOp(std::string_view bytes, UsualTxn* txn) {
         seen_kind = true;
         break;
       case kOpKey:
-        if (seen_key || wire != kLengthDelimited || !f.Bytes(&inner) ||
-            !DecodeDatum(inner, &op.key)) {
+        if (!OnceMessage(f, wire, &seen_key, [&](auto b) { return DecodeDatum(b, &op.key); })) {
           return false;
         }
-        seen_key = true;
         break;
       case kOpValue:
-        if (seen_value || wire != kLengthDelimited || !f.Bytes(&inner) ||
-            !DecodeDatum(inner, &op.value)) {
+        if (!OnceMessage(f, wire, &seen_value, [&](auto b) { return DecodeDatum(b, &op.value); })) {
           return false;
         }
-        seen_value = true;
         break;
       case kOpList:
-        if (seen_list || wire != kLengthDelimited || !f.Bytes(&inner) || !DecodeList(inner, txn)) {
+        if (!OnceMessage(f, wire, &seen_list, [&](auto b) { return DecodeList(b, txn); })) {
           return false;
         }
-        seen_list = true;
         break;
       case kOpUnknown:
         if (seen_unknown || wire != kVarint || !f.Varint(&v) || v > 1) return false;
@@ -289,18 +293,18 @@ bool DecodeTxn(std::string_view bytes, UsualTxn* txn) {
         seen_status = true;
         break;
       case kTxnStart:
-        if (txn->has_start || wire != kLengthDelimited || !f.Bytes(&inner) ||
-            !DecodeTimestamp(inner, &txn->start_physical, &txn->start_logical)) {
+        if (!OnceMessage(f, wire, &txn->has_start, [&](auto b) {
+              return DecodeTimestamp(b, &txn->start_physical, &txn->start_logical);
+            })) {
           return false;
         }
-        txn->has_start = true;
         break;
       case kTxnCommit:
-        if (txn->has_commit || wire != kLengthDelimited || !f.Bytes(&inner) ||
-            !DecodeTimestamp(inner, &txn->commit_physical, &txn->commit_logical)) {
+        if (!OnceMessage(f, wire, &txn->has_commit, [&](auto b) {
+              return DecodeTimestamp(b, &txn->commit_physical, &txn->commit_logical);
+            })) {
           return false;
         }
-        txn->has_commit = true;
         break;
       case kTxnOps:
         if (wire != kLengthDelimited || !f.Bytes(&inner) || !DecodeOp(inner, txn)) return false;
