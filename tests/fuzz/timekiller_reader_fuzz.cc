@@ -2,9 +2,10 @@
 // Feeds bytes to the TimeKiller reader. The input is split at its first NUL byte: the part before
 // is the history document, the part after (if any) the initial-transaction document.
 //
-// Besides "no crash", it checks that the reader's answer does not depend on the chunk size nor on
-// whether the parser for usual transactions is tried first, and that a history it accepts
-// survives a round trip through the writer unchanged.
+// Besides "no crash", it checks that the reader's answer does not depend on the chunk size, on
+// whether the parser for usual transactions is tried first, nor on whether the parsing is on a
+// second thread, and that a history it accepts survives a round trip through the writer
+// unchanged.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -59,6 +60,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       history, options, "fuzz.json", initial, chunk,
       isowatch::formats::internal::TxnParsers::kGeneralOnly);
   if (Outcome(general) != outcome) std::abort();
+  // The pipelined read accepts what the one-thread read accepts, and gives its errors.
+  absl::StatusOr<History> pipelined = isowatch::formats::internal::ReadTimeKillerStringChunked(
+      history, options, "fuzz.json", initial, chunk,
+      isowatch::formats::internal::TxnParsers::kUsualFirst,
+      isowatch::formats::internal::Pipelining::kAlways);
+  if (Outcome(pipelined) != outcome) std::abort();
 
   if (h.ok()) {
     absl::StatusOr<History> again =

@@ -9,6 +9,12 @@
 // parser accepts. A transaction's operations are collected in reusable vectors (its members may
 // come in any order, so "ops" may precede "tid") and then handed to the HistoryBuilder.
 //
+// A large file is read by two threads: one splits and parses the transactions into batches, the
+// other gives them to the builder (TimeKillerParser::ReadHistoryPipelined). A pipelined read
+// that fails, for whatever reason, is not reported: the file is read again by one thread, which
+// finds the error again and says where it is. So errors, their positions and the history are
+// those of the one-thread read.
+//
 // Semantics, beyond the format described in timekiller.h:
 //  - "tid" and "sid" may be numbers (integers) or strings; 67 and "67" name the same id. The
 //    numeric flag is kept so the writer emits numbers as numbers.
@@ -36,8 +42,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include <fmt/format.h>
 
 #include "isowatch/common/status_macros.h"
@@ -52,7 +60,9 @@ namespace {
 
 using history::HistoryBuilder;
 using history::Value;
+using internal::ByteSource;
 using internal::FileSource;
+using internal::MemorySource;
 
 // The initial-transaction document, padded for simdjson, with the name used in messages.
 struct InitialDoc {
@@ -91,10 +101,13 @@ absl::StatusOr<InitialDoc> LoadInitialDoc(const std::string& path) {
   return doc;
 }
 
-absl::StatusOr<history::History> ReadTimeKiller(internal::ByteSource* source,
-                                                std::string source_name, const ReadOptions& options,
-                                                const InitialDoc* initial, size_t chunk_size,
-                                                internal::TxnParsers parsers) {
+// One read of the history from `source`, pipelined or not; a pipelined read that fails returns
+// Aborted, to be read again without the pipeline.
+absl::StatusOr<history::History> ReadOnce(internal::ByteSource* source,
+                                          const std::string& source_name,
+                                          const ReadOptions& options, const InitialDoc* initial,
+                                          size_t chunk_size, internal::TxnParsers parsers,
+                                          bool pipelined) {
   HistoryBuilder builder;
   builder.set_source(source_name);
   builder.set_format("timekiller");
@@ -104,44 +117,78 @@ absl::StatusOr<history::History> ReadTimeKiller(internal::ByteSource* source,
     RETURN_IF_ERROR(
         parser.ReadInitial(std::string_view(initial->padded.data(), initial->size), initial->name));
   }
-  RETURN_IF_ERROR(parser.ReadHistory(source, source_name, chunk_size));
+  if (!pipelined) {
+    RETURN_IF_ERROR(parser.ReadHistory(source, source_name, chunk_size));
+  } else if (!parser.ReadHistoryPipelined(source, source_name, chunk_size)) {
+    return absl::AbortedError("the pipelined read failed");
+  }
   parser.MarkUndecidedKeysAsLists();
   absl::StatusOr<history::History> h = std::move(builder).Finish();
   if (!h.ok()) {
+    if (pipelined) return absl::AbortedError("the pipelined read failed");
     return absl::InvalidArgumentError(
         fmt::format("{}: {}", source_name, std::string(h.status().message())));
   }
   return h;
 }
 
+// Reads the history from the source `open` gives; the source is opened a second time when a
+// pipelined read fails.
+absl::StatusOr<history::History> ReadTimeKiller(
+    absl::FunctionRef<absl::StatusOr<std::unique_ptr<internal::ByteSource>>()> open,
+    const std::string& source_name, const ReadOptions& options, const InitialDoc* initial,
+    size_t chunk_size, internal::TxnParsers parsers, internal::Pipelining pipelining) {
+  ASSIGN_OR_RETURN(std::unique_ptr<internal::ByteSource> source, open());
+  const bool pipelined = pipelining == internal::Pipelining::kAlways ||
+                         pipelining == internal::Pipelining::kNoRetry ||
+                         (pipelining == internal::Pipelining::kAuto &&
+                          source->SizeHint().value_or(0) >= internal::kPipelineMinBytes &&
+                          std::thread::hardware_concurrency() >= 2);
+  if (pipelined) {
+    absl::StatusOr<history::History> h =
+        ReadOnce(source.get(), source_name, options, initial, chunk_size, parsers, true);
+    if (h.ok() || pipelining == internal::Pipelining::kNoRetry) return h;
+    ASSIGN_OR_RETURN(source, open());
+  }
+  return ReadOnce(source.get(), source_name, options, initial, chunk_size, parsers, false);
+}
+
 }  // namespace
 
 namespace internal {
 
-absl::StatusOr<history::History> ReadTimeKillerStringChunked(
-    std::string_view json, const ReadOptions& options, std::string_view source,
-    std::string_view initial_txn_json, size_t chunk_size, TxnParsers parsers) {
+absl::StatusOr<history::History> ReadTimeKillerStringChunked(std::string_view json,
+                                                             const ReadOptions& options,
+                                                             std::string_view source,
+                                                             std::string_view initial_txn_json,
+                                                             size_t chunk_size, TxnParsers parsers,
+                                                             Pipelining pipelining) {
   std::optional<InitialDoc> initial;
   if (!initial_txn_json.empty()) {
     initial = MakeInitialDoc(initial_txn_json, fmt::format("{} (initial transaction)", source));
   } else if (!options.initial_txn_path.empty()) {
     ASSIGN_OR_RETURN(initial, LoadInitialDoc(options.initial_txn_path));
   }
-  MemorySource memory(json);
-  return ReadTimeKiller(&memory, std::string(source), options, initial ? &*initial : nullptr,
-                        chunk_size, parsers);
+  auto open = [json]() -> absl::StatusOr<std::unique_ptr<ByteSource>> {
+    return std::make_unique<MemorySource>(json);
+  };
+  return ReadTimeKiller(open, std::string(source), options, initial ? &*initial : nullptr,
+                        chunk_size, parsers, pipelining);
 }
 
 absl::StatusOr<history::History> ReadTimeKillerFileChunked(const std::string& path,
                                                            const ReadOptions& options,
-                                                           size_t chunk_size, TxnParsers parsers) {
+                                                           size_t chunk_size, TxnParsers parsers,
+                                                           Pipelining pipelining) {
   std::optional<InitialDoc> initial;
   if (!options.initial_txn_path.empty()) {
     ASSIGN_OR_RETURN(initial, LoadInitialDoc(options.initial_txn_path));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<FileSource> file, FileSource::Open(path));
-  return ReadTimeKiller(file.get(), path, options, initial ? &*initial : nullptr, chunk_size,
-                        parsers);
+  auto open = [&path]() -> absl::StatusOr<std::unique_ptr<ByteSource>> {
+    return FileSource::Open(path);
+  };
+  return ReadTimeKiller(open, path, options, initial ? &*initial : nullptr, chunk_size, parsers,
+                        pipelining);
 }
 
 }  // namespace internal

@@ -164,10 +164,84 @@ TEST_F(TimeKillerTest, UsualTransactionsAcrossChunkBoundaries) {
 }
 
 // What reading `json` gives: the history, or the error.
-std::string Outcome(std::string_view json, size_t chunk, internal::TxnParsers parsers) {
-  absl::StatusOr<History> h =
-      internal::ReadTimeKillerStringChunked(json, {}, "history.json", {}, chunk, parsers);
+std::string Outcome(std::string_view json, size_t chunk, internal::TxnParsers parsers,
+                    internal::Pipelining pipelining = internal::Pipelining::kOff) {
+  absl::StatusOr<History> h = internal::ReadTimeKillerStringChunked(json, {}, "history.json", {},
+                                                                    chunk, parsers, pipelining);
   return h.ok() ? Canonical(*h) : "error: " + Message(h.status());
+}
+
+TEST_F(TimeKillerTest, PipelinedReadGivesTheSameHistory) {
+  constexpr size_t kTxns = 5000;  // several batches
+  for (bool usual : {false, true}) {
+    const std::string json = Generate(kTxns, SIZE_MAX, usual);
+    const std::string expected = Outcome(json, size_t{16} << 20, internal::TxnParsers::kUsualFirst);
+    ASSERT_EQ(expected.rfind("error", 0), std::string::npos) << expected;
+    for (internal::TxnParsers parsers :
+         {internal::TxnParsers::kUsualFirst, internal::TxnParsers::kGeneralOnly}) {
+      for (size_t chunk : {size_t{333}, size_t{16} << 20}) {
+        absl::StatusOr<History> h = internal::ReadTimeKillerStringChunked(
+            json, {}, "history.json", {}, chunk, parsers, internal::Pipelining::kNoRetry);
+        ASSERT_TRUE(h.ok()) << h.status();
+        EXPECT_EQ(Canonical(*h), expected) << "chunk " << chunk << " usual " << usual;
+        for (size_t i : {size_t{0}, size_t{1023}, size_t{1024}, kTxns - 1}) {
+          EXPECT_EQ(h->txn(TxnId(static_cast<uint32_t>(i))).source_offset,
+                    json.find(fmt::format("{{\"tid\":{},", i)))
+              << "chunk " << chunk;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(TimeKillerTest, PipelinedReadGivesTheSameErrors) {
+  constexpr size_t kTxns = 3000;
+  const std::string good = Generate(kTxns, SIZE_MAX, /*usual=*/true);
+  // Errors found while parsing (early, late, in the last transaction) and while building (a
+  // repeated transaction id; a key appended to after being written).
+  std::vector<std::string> bad = {Generate(kTxns, 5, true), Generate(kTxns, 2500, true),
+                                  Generate(kTxns, kTxns - 1, true), Generate(kTxns, 2000, false)};
+  {
+    std::string repeated = good;
+    const std::string later = fmt::format("{{\"tid\":{},", 2100);
+    repeated.replace(repeated.find(later), later.size(), "{\"tid\":7,");
+    bad.push_back(repeated);
+    std::string mixed = good;
+    const std::string append = R"({"t":"a","k":5001,)";
+    mixed.replace(mixed.rfind(append), append.size(), R"({"t":"w","k":5001,)");
+    bad.push_back(mixed);
+    bad.push_back(good.substr(0, good.size() - 3));  // no closing ']'
+  }
+  for (const std::string& json : bad) {
+    const std::string expected = Outcome(json, size_t{16} << 20, internal::TxnParsers::kUsualFirst);
+    ASSERT_EQ(expected.rfind("error: ", 0), 0u) << expected.substr(0, 200);
+    for (size_t chunk : {size_t{333}, size_t{16} << 20}) {
+      EXPECT_EQ(
+          Outcome(json, chunk, internal::TxnParsers::kUsualFirst, internal::Pipelining::kAlways),
+          expected)
+          << "chunk " << chunk;
+      // The pipeline saw the error too; the read again gave its message.
+      EXPECT_EQ(
+          Outcome(json, chunk, internal::TxnParsers::kUsualFirst, internal::Pipelining::kNoRetry),
+          "error: the pipelined read failed")
+          << "chunk " << chunk;
+    }
+  }
+
+  // From a file, which is opened again for the read that finds the error.
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / fmt::format("tk_pipe_{}.json", getpid()))
+          .string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << bad[1];
+  }
+  absl::StatusOr<History> from_file = internal::ReadTimeKillerFileChunked(
+      path, {}, 1000, internal::TxnParsers::kUsualFirst, internal::Pipelining::kAlways);
+  ASSERT_FALSE(from_file.ok());
+  EXPECT_THAT(Message(from_file.status()), HasSubstr("transaction #2500: op #4: unknown"));
+  EXPECT_THAT(Message(from_file.status()), HasSubstr(path + ":"));
+  std::filesystem::remove(path);
 }
 
 TEST_F(TimeKillerTest, UsualAndGeneralParsersAgree) {
@@ -370,6 +444,9 @@ TEST_F(TimeKillerTest, UsualAndGeneralParsersAgree) {
         EXPECT_EQ(Outcome(json, chunk, internal::TxnParsers::kUsualFirst), expected)
             << "chunk " << chunk << ": " << json;
       }
+      EXPECT_EQ(Outcome(json, 64, internal::TxnParsers::kUsualFirst, internal::Pipelining::kAlways),
+                expected)
+          << "pipelined: " << json;
     }
   }
 }

@@ -21,16 +21,24 @@ namespace isowatch::formats::internal {
 // gives all to the general parser. Both must give the same outcome.
 enum class TxnParsers : uint8_t { kUsualFirst, kGeneralOnly };
 
+// Whether the transactions are parsed on a second thread while this one builds the history:
+// kAuto (what the public readers do) for a source of at least kPipelineMinBytes on a machine of
+// two cores or more; kAlways whatever the size. A pipelined read that fails for any reason is
+// read again without the pipeline, which gives the error. Both must give the same outcome.
+// kNoRetry (for tests) is kAlways that returns Aborted instead of reading again.
+enum class Pipelining : uint8_t { kAuto, kOff, kAlways, kNoRetry };
+inline constexpr uint64_t kPipelineMinBytes = uint64_t{4} << 20;
+
 // ReadTimeKillerString, reading the history document `chunk_size` bytes at a time.
 absl::StatusOr<history::History> ReadTimeKillerStringChunked(
     std::string_view json, const ReadOptions& options, std::string_view source,
     std::string_view initial_txn_json, size_t chunk_size,
-    TxnParsers parsers = TxnParsers::kUsualFirst);
+    TxnParsers parsers = TxnParsers::kUsualFirst, Pipelining pipelining = Pipelining::kAuto);
 
 // ReadTimeKillerFile, reading the history file `chunk_size` bytes at a time.
 absl::StatusOr<history::History> ReadTimeKillerFileChunked(
     const std::string& path, const ReadOptions& options, size_t chunk_size,
-    TxnParsers parsers = TxnParsers::kUsualFirst);
+    TxnParsers parsers = TxnParsers::kUsualFirst, Pipelining pipelining = Pipelining::kAuto);
 
 // Whether `s` is an integer as JSON writes one: an optional '-', then "0" or digits not starting
 // with 0. Ids that pass are written back as JSON numbers.

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -18,6 +19,7 @@
 #include <simdjson.h>
 
 #include "isowatch/common/status_macros.h"
+#include "isowatch/formats/internal/batch_pipe.h"
 #include "isowatch/formats/internal/chunked_json_array.h"
 #include "isowatch/formats/internal/timekiller_text.h"
 #include "isowatch/formats/internal/timekiller_txn.h"
@@ -56,22 +58,21 @@ bool TimeKillerParser::UseKey(KeyId key, int64_t key_value, uint8_t use, size_t 
   return true;
 }
 
-bool TimeKillerParser::EmitTxn(const char* start, uint64_t offset) {
-  history::TxnHeader header{
-      .id = txn_.tid,
-      .id_numeric = txn_.tid_numeric,
-      .session = txn_.sid,
-      .session_numeric = txn_.sid_numeric,
-      .start = txn_.has_sts ? std::optional<Timestamp>(txn_.sts) : std::nullopt,
-      .commit = txn_.cts,
-      .source_offset = offset,
-      .xid = txn_.xid};
-  if (txn_.has_snapshot) header.snapshot = history::SnapshotView{txn_.xmin, txn_.xmax, txn_.xip};
+bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t offset) {
+  history::TxnHeader header{.id = txn.tid,
+                            .id_numeric = txn.tid_numeric,
+                            .session = txn.sid,
+                            .session_numeric = txn.sid_numeric,
+                            .start = txn.has_sts ? std::optional<Timestamp>(txn.sts) : std::nullopt,
+                            .commit = txn.cts,
+                            .source_offset = offset,
+                            .xid = txn.xid};
+  if (txn.has_snapshot) header.snapshot = history::SnapshotView{txn.xmin, txn.xmax, txn.xip};
   if (absl::Status s = builder_->BeginTxn(header); !s.ok()) {
     return Fail(start, std::string(s.message()));
   }
-  for (size_t i = 0; i < txn_.ops.size(); ++i) {
-    const PendingOp& op = txn_.ops[i];
+  for (size_t i = 0; i < txn.ops.size(); ++i) {
+    const PendingOp& op = txn.ops[i];
     const KeyId key = InternKey(op.key);
     if (key.value() >= key_use_.size()) key_use_.resize(key.value() + 1, 0);
     uint8_t use = 0;
@@ -94,7 +95,7 @@ bool TimeKillerParser::EmitTxn(const char* start, uint64_t offset) {
       case OpType::kRead:
         if (op.form == ValueForm::kList) {
           builder_->ListReadInts(
-              key, std::span<const int64_t>(txn_.elements).subspan(op.list_begin, op.list_size));
+              key, std::span<const int64_t>(txn.elements).subspan(op.list_begin, op.list_size));
         } else {
           builder_->Read(key, op.form == ValueForm::kInt ? Value::Int(op.value) : Value::Absent());
         }
@@ -105,70 +106,151 @@ bool TimeKillerParser::EmitTxn(const char* start, uint64_t offset) {
   return true;
 }
 
+absl::StatusOr<const ParsedTxn*> TimeKillerParser::ParseNext(ChunkedJsonArray& array,
+                                                             ArrayElement* element,
+                                                             ParsedTxn* usual) {
+  std::string_view window;
+  ASSIGN_OR_RETURN(bool more, array.Start(&window));
+  if (!more) return nullptr;
+  // Most transactions are read by ParseUsualTxn straight from the buffer; the rest are first
+  // delimited by the array splitter.
+  const char* usual_end =
+      usual_first_ ? ParseUsualTxn(window.data(), window.data() + window.size(), usual) : nullptr;
+  if (usual_end != nullptr) {
+    array.Take(static_cast<size_t>(usual_end - window.data()), element);
+    return usual;
+  }
+  ASSIGN_OR_RETURN(more, array.Next(element));
+  if (!more) return nullptr;
+  const char* start = element->data;
+  const char* end = element->data + element->size;
+  auto failure = [&]() {
+    return array.ErrorAt(fail_where_ != nullptr ? fail_where_ : start,
+                         fmt::format("transaction #{}: {}", element->index, fail_message_));
+  };
+  if (*start != '{') {
+    return array.ErrorAt(
+        start, fmt::format("transaction #{}: expected an object, found an array", element->index));
+  }
+  // A transaction that did not fit in the window may still be a usual one.
+  if (usual_first_ && element->size > window.size() && ParseUsualTxn(start, end, usual) == end) {
+    return usual;
+  }
+  if (parser_.capacity() < element->size) {
+    size_t capacity = std::max({element->size, 2 * parser_.capacity(), kMinParserCapacity});
+    if (auto error = parser_.allocate(capacity)) {
+      return array.ErrorAt(start,
+                           fmt::format("transaction #{}: cannot parse {} bytes: {}", element->index,
+                                       element->size, simdjson::error_message(error)));
+    }
+  }
+  od::document doc;
+  if (auto error = parser_.iterate(start, element->size, element->padded_size).get(doc)) {
+    FailIterate(error, start, end);
+    return failure();
+  }
+  od::object obj;
+  if (auto error = doc.get_object().get(obj)) {
+    FailJson(start, error, "a transaction object");
+    return failure();
+  }
+  if (!ParseTxn(obj, start)) return failure();
+  if (!AtEnd(doc)) {
+    Fail(start, "unexpected content after the transaction object");
+    return failure();
+  }
+  return &txn_;
+}
+
 absl::Status TimeKillerParser::ReadHistory(ByteSource* source, const std::string& source_name,
                                            size_t chunk_size) {
   const std::optional<uint64_t> source_size = source->SizeHint();
   ChunkedJsonArray array(source, source_name, "transaction", chunk_size);
   ArrayElement element;
-  uint64_t ops_read = 0;
   while (true) {
-    std::string_view window;
-    ASSIGN_OR_RETURN(bool more, array.Start(&window));
-    if (!more) break;
-    // Most transactions are read by ParseUsualTxn straight from the buffer; the rest are first
-    // delimited by the array splitter.
-    const char* usual_end =
-        usual_first_ ? ParseUsualTxn(window.data(), window.data() + window.size(), &txn_) : nullptr;
-    if (usual_end != nullptr) {
-      array.Take(static_cast<size_t>(usual_end - window.data()), &element);
-    } else {
-      ASSIGN_OR_RETURN(more, array.Next(&element));
-      if (!more) break;
-    }
-    const char* start = element.data;
-    const char* end = element.data + element.size;
-    auto failure = [&]() {
-      return array.ErrorAt(fail_where_ != nullptr ? fail_where_ : start,
+    ASSIGN_OR_RETURN(const ParsedTxn* txn, ParseNext(array, &element, &txn_));
+    if (txn == nullptr) break;
+    if (!EmitTxn(*txn, element.data, element.offset)) {
+      return array.ErrorAt(fail_where_ != nullptr ? fail_where_ : element.data,
                            fmt::format("transaction #{}: {}", element.index, fail_message_));
-    };
-    if (*start != '{') {
-      return array.ErrorAt(
-          start, fmt::format("transaction #{}: expected an object, found an array", element.index));
     }
-    // A transaction that did not fit in the window may still be a usual one.
-    if (usual_end == nullptr && (!usual_first_ || element.size <= window.size() ||
-                                 ParseUsualTxn(start, end, &txn_) != end)) {
-      if (parser_.capacity() < element.size) {
-        size_t capacity = std::max({element.size, 2 * parser_.capacity(), kMinParserCapacity});
-        if (auto error = parser_.allocate(capacity)) {
-          return array.ErrorAt(
-              start, fmt::format("transaction #{}: cannot parse {} bytes: {}", element.index,
-                                 element.size, simdjson::error_message(error)));
-        }
-      }
-      od::document doc;
-      if (auto error = parser_.iterate(start, element.size, element.padded_size).get(doc)) {
-        FailIterate(error, start, end);
-        return failure();
-      }
-      od::object obj;
-      if (auto error = doc.get_object().get(obj)) {
-        FailJson(start, error, "a transaction object");
-        return failure();
-      }
-      if (!ParseTxn(obj, start)) return failure();
-      if (!AtEnd(doc)) {
-        Fail(start, "unexpected content after the transaction object");
-        return failure();
-      }
-    }
-    if (!EmitTxn(start, element.offset)) return failure();
-    ops_read += txn_.ops.size();
-    if (element.index + 1 == kSizingSample && source_size) {
-      ReserveFor(*source_size, element.offset + element.size, ops_read);
-    }
+    CountForSizing(element.index, element.offset + element.size, txn->ops.size(), source_size);
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// Parsed transactions on their way from the parsing thread to the building one.
+struct ParsedBatch {
+  static constexpr size_t kCapacity = 1024;
+  struct Entry {
+    ParsedTxn txn;        // its ids point into `ids`; its ops' `where` are stale
+    std::string ids;      // the transaction id, then the session id
+    uint64_t offset = 0;  // where the transaction starts and ends in the source
+    uint64_t end = 0;
+  };
+  std::vector<Entry> entries = std::vector<Entry>(kCapacity);
+  size_t size = 0;
+};
+
+}  // namespace
+
+bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::string& source_name,
+                                            size_t chunk_size) {
+  const std::optional<uint64_t> source_size = source->SizeHint();
+  // Enough batches that neither side waits on the other's burst.
+  BatchPipe<ParsedBatch> pipe(4);
+  std::thread parsing([&] {
+    TimeKillerParser parser(nullptr,
+                            usual_first_ ? TxnParsers::kUsualFirst : TxnParsers::kGeneralOnly);
+    ChunkedJsonArray array(source, source_name, "transaction", chunk_size);
+    ArrayElement element;
+    bool done = false;
+    while (!done) {
+      ParsedBatch* batch = pipe.TakeEmpty();
+      if (batch == nullptr) break;
+      batch->size = 0;
+      while (batch->size < ParsedBatch::kCapacity) {
+        ParsedBatch::Entry& e = batch->entries[batch->size];
+        absl::StatusOr<const ParsedTxn*> txn = parser.ParseNext(array, &element, &e.txn);
+        // An error is found again, with its position, by the sequential read.
+        if (!txn.ok() || *txn == nullptr) {
+          done = true;
+          if (!txn.ok()) batch->size = SIZE_MAX;
+          break;
+        }
+        if (*txn != &e.txn) e.txn = **txn;
+        e.ids.assign(e.txn.tid);
+        e.ids.append(e.txn.sid);
+        const size_t tid_size = e.txn.tid.size();
+        e.txn.tid = std::string_view(e.ids).substr(0, tid_size);
+        e.txn.sid = std::string_view(e.ids).substr(tid_size);
+        e.offset = element.offset;
+        e.end = element.offset + element.size;
+        ++batch->size;
+      }
+      pipe.Send(batch);
+    }
+    pipe.Close();
+  });
+  bool ok = true;
+  uint64_t index = 0;
+  while (ParsedBatch* batch = pipe.Receive()) {
+    if (batch->size == SIZE_MAX) ok = false;
+    for (size_t i = 0; ok && i < batch->size; ++i, ++index) {
+      const ParsedBatch::Entry& e = batch->entries[i];
+      if (!EmitTxn(e.txn, nullptr, e.offset)) {
+        ok = false;
+        break;
+      }
+      CountForSizing(index, e.end, e.txn.ops.size(), source_size);
+    }
+    pipe.Release(batch);
+    if (!ok) pipe.Cancel();
+  }
+  parsing.join();
+  return ok;
 }
 
 void TimeKillerParser::ReserveFor(uint64_t source_size, uint64_t sample_bytes,

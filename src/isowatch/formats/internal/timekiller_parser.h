@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include <simdjson.h>
 
 #include "isowatch/formats/internal/chunked_json_array.h"
@@ -74,6 +76,11 @@ class TimeKillerParser {
 
   // Reads the transaction array from `source`.
   absl::Status ReadHistory(ByteSource* source, const std::string& source_name, size_t chunk_size);
+  // Reads the transaction array from `source` as ReadHistory does, with the parsing on a second
+  // thread and the building on this one. Returns true if the whole array was read into the
+  // builder; false if anything failed (the builder is then to be discarded: ReadHistory on a
+  // fresh parser and builder gives the error with its position).
+  bool ReadHistoryPipelined(ByteSource* source, const std::string& source_name, size_t chunk_size);
   // In a history whose keys are all lists, a key that is only ever read with null (or without
   // "v") is a list too: marks it so that the builder turns those reads into empty-list reads.
   void MarkUndecidedKeysAsLists();
@@ -123,8 +130,21 @@ class TimeKillerParser {
   bool ParseOps(od::value& v, const char* where);
   bool ParseOp(od::value& v, size_t index);
   bool ParseOpValue(od::value& v, const char* where, size_t index, PendingOp* op);
-  // Gives the parsed transaction to the builder.
-  bool EmitTxn(const char* start, uint64_t offset);
+  // The next transaction of `array`, in `*element`: parsed into `*usual` if it has the usual
+  // shape, else into txn_ by the general parser. nullptr after the last one; errors are
+  // positioned.
+  absl::StatusOr<const ParsedTxn*> ParseNext(ChunkedJsonArray& array, ArrayElement* element,
+                                             ParsedTxn* usual);
+  // Gives a parsed transaction, which starts at `start` (for messages) and at byte `offset` of
+  // the source, to the builder.
+  bool EmitTxn(const ParsedTxn& txn, const char* start, uint64_t offset);
+  // Counts transaction `index` (which ends at byte `end` of the source and has `ops` ops), and
+  // sizes the builder after the first kSizingSample of them.
+  void CountForSizing(uint64_t index, uint64_t end, size_t ops,
+                      std::optional<uint64_t> source_size) {
+    sample_ops_ += ops;
+    if (index + 1 == kSizingSample && source_size) ReserveFor(*source_size, end, sample_ops_);
+  }
   // Reserves room in the builder for a source of `source_size` bytes whose first kSizingSample
   // transactions took `sample_bytes` bytes and had `sample_ops` ops.
   void ReserveFor(uint64_t source_size, uint64_t sample_bytes, uint64_t sample_ops);
@@ -163,6 +183,8 @@ class TimeKillerParser {
 
   // The transaction being parsed.
   ParsedTxn txn_;
+  // The ops of the transactions counted by CountForSizing.
+  uint64_t sample_ops_ = 0;
   // Per key id: kUsedAsRegister / kUsedAsList bits.
   std::vector<uint8_t> key_use_;
 
