@@ -2,10 +2,27 @@
 #include "isowatch/checkers/plugin.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <system_error>
 
 #include <fmt/format.h>
 
 namespace isowatch::checkers {
+
+absl::StatusOr<uint64_t> ParseIntegerOption(std::string_view checker, std::string_view option,
+                                            std::string_view text, uint64_t min, uint64_t max) {
+  uint64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value < min || value > max) {
+    return absl::InvalidArgumentError(
+        min == 1 && max == UINT64_MAX
+            ? fmt::format("{}.{}: '{}' is not a positive integer", checker, option, text)
+            : fmt::format("{}.{}: '{}' is not an integer from {} to {}", checker, option, text, min,
+                          max));
+  }
+  return value;
+}
 
 void KeepInScope(const WindowScope* scope, CheckerResult* result) {
   if (scope == nullptr) return;

@@ -164,6 +164,12 @@ struct CheckerInfo {
       create;
 };
 
+// The value of integer option `option` of checker `checker` from its text: a decimal integer in
+// [min, max]. Errors: InvalidArgument "checker.option: 'text' is not an integer from min to
+// max" (or "...a positive integer" when that is the range).
+absl::StatusOr<uint64_t> ParseIntegerOption(std::string_view checker, std::string_view option,
+                                            std::string_view text, uint64_t min, uint64_t max);
+
 // The common part of a window's trust rule: drops findings none of whose transactions is the
 // window's own (all lead-in: every transaction index below `scope->first_proper`), counting
 // them in `result->findings_out_of_scope`. A finding that names no transaction is kept. No-op

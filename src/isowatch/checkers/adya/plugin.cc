@@ -80,16 +80,6 @@ class AdyaChecker final : public Checker {
   uint64_t max_search_steps_;
 };
 
-absl::StatusOr<uint64_t> ParsePositive(std::string_view option, std::string_view text) {
-  uint64_t value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size() || value == 0) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}.{}: '{}' is not a positive integer", kName, option, text));
-  }
-  return value;
-}
-
 }  // namespace
 
 CheckerInfo AdyaPlugin() {
@@ -120,7 +110,7 @@ CheckerInfo AdyaPlugin() {
                    const CheckerOptions& options) -> absl::StatusOr<std::unique_ptr<Checker>> {
         uint64_t steps = adya::AdyaOptions{}.max_search_steps;
         if (auto it = options.find("max_search_steps"); it != options.end()) {
-          ASSIGN_OR_RETURN(steps, ParsePositive(it->first, it->second));
+          ASSIGN_OR_RETURN(steps, ParseIntegerOption(kName, it->first, it->second, 1, UINT64_MAX));
         }
         return std::make_unique<AdyaChecker>(std::move(levels), steps);
       },

@@ -95,16 +95,6 @@ class PlumeChecker final : public Checker {
   uint32_t max_explained_cycles_;
 };
 
-absl::StatusOr<uint32_t> ParseCount(std::string_view option, std::string_view text) {
-  uint32_t value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size()) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}.{}: '{}' is not a count (0 to 4294967295)", kName, option, text));
-  }
-  return value;
-}
-
 }  // namespace
 
 CheckerInfo PlumePlugin() {
@@ -134,7 +124,9 @@ CheckerInfo PlumePlugin() {
                    const CheckerOptions& options) -> absl::StatusOr<std::unique_ptr<Checker>> {
         uint32_t cycles = plume::PlumeOptions{}.max_explained_cycles;
         if (auto it = options.find("max_explained_cycles"); it != options.end()) {
-          ASSIGN_OR_RETURN(cycles, ParseCount(it->first, it->second));
+          ASSIGN_OR_RETURN(uint64_t value,
+                           ParseIntegerOption(kName, it->first, it->second, 0, UINT32_MAX));
+          cycles = static_cast<uint32_t>(value);
         }
         return std::make_unique<PlumeChecker>(std::move(levels), cycles);
       },
