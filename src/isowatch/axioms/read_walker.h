@@ -36,13 +36,22 @@ class ReadWalker {
   // `on_external(op_index, op, own_appends)`; for each INT violation calls `on_int(violation)`.
   template <typename OnExternal, typename OnInt>
   void Walk(TxnId id, verdict::IsolationLevel level, OnExternal&& on_external, OnInt&& on_int) {
+    Walk(
+        id, level, [](KeyId) { return true; }, on_external, on_int);
+  }
+  // Walk, of the ops on keys for which `has(key)` is true. (What a transaction does to one key
+  // decides its reads of that key alone.)
+  template <typename Has, typename OnExternal, typename OnInt>
+  void Walk(TxnId id, verdict::IsolationLevel level, Has&& has, OnExternal&& on_external,
+            OnInt&& on_int) {
     ++stamp_;
     locals_.clear();
     lists_used_ = 0;
     auto ops = h_.ops(id);
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const history::Op& op = ops[i];
-      if (op.unknown()) continue;
+      if (op.unknown() || !has(op.key())) continue;
+      current_op_ = i;
       Local& local = LocalFor(op.key());
       switch (op.kind()) {
         case history::OpKind::kWrite:
@@ -114,6 +123,8 @@ class ReadWalker {
     }
   }
 
+  // Inside a callback of Walk: the index of the op it is called for.
+  uint32_t current_op() const { return current_op_; }
   uint64_t external_reads() const { return external_reads_; }
   uint64_t internal_reads() const { return internal_reads_; }
 
@@ -202,6 +213,7 @@ class ReadWalker {
   size_t lists_used_ = 0;
   uint64_t external_reads_ = 0;
   uint64_t internal_reads_ = 0;
+  uint32_t current_op_ = 0;  // Walk's op, for current_op()
 };
 
 }  // namespace isowatch::axioms

@@ -10,6 +10,7 @@
 
 #include "isowatch/checkers/chronos/chronos.h"
 
+#include "tests/testing/chronos_threads.h"
 #include "tests/testing/pg_histories.h"
 #include "tests/testing/test_history.h"
 
@@ -33,6 +34,8 @@ TEST_P(ChronosSnapshotTest, ReportsWhatTheSnapshotsSay) {
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, s.si);
   EXPECT_EQ(r.stats.snapshot_unjudged, s.unjudged);
+  isowatch::testing::ExpectSameOnEveryThreadCount(h, IsolationLevel::kSnapshotIsolation);
+  isowatch::testing::ExpectSameOnEveryThreadCount(h, IsolationLevel::kSerializable);
   EXPECT_EQ(r.stats.transactions_skipped,
             0u + std::count_if(h.txns().begin(), h.txns().end(),
                                [](const history::Transaction& t) { return !t.committed(); }));

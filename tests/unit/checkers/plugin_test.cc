@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -85,6 +86,28 @@ TEST(PluginRegistryTest, UnknownOptionNamesItAndTheKnownOnes) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("adya.max_search_steps"));
   EXPECT_NE(Create("adya", {{"max_search_steps", "1000"}}), nullptr);
+}
+
+TEST(PluginRegistryTest, IntegerOptionsAreCheckedAgainstTheirRange) {
+  const std::vector<std::tuple<std::string, std::string, std::string, std::string>> bad = {
+      {"adya", "max_search_steps", "0", "adya.max_search_steps: '0' is not a positive integer"},
+      {"adya", "max_search_steps", "-1", "is not a positive integer"},
+      {"adya", "max_search_steps", "18446744073709551616", "is not a positive integer"},
+      {"plume", "max_explained_cycles", "4294967296",
+       "plume.max_explained_cycles: '4294967296' is not an integer from 0 to 4294967295"},
+      {"chronos", "threads", "65", "chronos.threads: '65' is not an integer from 0 to 64"},
+      {"chronos", "threads", "2 ", "is not an integer from 0 to 64"},
+      {"chronos", "threads", "", "is not an integer from 0 to 64"},
+  };
+  for (const auto& [checker, option, text, message] : bad) {
+    auto c = CreateChecker(checker, {{option, text}});
+    ASSERT_FALSE(c.ok()) << checker << "." << option << "=" << text;
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(message));
+  }
+  EXPECT_NE(Create("plume", {{"max_explained_cycles", "0"}}), nullptr);
+  EXPECT_NE(Create("chronos", {{"threads", "0"}}), nullptr);
+  EXPECT_NE(Create("chronos", {{"threads", "64"}}), nullptr);
 }
 
 TEST(PluginRegistryTest, LevelsMustBeOnesThePluginJudges) {
@@ -258,10 +281,12 @@ TEST(PluginTimeLimitTest, PassedDeadlineGivesIncompleteAndNoViolations) {
     EXPECT_FALSE(r.complete) << info.name;
     EXPECT_TRUE(r.violations.empty()) << info.name;
   }
-  ChronosResult chronos =
-      RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation, .limits = &passed});
-  EXPECT_FALSE(chronos.complete);
-  EXPECT_TRUE(chronos.violations.empty());
+  for (uint32_t threads : {1u, 2u}) {
+    ChronosResult chronos = RunChronos(
+        h, {.level = IsolationLevel::kSnapshotIsolation, .limits = &passed, .threads = threads});
+    EXPECT_FALSE(chronos.complete);
+    EXPECT_TRUE(chronos.violations.empty());
+  }
   adya::AdyaResult adya = adya::CheckAdya(h, {.limits = &passed});
   EXPECT_FALSE(adya.complete);
   EXPECT_TRUE(adya.violations.empty());
@@ -276,6 +301,14 @@ TEST(PluginTimeLimitTest, CancelStopsAndNoLimitCompletes) {
   CheckerResult r = Create("chronos")->Check(h, nullptr, generous);
   EXPECT_TRUE(r.complete);
   EXPECT_FALSE(r.violations.empty());
+  // On two threads too, with the same findings.
+  ChronosResult one = RunChronos(
+      h, {.level = IsolationLevel::kSnapshotIsolation, .limits = &generous, .threads = 1});
+  ChronosResult two = RunChronos(
+      h, {.level = IsolationLevel::kSnapshotIsolation, .limits = &generous, .threads = 2});
+  EXPECT_TRUE(two.complete);
+  EXPECT_EQ(two.violations.size(), one.violations.size());
+  EXPECT_FALSE(two.violations.empty());
 }
 
 TEST(KeepInScopeTest, DropsFindingsOfLeadInTransactionsOnly) {

@@ -214,6 +214,8 @@ TEST(ConfigTest, EveryFieldOfDaemonConfigIsAnOption) {
       {"windows.time_limit", "2s", [p = &window_time_limit] { return *p == 2s; }},
       {"checkers.chronos.levels", "si",
        [p = &checker_options] { return Has(*p, "chronos.levels", "si"); }},
+      {"checkers.chronos.threads", "2",
+       [p = &checker_options] { return Has(*p, "chronos.threads", "2"); }},
       {"checkers.adya.levels", "[ser, si]",
        [p = &checker_options] { return Has(*p, "adya.levels", "ser,si"); }},
       {"checkers.adya.max_search_steps", "1000",

@@ -14,6 +14,8 @@
 #include "isowatch/sim/simulator.h"
 #include "isowatch/verdict/violation.h"
 
+#include "tests/testing/chronos_threads.h"
+
 namespace isowatch::sim {
 namespace {
 
@@ -131,6 +133,7 @@ TEST_P(GroundTruthTest, ChronosReportsExactlyTheGroundTruth) {
     ASSERT_TRUE(r.ok()) << r.status();
     const std::vector<Entry> expected = Expected(*r);
     const std::vector<Entry> reported = Reported(r->history, c.level);
+    testing::ExpectSameOnEveryThreadCount(r->history, c.level);
     expected_total += expected.size();
     if (c.faults.empty()) {
       EXPECT_TRUE(expected.empty());

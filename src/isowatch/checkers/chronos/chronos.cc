@@ -2,9 +2,14 @@
 #include "isowatch/checkers/chronos/chronos.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <span>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "isowatch/axioms/explain.h"
@@ -27,24 +32,35 @@ using history::Value;
 using verdict::IsolationLevel;
 using verdict::Violation;
 
+// The keys one replayer judges. A run on several threads gives each a part of the keys; reads,
+// writes and conflicts are judged per key, so the parts are independent, and what is judged per
+// transaction (SESSION) belongs to part 0.
+struct KeyPart {
+  uint32_t index = 0;
+  uint32_t count = 1;
+  const std::vector<uint8_t>* owner = nullptr;  // per key, its part; unused with one part
+  bool Has(uint32_t key) const { return count == 1 || (*owner)[key] == index; }
+  bool first() const { return index == 0; }
+};
+
 // The committed list of every key, in one array: each key's room is known before the replay (its
 // initial list and every append in the history), so a list never moves as it grows, and a list
 // history of many keys costs one allocation instead of a growing vector per key.
+// Only the keys of one KeyPart have room; the others stay empty. `appends`: per key, how many
+// appends the history has.
 class KeyLists {
  public:
-  explicit KeyLists(const History& h) : begin_(h.key_count() + 1, 0), size_(h.key_count(), 0) {
+  KeyLists(const History& h, const std::vector<uint32_t>& appends, KeyPart part)
+      : begin_(h.key_count() + 1, 0), size_(h.key_count(), 0) {
     for (uint32_t k = 0; k < h.key_count(); ++k) {
-      if (h.key(KeyId(k)).is_list) begin_[k + 1] = h.InitialList(KeyId(k)).size();
-    }
-    for (uint64_t t = 0; t < h.size(); ++t) {
-      for (const Op& op : h.ops(TxnId(t))) {
-        if (op.kind() == OpKind::kAppend) ++begin_[op.key().value() + 1];
+      if (part.Has(k) && h.key(KeyId(k)).is_list) {
+        begin_[k + 1] = h.InitialList(KeyId(k)).size() + appends[k];
       }
     }
     for (size_t k = 1; k < begin_.size(); ++k) begin_[k] += begin_[k - 1];
     values_.resize(begin_.back());
     for (uint32_t k = 0; k < h.key_count(); ++k) {
-      if (!h.key(KeyId(k)).is_list) continue;
+      if (!part.Has(k) || !h.key(KeyId(k)).is_list) continue;
       for (const Value v : h.InitialList(KeyId(k))) push_back(k, v);
     }
   }
@@ -106,19 +122,161 @@ struct ChainCursor {
   }
 };
 
-// Replays a history in timestamp order. Engine-thread only; owns only O(keys + open
-// transactions) state: the newest version of each key, the transactions open per key, and the
-// scratch state of the one transaction being checked.
+// Where a violation was found in the replay: the event, the step of the event's handling
+// (kSessionStep, kReadStep, kConflictStep, kCommitStep, in the order they are taken) and the
+// op. A run on one thread finds violations in this order; a run on several merges its parts'
+// by it.
+struct FoundAt {
+  uint64_t event = 0;
+  uint32_t step = 0;
+  uint32_t op = 0;
+  bool operator<(const FoundAt& o) const {
+    if (event != o.event) return event < o.event;
+    if (step != o.step) return step < o.step;
+    return op < o.op;
+  }
+};
+enum Step : uint32_t { kSessionStep = 0, kReadStep = 1, kConflictStep = 2, kCommitStep = 3 };
+
+// What every part of a run shares, made once before the replay and read-only during it: the
+// events in replay order, each transaction's committed session predecessor, and the keys.
+struct ReplayPlan {
+  std::vector<Event> events;
+  std::vector<TxnId> committed_pred;
+  size_t transactions_checked = 0;
+  size_t transactions_skipped = 0;
+  std::vector<uint32_t> appends;  // per key: its appends
+  std::vector<uint8_t> owner;     // per key: the part that judges it (with several parts)
+};
+
+// Whether transaction `t` takes part in the replay at `level`.
+bool Participates(const History& h, IsolationLevel level, const Transaction& t) {
+  if (!t.committed() || !t.has_commit) return false;
+  return level == IsolationLevel::kSerializable || t.has_start || h.has_snapshot(t);
+}
+
+// Each transaction's nearest session predecessor that takes part in the replay.
+std::vector<TxnId> CommittedPredecessors(const History& h, IsolationLevel level) {
+  std::vector<TxnId> committed_pred(h.size(), TxnId::Invalid());
+  // Session order is seq order; walking each transaction's predecessor chain with memoisation
+  // of the answer keeps this linear.
+  std::vector<uint8_t> done(h.size(), 0);
+  std::vector<uint64_t> stack;
+  for (uint64_t i = 0; i < h.size(); ++i) {
+    uint64_t cur = i;
+    while (!done[cur]) {
+      stack.push_back(cur);
+      TxnId prev = h.txn(TxnId(cur)).session_prev;
+      if (!prev.valid()) break;
+      cur = prev.value();
+    }
+    while (!stack.empty()) {
+      uint64_t x = stack.back();
+      stack.pop_back();
+      TxnId prev = h.txn(TxnId(x)).session_prev;
+      if (prev.valid()) {
+        committed_pred[x] =
+            Participates(h, level, h.txn(prev)) ? prev : committed_pred[prev.value()];
+      }
+      done[x] = 1;
+    }
+  }
+  return committed_pred;
+}
+
+// The events of the replay, sorted, and the counts of transactions in and out of it.
+void MakeEvents(const History& h, IsolationLevel level, ReplayPlan* plan) {
+  plan->committed_pred = CommittedPredecessors(h, level);
+  std::vector<Event>& events = plan->events;
+  events.reserve(level == IsolationLevel::kSerializable ? h.size() : 2 * h.size());
+  for (uint64_t i = 0; i < h.size(); ++i) {
+    const Transaction& t = h.txn(TxnId(i));
+    if (!Participates(h, level, t)) {
+      ++plan->transactions_skipped;
+      continue;
+    }
+    ++plan->transactions_checked;
+    const bool one_event = level == IsolationLevel::kSerializable || h.has_snapshot(t);
+    if (one_event && !(t.has_start && t.start == t.commit)) {
+      events.push_back({t.commit, kCommit, i});
+    } else if (t.start == t.commit) {
+      events.push_back({t.commit, kPoint, i});
+    } else {
+      events.push_back({t.start, kStart, i});
+      events.push_back({t.commit, kCommit, i});
+    }
+  }
+  std::sort(events.begin(), events.end());
+}
+
+// Counts each key's appends, and with several parts, shares the keys among them so that each
+// part has about as many ops to judge: the keys by falling op count, each to the part with the
+// fewest so far.
+void PlanKeys(const History& h, uint32_t parts, ReplayPlan* plan) {
+  plan->appends.assign(h.key_count(), 0);
+  std::vector<uint64_t> ops(parts > 1 ? h.key_count() : 0, 0);
+  for (uint64_t t = 0; t < h.size(); ++t) {
+    for (const Op& op : h.ops(TxnId(t))) {
+      const uint32_t k = op.key().value();
+      if (op.kind() == OpKind::kAppend) ++plan->appends[k];
+      if (parts > 1) ++ops[k];
+    }
+  }
+  if (parts == 1) return;
+  std::vector<uint32_t> keys(h.key_count());
+  for (uint32_t k = 0; k < keys.size(); ++k) keys[k] = k;
+  std::sort(keys.begin(), keys.end(),
+            [&](uint32_t a, uint32_t b) { return ops[a] != ops[b] ? ops[a] > ops[b] : a < b; });
+  plan->owner.assign(h.key_count(), 0);
+  std::vector<uint64_t> load(parts, 0);
+  for (uint32_t k : keys) {
+    const auto least =
+        static_cast<uint8_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    plan->owner[k] = least;
+    load[least] += ops[k];
+  }
+}
+
+ReplayPlan MakePlan(const History& h, IsolationLevel level, uint32_t parts) {
+  ReplayPlan plan;
+  {
+    // The keys on a second thread, when the replay will have one anyway.
+    std::jthread keys;
+    if (parts > 1) {
+      keys = std::jthread([&] { PlanKeys(h, parts, &plan); });
+    } else {
+      PlanKeys(h, parts, &plan);
+    }
+    MakeEvents(h, level, &plan);
+  }
+  return plan;
+}
+
+// What one part of a run found.
+struct PartResult {
+  ChronosResult result;
+  std::vector<FoundAt> found_at;  // per violation; kept only when the run has several parts
+};
+
+// Replays a history in timestamp order, judging the keys of one KeyPart. Confined to the thread
+// that runs it; owns only O(keys + open transactions) state: the newest version of each key, the
+// transactions open per key, and the scratch state of the one transaction being checked. Reads
+// the shared plan and `stop`, which it sets when the limits expire so that the other parts stop
+// too.
 class Replayer {
  public:
-  Replayer(const History& h, IsolationLevel level, const CheckLimits* limits)
+  Replayer(const History& h, IsolationLevel level, const CheckLimits* limits,
+           const ReplayPlan& plan, KeyPart part, std::atomic<bool>* stop)
       : h_(h),
         level_(level),
         poller_(limits),
+        plan_(plan),
+        part_(part),
+        stop_(stop),
         write_index_(h),
         walker_(h),
         registers_(h.key_count()),
-        lists_(h),
+        lists_(h, plan.appends, part),
         agreed_(h.key_count(), 0),
         ongoing_(level == IsolationLevel::kSnapshotIsolation ? h.key_count() : 0),
         snapshots_(level == IsolationLevel::kSnapshotIsolation && h.has_snapshots()),
@@ -126,19 +284,18 @@ class Replayer {
         slot_stamp_(h.key_count(), 0) {
     for (uint32_t k = 0; k < h.key_count(); ++k) {
       KeyId key(k);
-      if (!h.key(key).is_list) {
+      if (part_.Has(k) && !h.key(key).is_list) {
         registers_[k] = RegisterVersion{h.InitialValue(key), TxnId::Invalid()};
       }
     }
   }
 
-  ChronosResult Run() {
-    if (poller_.ExpiredNow()) return Incomplete();
-    ComputeCommittedPredecessors();
-    std::vector<Event> events = BuildEvents();
-    if (poller_.ExpiredNow()) return Incomplete();
-    for (const Event& e : events) {
-      if (poller_.Expired()) return Incomplete();
+  PartResult Run() {
+    if (Expired(/*now=*/true)) return Incomplete();
+    for (uint64_t i = 0; i < plan_.events.size(); ++i) {
+      if (Expired(/*now=*/false)) return Incomplete();
+      const Event& e = plan_.events[i];
+      found_at_.event = i;
       const TxnId t = e.txn();
       switch (e.phase()) {
         case kStart:
@@ -169,22 +326,27 @@ class Replayer {
     result_.stats.external_reads = walker_.external_reads();
     result_.stats.internal_reads = walker_.internal_reads();
     result_.stats.snapshot_unjudged += snapshot_unjudged_pairs_;
-    return std::move(result_);
+    return {std::move(result_), std::move(found_at_list_)};
   }
 
  private:
+  // Whether the limits expired (polled now, or every so often), or another part saw them expire.
+  bool Expired(bool now) {
+    if (now ? poller_.ExpiredNow() : poller_.Expired()) {
+      // Relaxed: a flag; the parts are joined before their results are read.
+      stop_->store(true, std::memory_order_relaxed);
+      return true;
+    }
+    return stop_->load(std::memory_order_relaxed);
+  }
+
   // What a run the limits stopped returns: no verdict, only the counts so far.
-  ChronosResult Incomplete() {
+  PartResult Incomplete() {
     result_.complete = false;
     result_.violations.clear();
     result_.stats.external_reads = walker_.external_reads();
     result_.stats.internal_reads = walker_.internal_reads();
-    return std::move(result_);
-  }
-
-  bool Participates(const Transaction& t) const {
-    if (!t.committed() || !t.has_commit) return false;
-    return level_ == IsolationLevel::kSerializable || t.has_start || h_.has_snapshot(t);
+    return {std::move(result_), {}};
   }
 
   // Whether the committed list of key `k` (lists_) and the history's list of the key
@@ -203,72 +365,24 @@ class Replayer {
   // Whether `id` reads from a snapshot under SI (at SER the snapshot is not used).
   bool HasSnapshot(TxnId id) const { return snapshots_ && h_.has_snapshot(h_.txn(id)); }
 
-  void ComputeCommittedPredecessors() {
-    committed_pred_.assign(h_.size(), TxnId::Invalid());
-    // Session order is seq order; walking each transaction's predecessor chain with memoisation
-    // of the answer keeps this linear.
-    std::vector<uint8_t> done(h_.size(), 0);
-    std::vector<uint64_t> stack;
-    for (uint64_t i = 0; i < h_.size(); ++i) {
-      uint64_t cur = i;
-      while (!done[cur]) {
-        stack.push_back(cur);
-        TxnId prev = h_.txn(TxnId(cur)).session_prev;
-        if (!prev.valid()) break;
-        cur = prev.value();
-      }
-      while (!stack.empty()) {
-        uint64_t x = stack.back();
-        stack.pop_back();
-        TxnId prev = h_.txn(TxnId(x)).session_prev;
-        if (prev.valid()) {
-          committed_pred_[x] = Participates(h_.txn(prev)) ? prev : committed_pred_[prev.value()];
-        }
-        done[x] = 1;
-      }
-    }
-  }
-
-  std::vector<Event> BuildEvents() {
-    std::vector<Event> events;
-    events.reserve(level_ == IsolationLevel::kSerializable ? h_.size() : 2 * h_.size());
-    for (uint64_t i = 0; i < h_.size(); ++i) {
-      const Transaction& t = h_.txn(TxnId(i));
-      if (!Participates(t)) {
-        ++result_.stats.transactions_skipped;
-        continue;
-      }
-      ++result_.stats.transactions_checked;
-      const bool one_event = level_ == IsolationLevel::kSerializable || h_.has_snapshot(t);
-      if (one_event && !(t.has_start && t.start == t.commit)) {
-        events.push_back({t.commit, kCommit, i});
-      } else if (t.start == t.commit) {
-        events.push_back({t.commit, kPoint, i});
-      } else {
-        events.push_back({t.start, kStart, i});
-        events.push_back({t.commit, kCommit, i});
-      }
-    }
-    std::sort(events.begin(), events.end());
-    return events;
-  }
-
   // Session, Int and Ext for transaction `t` against the current state.
   void CheckReads(TxnId id) {
     const Transaction& t = h_.txn(id);
-    TxnId pred = committed_pred_[id.value()];
-    if (pred.valid()) {
+    TxnId pred = plan_.committed_pred[id.value()];
+    if (pred.valid() && part_.first()) {
       const std::optional<bool> broken = axioms::SessionBroken(h_, level_, id, pred);
       if (!broken) {
         ++result_.stats.snapshot_unjudged;
       } else if (*broken) {
+        At(kSessionStep, 0);
         Emit(axioms::ExplainSession(h_, level_, id, pred));
       }
     }
     const bool snapshot = HasSnapshot(id);
     walker_.Walk(
-        id, level_,
-        [&](uint32_t, const Op& op, std::span<const Value> own) {
+        id, level_, [&](KeyId key) { return part_.Has(key.value()); },
+        [&](uint32_t i, const Op& op, std::span<const Value> own) {
+          At(kReadStep, i);
           if (snapshot) {
             CheckSnapshotRead(t, id, op, own);
           } else if (op.kind() == OpKind::kListRead) {
@@ -277,7 +391,10 @@ class Replayer {
             CheckExternalRegister(id, op);
           }
         },
-        [&](Violation v) { Emit(std::move(v)); });
+        [&](Violation v) {
+          At(kReadStep, walker_.current_op());
+          Emit(std::move(v));
+        });
   }
 
   void CheckExternalRegister(TxnId reader, const Op& op) {
@@ -365,11 +482,14 @@ class Replayer {
   void CheckSnapshotConflicts(TxnId id) {
     const Transaction& t = h_.txn(id);
     ++stamp_;
-    for (const Op& op : h_.ops(id)) {
-      if (!op.is_write()) continue;
+    const std::span<const Op> ops = h_.ops(id);
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (!op.is_write() || !part_.Has(op.key().value())) continue;
       const uint32_t k = op.key().value();
       if (slot_stamp_[k] == stamp_) continue;
       slot_stamp_[k] = stamp_;
+      At(kConflictStep, i);
       ChainCursor c{chains_[k], chains_[k].size()};
       axioms::ConcurrentWriters(
           h_, t, c, [&](TxnId u) { Emit(axioms::ExplainNoConflict(h_, u, id, op.key())); },
@@ -381,7 +501,7 @@ class Replayer {
   void OpenWrites(TxnId id) {
     ++stamp_;
     for (const Op& op : h_.ops(id)) {
-      if (!op.is_write()) continue;
+      if (!op.is_write() || !part_.Has(op.key().value())) continue;
       uint32_t k = op.key().value();
       if (slot_stamp_[k] == stamp_) continue;
       slot_stamp_[k] = stamp_;
@@ -394,8 +514,9 @@ class Replayer {
   void Commit(TxnId id) {
     ++stamp_;
     auto ops = h_.ops(id);
-    for (const Op& op : ops) {
-      if (!op.is_write()) continue;
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (!op.is_write() || !part_.Has(op.key().value())) continue;
       uint32_t k = op.key().value();
       if (op.kind() == OpKind::kAppend) {
         lists_.push_back(k, op.value());
@@ -405,6 +526,7 @@ class Replayer {
       if (level_ != IsolationLevel::kSnapshotIsolation || slot_stamp_[k] == stamp_) continue;
       slot_stamp_[k] = stamp_;
       auto& open = ongoing_[k];
+      At(kCommitStep, i);
       for (uint64_t other : open) {
         if (other == id.value()) continue;
         Emit(axioms::ExplainNoConflict(h_, id, TxnId(other), op.key()));
@@ -422,7 +544,7 @@ class Replayer {
     ++stamp_;
     for (size_t i = ops.size(); i-- > 0;) {  // backwards: a register's final write comes first
       const Op& op = ops[i];
-      if (!op.is_write()) continue;
+      if (!op.is_write() || !part_.Has(op.key().value())) continue;
       const uint32_t k = op.key().value();
       if (slot_stamp_[k] == stamp_) continue;
       slot_stamp_[k] = stamp_;
@@ -431,14 +553,26 @@ class Replayer {
     }
   }
 
+  // Where the next violations are found: step `step`, op `op` of the current event.
+  void At(Step step, uint32_t op) {
+    found_at_.step = step;
+    found_at_.op = op;
+  }
+
   void Emit(Violation v) {
     v.level = level_;
     result_.violations.push_back(std::move(v));
+    if (part_.count > 1) found_at_list_.push_back(found_at_);
   }
 
   const History& h_;
   IsolationLevel level_;
   LimitPoller poller_;
+  const ReplayPlan& plan_;
+  KeyPart part_;
+  std::atomic<bool>* stop_;
+  FoundAt found_at_;                    // where the replay is
+  std::vector<FoundAt> found_at_list_;  // per violation, when there are several parts
   axioms::WriteIndex write_index_;
   axioms::ReadWalker walker_;
   std::vector<RegisterVersion> registers_;
@@ -451,7 +585,6 @@ class Replayer {
   std::vector<TxnId> visible_;
   std::vector<Value> committed_;
   uint64_t snapshot_unjudged_pairs_ = 0;
-  std::vector<TxnId> committed_pred_;
   size_t open_ = 0;
 
   // Deduplicates keys within one transaction's writes: key -> stamp of the last visit.
@@ -461,10 +594,73 @@ class Replayer {
   ChronosResult result_;
 };
 
+// How many parts a run of `options` on `h` is split into.
+uint32_t PartCount(const History& h, const ChronosOptions& options) {
+  uint32_t threads = std::min(options.threads, kMaxThreads);
+  if (threads == 0) {
+    if (h.size() < kParallelMinTxns) return 1;
+    threads = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, kMaxAutoThreads);
+  }
+  // Parts without keys would only repeat the work of part 0.
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(threads, h.key_count())));
+}
+
 }  // namespace
 
 ChronosResult RunChronos(const History& h, const ChronosOptions& options) {
-  return Replayer(h, options.level, options.limits).Run();
+  std::atomic<bool> stop{false};
+  LimitPoller poller(options.limits);
+  if (poller.ExpiredNow()) {
+    ChronosResult incomplete;
+    incomplete.complete = false;
+    return incomplete;
+  }
+  const uint32_t parts = PartCount(h, options);
+  const ReplayPlan plan = MakePlan(h, options.level, parts);
+  std::vector<PartResult> found(parts);
+  auto run = [&](uint32_t index) {
+    found[index] = Replayer(h, options.level, options.limits, plan,
+                            KeyPart{.index = index, .count = parts, .owner = &plan.owner}, &stop)
+                       .Run();
+  };
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(parts - 1);
+    for (uint32_t i = 1; i < parts; ++i) threads.emplace_back(run, i);
+    run(0);
+  }  // joins
+  if (parts == 1) {
+    found[0].result.stats.transactions_checked = plan.transactions_checked;
+    found[0].result.stats.transactions_skipped = plan.transactions_skipped;
+    return std::move(found[0].result);
+  }
+  ChronosResult out;
+  out.stats = found[0].result.stats;
+  out.stats.transactions_checked = plan.transactions_checked;
+  out.stats.transactions_skipped = plan.transactions_skipped;
+  // Part 0 judged the sessions and counted the open transactions; every part judged its keys.
+  std::vector<std::pair<FoundAt, size_t>> order;  // (where, index in `all`)
+  std::vector<Violation> all;
+  for (uint32_t p = 0; p < parts; ++p) {
+    PartResult& r = found[p];
+    if (!r.result.complete) out.complete = false;
+    if (p > 0) {
+      out.stats.snapshot_unjudged += r.result.stats.snapshot_unjudged;
+      out.stats.external_reads += r.result.stats.external_reads;
+      out.stats.internal_reads += r.result.stats.internal_reads;
+    }
+    for (size_t i = 0; i < r.result.violations.size(); ++i) {
+      order.emplace_back(r.found_at[i], all.size());
+      all.push_back(std::move(r.result.violations[i]));
+    }
+  }
+  if (!out.complete) return out;
+  // Stable: violations found at the same place come from one part, in its order.
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  out.violations.reserve(all.size());
+  for (const auto& [at, i] : order) out.violations.push_back(std::move(all[i]));
+  return out;
 }
 
 }  // namespace isowatch::checkers

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "isowatch/checkers/plugin.h"
@@ -14,7 +15,15 @@ struct ChronosOptions {
   verdict::IsolationLevel level = verdict::IsolationLevel::kSnapshotIsolation;
   // When to stop (polled every 1024 replayed events); nullptr: never. Not owned.
   const CheckLimits* limits = nullptr;
+  // Threads to replay on, each judging a share of the keys (the result is the same whatever
+  // the number; at most kMaxThreads). 0: one for a history of fewer than kParallelMinTxns
+  // transactions, else one per core, at most kMaxAutoThreads.
+  uint32_t threads = 0;
 };
+
+inline constexpr size_t kParallelMinTxns = 100'000;
+inline constexpr uint32_t kMaxAutoThreads = 4;
+inline constexpr uint32_t kMaxThreads = 64;  // the most parts a key table can tell apart
 
 struct ChronosStats {
   size_t transactions_checked = 0;  // committed transactions replayed

@@ -2,12 +2,16 @@
 #include "isowatch/checkers/chronos/plugin.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "isowatch/checkers/chronos/chronos.h"
+#include "isowatch/common/status_macros.h"
 
 namespace isowatch::checkers {
 namespace {
@@ -53,7 +57,8 @@ bool TrustedAtSnapshotIsolation(const History& h, const WindowScope& scope, cons
 
 class ChronosChecker final : public Checker {
  public:
-  explicit ChronosChecker(std::vector<IsolationLevel> levels) : levels_(std::move(levels)) {}
+  ChronosChecker(std::vector<IsolationLevel> levels, uint32_t threads)
+      : levels_(std::move(levels)), threads_(threads) {}
 
   std::string_view name() const override { return kName; }
   const std::vector<IsolationLevel>& levels() const override { return levels_; }
@@ -65,7 +70,7 @@ class ChronosChecker final : public Checker {
     size_t internal_reads = 0;
     size_t peak_ongoing = 0;
     for (IsolationLevel level : levels_) {
-      ChronosResult r = RunChronos(h, {.level = level, .limits = &limits});
+      ChronosResult r = RunChronos(h, {.level = level, .limits = &limits, .threads = threads_});
       external_reads = std::max(external_reads, r.stats.external_reads);
       internal_reads = std::max(internal_reads, r.stats.internal_reads);
       peak_ongoing = std::max(peak_ongoing, r.stats.peak_ongoing);
@@ -110,6 +115,7 @@ class ChronosChecker final : public Checker {
   }
 
   std::vector<IsolationLevel> levels_;
+  uint32_t threads_;
 };
 
 }  // namespace
@@ -123,10 +129,22 @@ CheckerInfo ChronosPlugin() {
       .levels = {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable},
       .anomalies = {Anomaly::kSession, Anomaly::kInt, Anomaly::kExt, Anomaly::kNoConflict},
       .requirements = {.commit_timestamps = true, .start_snapshots = true},
-      .options = {},
+      .options = {{.name = "threads",
+                   .type = "integer",
+                   .default_value = "0",
+                   .help = fmt::format("threads one check replays on, each judging a share of "
+                                       "the keys; 0: one below {} transactions, else one per "
+                                       "core, at most {}",
+                                       kParallelMinTxns, kMaxAutoThreads)}},
       .create = [](std::vector<IsolationLevel> levels,
-                   const CheckerOptions&) -> absl::StatusOr<std::unique_ptr<Checker>> {
-        return std::make_unique<ChronosChecker>(std::move(levels));
+                   const CheckerOptions& options) -> absl::StatusOr<std::unique_ptr<Checker>> {
+        uint32_t threads = ChronosOptions{}.threads;
+        if (auto it = options.find("threads"); it != options.end()) {
+          ASSIGN_OR_RETURN(uint64_t value,
+                           ParseIntegerOption(kName, it->first, it->second, 0, kMaxThreads));
+          threads = static_cast<uint32_t>(value);
+        }
+        return std::make_unique<ChronosChecker>(std::move(levels), threads);
       },
   };
 }
