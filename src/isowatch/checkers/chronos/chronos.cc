@@ -12,12 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "isowatch/axioms/explain.h"
 #include "isowatch/axioms/ext_rules.h"
 #include "isowatch/axioms/read_walker.h"
 #include "isowatch/axioms/snapshot_rules.h"
 #include "isowatch/axioms/write_index.h"
-#include "isowatch/common/huge_page_allocator.h"
 #include "isowatch/common/strong_id.h"
 
 namespace isowatch::checkers {
@@ -43,38 +44,59 @@ struct KeyPart {
   bool first() const { return index == 0; }
 };
 
-// The committed list of every key, in one array: each key's room is known before the replay (its
-// initial list and every append in the history), so a list never moves as it grows, and a list
-// history of many keys costs one allocation instead of a growing vector per key.
-// Only the keys of one KeyPart have room; the others stay empty. `appends`: per key, how many
-// appends the history has.
-class KeyLists {
+// The committed list of every key of one KeyPart. A committed list is almost always a prefix of
+// the history's list of the key (History::key_list: the longest list its reads saw), so each
+// append is compared with the key's list as it is committed, and a list is kept as its length
+// while they agree; only a key whose committed list leaves its key list (an append the reads
+// never saw, or one they saw elsewhere) gets a copy of its own, from then on.
+class CommittedLists {
  public:
-  KeyLists(const History& h, const std::vector<uint32_t>& appends, KeyPart part)
-      : begin_(h.key_count() + 1, 0), size_(h.key_count(), 0) {
-    for (uint32_t k = 0; k < h.key_count(); ++k) {
-      if (part.Has(k) && h.key(KeyId(k)).is_list) {
-        begin_[k + 1] = h.InitialList(KeyId(k)).size() + appends[k];
-      }
-    }
-    for (size_t k = 1; k < begin_.size(); ++k) begin_[k] += begin_[k - 1];
-    values_.resize(begin_.back());
+  CommittedLists(const History& h, KeyPart part) : h_(h), state_(h.key_count()) {
     for (uint32_t k = 0; k < h.key_count(); ++k) {
       if (!part.Has(k) || !h.key(KeyId(k)).is_list) continue;
       for (const Value v : h.InitialList(KeyId(k))) push_back(k, v);
     }
   }
 
-  // REQUIRES: room for it (the history has the append).
-  void push_back(uint32_t k, Value v) { values_[begin_[k] + size_[k]++] = v; }
+  void push_back(uint32_t k, Value v) {
+    State& s = state_[k];
+    if (s.agreed == kAgrees) {
+      const std::span<const Value> key_list = h_.key_list(KeyId(k));
+      if (s.size < key_list.size() && key_list[s.size] == v) {
+        ++s.size;
+        return;
+      }
+      s.agreed = s.size;
+      copies_[k].assign(key_list.begin(), key_list.begin() + static_cast<ptrdiff_t>(s.size));
+    }
+    copies_[k].push_back(v);
+    ++s.size;
+  }
+
   std::span<const Value> operator[](uint32_t k) const {
-    return std::span<const Value>(values_).subspan(begin_[k], size_[k]);
+    const State& s = state_[k];
+    if (s.agreed == kAgrees) return h_.key_list(KeyId(k)).first(s.size);
+    return copies_.at(k);
+  }
+  size_t size(uint32_t k) const { return state_[k].size; }
+
+  // Whether the committed list of `k` and its key list agree on their first `n` elements.
+  // REQUIRES: n <= both lengths.
+  bool AgreesWithKeyList(uint32_t k, size_t n) const {
+    const uint64_t agreed = state_[k].agreed;
+    return agreed == kAgrees || n <= agreed;
   }
 
  private:
-  std::vector<uint64_t> begin_;
-  std::vector<uint64_t> size_;
-  BigVector<Value> values_;
+  static constexpr uint64_t kAgrees = UINT64_MAX;
+  struct State {
+    uint64_t size = 0;
+    uint64_t agreed = kAgrees;  // kAgrees, or how many first elements agree with the key list
+  };
+
+  const History& h_;
+  std::vector<State> state_;
+  absl::flat_hash_map<uint32_t, std::vector<Value>> copies_;  // the keys that left their list
 };
 
 // A point of the replay. Phases order the events that share a timestamp: commits first, then
@@ -145,8 +167,7 @@ struct ReplayPlan {
   std::vector<TxnId> committed_pred;
   size_t transactions_checked = 0;
   size_t transactions_skipped = 0;
-  std::vector<uint32_t> appends;  // per key: its appends
-  std::vector<uint8_t> owner;     // per key: the part that judges it (with several parts)
+  std::vector<uint8_t> owner;  // per key: the part that judges it (with several parts)
 };
 
 // Whether transaction `t` takes part in the replay at `level`.
@@ -209,20 +230,13 @@ void MakeEvents(const History& h, IsolationLevel level, ReplayPlan* plan) {
   std::sort(events.begin(), events.end());
 }
 
-// Counts each key's appends, and with several parts, shares the keys among them so that each
-// part has about as many ops to judge: the keys by falling op count, each to the part with the
-// fewest so far.
+// Shares the keys among `parts` parts so that each has about as many ops to judge: the keys by
+// falling op count, each to the part with the fewest so far.
 void PlanKeys(const History& h, uint32_t parts, ReplayPlan* plan) {
-  plan->appends.assign(h.key_count(), 0);
-  std::vector<uint64_t> ops(parts > 1 ? h.key_count() : 0, 0);
+  std::vector<uint64_t> ops(h.key_count(), 0);
   for (uint64_t t = 0; t < h.size(); ++t) {
-    for (const Op& op : h.ops(TxnId(t))) {
-      const uint32_t k = op.key().value();
-      if (op.kind() == OpKind::kAppend) ++plan->appends[k];
-      if (parts > 1) ++ops[k];
-    }
+    for (const Op& op : h.ops(TxnId(t))) ++ops[op.key().value()];
   }
-  if (parts == 1) return;
   std::vector<uint32_t> keys(h.key_count());
   for (uint32_t k = 0; k < keys.size(); ++k) keys[k] = k;
   std::sort(keys.begin(), keys.end(),
@@ -240,13 +254,9 @@ void PlanKeys(const History& h, uint32_t parts, ReplayPlan* plan) {
 ReplayPlan MakePlan(const History& h, IsolationLevel level, uint32_t parts) {
   ReplayPlan plan;
   {
-    // The keys on a second thread, when the replay will have one anyway.
+    // The keys' parts on a second thread, when the replay will have one anyway.
     std::jthread keys;
-    if (parts > 1) {
-      keys = std::jthread([&] { PlanKeys(h, parts, &plan); });
-    } else {
-      PlanKeys(h, parts, &plan);
-    }
+    if (parts > 1) keys = std::jthread([&] { PlanKeys(h, parts, &plan); });
     MakeEvents(h, level, &plan);
   }
   return plan;
@@ -276,8 +286,7 @@ class Replayer {
         write_index_(h),
         walker_(h),
         registers_(h.key_count()),
-        lists_(h, plan.appends, part),
-        agreed_(h.key_count(), 0),
+        lists_(h, part),
         ongoing_(level == IsolationLevel::kSnapshotIsolation ? h.key_count() : 0),
         snapshots_(level == IsolationLevel::kSnapshotIsolation && h.has_snapshots()),
         chains_(snapshots_ ? h.key_count() : 0),
@@ -349,19 +358,6 @@ class Replayer {
     return {std::move(result_), {}};
   }
 
-  // Whether the committed list of key `k` (lists_) and the history's list of the key
-  // (History::key_list) agree on their first `n` elements. Both only grow, so the length found
-  // to agree is kept: each element is compared once over the run.
-  // REQUIRES: n <= both lengths.
-  bool KeyListAgrees(uint32_t k, size_t n) {
-    uint64_t& agreed = agreed_[k];
-    if (agreed >= n) return true;
-    const std::span<const Value> key_list = h_.key_list(KeyId(k));
-    const std::span<const Value> committed = lists_[k];
-    while (agreed < n && committed[agreed] == key_list[agreed]) ++agreed;
-    return agreed >= n;
-  }
-
   // Whether `id` reads from a snapshot under SI (at SER the snapshot is not used).
   bool HasSnapshot(TxnId id) const { return snapshots_ && h_.has_snapshot(h_.txn(id)); }
 
@@ -413,9 +409,9 @@ class Replayer {
     if (History::SharesKeyList(op)) {
       // The read is a prefix of the key's list: it matches if it is as long as the committed
       // list and the reader's appends, the committed list is that prefix of the key's list
-      // (KeyListAgrees), and the appends follow it there.
+      // (AgreesWithKeyList), and the appends follow it there.
       const size_t n = committed.size();
-      if (op.list_size() == n + own.size() && KeyListAgrees(k, n)) {
+      if (op.list_size() == n + own.size() && lists_.AgreesWithKeyList(k, n)) {
         const std::span<const Value> tail = h_.key_list(op.key()).subspan(n, own.size());
         if (std::equal(own.begin(), own.end(), tail.begin())) return;
       }
@@ -549,7 +545,7 @@ class Replayer {
       if (slot_stamp_[k] == stamp_) continue;
       slot_stamp_[k] = stamp_;
       chains_[k].push_back(
-          ChainEntry{.writer = id.value(), .value = op.value(), .list_end = lists_[k].size()});
+          ChainEntry{.writer = id.value(), .value = op.value(), .list_end = lists_.size(k)});
     }
   }
 
@@ -576,8 +572,7 @@ class Replayer {
   axioms::WriteIndex write_index_;
   axioms::ReadWalker walker_;
   std::vector<RegisterVersion> registers_;
-  KeyLists lists_;
-  std::vector<uint64_t> agreed_;  // per key: KeyListAgrees's length
+  CommittedLists lists_;
   std::vector<std::vector<uint64_t>> ongoing_;
   // SI with snapshots: per key, every committed version in commit order.
   bool snapshots_;
