@@ -24,8 +24,12 @@ namespace isowatch::history {
 
 // Everything about a transaction except its operations.
 struct TxnHeader {
-  std::string_view id;       // as written in the source; unique within the history
-  bool id_numeric = false;   // the source wrote the id as a number
+  std::string_view id;      // as written in the source; unique within the history
+  bool id_numeric = false;  // the source wrote the id as a number
+  // The reader knows that no transaction before has this id (it numbers them itself), so
+  // BeginTxn need not look it up (a lookup in a table of millions of ids misses the cache).
+  // REQUIRES: true only for such an id.
+  bool id_new = false;
   std::string_view session;  // session id as written in the source
   bool session_numeric = false;
   std::optional<int64_t> seq;  // position in the session; absent = order of BeginTxn calls
