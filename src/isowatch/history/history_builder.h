@@ -120,6 +120,9 @@ class HistoryBuilder {
   bool txn_open() const { return open_; }
   // Transactions added so far (released ones included).
   size_t txn_count() const { return history_.size(); }
+  // The operations added so far, in the order added (an abandoned transaction's are gone).
+  // Invalidated by the next operation added. REQUIRES: !live().
+  std::span<const Op> ops() const { return history_.ops_; }
 
   // Live mode, for the daemon: the history is read (by the online engine) while it grows, so
   // each transaction is complete when it is closed, instead of in Finish. Call before any
