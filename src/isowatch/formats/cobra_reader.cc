@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include <fmt/format.h>
 
+#include "isowatch/common/huge_page_allocator.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/formats/cobra.h"
 #include "isowatch/history/history_builder.h"
@@ -46,8 +47,8 @@ class RecordSink {
   virtual absl::Status Read(int64_t writer, int64_t wid, int64_t key, int64_t value,
                             uint64_t offset) = 0;
   virtual absl::Status Commit(int64_t ts, uint64_t offset) = 0;
-  // A record of `tag` with `id` (the transaction's, or the write id) comes a few records later:
-  // a hint, so that what the sink will look up is in the cache by then.
+  // A record of `tag` with `id` (the transaction id of an S, the write id of a W or R) comes a
+  // few records later: a hint, so that what the sink will look up is in the cache by then.
   virtual void Ahead(char /*tag*/, int64_t /*id*/) {}
 };
 
@@ -125,6 +126,8 @@ ParseResult ParseFile(std::string_view name, std::string_view bytes, bool time_o
       }
       if (bytes[ahead] == 'S' || bytes[ahead] == 'W') {
         sink->Ahead(bytes[ahead], BigEndian(bytes, ahead + 1));
+      } else if (bytes[ahead] == 'R') {
+        sink->Ahead('R', BigEndian(bytes, ahead + 9));
       }
       ahead += n;
     }
@@ -209,6 +212,118 @@ ParseResult ParseFile(std::string_view name, std::string_view bytes, bool time_o
 
 bool IsLogName(std::string_view name) { return name.starts_with('T') && name.ends_with(".log"); }
 
+// Maps ids (transaction ids, write ids) to non-zero numbers: the ids from 0 to a bound that
+// grows with the ids added in an array indexed by the id, the others in a hash table. Where ids
+// are numbered from a small start, as a counter numbers them, a log's ids meet the array about
+// in order, where a hash table's accesses go all over memory, each a cache miss: those were 40 %
+// of the reading (bench/README.md, "Reading history formats"). Ids spread over 64 bits go to
+// the hash table, as all of them did before.
+//
+// Invariant: an id below dense_.size() is never in sparse_. Thread-compatible.
+class IdTable {
+ public:
+  // `expected`: about how many ids will be added.
+  explicit IdTable(uint64_t expected) : expected_(expected) {}
+
+  // The number of `id`, or 0.
+  uint32_t Find(int64_t id) const {
+    const auto u = static_cast<uint64_t>(id);
+    if (u < dense_.size()) return dense_[u];
+    auto it = sparse_.find(id);
+    return it == sparse_.end() ? 0 : it->second;
+  }
+  // Brings the array's slot of `id`, if it has one, into the cache.
+  void Prefetch(int64_t id) const {
+    const auto u = static_cast<uint64_t>(id);
+    if (u < dense_.size()) __builtin_prefetch(&dense_[u]);
+  }
+  // Gives `id` the number `n` unless it has one; returns the number it had before, or 0.
+  // REQUIRES: n != 0.
+  uint32_t Insert(int64_t id, uint32_t n) {
+    ++added_;
+    const auto u = static_cast<uint64_t>(id);
+    if (u < dense_.size() || Cover(u)) {
+      uint32_t& slot = dense_[u];
+      const uint32_t before = slot;
+      if (before == 0) slot = n;
+      return before;
+    }
+    auto [it, inserted] = sparse_.try_emplace(id, n);
+    return inserted ? 0 : it->second;
+  }
+
+ private:
+  // Extends the array over `id` if that keeps it within 16 bytes an id added or expected.
+  bool Cover(uint64_t id) {
+    const uint64_t budget = 4 * (std::max(added_, expected_) + 1024);
+    if (id >= budget) return false;
+    const size_t size = std::min<size_t>(std::max<size_t>(2 * dense_.size(), id + 1), budget);
+    dense_.resize(size, 0);
+    absl::erase_if(sparse_, [this](const std::pair<const int64_t, uint32_t>& e) {
+      const auto u = static_cast<uint64_t>(e.first);
+      if (u >= dense_.size()) return false;
+      dense_[u] = e.second;
+      return true;
+    });
+    return true;
+  }
+
+  uint64_t expected_ = 0;
+  uint64_t added_ = 0;
+  BigVector<uint32_t> dense_;
+  absl::flat_hash_map<int64_t, uint32_t> sparse_;
+};
+
+// Finds where a record is by walking the logs again: the first S record of a transaction, or
+// the n-th R record (from 0). Only for a message, so that the reading need not keep every
+// record's position.
+class RecordFinder : public RecordSink {
+ public:
+  static RecordFinder FirstBegin(int64_t id) { return RecordFinder(false, id, 0); }
+  static RecordFinder NthRead(uint64_t n) { return RecordFinder(true, 0, n); }
+
+  // The file (as an index into `files`) and byte offset of the record, or nullopt.
+  std::optional<std::pair<uint32_t, uint64_t>> Find(
+      std::string_view source, const std::vector<const NamedFiles::value_type*>& files,
+      bool time_order) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      const ParseResult r = ParseFile(source, files[i]->second, time_order, this);
+      if (found_) return std::pair(static_cast<uint32_t>(i), offset_);
+      if (!r.status.ok()) break;
+    }
+    return std::nullopt;
+  }
+
+  absl::Status Begin(int64_t id, int64_t /*ts*/, uint64_t offset) override {
+    return !reads_ && id == id_ ? Found(offset) : absl::OkStatus();
+  }
+  absl::Status Write(int64_t /*wid*/, int64_t /*key*/, int64_t /*value*/,
+                     uint64_t /*offset*/) override {
+    return absl::OkStatus();
+  }
+  absl::Status Read(int64_t /*writer*/, int64_t /*wid*/, int64_t /*key*/, int64_t /*value*/,
+                    uint64_t offset) override {
+    return reads_ && seen_++ == n_ ? Found(offset) : absl::OkStatus();
+  }
+  absl::Status Commit(int64_t /*ts*/, uint64_t /*offset*/) override { return absl::OkStatus(); }
+
+ private:
+  RecordFinder(bool reads, int64_t id, uint64_t n) : reads_(reads), id_(id), n_(n) {}
+  // Stops the walk.
+  absl::Status Found(uint64_t offset) {
+    found_ = true;
+    offset_ = offset;
+    return absl::CancelledError("found");
+  }
+
+  bool reads_;
+  int64_t id_;
+  uint64_t n_;
+  uint64_t seen_ = 0;
+  bool found_ = false;
+  uint64_t offset_ = 0;
+};
+
 using NamedFile = NamedFiles::value_type;
 
 class CobraReader : public RecordSink {
@@ -218,7 +333,7 @@ class CobraReader : public RecordSink {
 
   absl::StatusOr<history::History> Read(const NamedFiles& all) && {
     // The logs by name, as pointers: a copy of their bytes would cost as much as reading them.
-    std::vector<const NamedFile*> files;
+    std::vector<const NamedFile*>& files = files_;
     for (const NamedFile& f : all) {
       if (IsLogName(f.first)) files.push_back(&f);
     }
@@ -229,9 +344,9 @@ class CobraReader : public RecordSink {
     // history's arrays are not copied as they grow, and transaction ids met out of order (a
     // session's log at a time) are interned through the direct-mapped table from the start.
     builder_.Reserve(counts_.txns, counts_.writes + counts_.reads);
-    // The two tables sized once, so that Ahead's prefetches stay where the entries go.
-    txn_where_.reserve(counts_.txns);
-    writer_of_.reserve(counts_.writes);
+    txn_seen_ = IdTable(counts_.txns);
+    writer_of_ = IdTable(counts_.writes);
+    txn_ids_.reserve(counts_.txns);
     builder_.set_source(source_);
     builder_.set_format("cobra", time_order_ ? "time-order" : "plain");
     if (time_order_) builder_.set_time_unit("ms");
@@ -242,7 +357,6 @@ class CobraReader : public RecordSink {
     for (const NamedFile* file : files) {
       const auto& [name, bytes] = *file;
       file_ = name;
-      file_index_ = static_cast<uint32_t>(file_names_.size());
       file_names_.push_back(name);
       session_ = name.substr(0, name.size() - 4);
       ParseResult r = ParseFile(Where(name), bytes, time_order_, this);
@@ -255,7 +369,7 @@ class CobraReader : public RecordSink {
         ops_.clear();
       }
     }
-    ResolveWriters();
+    RETURN_IF_ERROR(ResolveWriters());
     absl::StatusOr<history::History> h = std::move(builder_).Finish();
     if (!h.ok()) {
       return absl::InvalidArgumentError(
@@ -264,23 +378,29 @@ class CobraReader : public RecordSink {
     return h;
   }
 
-  // The transaction id and write id tables are far larger than the cache (4M write ids in the
-  // 1M bench history), and looking them up was half of the reading.
+  // The tables are larger than the cache (4M write ids in the 1M bench history), and though a
+  // log's ids meet them about in order, they meet a new cache line each time.
   void Ahead(char tag, int64_t id) override {
     if (tag == 'S') {
-      txn_where_.prefetch(id);
+      txn_seen_.Prefetch(id);
     } else {
-      writer_of_.prefetch(id);
+      writer_of_.Prefetch(id);
     }
   }
 
   absl::Status Begin(int64_t id, int64_t ts, uint64_t offset) override {
-    auto [it, inserted] = txn_where_.try_emplace(id, Position{file_index_, offset});
-    if (!inserted) {
+    if (txn_seen_.Insert(id, 1) != 0) {
+      const std::optional<std::pair<uint32_t, uint64_t>> first =
+          RecordFinder::FirstBegin(id).Find(source_, files_, time_order_);
       return absl::InvalidArgumentError(
           fmt::format("{}: byte {}: transaction {} again (first at {})", Where(file_), offset, id,
-                      Describe(it->second)));
+                      first ? Describe(first->first, first->second) : "?"));
     }
+    if (txn_ids_.size() >= UINT32_MAX) {
+      return absl::ResourceExhaustedError(
+          fmt::format("{}: byte {}: more than {} transactions", Where(file_), offset, UINT32_MAX));
+    }
+    txn_ids_.push_back(id);
     txn_id_ = id;
     start_ts_ = ts;
     start_offset_ = offset;
@@ -300,8 +420,8 @@ class CobraReader : public RecordSink {
           fmt::format("{}: byte {}: write with the reserved or non-positive write id {:#x}",
                       Where(file_), offset, wid));
     }
-    auto [it, inserted] = writer_of_.try_emplace(wid, txn_id_);
-    if (!inserted) {
+    // The writer by its number, its position among the S records, from 1.
+    if (writer_of_.Insert(wid, static_cast<uint32_t>(txn_ids_.size())) != 0) {
       builder_.Note("duplicate write ids",
                     fmt::format("{} byte {}: write id {:#x}", file_, offset, wid));
     }
@@ -312,6 +432,7 @@ class CobraReader : public RecordSink {
 
   absl::Status Read(int64_t writer, int64_t wid, int64_t key, int64_t value,
                     uint64_t offset) override {
+    const uint64_t ordinal = reads_seen_++;
     if (writer == kCobraInit && (wid == kFenceA || wid == kFenceB)) {
       builder_.Note("GC fence reads dropped", fmt::format("{} byte {}", file_, offset));
       return absl::OkStatus();
@@ -340,7 +461,12 @@ class CobraReader : public RecordSink {
       extras_->value_hash.try_emplace(wid, value);
       extras_->claimed_writer.try_emplace(wid, writer);
     }
-    reads_.push_back({wid, writer, Position{file_index_, offset}});
+    // Checked against the write id's writer now if it was written before, else at the end.
+    if (const uint32_t w = writer_of_.Find(wid); w != 0) {
+      if (txn_ids_[w - 1] != writer) misnamed_.Add(ordinal, wid, writer, txn_ids_[w - 1]);
+    } else {
+      reads_.push_back({wid, writer, ordinal});
+    }
     ops_.push_back({Kind::kRead, key, wid});
     return absl::OkStatus();
   }
@@ -350,6 +476,7 @@ class CobraReader : public RecordSink {
     TxnHeader header;
     header.id = id;
     header.id_numeric = true;
+    header.id_new = true;  // Begin refused a repeated one
     header.session = session_;
     header.source_offset = start_offset_;
     if (time_order_) {
@@ -394,22 +521,30 @@ class CobraReader : public RecordSink {
     int64_t key;
     int64_t value;
   };
-  // Where a record is: the index of its file in file_names_, and its byte offset. Kept as
-  // numbers and written out only for a message: a string per transaction and per read cost
-  // more than the rest of the reading.
-  struct Position {
-    uint32_t file;
-    uint64_t offset;
-  };
+  // A read of a write id no transaction had written yet when it was read; `ordinal` counts the
+  // R records before it.
   struct PendingRead {
     int64_t wid;
     int64_t claimed;
-    Position where;
+    uint64_t ordinal;
+  };
+  // The reads of one kind that a note counts, and the first of them in the order of the logs.
+  struct ReadNote {
+    uint64_t count = 0;
+    uint64_t ordinal = UINT64_MAX;
+    int64_t wid = 0;
+    int64_t claimed = 0;
+    int64_t writer = 0;
+
+    void Add(uint64_t at, int64_t w, int64_t c, int64_t by) {
+      ++count;
+      if (at < ordinal) *this = ReadNote{count, at, w, c, by};
+    }
   };
 
   std::string Where(std::string_view file) const { return fmt::format("{}/{}", source_, file); }
-  std::string Describe(const Position& p) const {
-    return fmt::format("{} byte {}", file_names_[p.file], p.offset);
+  std::string Describe(uint32_t file, uint64_t offset) const {
+    return fmt::format("{} byte {}", file_names_[file], offset);
   }
 
   // 9-byte or 17-byte S/C records: the mode every non-empty file fits. Sets counts_ to the
@@ -472,23 +607,37 @@ class CobraReader : public RecordSink {
     return plain_error;
   }
 
-  void ResolveWriters() {
-    constexpr size_t kAheadReads = 8;
-    for (size_t i = 0; i < reads_.size(); ++i) {
-      if (i + kAheadReads < reads_.size()) writer_of_.prefetch(reads_[i + kAheadReads].wid);
-      const PendingRead& r = reads_[i];
-      auto it = writer_of_.find(r.wid);
-      if (it == writer_of_.end()) {
-        builder_.Note("reads of a write id no transaction wrote",
-                      fmt::format("{}: write id {:#x} (writer {} named)", Describe(r.where), r.wid,
-                                  r.claimed));
-      } else if (it->second != r.claimed) {
-        builder_.Note("reads naming another writer than the write id's",
-                      fmt::format("{}: write id {:#x} names {}, written by {}", Describe(r.where),
-                                  r.wid, r.claimed, it->second));
+  // The notes on reads whose write id no transaction wrote, or another transaction than the
+  // read names: counted in any order, their first examples those of the logs' order.
+  absl::Status ResolveWriters() {
+    ReadNote unwritten;
+    for (const PendingRead& r : reads_) {
+      if (const uint32_t w = writer_of_.Find(r.wid); w == 0) {
+        unwritten.Add(r.ordinal, r.wid, r.claimed, 0);
+      } else if (txn_ids_[w - 1] != r.claimed) {
+        misnamed_.Add(r.ordinal, r.wid, r.claimed, txn_ids_[w - 1]);
       }
     }
     reads_.clear();
+    const bool unwritten_first = unwritten.ordinal < misnamed_.ordinal;
+    for (int i = 0; i < 2; ++i) {
+      const ReadNote& n = (i == 0) == unwritten_first ? unwritten : misnamed_;
+      if (n.count == 0) continue;
+      const std::optional<std::pair<uint32_t, uint64_t>> at =
+          RecordFinder::NthRead(n.ordinal).Find(source_, files_, time_order_);
+      if (!at) return absl::InternalError(fmt::format("{}: a read the logs lost", source_));
+      const std::string where = Describe(at->first, at->second);
+      const std::string_view kind = &n == &unwritten
+                                        ? "reads of a write id no transaction wrote"
+                                        : "reads naming another writer than the write id's";
+      builder_.Note(
+          kind, &n == &unwritten
+                    ? fmt::format("{}: write id {:#x} (writer {} named)", where, n.wid, n.claimed)
+                    : fmt::format("{}: write id {:#x} names {}, written by {}", where, n.wid,
+                                  n.claimed, n.writer));
+      for (uint64_t k = 1; k < n.count; ++k) builder_.Note(kind, "");
+    }
+    return absl::OkStatus();
   }
 
   const ReadOptions& options_;
@@ -497,7 +646,6 @@ class CobraReader : public RecordSink {
   HistoryBuilder builder_;
   bool time_order_ = false;
   std::string file_;
-  uint32_t file_index_ = 0;
   std::vector<std::string> file_names_;
   std::string session_;
   int64_t txn_id_ = 0;
@@ -506,9 +654,13 @@ class CobraReader : public RecordSink {
   int64_t deletes_ = 0;
   RecordCounts counts_;
   std::vector<Op> ops_;
-  absl::flat_hash_map<int64_t, Position> txn_where_;
-  absl::flat_hash_map<int64_t, int64_t> writer_of_;
+  std::vector<const NamedFile*> files_;  // the logs, in the order read
+  IdTable txn_seen_{0};                  // transaction ids met in S records
+  std::vector<int64_t> txn_ids_;         // the S records' transaction ids, in order
+  IdTable writer_of_{0};                 // write id -> its first writer's S record, from 1
+  uint64_t reads_seen_ = 0;              // R records
   std::vector<PendingRead> reads_;
+  ReadNote misnamed_;
 };
 
 }  // namespace

@@ -108,7 +108,8 @@ absl::Status HistoryBuilder::BeginTxn(const TxnHeader& header) {
       return absl::InvalidArgumentError(fmt::format("transaction {}: {}", header.id, *defect));
     }
   }
-  auto [ext, inserted] = history_.ext_ids_.Intern(header.id);
+  auto [ext, inserted] = header.id_new && !live_ ? std::pair(history_.ext_ids_.Add(header.id), true)
+                                                 : history_.ext_ids_.Intern(header.id);
   if (!inserted) {
     return absl::InvalidArgumentError(fmt::format("duplicate transaction id {}", header.id));
   }

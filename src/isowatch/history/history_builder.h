@@ -24,8 +24,12 @@ namespace isowatch::history {
 
 // Everything about a transaction except its operations.
 struct TxnHeader {
-  std::string_view id;       // as written in the source; unique within the history
-  bool id_numeric = false;   // the source wrote the id as a number
+  std::string_view id;      // as written in the source; unique within the history
+  bool id_numeric = false;  // the source wrote the id as a number
+  // The reader knows that no transaction before has this id (it numbers them itself), so
+  // BeginTxn need not look it up (a lookup in a table of millions of ids misses the cache).
+  // REQUIRES: true only for such an id.
+  bool id_new = false;
   std::string_view session;  // session id as written in the source
   bool session_numeric = false;
   std::optional<int64_t> seq;  // position in the session; absent = order of BeginTxn calls
@@ -116,6 +120,9 @@ class HistoryBuilder {
   bool txn_open() const { return open_; }
   // Transactions added so far (released ones included).
   size_t txn_count() const { return history_.size(); }
+  // The operations added so far, in the order added (an abandoned transaction's are gone).
+  // Invalidated by the next operation added. REQUIRES: !live().
+  std::span<const Op> ops() const { return history_.ops_; }
 
   // Live mode, for the daemon: the history is read (by the online engine) while it grows, so
   // each transaction is complete when it is closed, instead of in Finish. Call before any

@@ -63,6 +63,10 @@ void StringPool::Place(std::string_view s, int64_t decimal, uint32_t index) {
   } else {
     views_[index] = stored;
   }
+  Index(stored, decimal, index);
+}
+
+void StringPool::Index(std::string_view stored, int64_t decimal, uint32_t index) {
   if (decimal >= 0 && (static_cast<uint64_t>(decimal) < dense_.size() || GrowDense(decimal))) {
     dense_[static_cast<size_t>(decimal)] = index + 1;
     return;
@@ -71,7 +75,22 @@ void StringPool::Place(std::string_view s, int64_t decimal, uint32_t index) {
   if (decimal >= 0) ++hashed_decimals_;
 }
 
+uint32_t StringPool::Add(std::string_view s) {
+  const auto index = static_cast<uint32_t>(views_.size());
+  views_.push_back(Store(s));
+  return index;
+}
+
+void StringPool::IndexAdded() {
+  index_.reserve(index_.size() + (views_.size() - indexed_));
+  for (size_t i = indexed_; i < views_.size(); ++i) {
+    Index(views_[i], SmallDecimal(views_[i]), static_cast<uint32_t>(i));
+  }
+  indexed_ = views_.size();
+}
+
 std::pair<uint32_t, bool> StringPool::Intern(std::string_view s) {
+  if (indexed_ < views_.size()) IndexAdded();
   const int64_t decimal = SmallDecimal(s);
   if (decimal >= 0 && static_cast<uint64_t>(decimal) < dense_.size()) {
     if (const uint32_t slot = dense_[static_cast<size_t>(decimal)]; slot != 0) {
@@ -86,6 +105,7 @@ std::pair<uint32_t, bool> StringPool::Intern(std::string_view s) {
     free_.pop_back();
   }
   Place(s, decimal, index);
+  indexed_ = views_.size();
   return {index, true};
 }
 
@@ -130,6 +150,7 @@ size_t StringPool::Retain(std::span<const uint64_t> keep) {
     const std::string_view s = views_[i];
     Place(s, SmallDecimal(s), index);
   }
+  indexed_ = views_.size();
   return dropped;
 }
 
@@ -153,16 +174,22 @@ bool StringPool::Restore(std::span<const std::string_view> strings,
     Place(strings[i], SmallDecimal(strings[i]), static_cast<uint32_t>(i));
   }
   free_.assign(forgotten.begin(), forgotten.end());
+  indexed_ = views_.size();
   return true;
 }
 
 int64_t StringPool::Find(std::string_view s) const {
   const int64_t decimal = SmallDecimal(s);
+  int64_t found = -1;
   if (decimal >= 0 && static_cast<uint64_t>(decimal) < dense_.size()) {
-    return static_cast<int64_t>(dense_[static_cast<size_t>(decimal)]) - 1;
+    found = static_cast<int64_t>(dense_[static_cast<size_t>(decimal)]) - 1;
+  } else if (auto it = index_.find(s); it != index_.end()) {
+    found = static_cast<int64_t>(it->second);
   }
-  auto it = index_.find(s);
-  return it == index_.end() ? -1 : static_cast<int64_t>(it->second);
+  for (size_t i = indexed_; found < 0 && i < views_.size(); ++i) {
+    if (views_[i] == s) found = static_cast<int64_t>(i);
+  }
+  return found;
 }
 
 size_t StringPool::MemoryUsage() const {

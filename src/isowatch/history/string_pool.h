@@ -35,7 +35,13 @@ class StringPool {
 
   // Returns the index of `s`, and whether it was added by this call.
   std::pair<uint32_t, bool> Intern(std::string_view s);
-  // Returns the index of `s`, or -1 if it is not held (never interned, or forgotten).
+  // Holds `s` at the next index, which it returns, without looking it up or indexing it, for a
+  // caller that knows `s` is not held (such as an id it numbers itself). Strings held so are
+  // indexed by the next Intern, Retain or Restore; until then Find looks for them one by one.
+  // REQUIRES: `s` is not held.
+  uint32_t Add(std::string_view s);
+  // Returns the index of `s`, or -1 if it is not held (never interned, or forgotten). O(1), but
+  // for the strings held by Add since the last Intern, which it compares one by one.
   int64_t Find(std::string_view s) const;
   // REQUIRES: index < size(). A forgotten index reads as the empty string.
   std::string_view Get(uint32_t index) const { return views_[index]; }
@@ -77,6 +83,10 @@ class StringPool {
   std::string_view Store(std::string_view s);
   // Interns `s`, known not to be held, at `index` (views_.size() to append).
   void Place(std::string_view s, int64_t decimal, uint32_t index);
+  // Indexes `stored`, held at `index`, through dense_ or index_.
+  void Index(std::string_view stored, int64_t decimal, uint32_t index);
+  // Indexes the strings held by Add, views_[indexed_, size()).
+  void IndexAdded();
   // The value of `s` if it is a canonical decimal below 10^18, else -1.
   static int64_t SmallDecimal(std::string_view s);
   // Extends dense_ to cover `value` if that keeps it dense enough; false if it does not.
@@ -95,6 +105,7 @@ class StringPool {
   // Strings in index_ that SmallDecimal accepts (they must move when dense_ grows over them).
   size_t hashed_decimals_ = 0;
   size_t reserved_ = 0;  // Reserve's largest `n`
+  size_t indexed_ = 0;   // views_ from here on were held by Add and are not indexed
 };
 
 }  // namespace isowatch::history

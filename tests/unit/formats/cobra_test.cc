@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/formats/cobra.h"
 
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,9 +32,9 @@ using history::Value;
 using ::testing::HasSubstr;
 
 const std::string& Sample() {
-  static const std::string bytes =
+  static const std::string kBytes =
       samples::FileContents(samples::SamplePath("cobra", "sample/T1.log"));
-  return bytes;
+  return kBytes;
 }
 
 std::string Be(int64_t v) {
@@ -47,12 +53,12 @@ std::string R(int64_t writer, int64_t wid, int64_t key, int64_t value) {
   return "R" + Be(writer) + Be(wid) + Be(key) + Be(value);
 }
 
-absl::StatusOr<History> Read(const NamedFiles& files, ReadOptions options = {},
+absl::StatusOr<History> Read(const NamedFiles& files, const ReadOptions& options = {},
                              CobraExtras* extras = nullptr) {
   return ReadCobraFiles(files, options, "logs", extras);
 }
 
-std::string ReadError(const NamedFiles& files, ReadOptions options = {}) {
+std::string ReadError(const NamedFiles& files, const ReadOptions& options = {}) {
   return samples::ErrorOf(Read(files, options));
 }
 
@@ -210,6 +216,157 @@ TEST(CobraTest, SpecialReads) {
   EXPECT_EQ(NoteCount(*h, "reads naming another writer than the write id's"), 1u);
   EXPECT_EQ(NoteCount(*h, "reads of a write id no transaction wrote"), 1u);
   EXPECT_EQ(NoteCount(*h, "duplicate write ids"), 1u);
+}
+
+// The notes on write ids and the error on a repeated transaction, as the reader made them with a
+// table of every transaction id and write id: kind, count and first example in order of first
+// occurrence, or the error.
+struct Reference {
+  std::string error;
+  std::vector<std::tuple<std::string, uint64_t, std::string>> notes;
+};
+Reference ReferenceRead(const NamedFiles& files) {
+  Reference ref;
+  auto note = [&ref](const std::string& kind, const std::string& example) {
+    for (auto& [k, count, first] : ref.notes) {
+      if (k == kind) {
+        ++count;
+        return;
+      }
+    }
+    ref.notes.emplace_back(kind, 1, example);
+  };
+  std::map<int64_t, std::string> first_at;
+  std::map<int64_t, int64_t> writer_of;
+  struct PendingRead {
+    int64_t wid;
+    int64_t claimed;
+    std::string where;
+  };
+  std::vector<PendingRead> reads;
+  for (const auto& file : files) {
+    const std::string& name = file.first;
+    const std::string& bytes = file.second;
+    int64_t txn = 0;
+    for (size_t pos = 0; pos < bytes.size();) {
+      auto be = [&bytes](size_t at) {
+        uint64_t v = 0;
+        for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(bytes[at + i]);
+        return static_cast<int64_t>(v);
+      };
+      const std::string where = fmt::format("{} byte {}", name, pos);
+      switch (bytes[pos]) {
+        case 'S':
+          txn = be(pos + 1);
+          if (first_at.contains(txn)) {
+            ref.error = fmt::format("logs/{}: byte {}: transaction {} again (first at {})", name,
+                                    pos, txn, first_at[txn]);
+            return ref;
+          }
+          first_at[txn] = where;
+          pos += 9;
+          break;
+        case 'C':
+          pos += 9;
+          break;
+        case 'W':
+          if (!writer_of.try_emplace(be(pos + 1), txn).second) {
+            note("duplicate write ids", fmt::format("{}: write id {:#x}", where, be(pos + 1)));
+          }
+          pos += 25;
+          break;
+        default:
+          reads.push_back({be(pos + 9), be(pos + 1), where});
+          pos += 33;
+          break;
+      }
+    }
+  }
+  for (const PendingRead& r : reads) {
+    auto it = writer_of.find(r.wid);
+    if (it == writer_of.end()) {
+      note("reads of a write id no transaction wrote",
+           fmt::format("{}: write id {:#x} (writer {} named)", r.where, r.wid, r.claimed));
+    } else if (it->second != r.claimed) {
+      note("reads naming another writer than the write id's",
+           fmt::format("{}: write id {:#x} names {}, written by {}", r.where, r.wid, r.claimed,
+                       it->second));
+    }
+  }
+  return ref;
+}
+
+// The reader keeps transaction ids and write ids in arrays where they are dense and in hash
+// tables where not, checks a read against its writer when it comes if the write came before,
+// and finds the position of a first example by walking the logs again: on random logs with
+// ids of every range, repeated or not, its notes and errors are those of a table of every id.
+TEST(CobraTest, WriteIdNotesMatchAReferenceOnRandomLogs) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 80; ++round) {
+    const int shape = round % 4;
+    auto id = [&](uint64_t range) -> int64_t {
+      switch (shape) {
+        case 0:  // dense, from 1
+          return static_cast<int64_t>(1 + rng() % range);
+        case 1:  // huge
+          return static_cast<int64_t>((uint64_t{1} << 50) + rng() % range);
+        case 2:  // past the arrays' first bound, within it as ids add up
+          return static_cast<int64_t>(1 + 4000 + rng() % (range * 40));
+        default:  // mixed
+          return rng() % 2 == 0 ? static_cast<int64_t>(1 + rng() % range)
+                                : static_cast<int64_t>((uint64_t{1} << 40) + rng() % range);
+      }
+    };
+    // Transaction ids unique unless the round repeats one; write ids from a range about as large
+    // as the writes, so that some repeat.
+    const bool repeat_txn = round % 5 == 4;
+    std::set<int64_t> txn_ids;
+    std::vector<int64_t> txns_so_far;
+    std::vector<std::pair<int64_t, int64_t>> writes_so_far;  // (wid, writer)
+    NamedFiles files;
+    const int logs = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < logs; ++f) {
+      std::string bytes;
+      const int txns = static_cast<int>(rng() % 300);
+      for (int t = 0; t < txns; ++t) {
+        int64_t txn = id(100000);
+        while (txn_ids.contains(txn) && !(repeat_txn && rng() % 200 == 0)) txn = id(100000);
+        txn_ids.insert(txn);
+        txns_so_far.push_back(txn);
+        bytes += S(txn);
+        const int ops = static_cast<int>(rng() % 8);
+        for (int o = 0; o < ops; ++o) {
+          if (rng() % 2 == 0) {
+            const int64_t wid = id(1200);
+            bytes += W(wid, static_cast<int64_t>(rng() % 10), 0);
+            writes_so_far.emplace_back(wid, txn);
+          } else if (!writes_so_far.empty() && rng() % 4 != 0) {
+            const auto& [wid, writer] = writes_so_far[rng() % writes_so_far.size()];
+            const int64_t named =
+                rng() % 20 == 0 ? txns_so_far[rng() % txns_so_far.size()] : writer;
+            bytes += R(named, wid, static_cast<int64_t>(rng() % 10), 0);
+          } else {
+            // A write id written later in the logs, or never.
+            bytes += R(id(100000), id(1200), static_cast<int64_t>(rng() % 10), 0);
+          }
+        }
+        bytes += C(txn);
+      }
+      files.emplace_back(fmt::format("T{}.log", f), std::move(bytes));
+    }
+    const Reference want = ReferenceRead(files);
+    ReadOptions plain;
+    plain.dialect = "plain";
+    absl::StatusOr<History> h = Read(files, plain);
+    if (!want.error.empty()) {
+      EXPECT_THAT(samples::ErrorOf(h), HasSubstr(want.error)) << round;
+      continue;
+    }
+    ASSERT_TRUE(h.ok()) << round << " " << h.status();
+    std::vector<std::tuple<std::string, uint64_t, std::string>> got;
+    for (const auto& n : h->info().notes) got.emplace_back(n.kind, n.count, n.example);
+    EXPECT_EQ(got, want.notes) << round;
+  }
 }
 
 TEST(CobraTest, RoundTripWithoutExtras) {

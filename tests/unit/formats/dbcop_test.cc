@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/formats/dbcop.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <random>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -218,6 +224,191 @@ TEST(DbcopTest, EmptySessionsAndTransactionsKeepPositions) {
   EXPECT_EQ(NoteCount(*h, "empty sessions (kept as positions)"), 1u);
   EXPECT_EQ(NoteCount(*h, "empty transactions"), 1u);
   EXPECT_EQ(Encode(*h, &header), bytes);
+}
+
+// One event of a generated bincode history.
+struct GenEvent {
+  bool write;
+  int64_t variable;
+  int64_t value;
+  bool success;
+};
+using GenSessions = std::vector<std::vector<std::pair<std::vector<GenEvent>, bool>>>;
+
+std::string EncodeSessions(const GenSessions& sessions) {
+  std::string bytes;
+  auto u64 = [&bytes](uint64_t v) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  for (uint64_t v : {1, 2, 3, 4, 5}) u64(v);
+  for (int i = 0; i < 3; ++i) u64(0);
+  u64(sessions.size());
+  for (const auto& txns : sessions) {
+    u64(txns.size());
+    for (const auto& [events, success] : txns) {
+      u64(events.size());
+      for (const GenEvent& e : events) {
+        bytes.push_back(e.write ? 1 : 0);
+        u64(static_cast<uint64_t>(e.variable));
+        u64(static_cast<uint64_t>(e.value));
+        bytes.push_back(e.success ? 1 : 0);
+      }
+      bytes.push_back(success ? 1 : 0);
+    }
+  }
+  return bytes;
+}
+
+// The notes of AddTxn as the reader wrote them with a table of every (variable, value) written:
+// kind, count and first example, in order of first occurrence.
+std::vector<std::tuple<std::string, uint64_t, std::string>> ReferenceNotes(
+    const GenSessions& sessions) {
+  std::vector<std::tuple<std::string, uint64_t, std::string>> notes;
+  auto note = [&notes](const std::string& kind, const std::string& example) {
+    for (auto& [k, count, first] : notes) {
+      if (k == kind) {
+        ++count;
+        return;
+      }
+    }
+    notes.emplace_back(kind, 1, example);
+  };
+  std::set<std::pair<int64_t, int64_t>> written;
+  for (size_t s = 0; s < sessions.size(); ++s) {
+    for (size_t t = 0; t < sessions[s].size(); ++t) {
+      const auto& [events, success] = sessions[s][t];
+      const std::string id = fmt::format("{}:{}", s + 1, t);
+      if (!success) {
+        note(
+            "unsuccessful transactions read as aborted (the format cannot tell aborted from "
+            "unknown)",
+            fmt::format("transaction {} at", id));
+      }
+      if (events.empty()) note("empty transactions", fmt::format("transaction {} at", id));
+      for (size_t i = 0; i < events.size(); ++i) {
+        const GenEvent& e = events[i];
+        if (!e.success) {
+          note("ineffective events dropped (success false)",
+               fmt::format("transaction {} event {}", id, i));
+          continue;
+        }
+        if (!e.write) continue;
+        if (e.value == 0) {
+          note("writes of the initial value",
+               fmt::format("transaction {} event {}: variable {}", id, i, e.variable));
+        }
+        if (!written.insert({e.variable, e.value}).second) {
+          note("duplicate writes of one (variable, value)",
+               fmt::format("transaction {} event {}: variable {} value {}", id, i, e.variable,
+                           e.value));
+        }
+      }
+    }
+    if (sessions[s].empty()) note("empty sessions (kept as positions)", "");
+  }
+  return notes;
+}
+
+// The note on duplicate writes decides most writes by a bit per value and the rest by a table
+// (values out of the bits' range, and every write once a value repeats): the notes are those of
+// a table of every write, on values of every range, repeated or not, and read from a file (in
+// blocks, where a transaction across two is read a field at a time) as from memory.
+TEST(DbcopTest, NotesMatchAReferenceOnRandomHistories) {
+  std::mt19937_64 rng(17);
+  for (int round = 0; round < 60; ++round) {
+    const int shape = round % 6;
+    int64_t next = 0;
+    auto value = [&]() -> int64_t {
+      switch (shape) {
+        case 0:  // distinct values, each written once
+          return next += 1 + static_cast<int64_t>(rng() % 5);
+        case 1:  // few values: repeats, of one variable or of others
+          return static_cast<int64_t>(rng() % 50);
+        case 2:  // large values first out of the bits' range, then within it as writes add up
+          return static_cast<int64_t>(60000 + rng() % 400000);
+        case 3:  // huge and small values mixed, a few repeated
+          return rng() % 2 == 0 ? static_cast<int64_t>(rng() % 3000)
+                                : INT64_MAX - static_cast<int64_t>(rng() % 3000);
+        default:  // unique increasing values, with now and then one written again
+          return rng() % 500 == 0 ? static_cast<int64_t>(rng() % 1000)
+                                  : static_cast<int64_t>(1000 + rng() % (uint64_t{1} << 30));
+      }
+    };
+    GenSessions sessions(1 + rng() % 4);
+    for (auto& txns : sessions) {
+      txns.resize(rng() % 600);
+      for (auto& [events, success] : txns) {
+        events.resize(rng() % 9);
+        for (GenEvent& e : events) {
+          e = GenEvent{.write = rng() % 2 == 0,
+                       .variable = static_cast<int64_t>(rng() % 20),
+                       .value = 0,
+                       .success = rng() % 200 != 0};
+          e.value = e.write ? value() : static_cast<int64_t>(rng() % 100);
+        }
+        success = rng() % 100 != 0;
+      }
+    }
+    const std::string bytes = EncodeSessions(sessions);
+    absl::StatusOr<History> h = ReadBin(bytes);
+    if (!h.ok()) {
+      EXPECT_THAT(Error(h), HasSubstr("workload template")) << round;
+      continue;
+    }
+    std::vector<std::tuple<std::string, uint64_t, std::string>> got;
+    for (const auto& n : h->info().notes) got.emplace_back(n.kind, n.count, n.example);
+    std::vector<std::tuple<std::string, uint64_t, std::string>> want = ReferenceNotes(sessions);
+    ASSERT_EQ(got.size(), want.size()) << round;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(std::get<0>(got[i]), std::get<0>(want[i])) << round;
+      EXPECT_EQ(std::get<1>(got[i]), std::get<1>(want[i])) << round << " " << std::get<0>(want[i]);
+      EXPECT_THAT(std::get<2>(got[i]), HasSubstr(std::get<2>(want[i]))) << round;
+    }
+    const std::string path = ::testing::TempDir() + "/dbcop_random.bincode";
+    std::ofstream(path, std::ios::binary) << bytes;
+    absl::StatusOr<History> from_file = ReadDbcopBincodeFile(path, {});
+    ASSERT_TRUE(from_file.ok()) << from_file.status();
+    EXPECT_EQ(Canonical(*from_file), Canonical(*h)) << round;
+    std::remove(path.c_str());
+  }
+}
+
+// Bytes changed at random read from a file (a block at a time, records across blocks read a
+// field at a time) as from memory: the same history, or the same error at the same byte.
+TEST(DbcopTest, MutatedFilesReadAsFromMemory) {
+  std::mt19937_64 rng(5);
+  GenSessions sessions(3);
+  for (auto& txns : sessions) {
+    txns.resize(1500);
+    for (auto& [events, success] : txns) {
+      events.resize(1 + rng() % 6);
+      for (GenEvent& e : events) {
+        e = GenEvent{.write = rng() % 2 == 0,
+                     .variable = static_cast<int64_t>(rng() % 30),
+                     .value = static_cast<int64_t>(1 + rng() % 100000),
+                     .success = true};
+      }
+      success = true;
+    }
+  }
+  const std::string bytes = EncodeSessions(sessions);
+  ASSERT_GT(bytes.size(), size_t{3} << 16);
+  const std::string path = ::testing::TempDir() + "/dbcop_mutated.bincode";
+  for (int round = 0; round < 40; ++round) {
+    std::string bad = bytes;
+    for (int k = 0; k < 1 + round % 3; ++k) {
+      const size_t at = 70 + rng() % (bad.size() - 70);
+      bad[at] = static_cast<char>(rng() % 2 == 0 ? rng() % 3 : rng());
+    }
+    std::ofstream(path, std::ios::binary) << bad;
+    absl::StatusOr<History> from_file = ReadDbcopBincodeFile(path, {});
+    absl::StatusOr<History> from_memory = ReadDbcopBincodeString(bad, {}, path);
+    ASSERT_EQ(from_file.status(), from_memory.status()) << round;
+    if (from_file.ok()) {
+      EXPECT_EQ(Canonical(*from_file), Canonical(*from_memory)) << round;
+    }
+  }
+  std::remove(path.c_str());
 }
 
 constexpr std::string_view kTuples =

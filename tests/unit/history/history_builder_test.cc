@@ -44,6 +44,29 @@ TEST(HistoryBuilderTest, RejectsDuplicateIdsAndStartAfterCommit) {
           .ok());
 }
 
+// Ids the reader says are new are not looked up, yet found as any other, and an id given later
+// without that word is checked against them.
+TEST(HistoryBuilderTest, NewIdsAreFoundAndCheckedAgainst) {
+  HistoryBuilder b;
+  ASSERT_TRUE(b.BeginTxn({.id = "1:0", .id_new = true, .session = "1"}).ok());
+  b.EndTxn();
+  ASSERT_TRUE(b.BeginTxn({.id = "1:1", .id_new = true, .session = "1"}).ok());
+  b.EndTxn();
+  EXPECT_FALSE(b.BeginTxn({.id = "1:0", .session = "1"}).ok());
+  ASSERT_TRUE(b.BeginTxn({.id = "2:0", .session = "2"}).ok());
+  b.EndTxn();
+  ASSERT_TRUE(b.BeginTxn({.id = "7", .id_new = true, .session = "2"}).ok());
+  b.EndTxn();
+  auto h = std::move(b).Finish();
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->FindTxn("1:0"), TxnId(0));
+  EXPECT_EQ(h->FindTxn("1:1"), TxnId(1));
+  EXPECT_EQ(h->FindTxn("2:0"), TxnId(2));
+  EXPECT_EQ(h->FindTxn("7"), TxnId(3));
+  EXPECT_EQ(h->txn_name(TxnId(3)), "7");
+  EXPECT_FALSE(h->FindTxn("1:2").valid());
+}
+
 TEST(HistoryBuilderTest, RealTimeIntervalsAndWhatTheHistoryHas) {
   HistoryBuilder b;
   EXPECT_FALSE(
@@ -158,6 +181,7 @@ TEST(HistoryBuilderTest, IntKeysInternOnceWhateverTheirRange) {
                                      std::numeric_limits<int64_t>::min(),
                                      std::numeric_limits<int64_t>::max()};
   std::vector<KeyId> ids;
+  ids.reserve(keys.size());
   for (const int64_t k : keys) ids.push_back(b.IntKey(k));
   for (size_t i = 0; i < keys.size(); ++i) {
     EXPECT_EQ(b.IntKey(keys[i]), ids[i]) << keys[i];

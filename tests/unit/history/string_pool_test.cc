@@ -192,5 +192,36 @@ TEST(StringPool, ReservedPoolInternsOutOfOrderDecimalsOnce) {
   EXPECT_EQ(pool.Find("2000"), -1);
 }
 
+// Strings held by Add, unlooked-up, are found as if interned, one by one until the next Intern
+// indexes them; an Intern of one of them finds it, and the pool after Retain is the same.
+TEST(StringPool, AddedStringsAreFoundAndInternedAsIfInterned) {
+  StringPool pool;
+  const std::vector<std::string> s = Samples();
+  std::vector<std::string> strings;
+  for (size_t i = 0; i < s.size(); ++i) {
+    strings.push_back(s[i]);
+    strings.push_back(fmt::format("{}:{}", i % 3, i));
+  }
+  for (size_t i = 0; i < strings.size(); ++i) {
+    // Every third string interned, the others added: both kinds stay unique.
+    const std::pair<uint32_t, bool> got =
+        i % 3 == 0 ? pool.Intern(strings[i]) : std::pair(pool.Add(strings[i]), true);
+    EXPECT_EQ(got, std::make_pair(static_cast<uint32_t>(i), true)) << strings[i];
+    for (size_t j = 0; j <= i; ++j) {
+      EXPECT_EQ(pool.Find(strings[j]), static_cast<int64_t>(j)) << strings[j];
+    }
+    EXPECT_EQ(pool.Find("absent"), -1);
+  }
+  for (size_t i = 0; i < strings.size(); ++i) {
+    EXPECT_EQ(pool.Intern(strings[i]), std::make_pair(static_cast<uint32_t>(i), false));
+    EXPECT_EQ(pool.Get(static_cast<uint32_t>(i)), strings[i]);
+  }
+  EXPECT_EQ(pool.Add("later"), strings.size());
+  std::vector<uint64_t> all((strings.size() + 64) / 64, ~uint64_t{0});
+  EXPECT_EQ(pool.Retain(all), 0u);
+  EXPECT_EQ(pool.Find("later"), static_cast<int64_t>(strings.size()));
+  EXPECT_EQ(pool.Intern("later"), std::make_pair(static_cast<uint32_t>(strings.size()), false));
+}
+
 }  // namespace
 }  // namespace isowatch::history
