@@ -106,6 +106,12 @@ bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t
   return true;
 }
 
+absl::Status TimeKillerParser::TxnFailure(const ChunkedJsonArray& array,
+                                          const ArrayElement& element) const {
+  return array.ErrorAt(fail_where_ != nullptr ? fail_where_ : element.data,
+                       fmt::format("transaction #{}: {}", element.index, fail_message_));
+}
+
 absl::StatusOr<const ParsedTxn*> TimeKillerParser::ParseNext(ChunkedJsonArray& array,
                                                              ArrayElement* element,
                                                              ParsedTxn* usual) {
@@ -124,10 +130,7 @@ absl::StatusOr<const ParsedTxn*> TimeKillerParser::ParseNext(ChunkedJsonArray& a
   if (!more) return nullptr;
   const char* start = element->data;
   const char* end = element->data + element->size;
-  auto failure = [&]() {
-    return array.ErrorAt(fail_where_ != nullptr ? fail_where_ : start,
-                         fmt::format("transaction #{}: {}", element->index, fail_message_));
-  };
+  auto failure = [&]() { return TxnFailure(array, *element); };
   if (*start != '{') {
     return array.ErrorAt(
         start, fmt::format("transaction #{}: expected an object, found an array", element->index));
@@ -170,10 +173,7 @@ absl::Status TimeKillerParser::ReadHistory(ByteSource* source, const std::string
   while (true) {
     ASSIGN_OR_RETURN(const ParsedTxn* txn, ParseNext(array, &element, &txn_));
     if (txn == nullptr) break;
-    if (!EmitTxn(*txn, element.data, element.offset)) {
-      return array.ErrorAt(fail_where_ != nullptr ? fail_where_ : element.data,
-                           fmt::format("transaction #{}: {}", element.index, fail_message_));
-    }
+    if (!EmitTxn(*txn, element.data, element.offset)) return TxnFailure(array, element);
     CountForSizing(element.index, element.offset + element.size, txn->ops.size(), source_size);
   }
   return absl::OkStatus();

@@ -108,6 +108,9 @@ class TimeKillerParser {
     fail_message_ = std::move(message);
     return false;
   }
+  // The recorded failure as a positioned error of transaction `element`: at the recorded
+  // position, else at the transaction's start.
+  absl::Status TxnFailure(const ChunkedJsonArray& array, const ArrayElement& element) const;
   // Records a simdjson error met while reading `what`.
   bool FailJson(const char* where, simdjson::error_code error, std::string_view what);
   // The raw text of `v` (for messages), or "" if it cannot be had.
