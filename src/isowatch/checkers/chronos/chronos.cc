@@ -12,8 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-
 #include "isowatch/axioms/explain.h"
 #include "isowatch/axioms/ext_rules.h"
 #include "isowatch/axioms/read_walker.h"
@@ -47,36 +45,52 @@ struct KeyPart {
 // The committed list of every key of one KeyPart. A committed list is almost always a prefix of
 // the history's list of the key (History::key_list: the longest list its reads saw), so each
 // append is compared with the key's list as it is committed, and a list is kept as its length
-// while they agree; only a key whose committed list leaves its key list (an append the reads
-// never saw, or one they saw elsewhere) gets a copy of its own, from then on.
+// while they agree. A key whose committed list leaves its key list (an append the reads never
+// saw, or one they saw elsewhere) keeps the elements from there on in a tail of its own; the
+// reads that share the key list need only the length and where the two part (AgreesWithKeyList).
 class CommittedLists {
  public:
-  CommittedLists(const History& h, KeyPart part) : h_(h), state_(h.key_count()) {
+  CommittedLists(const History& h, KeyPart part) : state_(h.key_count()) {
     for (uint32_t k = 0; k < h.key_count(); ++k) {
       if (!part.Has(k) || !h.key(KeyId(k)).is_list) continue;
+      const std::span<const Value> list = h.key_list(KeyId(k));
+      state_[k].list = list.data();
+      state_[k].list_size = static_cast<uint32_t>(std::min<size_t>(list.size(), UINT32_MAX));
       for (const Value v : h.InitialList(KeyId(k))) push_back(k, v);
     }
   }
 
   void push_back(uint32_t k, Value v) {
     State& s = state_[k];
-    if (s.agreed == kAgrees) {
-      const std::span<const Value> key_list = h_.key_list(KeyId(k));
-      if (s.size < key_list.size() && key_list[s.size] == v) {
+    if (s.agreed == kAgrees) [[likely]] {
+      if (s.size < s.list_size && s.list[s.size] == v) [[likely]] {
         ++s.size;
         return;
       }
       s.agreed = s.size;
-      copies_[k].assign(key_list.begin(), key_list.begin() + static_cast<ptrdiff_t>(s.size));
+      s.tail = static_cast<uint32_t>(tails_.size());
+      tails_.emplace_back();
     }
-    copies_[k].push_back(v);
+    tails_[s.tail].push_back(v);
     ++s.size;
   }
 
-  std::span<const Value> operator[](uint32_t k) const {
+  // The committed list of `k`: a part of its key list, or (once it left it) a copy in `scratch`.
+  std::span<const Value> Get(uint32_t k, std::vector<Value>& scratch) const {
     const State& s = state_[k];
-    if (s.agreed == kAgrees) return h_.key_list(KeyId(k)).first(s.size);
-    return copies_.at(k);
+    if (s.agreed == kAgrees) return {s.list, s.size};
+    CopyPrefix(k, s.size, scratch);
+    return scratch;
+  }
+  // Sets `out` to the first `n` elements of the committed list of `k`. REQUIRES: n <= size(k).
+  void CopyPrefix(uint32_t k, uint64_t n, std::vector<Value>& out) const {
+    const State& s = state_[k];
+    const uint64_t shared = std::min(n, s.agreed);
+    out.assign(s.list, s.list + shared);
+    if (n > shared) {
+      const std::vector<Value>& tail = tails_[s.tail];
+      out.insert(out.end(), tail.begin(), tail.begin() + static_cast<ptrdiff_t>(n - shared));
+    }
   }
   size_t size(uint32_t k) const { return state_[k].size; }
 
@@ -90,13 +104,15 @@ class CommittedLists {
  private:
   static constexpr uint64_t kAgrees = UINT64_MAX;
   struct State {
+    const Value* list = nullptr;  // the key list (History::key_list), which the check never changes
+    uint32_t list_size = 0;       // held to 32 bits, as a list read's size is (Op::list_size)
+    uint32_t tail = 0;            // once they part: the elements from `agreed` on are tails_[tail]
     uint64_t size = 0;
     uint64_t agreed = kAgrees;  // kAgrees, or how many first elements agree with the key list
   };
 
-  const History& h_;
   std::vector<State> state_;
-  absl::flat_hash_map<uint32_t, std::vector<Value>> copies_;  // the keys that left their list
+  std::vector<std::vector<Value>> tails_;
 };
 
 // A point of the replay. Phases order the events that share a timestamp: commits first, then
@@ -405,20 +421,19 @@ class Replayer {
 
   void CheckExternalList(TxnId reader, const Op& op, std::span<const Value> own) {
     const uint32_t k = op.key().value();
-    const std::span<const Value> committed = lists_[k];
     if (History::SharesKeyList(op)) {
       // The read is a prefix of the key's list: it matches if it is as long as the committed
       // list and the reader's appends, the committed list is that prefix of the key's list
       // (AgreesWithKeyList), and the appends follow it there.
-      const size_t n = committed.size();
+      const size_t n = lists_.size(k);
       if (op.list_size() == n + own.size() && lists_.AgreesWithKeyList(k, n)) {
         const std::span<const Value> tail = h_.key_list(op.key()).subspan(n, own.size());
         if (std::equal(own.begin(), own.end(), tail.begin())) return;
       }
-    } else if (axioms::ListReadMatches(committed, own, h_.list_elements(op))) {
-      return;
     }
+    const std::span<const Value> committed = lists_.Get(k, committed_);
     auto observed = h_.list_elements(op);
+    if (!History::SharesKeyList(op) && axioms::ListReadMatches(committed, own, observed)) return;
     Emit(axioms::ListViolation(h_, write_index_, level_, reader, op.key(), committed, own,
                                observed));
   }
@@ -457,10 +472,8 @@ class Replayer {
       ++result_.stats.snapshot_unjudged;
       return;
     }
-    committed_.clear();
     if (stop == axioms::SnapshotStop::kBoundary) {
-      const std::span<const Value> list = lists_[key.value()];
-      committed_.assign(list.begin(), list.begin() + static_cast<ptrdiff_t>(chain[c.at].list_end));
+      lists_.CopyPrefix(key.value(), chain[c.at].list_end, committed_);
     } else {
       auto init = h_.InitialList(key);
       committed_.assign(init.begin(), init.end());
