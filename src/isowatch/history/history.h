@@ -292,6 +292,8 @@ class History {
   static constexpr uint64_t kKeyList = uint64_t{1} << 60;
   // A retired transaction's xid_slot - 1 is this plus its index in retired_xids_.
   static constexpr uint32_t kRetiredXid = uint32_t{1} << 31;
+  // Op keeps a list read's offset in fewer bits: a position below 2^56, and these marks.
+  static_assert(kKeyList >> 60 == 1 && kRetiredList >> 60 == 2);
   struct Retired {
     Transaction txn;
     std::string name;
