@@ -58,6 +58,25 @@ TEST(ChronosSnapshotTest, ExplanationsNameTheSnapshot) {
   }
 }
 
+// A snapshot that sees a writer sees its final value of each key, not one it wrote on the way;
+// in a short writer and in one long enough to be walked otherwise (more than 32 operations).
+TEST(ChronosSnapshotTest, ASnapshotSeesTheWritersFinalValue) {
+  for (const int padding : {0, 40}) {
+    TestHistory t;
+    auto& writer = t.Pg("T1", "a", 101, "101:101:", 10).W(0, 1);
+    for (int i = 0; i < padding; ++i) writer.W(100 + i, i);
+    writer.W(1, 5).W(0, 2);
+    t.Pg("T2", "b", 0, "102:102:", 20).R(0, 2).R(1, 5);
+    t.Pg("T3", "c", 0, "102:102:", 30).R(0, 1);
+    const history::History h = t.Build();
+    const ChronosResult r = RunChronos(h, {.level = IsolationLevel::kSnapshotIsolation});
+    const std::vector<std::string> got = SummarizeAll(h, r.violations);
+    ASSERT_EQ(got.size(), 1u) << padding << ": " << ::testing::PrintToString(got);
+    EXPECT_THAT(got[0], HasSubstr("T3")) << padding;
+    isowatch::testing::ExpectSameOnEveryThreadCount(h, IsolationLevel::kSnapshotIsolation);
+  }
+}
+
 // At SER the snapshot is not used: reads are judged at the commit point, in commit order.
 TEST(ChronosSnapshotTest, SerJudgesAtTheCommitPoint) {
   TestHistory t;

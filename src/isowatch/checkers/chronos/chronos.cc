@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "isowatch/axioms/explain.h"
 #include "isowatch/axioms/ext_rules.h"
 #include "isowatch/axioms/read_walker.h"
@@ -113,6 +115,56 @@ class CommittedLists {
 
   std::vector<State> state_;
   std::vector<std::vector<Value>> tails_;
+};
+
+// The transactions open on each key (SI), in the order they opened. A key almost always has
+// none or one (two open writers of a key are a violation), so the first is held in an array
+// indexed by key and only the others apart: a write then costs one slot of memory, not a vector.
+class OpenWriters {
+ public:
+  explicit OpenWriters(size_t keys) : first_(keys, kNone) {}
+
+  void Add(uint32_t k, uint64_t txn) {
+    if (first_[k] == kNone) {
+      first_[k] = txn;
+    } else {
+      more_[k].push_back(txn);
+    }
+  }
+  // Calls f(txn) for each transaction open on `k`, in the order they opened.
+  template <class F>
+  void ForEach(uint32_t k, F f) const {
+    if (first_[k] == kNone) return;
+    f(first_[k]);
+    if (more_.empty()) return;
+    if (auto it = more_.find(k); it != more_.end()) {
+      for (const uint64_t txn : it->second) f(txn);
+    }
+  }
+  // Closes `txn` on `k`, if it is open there.
+  void Remove(uint32_t k, uint64_t txn) {
+    if (first_[k] == kNone) return;
+    auto it = more_.empty() ? more_.end() : more_.find(k);
+    std::vector<uint64_t>* more = it == more_.end() ? nullptr : &it->second;
+    if (first_[k] == txn) {
+      if (more == nullptr) {
+        first_[k] = kNone;
+        return;
+      }
+      first_[k] = more->front();
+      more->erase(more->begin());
+    } else if (more != nullptr) {
+      if (auto at = std::find(more->begin(), more->end(), txn); at != more->end()) {
+        more->erase(at);
+      }
+    }
+    if (more != nullptr && more->empty()) more_.erase(it);
+  }
+
+ private:
+  static constexpr uint64_t kNone = UINT64_MAX;
+  std::vector<uint64_t> first_;
+  absl::flat_hash_map<uint32_t, std::vector<uint64_t>> more_;  // after the first, in order
 };
 
 // A point of the replay. Phases order the events that share a timestamp: commits first, then
@@ -303,7 +355,7 @@ class Replayer {
         walker_(h),
         registers_(h.key_count()),
         lists_(h, part),
-        ongoing_(level == IsolationLevel::kSnapshotIsolation ? h.key_count() : 0),
+        open_writers_(level == IsolationLevel::kSnapshotIsolation ? h.key_count() : 0),
         snapshots_(level == IsolationLevel::kSnapshotIsolation && h.has_snapshots()),
         chains_(snapshots_ ? h.key_count() : 0),
         slot_stamp_(h.key_count(), 0) {
@@ -490,14 +542,13 @@ class Replayer {
   // before it and that its snapshot does not see.
   void CheckSnapshotConflicts(TxnId id) {
     const Transaction& t = h_.txn(id);
-    ++stamp_;
     const std::span<const Op> ops = h_.ops(id);
+    BeginWalk(ops);
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       if (!op.is_write() || !part_.Has(op.key().value())) continue;
       const uint32_t k = op.key().value();
-      if (slot_stamp_[k] == stamp_) continue;
-      slot_stamp_[k] = stamp_;
+      if (!FirstWrite(ops, i, /*backwards=*/false)) continue;
       At(kConflictStep, i);
       ChainCursor c{chains_[k], chains_[k].size()};
       axioms::ConcurrentWriters(
@@ -508,21 +559,21 @@ class Replayer {
 
   // Registers `t` as open on each key it writes (SI).
   void OpenWrites(TxnId id) {
-    ++stamp_;
-    for (const Op& op : h_.ops(id)) {
+    const std::span<const Op> ops = h_.ops(id);
+    BeginWalk(ops);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
       if (!op.is_write() || !part_.Has(op.key().value())) continue;
-      uint32_t k = op.key().value();
-      if (slot_stamp_[k] == stamp_) continue;
-      slot_stamp_[k] = stamp_;
-      ongoing_[k].push_back(id.value());
+      if (!FirstWrite(ops, i, /*backwards=*/false)) continue;
+      open_writers_.Add(op.key().value(), id.value());
     }
   }
 
   // Installs `t`'s writes; under SI, reports NOCONFLICT with every other transaction still open
   // on a key it writes, and closes it on those keys.
   void Commit(TxnId id) {
-    ++stamp_;
     auto ops = h_.ops(id);
+    BeginWalk(ops);
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       if (!op.is_write() || !part_.Has(op.key().value())) continue;
@@ -532,34 +583,52 @@ class Replayer {
       } else {
         registers_[k] = RegisterVersion{op.value(), id};
       }
-      if (level_ != IsolationLevel::kSnapshotIsolation || slot_stamp_[k] == stamp_) continue;
-      slot_stamp_[k] = stamp_;
-      auto& open = ongoing_[k];
+      if (level_ != IsolationLevel::kSnapshotIsolation || !FirstWrite(ops, i, false)) continue;
       At(kCommitStep, i);
-      for (uint64_t other : open) {
-        if (other == id.value()) continue;
-        Emit(axioms::ExplainNoConflict(h_, id, TxnId(other), op.key()));
-      }
+      open_writers_.ForEach(k, [&](uint64_t other) {
+        if (other != id.value()) Emit(axioms::ExplainNoConflict(h_, id, TxnId(other), op.key()));
+      });
       // A transaction with a snapshot was never open.
-      if (auto it = std::find(open.begin(), open.end(), id.value()); it != open.end()) {
-        open.erase(it);
-      }
+      open_writers_.Remove(k, id.value());
     }
     if (snapshots_) RecordVersions(id, ops);
   }
 
   // Appends `id`'s version of each key it writes to the key's chain (SI with snapshots).
   void RecordVersions(TxnId id, std::span<const Op> ops) {
-    ++stamp_;
+    BeginWalk(ops);
     for (size_t i = ops.size(); i-- > 0;) {  // backwards: a register's final write comes first
       const Op& op = ops[i];
       if (!op.is_write() || !part_.Has(op.key().value())) continue;
       const uint32_t k = op.key().value();
-      if (slot_stamp_[k] == stamp_) continue;
-      slot_stamp_[k] = stamp_;
+      if (!FirstWrite(ops, i, /*backwards=*/true)) continue;
       chains_[k].push_back(
           ChainEntry{.writer = id.value(), .value = op.value(), .list_end = lists_.size(k)});
     }
+  }
+
+  // Whether write ops[i] is the first write of its key in a walk of `ops` (forwards, or
+  // backwards), so that each key a transaction writes is handled once per walk. A short
+  // transaction is scanned, which touches no memory beyond its ops; a longer one marks its keys in
+  // slot_stamp_, after BeginWalk. REQUIRES: ops[i].is_write().
+  static constexpr size_t kScanOps = 32;
+  void BeginWalk(std::span<const Op> ops) {
+    if (ops.size() > kScanOps) ++stamp_;
+  }
+  bool FirstWrite(std::span<const Op> ops, size_t i, bool backwards) {
+    const KeyId key = ops[i].key();
+    if (ops.size() > kScanOps) {
+      uint32_t& stamp = slot_stamp_[key.value()];
+      if (stamp == stamp_) return false;
+      stamp = stamp_;
+      return true;
+    }
+    const size_t begin = backwards ? i + 1 : 0;
+    const size_t end = backwards ? ops.size() : i;
+    for (size_t j = begin; j < end; ++j) {
+      if (ops[j].key() == key && ops[j].is_write()) return false;
+    }
+    return true;
   }
 
   // Where the next violations are found: step `step`, op `op` of the current event.
@@ -586,7 +655,7 @@ class Replayer {
   axioms::ReadWalker walker_;
   std::vector<RegisterVersion> registers_;
   CommittedLists lists_;
-  std::vector<std::vector<uint64_t>> ongoing_;
+  OpenWriters open_writers_;
   // SI with snapshots: per key, every committed version in commit order.
   bool snapshots_;
   std::vector<std::vector<ChainEntry>> chains_;
@@ -595,7 +664,8 @@ class Replayer {
   uint64_t snapshot_unjudged_pairs_ = 0;
   size_t open_ = 0;
 
-  // Deduplicates keys within one transaction's writes: key -> stamp of the last visit.
+  // Deduplicates keys within one transaction's writes (FirstWrite): key -> stamp of the last
+  // visit, for transactions longer than kScanOps.
   uint32_t stamp_ = 0;
   std::vector<uint32_t> slot_stamp_;
 
