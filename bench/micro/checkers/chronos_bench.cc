@@ -14,7 +14,8 @@
 namespace isowatch {
 namespace {
 
-sim::SimResult MakeHistory(uint64_t txns, history::DataModel data) {
+// The shape of the benchmark of record: 24 sessions, 8 operations, half reads, 10K zipfian keys.
+sim::WorkloadOptions Workload(uint64_t txns, history::DataModel data, uint64_t seed) {
   sim::WorkloadOptions o;
   o.sessions = 24;
   o.txns = txns;
@@ -23,8 +24,12 @@ sim::SimResult MakeHistory(uint64_t txns, history::DataModel data) {
   o.keys = 10000;
   o.dist = workload::Distribution::kZipfian;
   o.data = data;
-  o.seed = 42;
-  auto r = sim::Simulate(o);
+  o.seed = seed;
+  return o;
+}
+
+sim::SimResult MakeHistory(uint64_t txns, history::DataModel data) {
+  auto r = sim::Simulate(Workload(txns, data, 42));
   if (!r.ok()) std::abort();
   return *std::move(r);
 }
@@ -68,17 +73,9 @@ BENCHMARK(BM_ChronosSiList)->Arg(10000)->Unit(benchmark::kMillisecond);
 // stores its list reads more compactly than the simulator's.
 void BM_ChronosSiListAppend1M(benchmark::State& state) {
   static const history::History* h = [] {
-    sim::WorkloadOptions o;
-    o.sessions = 24;
-    o.txns = 1000000;
+    sim::WorkloadOptions o = Workload(1000000, history::DataModel::kList, 1);
     o.count_committed = true;
-    o.ops_per_txn = 8;
-    o.read_ratio = 0.5;
-    o.keys = 10000;
-    o.dist = workload::Distribution::kZipfian;
-    o.data = history::DataModel::kList;
     o.max_appends_per_key = 32;
-    o.seed = 1;
     auto sim = sim::Simulate(o);
     if (!sim.ok()) std::abort();
     std::string dir = (std::filesystem::temp_directory_path() / "isowatch-bench-XXXXXX").string();
