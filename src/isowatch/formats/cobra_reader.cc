@@ -14,7 +14,6 @@
 #include "absl/container/flat_hash_map.h"
 #include <fmt/format.h>
 
-#include "isowatch/common/huge_page_allocator.h"
 #include "isowatch/common/status_macros.h"
 #include "isowatch/formats/cobra.h"
 #include "isowatch/history/history_builder.h"
@@ -270,7 +269,7 @@ class IdTable {
 
   uint64_t expected_ = 0;
   uint64_t added_ = 0;
-  BigVector<uint32_t> dense_;
+  std::vector<uint32_t> dense_;
   absl::flat_hash_map<int64_t, uint32_t> sparse_;
 };
 

@@ -78,10 +78,9 @@ void SaveOps(std::span<const Op> ops, v1::CheckpointOps& out) {
   }
 }
 
-template <class Ops>
 absl::Status LoadOps(const v1::CheckpointOps& in, size_t key_count, size_t byte_count,
                      absl::FunctionRef<bool(uint64_t offset, uint32_t size)> list_in_range,
-                     std::string_view what, Ops& out) {
+                     std::string_view what, std::vector<Op>& out) {
   const std::string& flags = in.flags();
   const size_t n = flags.size();
   if (n != static_cast<size_t>(in.keys_size()) || n != static_cast<size_t>(in.payloads_size()) ||
@@ -125,12 +124,5 @@ absl::Status LoadOps(const v1::CheckpointOps& in, size_t key_count, size_t byte_
   }
   return absl::OkStatus();
 }
-
-template absl::Status LoadOps(const v1::CheckpointOps& in, size_t key_count, size_t byte_count,
-                              absl::FunctionRef<bool(uint64_t offset, uint32_t size)> list_in_range,
-                              std::string_view what, std::vector<Op>& out);
-template absl::Status LoadOps(const v1::CheckpointOps& in, size_t key_count, size_t byte_count,
-                              absl::FunctionRef<bool(uint64_t offset, uint32_t size)> list_in_range,
-                              std::string_view what, BigVector<Op>& out);
 
 }  // namespace isowatch::history::checkpoint_codec

@@ -11,7 +11,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "isowatch/common/huge_page_allocator.h"
 #include "isowatch/history/operation.h"
 #include "isowatch/history/value.h"
 #include "isowatch/v1/history_checkpoint.pb.h"
@@ -42,11 +41,9 @@ absl::StatusOr<std::vector<Value>> LoadValues(const v1::CheckpointValues& in, si
 // keeps the elements in.
 void SaveOps(std::span<const Op> ops, v1::CheckpointOps& out);
 // Appends the operations of `in` to `out`: keys below `key_count`, byte strings below
-// `byte_count`, and list reads whose elements `list_in_range(offset, size)` accepts. `Ops` is
-// std::vector<Op> or BigVector<Op>.
-template <class Ops>
+// `byte_count`, and list reads whose elements `list_in_range(offset, size)` accepts.
 absl::Status LoadOps(const v1::CheckpointOps& in, size_t key_count, size_t byte_count,
                      absl::FunctionRef<bool(uint64_t offset, uint32_t size)> list_in_range,
-                     std::string_view what, Ops& out);
+                     std::string_view what, std::vector<Op>& out);
 
 }  // namespace isowatch::history::checkpoint_codec

@@ -11,7 +11,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 
-#include "isowatch/common/huge_page_allocator.h"
 #include "isowatch/common/strong_id.h"
 #include "isowatch/history/operation.h"
 #include "isowatch/history/range_read.h"
@@ -308,18 +307,18 @@ class History {
 
   // Transactions first_txn_ + i, for i < txns_.size(); their operations and list elements.
   uint64_t first_txn_ = 0;
-  BigVector<Transaction> txns_;
-  BigVector<Op> ops_;
+  std::vector<Transaction> txns_;
+  std::vector<Op> ops_;
   // List elements, in three stores (docs/engine.md, "List storage"): per key, the
   // longest list read so far that later reads were prefixes or extensions of (indexed by key id,
   // as long as the largest list key's id); the reads that are not prefixes of it, each whole, in
   // operation order; and the initial lists.
   std::vector<std::vector<Value>> key_lists_;
-  BigVector<Value> list_pool_;
+  std::vector<Value> list_pool_;
   std::vector<Value> initial_list_pool_;
   absl::flat_hash_map<uint64_t, Retired> retired_;
-  BigVector<Op> retired_ops_;
-  BigVector<Value> retired_list_;
+  std::vector<Op> retired_ops_;
+  std::vector<Value> retired_list_;
   size_t retired_name_bytes_ = 0;  // heap bytes of the retired names
   // Xids and snapshots of the transactions held, in transaction order, and of the retired ones.
   std::vector<XidEntry> xids_;

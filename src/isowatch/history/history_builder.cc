@@ -222,7 +222,7 @@ void HistoryBuilder::ListReadBegin(KeyId key) {
 void HistoryBuilder::ListReadDiverge() {
   // Not a prefix of the key's list: the read goes whole to the general pool, with the prefix
   // it shared so far.
-  BigVector<Value>& pool = history_.list_pool_;
+  std::vector<Value>& pool = history_.list_pool_;
   list_read_shared_ = false;
   list_read_begin_ = pool.size();
   pool.insert(pool.end(), list_read_base_->begin(),
@@ -419,8 +419,8 @@ void HistoryBuilder::ReleaseLive(TxnId upto, absl::FunctionRef<bool(TxnId)> keep
   // 1. The retired set: the old one's survivors and the released transactions kept, with their
   // operations and list elements copied out.
   absl::flat_hash_map<uint64_t, History::Retired> retired;
-  BigVector<Op> ops;
-  BigVector<Value> elements;
+  std::vector<Op> ops;
+  std::vector<Value> elements;
   std::vector<XidEntry> xids;
   std::vector<uint64_t> xip;
   size_t name_bytes = 0;

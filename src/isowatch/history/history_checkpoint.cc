@@ -114,9 +114,9 @@ struct HistoryBuilder::Checkpoint {
   };
   // A table as loaded.
   struct Table {
-    BigVector<Transaction> txns;
-    BigVector<Op> ops;
-    BigVector<Value> list;
+    std::vector<Transaction> txns;
+    std::vector<Op> ops;
+    std::vector<Value> list;
     std::vector<XidEntry> xids;
     std::vector<uint64_t> xip;
   };
@@ -132,9 +132,9 @@ struct HistoryBuilder::Checkpoint {
   static absl::Status LoadRecords(const v1::CheckpointTxnTable& in, const Pools& pools,
                                   std::string_view what, Table& out);
   static absl::Status LoadOps(const v1::CheckpointOps& in, const Pools& pools,
-                              std::string_view what, BigVector<Op>& out);
+                              std::string_view what, std::vector<Op>& out);
   static absl::Status LoadTxns(const v1::CheckpointTxns& in, const Pools& pools,
-                               std::string_view what, BigVector<Transaction>& out);
+                               std::string_view what, std::vector<Transaction>& out);
   static absl::Status LoadInitial(const v1::HistoryCheckpoint& in, History& h);
   static absl::Status LoadKeyLists(const v1::HistoryCheckpoint& in, History& h);
   static absl::Status LoadLiveState(const v1::HistoryCheckpoint& in, HistoryBuilder& b);
@@ -289,7 +289,7 @@ absl::Status HistoryBuilder::Checkpoint::LoadPools(const v1::CheckpointTxnTable&
 }
 
 absl::Status HistoryBuilder::Checkpoint::LoadOps(const v1::CheckpointOps& in, const Pools& pools,
-                                                 std::string_view what, BigVector<Op>& out) {
+                                                 std::string_view what, std::vector<Op>& out) {
   // As History::list_elements takes them; reads of key lists are checked by LoadKeyLists.
   return checkpoint_codec::LoadOps(
       in, pools.keys, pools.bytes,
@@ -304,7 +304,7 @@ absl::Status HistoryBuilder::Checkpoint::LoadOps(const v1::CheckpointOps& in, co
 
 absl::Status HistoryBuilder::Checkpoint::LoadTxns(const v1::CheckpointTxns& in, const Pools& pools,
                                                   std::string_view what,
-                                                  BigVector<Transaction>& out) {
+                                                  std::vector<Transaction>& out) {
   const size_t n = static_cast<size_t>(in.ext_ids_size());
   if (!AllSized(n, in.flags().size(), in.sessions_size(), in.seqs_size(), in.session_prevs_size(),
                 in.origins_size(), in.start_physical_size(), in.start_logical_size(),
@@ -439,7 +439,7 @@ absl::Status HistoryBuilder::Checkpoint::LoadKeyLists(const v1::HistoryCheckpoin
     return Malformed("key lists: {} elements for {} in the lists", elements.size(), at);
   }
   // Every read of a key list within it (retired reads never share one).
-  for (const BigVector<Op>* ops : {&h.ops_, &h.retired_ops_}) {
+  for (const std::vector<Op>* ops : {&h.ops_, &h.retired_ops_}) {
     for (const Op& op : *ops) {
       if (op.kind() != OpKind::kListRead || !History::SharesKeyList(op)) continue;
       if (ops == &h.retired_ops_ || op.list_size() > h.key_list(op.key()).size()) {
@@ -628,7 +628,7 @@ absl::Status HistoryBuilder::Checkpoint::Restore(const v1::HistoryCheckpoint& in
   if (!h.free_keys_.empty()) {
     // A key held by a transaction or the initial state was never forgotten.
     auto forgotten = [&h](KeyId k) { return h.keys_[k.value()].forgotten; };
-    for (const BigVector<Op>* ops : {&h.ops_, &h.retired_ops_}) {
+    for (const std::vector<Op>* ops : {&h.ops_, &h.retired_ops_}) {
       for (const Op& op : *ops) {
         if (forgotten(op.key()))
           return Malformed("an operation on forgotten key {}", op.key().value());
