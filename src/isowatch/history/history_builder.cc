@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "isowatch/common/status_macros.h"
+
 namespace isowatch::history {
 
 HistoryBuilder::HistoryBuilder() = default;
@@ -606,6 +608,78 @@ void HistoryBuilder::SetInitialList(KeyId key, std::span<const Value> elements) 
   history_.keys_[key.value()].is_list = true;
 }
 
+bool HistoryBuilder::NumberSessionsInOrder() {
+  History& h = history_;
+  struct Walk {
+    TxnId last = TxnId::Invalid();  // the session's latest transaction so far
+    uint32_t next_seq = 0;
+    int64_t last_given = -1;  // its given sequence number
+    bool given = false;       // whether the session gives sequence numbers
+  };
+  std::vector<Walk> walks(h.session_names_.size());
+  for (size_t i = 0; i < h.txns_.size(); ++i) {
+    Transaction& t = h.txns_[i];
+    Walk& w = walks[t.session.value()];
+    const int64_t given = given_seq_[i];
+    if (w.next_seq == 0) {
+      w.given = given >= 0;
+    } else if ((given >= 0) != w.given || (w.given && given <= w.last_given)) {
+      return false;
+    }
+    w.last_given = given;
+    t.seq = w.next_seq++;
+    t.session_prev = w.last;
+    w.last = TxnId(i);
+  }
+  return true;
+}
+
+absl::Status HistoryBuilder::NumberSessionsBySeq() {
+  History& h = history_;
+  const size_t n_sessions = h.session_names_.size();
+  std::vector<uint32_t> count(n_sessions + 1, 0);
+  for (const Transaction& t : h.txns_) ++count[t.session.value() + 1];
+  std::partial_sum(count.begin(), count.end(), count.begin());
+  std::vector<uint32_t> order(h.txns_.size());
+  {
+    std::vector<uint32_t> fill(count.begin(), count.end() - 1);
+    for (uint32_t i = 0; i < h.txns_.size(); ++i) order[fill[h.txns_[i].session.value()]++] = i;
+  }
+  for (size_t s = 0; s < n_sessions; ++s) {
+    auto first = order.begin() + count[s];
+    auto last = order.begin() + count[s + 1];
+    size_t with_seq = std::count_if(first, last, [&](uint32_t i) { return given_seq_[i] >= 0; });
+    if (with_seq != 0 && with_seq != static_cast<size_t>(last - first)) {
+      return absl::InvalidArgumentError(
+          fmt::format("session {} gives sequence numbers for some transactions but not all",
+                      h.sessions_.Get(h.session_names_[s])));
+    }
+    if (with_seq != 0) {
+      // Writers mostly give a session's transactions in order: one pass checks that, where
+      // sorting them takes several.
+      auto by_seq = [&](uint32_t a, uint32_t b) { return given_seq_[a] < given_seq_[b]; };
+      if (!std::is_sorted(first, last, by_seq)) std::stable_sort(first, last, by_seq);
+      for (auto it = first; it + 1 < last; ++it) {
+        if (given_seq_[*it] == given_seq_[*(it + 1)]) {
+          return absl::InvalidArgumentError(fmt::format(
+              "session {} repeats sequence number {} (transactions {} and {})",
+              h.sessions_.Get(h.session_names_[s]), given_seq_[*it],
+              h.ext_ids_.Get(h.txns_[*it].ext_id), h.ext_ids_.Get(h.txns_[*(it + 1)].ext_id)));
+        }
+      }
+    }
+    uint32_t seq = 0;
+    TxnId prev = TxnId::Invalid();
+    for (auto it = first; it != last; ++it) {
+      Transaction& t = h.txns_[*it];
+      t.seq = seq++;
+      t.session_prev = prev;
+      prev = TxnId(*it);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<History> HistoryBuilder::Finish() && {
   History& h = history_;
   // AbandonTxn leaves holes in the external-id table; FindTxn relies on ext_id == index, so
@@ -657,48 +731,10 @@ absl::StatusOr<History> HistoryBuilder::Finish() && {
   h.data_model_ =
       any_list ? (any_register ? DataModel::kMixed : DataModel::kList) : DataModel::kKeyValue;
 
-  // 2. Session order.
-  const size_t n_sessions = h.session_names_.size();
-  std::vector<uint32_t> count(n_sessions + 1, 0);
-  for (const Transaction& t : h.txns_) ++count[t.session.value() + 1];
-  std::partial_sum(count.begin(), count.end(), count.begin());
-  std::vector<uint32_t> order(h.txns_.size());
-  {
-    std::vector<uint32_t> fill(count.begin(), count.end() - 1);
-    for (uint32_t i = 0; i < h.txns_.size(); ++i) order[fill[h.txns_[i].session.value()]++] = i;
-  }
-  for (size_t s = 0; s < n_sessions; ++s) {
-    auto first = order.begin() + count[s];
-    auto last = order.begin() + count[s + 1];
-    size_t with_seq = std::count_if(first, last, [&](uint32_t i) { return given_seq_[i] >= 0; });
-    if (with_seq != 0 && with_seq != static_cast<size_t>(last - first)) {
-      return absl::InvalidArgumentError(
-          fmt::format("session {} gives sequence numbers for some transactions but not all",
-                      h.sessions_.Get(h.session_names_[s])));
-    }
-    if (with_seq != 0) {
-      // Writers mostly give a session's transactions in order: one pass checks that, where
-      // sorting them takes several.
-      auto by_seq = [&](uint32_t a, uint32_t b) { return given_seq_[a] < given_seq_[b]; };
-      if (!std::is_sorted(first, last, by_seq)) std::stable_sort(first, last, by_seq);
-      for (auto it = first; it + 1 < last; ++it) {
-        if (given_seq_[*it] == given_seq_[*(it + 1)]) {
-          return absl::InvalidArgumentError(fmt::format(
-              "session {} repeats sequence number {} (transactions {} and {})",
-              h.sessions_.Get(h.session_names_[s]), given_seq_[*it],
-              h.ext_ids_.Get(h.txns_[*it].ext_id), h.ext_ids_.Get(h.txns_[*(it + 1)].ext_id)));
-        }
-      }
-    }
-    uint32_t seq = 0;
-    TxnId prev = TxnId::Invalid();
-    for (auto it = first; it != last; ++it) {
-      Transaction& t = h.txns_[*it];
-      t.seq = seq++;
-      t.session_prev = prev;
-      prev = TxnId(*it);
-    }
-  }
+  // 2. Session order. Sources mostly list each session's transactions in order, with no sequence
+  // numbers or increasing ones: one pass in transaction order numbers them then. Otherwise the
+  // transactions are sorted by session and sequence number.
+  if (!NumberSessionsInOrder()) RETURN_IF_ERROR(NumberSessionsBySeq());
   given_seq_.clear();
   given_seq_.shrink_to_fit();
   for (std::vector<Value>& list : h.key_lists_) list.shrink_to_fit();

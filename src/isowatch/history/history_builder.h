@@ -224,6 +224,15 @@ class HistoryBuilder {
   void DropOpenRangeReads();
   void MarkRangeReadKeys(std::vector<uint8_t>& used_as_register) const;
 
+  // Numbers each session's transactions (seq, session_prev) in transaction order, and returns
+  // true, if that is their order: every session gives no sequence numbers, or increasing ones.
+  // Else returns false, having numbered some, for NumberSessionsBySeq to number them all.
+  bool NumberSessionsInOrder();
+  // Numbers each session's transactions in the order of their given sequence numbers, or in
+  // transaction order where a session gives none. Errors: a session gives sequence numbers for
+  // some transactions only, or repeats one (InvalidArgument).
+  absl::Status NumberSessionsBySeq();
+
   // The list read being streamed turns out not to be a prefix of its key's list.
   void ListReadDiverge();
 

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "isowatch/history/history_builder.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <random>
+#include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -29,6 +33,91 @@ TEST(HistoryBuilderTest, BuildsSessionsInSequenceOrder) {
   EXPECT_FALSE(h->txn(TxnId(1)).session_prev.valid());
   EXPECT_EQ(h->FindTxn("a"), TxnId(1));
   EXPECT_EQ(h->data_model(), DataModel::kKeyValue);
+}
+
+// Session order against sorting: random sessions whose transactions give no sequence numbers,
+// increasing ones, shuffled ones, a repeated one, or numbers for some only. Finish numbers each
+// session as sorting it by sequence number (else by transaction order) does, or refuses it.
+TEST(HistoryBuilderTest, SessionOrderMatchesSortingBySequenceNumber) {
+  enum Mode { kNone, kIncreasing, kShuffled, kRepeated, kSome, kModes };
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int n_sessions = 1 + static_cast<int>(rng() % 3);
+    const int n_txns = static_cast<int>(rng() % 10);
+    std::vector<int> session(n_txns);
+    std::vector<std::vector<int>> members(n_sessions);
+    for (int i = 0; i < n_txns; ++i) {
+      session[i] = static_cast<int>(rng() % n_sessions);
+      members[session[i]].push_back(i);
+    }
+    std::vector<std::optional<int64_t>> seq(n_txns);
+    std::vector<Mode> mode(n_sessions);
+    for (int s = 0; s < n_sessions; ++s) {
+      const std::vector<int>& m = members[s];
+      mode[s] = static_cast<Mode>(rng() % kModes);
+      std::vector<int64_t> numbers;
+      for (size_t j = 0; j < m.size(); ++j) numbers.push_back(10 * static_cast<int64_t>(j) + 5);
+      if (mode[s] == kShuffled || mode[s] == kRepeated)
+        std::shuffle(numbers.begin(), numbers.end(), rng);
+      if (mode[s] == kRepeated && m.size() >= 2) numbers[rng() % m.size()] = numbers[0];
+      for (size_t j = 0; j < m.size(); ++j) {
+        if (mode[s] == kNone || (mode[s] == kSome && j % 2 == 1)) continue;
+        seq[m[j]] = numbers[j];
+      }
+    }
+    HistoryBuilder b;
+    for (int i = 0; i < n_txns; ++i) {
+      const std::string id = std::to_string(i);
+      const std::string name = "s" + std::to_string(session[i]);
+      ASSERT_TRUE(b.BeginTxn({.id = id, .session = name, .seq = seq[i]}).ok());
+      b.EndTxn();
+    }
+    // What sorting gives: the sessions in order of first appearance, as the builder names them.
+    std::vector<int> first_seen;
+    for (int i = 0; i < n_txns; ++i) {
+      if (std::find(first_seen.begin(), first_seen.end(), session[i]) == first_seen.end()) {
+        first_seen.push_back(session[i]);
+      }
+    }
+    std::string error;
+    std::vector<uint32_t> want_seq(n_txns);
+    std::vector<int> want_prev(n_txns, -1);
+    for (int s : first_seen) {
+      std::vector<int> m = members[s];
+      const auto given =
+          std::count_if(m.begin(), m.end(), [&](int i) { return seq[i].has_value(); });
+      if (given != 0 && given != static_cast<ptrdiff_t>(m.size())) {
+        error = "for some transactions but not all";
+        break;
+      }
+      if (given != 0) {
+        std::stable_sort(m.begin(), m.end(), [&](int a, int c) { return *seq[a] < *seq[c]; });
+        if (std::adjacent_find(m.begin(), m.end(),
+                               [&](int a, int c) { return *seq[a] == *seq[c]; }) != m.end()) {
+          error = "repeats sequence number";
+          break;
+        }
+      }
+      for (size_t j = 0; j < m.size(); ++j) {
+        want_seq[m[j]] = static_cast<uint32_t>(j);
+        if (j > 0) want_prev[m[j]] = m[j - 1];
+      }
+    }
+    auto h = std::move(b).Finish();
+    if (!error.empty()) {
+      ASSERT_FALSE(h.ok()) << "trial " << trial;
+      EXPECT_THAT(h.status().message(), testing::HasSubstr(error)) << "trial " << trial;
+      continue;
+    }
+    ASSERT_TRUE(h.ok()) << "trial " << trial << ": " << h.status();
+    for (int i = 0; i < n_txns; ++i) {
+      const Transaction& t = h->txn(TxnId(static_cast<uint64_t>(i)));
+      EXPECT_EQ(t.seq, want_seq[i]) << "trial " << trial << " txn " << i;
+      const TxnId prev =
+          want_prev[i] < 0 ? TxnId::Invalid() : TxnId(static_cast<uint64_t>(want_prev[i]));
+      EXPECT_EQ(t.session_prev, prev) << "trial " << trial << " txn " << i;
+    }
+  }
 }
 
 TEST(HistoryBuilderTest, RejectsDuplicateIdsAndStartAfterCommit) {
