@@ -275,7 +275,6 @@ std::vector<TxnId> CommittedPredecessors(const History& h, IsolationLevel level)
 
 // The events of the replay, sorted, and the counts of transactions in and out of it.
 void MakeEvents(const History& h, IsolationLevel level, ReplayPlan* plan) {
-  plan->committed_pred = CommittedPredecessors(h, level);
   std::vector<Event>& events = plan->events;
   events.reserve(level == IsolationLevel::kSerializable ? h.size() : 2 * h.size());
   for (uint64_t i = 0; i < h.size(); ++i) {
@@ -322,9 +321,17 @@ void PlanKeys(const History& h, uint32_t parts, ReplayPlan* plan) {
 ReplayPlan MakePlan(const History& h, IsolationLevel level, uint32_t parts) {
   ReplayPlan plan;
   {
-    // The keys' parts on a second thread, when the replay will have one anyway.
-    std::jthread keys;
-    if (parts > 1) keys = std::jthread([&] { PlanKeys(h, parts, &plan); });
+    // The keys' parts and the session predecessors on a second thread, when the replay will have
+    // one anyway; the events, the larger share, on this one.
+    std::jthread second;
+    if (parts > 1) {
+      second = std::jthread([&] {
+        PlanKeys(h, parts, &plan);
+        plan.committed_pred = CommittedPredecessors(h, level);
+      });
+    } else {
+      plan.committed_pred = CommittedPredecessors(h, level);
+    }
     MakeEvents(h, level, &plan);
   }
   return plan;
