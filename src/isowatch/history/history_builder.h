@@ -75,6 +75,18 @@ class HistoryBuilder {
   // outgrows its room is copied, and memory first touched is slow to get (bench/README.md,
   // "Reading history formats"). Held to a quarter of the machine's memory.
   void Reserve(size_t txns, size_t ops);
+  // Where the history's two large arrays are and how far they are filled, for a reader that has
+  // the kernel back the room ahead of the filling on another thread (PopulateForWrite) while
+  // this thread fills it. Valid until an array outgrows its room; even then, populating the old
+  // range costs only time, since populating changes no contents.
+  struct ArrayRoom {
+    std::byte* data = nullptr;
+    size_t element_size = 0;
+    size_t size = 0;      // elements filled
+    size_t capacity = 0;  // elements
+  };
+  ArrayRoom TxnRoom() { return RoomOf(history_.txns_); }
+  ArrayRoom OpRoom() { return RoomOf(history_.ops_); }
 
   // Interning.
   KeyId IntKey(int64_t k);
@@ -235,6 +247,11 @@ class HistoryBuilder {
 
   // The list read being streamed turns out not to be a prefix of its key's list.
   void ListReadDiverge();
+  template <typename Array>
+  static ArrayRoom RoomOf(Array& array) {
+    return {reinterpret_cast<std::byte*>(array.data()), sizeof(array[0]), array.size(),
+            array.capacity()};
+  }
 
   History history_;
   // IntKey's cache of History::int_keys_ for keys in [0, kDenseIntKeys), which most histories'

@@ -47,6 +47,17 @@ class BatchPipe {
     free_.pop_back();
     return b;
   }
+  // Producer: TakeEmpty without waiting. Returns false if it would wait; else true, with the
+  // batch in `*b` (nullptr once cancelled).
+  bool TryTakeEmpty(Batch** b) {
+    absl::MutexLock l(&mu_);
+    if (!CanTakeEmpty()) return false;
+    *b = nullptr;
+    if (cancelled_) return true;
+    *b = free_.back();
+    free_.pop_back();
+    return true;
+  }
   // Producer: hands a filled batch (from TakeEmpty) to the consumer.
   void Send(Batch* b) {
     absl::MutexLock l(&mu_);
