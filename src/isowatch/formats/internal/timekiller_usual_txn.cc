@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "isowatch/formats/internal/timekiller_text.h"
 #include "isowatch/formats/internal/timekiller_txn.h"
@@ -34,8 +35,13 @@ template <size_t N>
   if constexpr (std::endian::native == std::endian::little) {
     uint64_t word = 0;
     std::memcpy(&word, p, 8);
+    // Byte by byte, which the compiler folds into a constant (a memcpy of the literal into
+    // `want` was not folded: it went through the stack, and the load of a word written in
+    // smaller parts stalled).
     uint64_t want = 0;
-    std::memcpy(&want, s, N - 1);
+    for (size_t i = 0; i + 1 < N; ++i) {
+      want |= uint64_t{static_cast<unsigned char>(s[i])} << (8 * i);
+    }
     constexpr uint64_t kMask = N - 1 == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * (N - 1))) - 1;
     return (word & kMask) == want;
   } else {
@@ -285,38 +291,45 @@ bool ParseUsualValue(const char*& p, const char* end, ParsedTxn* txn, PendingOp*
     op->form = ValueForm::kInt;
     return usual::Int(p, &op->value);
   }
-  ++p;
   op->form = ValueForm::kList;
-  op->list_begin = static_cast<uint32_t>(txn->elements.size());
-  usual::SkipSpace(p, end);
-  if (*p == ']') {
-    ++p;
+  std::vector<int64_t>& elements = txn->elements;
+  op->list_begin = static_cast<uint32_t>(elements.size());
+  // A local cursor, which the compiler keeps in a register (`p` is stored back once).
+  const char* q = p + 1;
+  usual::SkipSpace(q, end);
+  if (*q == ']') {
+    ++q;
   } else {
     while (true) {
-      usual::SkipSpace(p, end);
+      usual::SkipSpace(q, end);
       int64_t x = 0;
-      if (!usual::Int(p, &x)) return false;
-      txn->elements.push_back(x);
-      usual::SkipSpace(p, end);
-      if (*p == ',') {
-        ++p;
-      } else if (*p == ']') {
-        ++p;
+      if (!usual::Int(q, &x)) return false;
+      elements.push_back(x);
+      usual::SkipSpace(q, end);
+      if (*q == ',') {
+        ++q;
+      } else if (*q == ']') {
+        ++q;
         break;
       } else {
         return false;
       }
     }
   }
-  op->list_size = static_cast<uint32_t>(txn->elements.size() - op->list_begin);
+  p = q;
+  op->list_size = static_cast<uint32_t>(elements.size() - op->list_begin);
   return true;
 }
 
-// One element of an "ops" array, into txn->ops.
+// One element of an "ops" array, into txn->ops (which ends with what was read of it if it is
+// not of the usual shape).
 bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
   usual::SkipSpace(p, end);
   if (*p != '{') return false;
-  PendingOp op;
+  // Filled in place: a copy into txn->ops would load the record in words just written in smaller
+  // parts, which stalls. (If the op is not of the usual shape, neither is the transaction, which
+  // the caller then drops.)
+  PendingOp& op = txn->ops.emplace_back();
   op.where = p;
   std::string_view type_text;
   bool has_type = false;
@@ -408,7 +421,6 @@ bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
                                    (op.type == OpType::kAppend && op.form == ValueForm::kNull))) {
     return false;
   }
-  txn->ops.push_back(op);
   return true;
 }
 
