@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -114,6 +115,21 @@ class HistoryBuilder {
   // ListRead of integer elements, with the usual case (a prefix of the key's list) compared in
   // one loop.
   void ListReadInts(KeyId key, std::span<const int64_t> elements);
+  // Software prefetch for a read of `n` elements of list `key` some operations ahead, in two
+  // steps a few operations apart: the key's list record, then (once that is in cache) as many of
+  // the list's first elements as the read will be compared with. Neither changes anything.
+  void PrefetchKeyList(KeyId key) const {
+    if (key.value() < history_.key_lists_.size()) {
+      __builtin_prefetch(&history_.key_lists_[key.value()]);
+    }
+  }
+  void PrefetchKeyListElements(KeyId key, size_t n) const {
+    if (key.value() >= history_.key_lists_.size()) return;
+    const std::vector<Value>& list = history_.key_lists_[key.value()];
+    const auto* first = reinterpret_cast<const char*>(list.data());
+    const size_t bytes = std::min(n, list.size()) * sizeof(Value);
+    for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(first + b);
+  }
   // A range read of the open transaction (range_read.h), after the operations added so far: the
   // keys in [low, high] and the records it returned, live and tombstoned. Its keys are register
   // keys (Finish refuses a key also used as a list).
@@ -132,6 +148,9 @@ class HistoryBuilder {
   bool txn_open() const { return open_; }
   // Transactions added so far (released ones included).
   size_t txn_count() const { return history_.size(); }
+  // Key ids handed out so far, and the key each names (History::key_count, History::key).
+  size_t key_count() const { return history_.key_count(); }
+  const KeyInfo& key(KeyId id) const { return history_.key(id); }
   // The operations added so far, in the order added (an abandoned transaction's are gone).
   // Invalidated by the next operation added. REQUIRES: !live().
   std::span<const Op> ops() const { return history_.ops_; }

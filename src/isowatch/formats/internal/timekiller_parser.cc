@@ -42,6 +42,22 @@ constexpr uint8_t kUsedAsList = 2;
 
 constexpr size_t kMinParserCapacity = size_t{64} << 10;
 
+// How far ahead of the transaction given to the builder the pipelined read interns keys and
+// prefetches (ReadHistoryPipelined).
+constexpr size_t kRecordAhead = 16;   // the ParsedTxn record
+constexpr size_t kArraysAhead = 12;   // its ops and elements
+constexpr size_t kKeyListsAhead = 8;  // TimeKillerParser::PrefetchKeyLists
+constexpr size_t kElementsAhead = 4;  // TimeKillerParser::PrefetchListElements
+// How many transactions behind the one just parsed the parsing thread numbers keys, having
+// prefetched where it looks them up (KeyNumbering).
+constexpr size_t kNumberBehind = 4;
+
+// Software prefetch of the `bytes` at `p`.
+void PrefetchBytes(const void* p, size_t bytes) {
+  const auto* c = static_cast<const char*>(p);
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b);
+}
+
 }  // namespace
 
 bool TimeKillerParser::UseKey(KeyId key, int64_t key_value, uint8_t use, size_t op_index,
@@ -62,7 +78,8 @@ bool TimeKillerParser::UseKey(KeyId key, int64_t key_value, uint8_t use, size_t 
   return true;
 }
 
-bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t offset) {
+bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t offset,
+                               bool numbered) {
   history::TxnHeader header{.id = txn.tid,
                             .id_numeric = txn.tid_numeric,
                             .session = txn.sid,
@@ -77,7 +94,18 @@ bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t
   }
   for (size_t i = 0; i < txn.ops.size(); ++i) {
     const PendingOp& op = txn.ops[i];
-    const KeyId key = InternKey(op.key);
+    KeyId key;
+    if (!numbered) {
+      key = InternKey(op.key);
+    } else {
+      key = KeyId(op.key_id);
+      // A key the builder does not have yet: its first use, where the builder hands out the
+      // next id, which the parsing thread gave it too.
+      if (op.key_id >= builder_->key_count() && builder_->IntKey(op.key) != key) {
+        builder_->AbandonTxn();
+        return Fail(op.where, "the parsing thread numbered a key differently");
+      }
+    }
     if (key.value() >= key_use_.size()) key_use_.resize(key.value() + 1, 0);
     uint8_t use = 0;
     if (op.type == OpType::kAppend || op.form == ValueForm::kList) {
@@ -108,6 +136,20 @@ bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t
   }
   builder_->EndTxn();
   return true;
+}
+
+void TimeKillerParser::PrefetchKeyLists(const ParsedTxn& txn) const {
+  for (const PendingOp& op : txn.ops) {
+    if (op.form == ValueForm::kList) builder_->PrefetchKeyList(KeyId(op.key_id));
+  }
+}
+
+void TimeKillerParser::PrefetchListElements(const ParsedTxn& txn) const {
+  for (const PendingOp& op : txn.ops) {
+    if (op.form == ValueForm::kList) {
+      builder_->PrefetchKeyListElements(KeyId(op.key_id), op.list_size);
+    }
+  }
 }
 
 absl::Status TimeKillerParser::TxnFailure(const ChunkedJsonArray& array,
@@ -271,6 +313,59 @@ class RoomAhead {
   bool failed_ = false;           // parsing thread only
 };
 
+// The parsing thread's numbering of the keys of a pipelined read: each key gets the id the
+// builder will give it, so that the building thread need not look keys up. The builder hands out
+// ids in order of first use (HistoryBuilder::IntKey) and is given the keys in the order they are
+// parsed, so the numbering is the count of keys seen before, starting from the keys the builder
+// has already (those of the initial transaction). The building thread checks it at each key's
+// first use (TimeKillerParser::EmitTxn).
+class KeyNumbering {
+ public:
+  explicit KeyNumbering(const history::HistoryBuilder& builder)
+      : next_(static_cast<uint32_t>(builder.key_count())) {
+    for (uint32_t k = 0; k < next_; ++k) {
+      const history::KeyInfo& info = builder.key(KeyId(k));
+      if (info.is_int) *Slot(info.payload) = k + 1;
+    }
+  }
+
+  // The id of `key`: a new one if the key was not seen before.
+  uint32_t Number(int64_t key) {
+    uint32_t* slot = Slot(key);
+    if (*slot == 0) *slot = ++next_;
+    return *slot - 1;
+  }
+  // Software prefetch of where Number looks `key` up.
+  void Prefetch(int64_t key) const {
+    if (static_cast<uint64_t>(key) < dense_.size()) {
+      __builtin_prefetch(&dense_[static_cast<size_t>(key)]);
+    } else if (static_cast<uint64_t>(key) >= kDenseKeys) {
+      sparse_.prefetch(key);
+    }
+  }
+
+ private:
+  // Keys in [0, kDenseKeys), which most histories' keys are, in a table; the others hashed.
+  static constexpr uint64_t kDenseKeys = uint64_t{1} << 20;
+
+  // Where the id + 1 of `key` is held (0: none yet).
+  uint32_t* Slot(int64_t key) {
+    const auto k = static_cast<uint64_t>(key);
+    if (k < kDenseKeys) {
+      if (k >= dense_.size()) {
+        dense_.resize(
+            std::min<size_t>(std::max<size_t>({k + 1, 2 * dense_.size(), 1024}), kDenseKeys), 0);
+      }
+      return &dense_[k];
+    }
+    return &sparse_[key];
+  }
+
+  uint32_t next_;
+  std::vector<uint32_t> dense_;
+  absl::flat_hash_map<int64_t, uint32_t> sparse_;
+};
+
 }  // namespace
 
 bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::string& source_name,
@@ -279,6 +374,7 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
   // Enough batches that neither side waits on the other's burst.
   BatchPipe<ParsedBatch> pipe(4);
   RoomAhead ahead;
+  KeyNumbering numbering(*builder_);
   std::thread parsing([&] {
     TimeKillerParser parser(nullptr,
                             usual_first_ ? TxnParsers::kUsualFirst : TxnParsers::kGeneralOnly);
@@ -312,7 +408,19 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
         e.txn.sid = std::string_view(e.ids).substr(tid_size);
         e.offset = element.offset;
         e.end = element.offset + element.size;
-        ++batch->size;
+        // This transaction's keys are numbered kNumberBehind transactions later, the lookups
+        // prefetched meanwhile.
+        for (const PendingOp& op : e.txn.ops) numbering.Prefetch(op.key);
+        if (++batch->size > kNumberBehind) {
+          for (PendingOp& op : batch->entries[batch->size - 1 - kNumberBehind].txn.ops) {
+            op.key_id = numbering.Number(op.key);
+          }
+        }
+      }
+      if (batch->size != SIZE_MAX) {
+        for (size_t i = batch->size - std::min(batch->size, kNumberBehind); i < batch->size; ++i) {
+          for (PendingOp& op : batch->entries[i].txn.ops) op.key_id = numbering.Number(op.key);
+        }
       }
       pipe.Send(batch);
     }
@@ -322,13 +430,34 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
   uint64_t index = 0;
   while (ParsedBatch* batch = pipe.Receive()) {
     if (batch->size == SIZE_MAX) ok = false;
-    for (size_t i = 0; ok && i < batch->size; ++i, ++index) {
-      const ParsedBatch::Entry& e = batch->entries[i];
-      if (!EmitTxn(e.txn, nullptr, e.offset)) {
+    // What the builder will need is fetched ahead of it, in steps (kRecordAhead and the
+    // rest): each loads what the step before prefetched and prefetches what the next will load,
+    // from the record the parsing thread wrote down to the key's list the builder compares a
+    // list read with. The keys come numbered (KeyNumbering); a read that fails discards the
+    // builder.
+    auto& entries = batch->entries;
+    const size_t size = ok ? batch->size : 0;
+    for (size_t j = 0; ok && j < size + kRecordAhead; ++j) {
+      // The entry `distance` transactions after the one given to the builder at this step, if
+      // any.
+      auto at = [&](size_t distance) -> ParsedBatch::Entry* {
+        const size_t k = j + distance - kRecordAhead;
+        return j + distance >= kRecordAhead && k < size ? &entries[k] : nullptr;
+      };
+      if (ParsedBatch::Entry* e = at(kRecordAhead)) PrefetchBytes(&e->txn, sizeof(ParsedTxn));
+      if (ParsedBatch::Entry* e = at(kArraysAhead)) {
+        PrefetchBytes(e->txn.ops.data(), e->txn.ops.size() * sizeof(PendingOp));
+        PrefetchBytes(e->txn.elements.data(), e->txn.elements.size() * sizeof(int64_t));
+      }
+      if (ParsedBatch::Entry* e = at(kKeyListsAhead)) PrefetchKeyLists(e->txn);
+      if (ParsedBatch::Entry* e = at(kElementsAhead)) PrefetchListElements(e->txn);
+      if (j < kRecordAhead) continue;
+      const ParsedBatch::Entry& e = entries[j - kRecordAhead];
+      if (!EmitTxn(e.txn, nullptr, e.offset, /*numbered=*/true)) {
         ok = false;
         break;
       }
-      CountForSizing(index, e.end, e.txn.ops.size(), source_size);
+      CountForSizing(index++, e.end, e.txn.ops.size(), source_size);
     }
     if (index >= kSizingSample) ahead.Publish(builder_->TxnRoom(), builder_->OpRoom());
     pipe.Release(batch);

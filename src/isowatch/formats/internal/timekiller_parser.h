@@ -139,8 +139,15 @@ class TimeKillerParser {
   absl::StatusOr<const ParsedTxn*> ParseNext(ChunkedJsonArray& array, ArrayElement* element,
                                              ParsedTxn* usual);
   // Gives a parsed transaction, which starts at `start` (for messages) and at byte `offset` of
-  // the source, to the builder.
-  bool EmitTxn(const ParsedTxn& txn, const char* start, uint64_t offset);
+  // the source, to the builder. With `numbered`, its ops' keys have their ids already
+  // (PendingOp::key_id, from ReadHistoryPipelined's parsing thread): a key the builder does not
+  // have yet must get that id from it, or the transaction fails.
+  bool EmitTxn(const ParsedTxn& txn, const char* start, uint64_t offset, bool numbered = false);
+  // Software prefetch, for the pipelined read's building thread, of what EmitTxn will compare the
+  // list reads of `txn` (its keys numbered) with: the keys' list records, then (a few
+  // transactions later, once those are in cache) the lists' elements.
+  void PrefetchKeyLists(const ParsedTxn& txn) const;
+  void PrefetchListElements(const ParsedTxn& txn) const;
   // Counts transaction `index` (which ends at byte `end` of the source and has `ops` ops), and
   // sizes the builder after the first kSizingSample of them.
   void CountForSizing(uint64_t index, uint64_t end, size_t ops,

@@ -20,6 +20,9 @@ enum class ValueForm : uint8_t { kMissing, kNull, kInt, kList };
 struct PendingOp {
   OpType type = OpType::kRead;
   ValueForm form = ValueForm::kMissing;
+  // The key's id in the history, when the parsing thread of a pipelined read numbered it
+  // (TimeKillerParser::ReadHistoryPipelined); else unset.
+  uint32_t key_id = 0;
   int64_t key = 0;
   int64_t value = 0;
   uint32_t list_begin = 0;  // kList: the elements, in ParsedTxn::elements
