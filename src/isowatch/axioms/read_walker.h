@@ -88,7 +88,9 @@ class ReadWalker {
             // whatever it says of the committed list; one that holds a later own append is
             // judged (a future read) with the external reads.
             std::optional<IntRead> fault;
-            if (!EndsWith(h_.list_elements(op), own)) fault = JudgeOwnAppends(h_, id, i);
+            if (!own.empty() && !EndsWith(h_.list_elements(op), own)) {
+              fault = JudgeOwnAppends(h_, id, i);
+            }
             if (fault && fault->fault != verdict::ReadFault::kFuture) {
               local.int_reported = true;
               on_int(ExplainInt(h_, level, id, op.key(), {}, h_.ListToString(h_.list_elements(op)),

@@ -486,6 +486,7 @@ class Replayer {
       // (AgreesWithKeyList), and the appends follow it there.
       const size_t n = lists_.size(k);
       if (op.list_size() == n + own.size() && lists_.AgreesWithKeyList(k, n)) {
+        if (own.empty()) return;
         const std::span<const Value> tail = h_.key_list(op.key()).subspan(n, own.size());
         if (std::equal(own.begin(), own.end(), tail.begin())) return;
       }
