@@ -170,6 +170,35 @@ std::vector<Config> Configs() {
 
 INSTANTIATE_TEST_SUITE_P(Configs, GroundTruthTest, ::testing::ValuesIn(Configs()), ParamName);
 
+// Transactions of about 64 ops, with every fault planted: a run on several threads walks a
+// transaction of at most 64 ops by a mask of the ops its part judges, and a longer one op by op.
+// Both must report exactly the ground truth, and what a run on one thread reports.
+TEST(GroundTruthLongTxnTest, EveryThreadCountReportsTheGroundTruth) {
+  for (uint32_t ops : {63u, 64u, 65u, 100u}) {
+    for (IsolationLevel level :
+         {IsolationLevel::kSnapshotIsolation, IsolationLevel::kSerializable}) {
+      for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {
+        WorkloadOptions o = Workload(ops, level, data);
+        o.ops_per_txn = ops;
+        o.txns = 300;
+        o.keys = 400;
+        for (Fault f : kAllFaults) {
+          if (f == Fault::kIntermediateRead && data == DataModel::kList) continue;
+          o.faults.push_back({f, 0.03, /*from_txn=*/10});
+        }
+        auto r = Simulate(o);
+        ASSERT_TRUE(r.ok()) << r.status();
+        SCOPED_TRACE(fmt::format("{} ops, {}, {}", ops, verdict::IsolationLevelName(level),
+                                 history::DataModelName(data)));
+        const std::vector<Entry> expected = Expected(*r);
+        EXPECT_FALSE(expected.empty());
+        EXPECT_EQ(Show(Reported(r->history, level)), Show(expected));
+        testing::ExpectSameOnEveryThreadCount(r->history, level);
+      }
+    }
+  }
+}
+
 // A serializable store also gives snapshot isolation.
 TEST(GroundTruthCrossLevelTest, SerializableHistoriesAreSnapshotIsolated) {
   for (DataModel data : {DataModel::kKeyValue, DataModel::kList}) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -42,6 +43,17 @@ struct KeyPart {
   const std::vector<uint8_t>* owner = nullptr;  // per key, its part; unused with one part
   bool Has(uint32_t key) const { return count == 1 || (*owner)[key] == index; }
   bool first() const { return index == 0; }
+  // The ops of `ops` (at most 64) on the part's keys, a bit each (bit i: ops[i]), and with
+  // `writes_only` only the writes among them. Made without a branch per op, which would be
+  // taken as much at random as the keys are shared out.
+  uint64_t Mask(std::span<const Op> ops, bool writes_only) const {
+    uint64_t mask = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const bool own = count == 1 || (*owner)[ops[i].key().value()] == index;
+      mask |= static_cast<uint64_t>(own & (!writes_only | ops[i].is_write())) << i;
+    }
+    return mask;
+  }
 };
 
 // The committed list of every key of one KeyPart. A committed list is almost always a prefix of
@@ -450,22 +462,27 @@ class Replayer {
       }
     }
     const bool snapshot = HasSnapshot(id);
-    walker_.Walk(
-        id, level_, [&](KeyId key) { return part_.Has(key.value()); },
-        [&](uint32_t i, const Op& op, std::span<const Value> own) {
-          At(kReadStep, i);
-          if (snapshot) {
-            CheckSnapshotRead(t, id, op, own);
-          } else if (op.kind() == OpKind::kListRead) {
-            CheckExternalList(id, op, own);
-          } else {
-            CheckExternalRegister(id, op);
-          }
-        },
-        [&](Violation v) {
-          At(kReadStep, walker_.current_op());
-          Emit(std::move(v));
-        });
+    auto on_external = [&](uint32_t i, const Op& op, std::span<const Value> own) {
+      At(kReadStep, i);
+      if (snapshot) {
+        CheckSnapshotRead(t, id, op, own);
+      } else if (op.kind() == OpKind::kListRead) {
+        CheckExternalList(id, op, own);
+      } else {
+        CheckExternalRegister(id, op);
+      }
+    };
+    auto on_int = [&](Violation v) {
+      At(kReadStep, walker_.current_op());
+      Emit(std::move(v));
+    };
+    const std::span<const Op> ops = h_.ops(t);
+    if (ops.size() <= kMaskOps) {
+      walker_.WalkMasked(id, level_, part_.Mask(ops, /*writes_only=*/false), on_external, on_int);
+    } else {
+      walker_.Walk(
+          id, level_, [&](KeyId key) { return part_.Has(key.value()); }, on_external, on_int);
+    }
   }
 
   void CheckExternalRegister(TxnId reader, const Op& op) {
@@ -552,29 +569,27 @@ class Replayer {
     const Transaction& t = h_.txn(id);
     const std::span<const Op> ops = h_.ops(id);
     BeginWalk(ops);
-    for (uint32_t i = 0; i < ops.size(); ++i) {
+    ForOwnWrites(ops, /*backwards=*/false, [&](uint32_t i) {
       const Op& op = ops[i];
-      if (!op.is_write() || !part_.Has(op.key().value())) continue;
       const uint32_t k = op.key().value();
-      if (!FirstWrite(ops, i, /*backwards=*/false)) continue;
+      if (!FirstWrite(ops, i, /*backwards=*/false)) return;
       At(kConflictStep, i);
       ChainCursor c{chains_[k], chains_[k].size()};
       axioms::ConcurrentWriters(
           h_, t, c, [&](TxnId u) { Emit(axioms::ExplainNoConflict(h_, u, id, op.key())); },
           &snapshot_unjudged_pairs_);
-    }
+    });
   }
 
   // Registers `t` as open on each key it writes (SI).
   void OpenWrites(TxnId id) {
     const std::span<const Op> ops = h_.ops(id);
     BeginWalk(ops);
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const Op& op = ops[i];
-      if (!op.is_write() || !part_.Has(op.key().value())) continue;
-      if (!FirstWrite(ops, i, /*backwards=*/false)) continue;
-      open_writers_.Add(op.key().value(), id.value());
-    }
+    ForOwnWrites(ops, /*backwards=*/false, [&](uint32_t i) {
+      if (FirstWrite(ops, i, /*backwards=*/false)) {
+        open_writers_.Add(ops[i].key().value(), id.value());
+      }
+    });
   }
 
   // Installs `t`'s writes; under SI, reports NOCONFLICT with every other transaction still open
@@ -582,36 +597,58 @@ class Replayer {
   void Commit(TxnId id) {
     auto ops = h_.ops(id);
     BeginWalk(ops);
-    for (uint32_t i = 0; i < ops.size(); ++i) {
+    ForOwnWrites(ops, /*backwards=*/false, [&](uint32_t i) {
       const Op& op = ops[i];
-      if (!op.is_write() || !part_.Has(op.key().value())) continue;
-      uint32_t k = op.key().value();
+      const uint32_t k = op.key().value();
       if (op.kind() == OpKind::kAppend) {
         lists_.push_back(k, op.value());
       } else {
         registers_[k] = RegisterVersion{op.value(), id};
       }
-      if (level_ != IsolationLevel::kSnapshotIsolation || !FirstWrite(ops, i, false)) continue;
+      if (level_ != IsolationLevel::kSnapshotIsolation ||
+          !FirstWrite(ops, i, /*backwards=*/false)) {
+        return;
+      }
       At(kCommitStep, i);
       open_writers_.ForEach(k, [&](uint64_t other) {
         if (other != id.value()) Emit(axioms::ExplainNoConflict(h_, id, TxnId(other), op.key()));
       });
       // A transaction with a snapshot was never open.
       open_writers_.Remove(k, id.value());
-    }
+    });
     if (snapshots_) RecordVersions(id, ops);
   }
 
   // Appends `id`'s version of each key it writes to the key's chain (SI with snapshots).
   void RecordVersions(TxnId id, std::span<const Op> ops) {
     BeginWalk(ops);
-    for (size_t i = ops.size(); i-- > 0;) {  // backwards: a register's final write comes first
+    // Backwards: a register's final write comes first.
+    ForOwnWrites(ops, /*backwards=*/true, [&](uint32_t i) {
       const Op& op = ops[i];
-      if (!op.is_write() || !part_.Has(op.key().value())) continue;
       const uint32_t k = op.key().value();
-      if (!FirstWrite(ops, i, /*backwards=*/true)) continue;
+      if (!FirstWrite(ops, i, /*backwards=*/true)) return;
       chains_[k].push_back(
           ChainEntry{.writer = id.value(), .value = op.value(), .list_end = lists_.size(k)});
+    });
+  }
+
+  // Calls f(i) for each write ops[i] on a key of this part, in order (or, `backwards`, in
+  // reverse order). A transaction of at most kMaskOps ops is walked by the mask of those writes
+  // (KeyPart::Mask).
+  template <class F>
+  void ForOwnWrites(std::span<const Op> ops, bool backwards, F f) const {
+    if (ops.size() <= kMaskOps) {
+      uint64_t mask = part_.Mask(ops, /*writes_only=*/true);
+      while (mask != 0) {
+        const int i = backwards ? 63 - std::countl_zero(mask) : std::countr_zero(mask);
+        mask &= ~(uint64_t{1} << i);
+        f(static_cast<uint32_t>(i));
+      }
+      return;
+    }
+    for (size_t n = 0; n < ops.size(); ++n) {
+      const size_t i = backwards ? ops.size() - 1 - n : n;
+      if (ops[i].is_write() && part_.Has(ops[i].key().value())) f(static_cast<uint32_t>(i));
     }
   }
 
@@ -620,6 +657,8 @@ class Replayer {
   // transaction is scanned, which touches no memory beyond its ops; a longer one marks its keys in
   // slot_stamp_, after BeginWalk. REQUIRES: ops[i].is_write().
   static constexpr size_t kScanOps = 32;
+  // The most ops of a transaction walked by a mask of its ops (KeyPart::Mask).
+  static constexpr size_t kMaskOps = 64;
   void BeginWalk(std::span<const Op> ops) {
     if (ops.size() > kScanOps) ++stamp_;
   }
