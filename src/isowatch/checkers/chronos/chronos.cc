@@ -326,10 +326,21 @@ void PlanKeys(const History& h, uint32_t parts, ReplayPlan* plan) {
   for (uint64_t t = 0; t < h.size(); ++t) {
     for (const Op& op : h.ops(TxnId(t))) ++ops[op.key().value()];
   }
+  // The keys by falling op count, and by id among keys of one count: by counting when the counts
+  // are no more than the keys (a history of many keys, each used a few times), else by sorting.
   std::vector<uint32_t> keys(h.key_count());
-  for (uint32_t k = 0; k < keys.size(); ++k) keys[k] = k;
-  std::sort(keys.begin(), keys.end(),
-            [&](uint32_t a, uint32_t b) { return ops[a] != ops[b] ? ops[a] > ops[b] : a < b; });
+  const uint64_t most = ops.empty() ? 0 : *std::max_element(ops.begin(), ops.end());
+  if (most <= keys.size()) {
+    // at[most - c]: where the next key of c ops goes, once the keys with more are counted.
+    std::vector<uint32_t> at(most + 2, 0);
+    for (const uint64_t n : ops) ++at[most - n + 1];
+    for (size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
+    for (uint32_t k = 0; k < keys.size(); ++k) keys[at[most - ops[k]]++] = k;
+  } else {
+    for (uint32_t k = 0; k < keys.size(); ++k) keys[k] = k;
+    std::sort(keys.begin(), keys.end(),
+              [&](uint32_t a, uint32_t b) { return ops[a] != ops[b] ? ops[a] > ops[b] : a < b; });
+  }
   plan->owner.assign(h.key_count(), 0);
   std::vector<uint64_t> load(parts, 0);
   for (uint32_t k : keys) {
