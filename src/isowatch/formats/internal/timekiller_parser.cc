@@ -42,8 +42,8 @@ constexpr uint8_t kUsedAsList = 2;
 
 constexpr size_t kMinParserCapacity = size_t{64} << 10;
 
-// How far ahead of the transaction given to the builder the pipelined read interns keys and
-// prefetches (ReadHistoryPipelined).
+// How far ahead of the transaction given to the builder the pipelined read's building thread
+// prefetches what the builder will need (ReadHistoryPipelined).
 constexpr size_t kRecordAhead = 16;   // the ParsedTxn record
 constexpr size_t kArraysAhead = 12;   // its ops and elements
 constexpr size_t kKeyListsAhead = 8;  // TimeKillerParser::PrefetchKeyLists
@@ -103,7 +103,7 @@ bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t
       // next id, which the parsing thread gave it too.
       if (op.key_id >= builder_->key_count() && builder_->IntKey(op.key) != key) {
         builder_->AbandonTxn();
-        return Fail(op.where, "the parsing thread numbered a key differently");
+        return Fail(start, "the parsing thread numbered a key differently");
       }
     }
     if (key.value() >= key_use_.size()) key_use_.resize(key.value() + 1, 0);
