@@ -20,41 +20,25 @@
 #include "isowatch/axioms/read_walker.h"
 #include "isowatch/axioms/snapshot_rules.h"
 #include "isowatch/axioms/write_index.h"
+#include "isowatch/checkers/chronos/internal/replay_plan.h"
 #include "isowatch/common/strong_id.h"
 
 namespace isowatch::checkers {
 namespace {
 
+using chronos::Event;
+using chronos::KeyPart;
+using chronos::MakePlan;
+using chronos::ReplayPlan;
+using enum chronos::Phase;
+
 using history::History;
 using history::Op;
 using history::OpKind;
-using history::Timestamp;
 using history::Transaction;
 using history::Value;
 using verdict::IsolationLevel;
 using verdict::Violation;
-
-// The keys one replayer judges. A run on several threads gives each a part of the keys; reads,
-// writes and conflicts are judged per key, so the parts are independent, and what is judged per
-// transaction (SESSION) belongs to part 0.
-struct KeyPart {
-  uint32_t index = 0;
-  uint32_t count = 1;
-  const std::vector<uint8_t>* owner = nullptr;  // per key, its part; unused with one part
-  bool Has(uint32_t key) const { return count == 1 || (*owner)[key] == index; }
-  bool first() const { return index == 0; }
-  // The ops of `ops` (at most 64) on the part's keys, a bit each (bit i: ops[i]), and with
-  // `writes_only` only the writes among them. Made without a branch per op, which would be
-  // taken as much at random as the keys are shared out.
-  uint64_t Mask(std::span<const Op> ops, bool writes_only) const {
-    uint64_t mask = 0;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const bool own = count == 1 || (*owner)[ops[i].key().value()] == index;
-      mask |= static_cast<uint64_t>(own & (!writes_only | ops[i].is_write())) << i;
-    }
-    return mask;
-  }
-};
 
 // The committed list of every key of one KeyPart. A committed list is almost always a prefix of
 // the history's list of the key (History::key_list: the longest list its reads saw), so each
@@ -179,26 +163,6 @@ class OpenWriters {
   absl::flat_hash_map<uint32_t, std::vector<uint64_t>> more_;  // after the first, in order
 };
 
-// A point of the replay. Phases order the events that share a timestamp: commits first, then
-// transactions whose start equals their commit (start and commit handled together), then starts.
-// So a write committed at t is visible to a transaction that starts at t, under SER too (where
-// every other transaction is one commit event).
-enum Phase : uint32_t { kCommit = 0, kPoint = 1, kStart = 2 };
-
-struct Event {
-  Timestamp ts;
-  uint64_t tie;  // PackTaggedTxn(phase, transaction)
-
-  Event(Timestamp t, Phase phase, uint64_t txn) : ts(t), tie(PackTaggedTxn(phase, txn)) {}
-  Phase phase() const { return static_cast<Phase>(TagOfPacked(tie)); }
-  TxnId txn() const { return TxnId(TxnOfPacked(tie)); }
-
-  bool operator<(const Event& o) const {
-    if (ts != o.ts) return ts < o.ts;
-    return tie < o.tie;
-  }
-};
-
 // The newest committed version of a register.
 struct RegisterVersion {
   Value value;
@@ -239,136 +203,6 @@ struct FoundAt {
   }
 };
 enum Step : uint32_t { kSessionStep = 0, kReadStep = 1, kConflictStep = 2, kCommitStep = 3 };
-
-// What every part of a run shares, made once before the replay and read-only during it: the
-// events, each transaction's committed session predecessor, and the keys.
-struct ReplayPlan {
-  // The events, in two sorted runs that the replay merges as it goes: those at a transaction's
-  // commit (kCommit and kPoint) and the starts. Each run is made in transaction order, which is
-  // usually sorted already for the first (histories are mostly written in commit order), so
-  // sorting the runs apart costs less than sorting all the events.
-  std::vector<Event> at_commit;
-  std::vector<Event> starts;
-  std::vector<TxnId> committed_pred;
-  size_t transactions_checked = 0;
-  size_t transactions_skipped = 0;
-  std::vector<uint8_t> owner;  // per key: the part that judges it (with several parts)
-};
-
-// Whether transaction `t` takes part in the replay at `level`.
-bool Participates(const History& h, IsolationLevel level, const Transaction& t) {
-  if (!t.committed() || !t.has_commit) return false;
-  return level == IsolationLevel::kSerializable || t.has_start || h.has_snapshot(t);
-}
-
-// Each transaction's nearest session predecessor that takes part in the replay.
-std::vector<TxnId> CommittedPredecessors(const History& h, IsolationLevel level) {
-  std::vector<TxnId> committed_pred(h.size(), TxnId::Invalid());
-  // Session order is seq order; walking each transaction's predecessor chain with memoisation
-  // of the answer keeps this linear.
-  std::vector<uint8_t> done(h.size(), 0);
-  std::vector<uint64_t> stack;
-  for (uint64_t i = 0; i < h.size(); ++i) {
-    uint64_t cur = i;
-    while (!done[cur]) {
-      stack.push_back(cur);
-      TxnId prev = h.txn(TxnId(cur)).session_prev;
-      if (!prev.valid()) break;
-      cur = prev.value();
-    }
-    while (!stack.empty()) {
-      uint64_t x = stack.back();
-      stack.pop_back();
-      TxnId prev = h.txn(TxnId(x)).session_prev;
-      if (prev.valid()) {
-        committed_pred[x] =
-            Participates(h, level, h.txn(prev)) ? prev : committed_pred[prev.value()];
-      }
-      done[x] = 1;
-    }
-  }
-  return committed_pred;
-}
-
-// The events of the replay, in their two sorted runs, and the counts of transactions in and out
-// of it.
-void MakeEvents(const History& h, IsolationLevel level, ReplayPlan* plan) {
-  std::vector<Event>& at_commit = plan->at_commit;
-  std::vector<Event>& starts = plan->starts;
-  at_commit.reserve(h.size());
-  if (level != IsolationLevel::kSerializable) starts.reserve(h.size());
-  for (uint64_t i = 0; i < h.size(); ++i) {
-    const Transaction& t = h.txn(TxnId(i));
-    if (!Participates(h, level, t)) {
-      ++plan->transactions_skipped;
-      continue;
-    }
-    ++plan->transactions_checked;
-    const bool one_event = level == IsolationLevel::kSerializable || h.has_snapshot(t);
-    if (one_event && !(t.has_start && t.start == t.commit)) {
-      at_commit.push_back({t.commit, kCommit, i});
-    } else if (t.start == t.commit) {
-      at_commit.push_back({t.commit, kPoint, i});
-    } else {
-      starts.push_back({t.start, kStart, i});
-      at_commit.push_back({t.commit, kCommit, i});
-    }
-  }
-  for (std::vector<Event>* run : {&at_commit, &starts}) {
-    if (!std::is_sorted(run->begin(), run->end())) std::sort(run->begin(), run->end());
-  }
-}
-
-// Shares the keys among `parts` parts so that each has about as many ops to judge: the keys by
-// falling op count, each to the part with the fewest so far.
-void PlanKeys(const History& h, uint32_t parts, ReplayPlan* plan) {
-  std::vector<uint64_t> ops(h.key_count(), 0);
-  for (uint64_t t = 0; t < h.size(); ++t) {
-    for (const Op& op : h.ops(TxnId(t))) ++ops[op.key().value()];
-  }
-  // The keys by falling op count, and by id among keys of one count: by counting when the counts
-  // are no more than the keys (a history of many keys, each used a few times), else by sorting.
-  std::vector<uint32_t> keys(h.key_count());
-  const uint64_t most = ops.empty() ? 0 : *std::max_element(ops.begin(), ops.end());
-  if (most <= keys.size()) {
-    // at[most - c]: where the next key of c ops goes, once the keys with more are counted.
-    std::vector<uint32_t> at(most + 2, 0);
-    for (const uint64_t n : ops) ++at[most - n + 1];
-    for (size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
-    for (uint32_t k = 0; k < keys.size(); ++k) keys[at[most - ops[k]]++] = k;
-  } else {
-    for (uint32_t k = 0; k < keys.size(); ++k) keys[k] = k;
-    std::sort(keys.begin(), keys.end(),
-              [&](uint32_t a, uint32_t b) { return ops[a] != ops[b] ? ops[a] > ops[b] : a < b; });
-  }
-  plan->owner.assign(h.key_count(), 0);
-  std::vector<uint64_t> load(parts, 0);
-  for (uint32_t k : keys) {
-    const auto least =
-        static_cast<uint8_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    plan->owner[k] = least;
-    load[least] += ops[k];
-  }
-}
-
-ReplayPlan MakePlan(const History& h, IsolationLevel level, uint32_t parts) {
-  ReplayPlan plan;
-  {
-    // The keys' parts and the session predecessors on a second thread, when the replay will have
-    // one anyway; the events, the larger share, on this one.
-    std::jthread second;
-    if (parts > 1) {
-      second = std::jthread([&] {
-        PlanKeys(h, parts, &plan);
-        plan.committed_pred = CommittedPredecessors(h, level);
-      });
-    } else {
-      plan.committed_pred = CommittedPredecessors(h, level);
-    }
-    MakeEvents(h, level, &plan);
-  }
-  return plan;
-}
 
 // What one part of a run found.
 struct PartResult {
