@@ -176,7 +176,7 @@ struct ChainEntry {
   uint64_t list_end = 0;  // lists: the length of the committed list with this version
 };
 
-// Walks a key's chain from its end towards older versions (internal/snapshot_rules.h).
+// Walks a key's chain from its end towards older versions (axioms/snapshot_rules.h).
 struct ChainCursor {
   const std::vector<ChainEntry>& chain;
   size_t at;  // the current entry; chain.size() before the first step
@@ -378,7 +378,7 @@ class Replayer {
   }
 
   // EXT for a reader with a snapshot: the newest version of the key it sees (registers), or the
-  // committed list it sees (lists), from the key's chain (internal/snapshot_rules.h).
+  // committed list it sees (lists), from the key's chain (axioms/snapshot_rules.h).
   void CheckSnapshotRead(const Transaction& t, TxnId reader, const Op& op,
                          std::span<const Value> own) {
     const KeyId key = op.key();
