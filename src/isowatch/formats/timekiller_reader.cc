@@ -179,13 +179,14 @@ absl::StatusOr<history::History> ReadTimeKillerStringChunked(std::string_view js
 absl::StatusOr<history::History> ReadTimeKillerFileChunked(const std::string& path,
                                                            const ReadOptions& options,
                                                            size_t chunk_size, TxnParsers parsers,
-                                                           Pipelining pipelining) {
+                                                           Pipelining pipelining,
+                                                           internal::FileMapping mapping) {
   std::optional<InitialDoc> initial;
   if (!options.initial_txn_path.empty()) {
     ASSIGN_OR_RETURN(initial, LoadInitialDoc(options.initial_txn_path));
   }
-  auto open = [&path]() -> absl::StatusOr<std::unique_ptr<ByteSource>> {
-    return FileSource::Open(path);
+  auto open = [&path, mapping]() -> absl::StatusOr<std::unique_ptr<ByteSource>> {
+    return FileSource::Open(path, mapping);
   };
   return ReadTimeKiller(open, path, options, initial ? &*initial : nullptr, chunk_size, parsers,
                         pipelining);

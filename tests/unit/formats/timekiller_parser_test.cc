@@ -171,6 +171,56 @@ std::string Outcome(std::string_view json, size_t chunk, internal::TxnParsers pa
   return h.ok() ? Canonical(*h) : "error: " + Message(h.status());
 }
 
+TEST_F(TimeKillerTest, MappedFileReadsAsTheFileRead) {
+  constexpr size_t kTxns = 5000;
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / fmt::format("tk_mapped_{}.json", getpid()))
+          .string();
+  auto write = [&](const std::string& json) { std::ofstream(path, std::ios::binary) << json; };
+  for (bool usual : {true, false}) {
+    const std::string json = Generate(kTxns, SIZE_MAX, usual);
+    const std::string expected = Outcome(json, size_t{16} << 20, internal::TxnParsers::kUsualFirst);
+    ASSERT_EQ(expected.rfind("error", 0), std::string::npos) << expected;
+    write(json);
+    for (internal::FileMapping mapping :
+         {internal::FileMapping::kNever, internal::FileMapping::kAlways}) {
+      for (size_t chunk : {size_t{1}, size_t{333}, size_t{4096}, size_t{16} << 20}) {
+        for (internal::Pipelining pipelining :
+             {internal::Pipelining::kOff, internal::Pipelining::kNoRetry}) {
+          const std::string what = fmt::format("usual {} mapped {} chunk {} pipelined {}", usual,
+                                               mapping == internal::FileMapping::kAlways, chunk,
+                                               pipelining == internal::Pipelining::kNoRetry);
+          absl::StatusOr<History> h = internal::ReadTimeKillerFileChunked(
+              path, {}, chunk, internal::TxnParsers::kUsualFirst, pipelining, mapping);
+          ASSERT_TRUE(h.ok()) << what << ": " << h.status();
+          EXPECT_EQ(Canonical(*h), expected) << what;
+          EXPECT_EQ(h->txn(TxnId(uint32_t{2345})).source_offset, json.find("{\"tid\":2345,"))
+              << what;
+        }
+      }
+    }
+  }
+
+  // An error late in the file: its line and column count the lines of the pages given back.
+  const std::string bad = Generate(kTxns, 4000);
+  const std::string in_string = Outcome(bad, size_t{16} << 20, internal::TxnParsers::kUsualFirst);
+  const std::string prefix = "error: history.json:";
+  ASSERT_EQ(in_string.rfind(prefix, 0), 0U) << in_string;
+  write(bad);
+  for (internal::FileMapping mapping :
+       {internal::FileMapping::kNever, internal::FileMapping::kAlways}) {
+    for (size_t chunk : {size_t{5}, size_t{4096}, size_t{16} << 20}) {
+      absl::StatusOr<History> h =
+          internal::ReadTimeKillerFileChunked(path, {}, chunk, internal::TxnParsers::kUsualFirst,
+                                              internal::Pipelining::kAlways, mapping);
+      ASSERT_FALSE(h.ok());
+      EXPECT_EQ(Message(h.status()), path + ":" + in_string.substr(prefix.size()))
+          << "mapped " << (mapping == internal::FileMapping::kAlways) << " chunk " << chunk;
+    }
+  }
+  std::filesystem::remove(path);
+}
+
 TEST_F(TimeKillerTest, PipelinedReadGivesTheSameHistory) {
   constexpr size_t kTxns = 5000;  // several batches
   for (bool usual : {false, true}) {

@@ -75,7 +75,8 @@ absl::StatusOr<size_t> MemorySource::Read(char* dst, size_t n) {
   return count;
 }
 
-absl::StatusOr<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path,
+                                                             FileMapping mapping) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -87,7 +88,7 @@ absl::StatusOr<std::unique_ptr<FileSource>> FileSource::Open(const std::string& 
 #ifdef POSIX_FADV_SEQUENTIAL
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
-  return std::unique_ptr<FileSource>(new FileSource(fd, path, size));
+  return std::unique_ptr<FileSource>(new FileSource(fd, path, size, mapping));
 }
 
 FileSource::~FileSource() { ::close(fd_); }
@@ -105,6 +106,18 @@ absl::StatusOr<size_t> FileSource::Read(char* dst, size_t n) {
   }
 }
 
+std::unique_ptr<MappedFile> FileSource::Map(size_t padding) {
+  if (!size_ || read_ > 0 || *size_ == 0 || *size_ > SIZE_MAX / 2) return nullptr;
+  if (mapping_ == FileMapping::kNever ||
+      (mapping_ == FileMapping::kAuto && *size_ < kMapMinBytes)) {
+    return nullptr;
+  }
+  std::unique_ptr<MappedFile> mapped =
+      MappedFile::Map(fd_, static_cast<size_t>(*size_), padding, path_);
+  if (mapped != nullptr) read_ = *size_;
+  return mapped;
+}
+
 std::optional<uint64_t> FileSource::SizeHint() const {
   if (!size_) return std::nullopt;
   return *size_ > read_ ? *size_ - read_ : 0;
@@ -119,36 +132,38 @@ ChunkedJsonArray::ChunkedJsonArray(ByteSource* source, std::string source_name, 
 
 absl::Status ChunkedJsonArray::Refill(size_t keep_from) {
   if (buffer_ == nullptr) {
+    mapped_ = source_->Map(kPadding);
+    if (mapped_ != nullptr) {
+      buffer_ = mapped_->data();
+      capacity_ = end_ = mapped_->size();
+      eof_ = true;
+      std::memset(buffer_ + end_, ' ', kPadding);
+      return absl::OkStatus();
+    }
     capacity_ = chunk_size_;
     if (std::optional<uint64_t> hint = source_->SizeHint()) {
       // One byte more than the source holds, so that a single read also sees its end.
       capacity_ = static_cast<size_t>(std::min<uint64_t>(capacity_, *hint + 1));
     }
-    buffer_.reset(new char[capacity_ + kPadding]);
-    std::memset(buffer_.get() + capacity_, ' ', kPadding);
+    owned_.reset(new char[capacity_ + kPadding]);
+    buffer_ = owned_.get();
+    std::memset(buffer_ + capacity_, ' ', kPadding);
   } else if (keep_from > 0) {
-    uint64_t lines = 0;
-    int64_t last = -1;
-    CountNewlines(buffer_.get(), keep_from, &lines, &last);
-    lines_before_ += lines;
-    if (last >= 0) last_newline_before_ = static_cast<int64_t>(buffer_offset_) + last;
-    std::memmove(buffer_.get(), buffer_.get() + keep_from, end_ - keep_from);
-    end_ -= keep_from;
-    pos_ -= keep_from;
-    if (state_ == State::kInElement) element_start_ -= keep_from;
-    buffer_offset_ += keep_from;
+    Forget(keep_from);
+    std::memmove(buffer_, buffer_ + keep_from, end_);
   }
   if (end_ == capacity_) {
     // The kept bytes fill the buffer: one element is larger than it.
     size_t new_capacity = std::max(capacity_ * 2, std::min<size_t>(chunk_size_, 4096));
     std::unique_ptr<char[]> bigger(new char[new_capacity + kPadding]);
-    std::memcpy(bigger.get(), buffer_.get(), end_);
+    std::memcpy(bigger.get(), buffer_, end_);
     std::memset(bigger.get() + new_capacity, ' ', kPadding);
-    buffer_ = std::move(bigger);
+    owned_ = std::move(bigger);
+    buffer_ = owned_.get();
     capacity_ = new_capacity;
   }
   while (end_ < capacity_) {
-    absl::StatusOr<size_t> got = source_->Read(buffer_.get() + end_, capacity_ - end_);
+    absl::StatusOr<size_t> got = source_->Read(buffer_ + end_, capacity_ - end_);
     if (!got.ok()) return got.status();
     if (*got == 0) {
       eof_ = true;
@@ -157,7 +172,7 @@ absl::Status ChunkedJsonArray::Refill(size_t keep_from) {
     end_ += *got;
   }
   // Keep the padding after the data deterministic.
-  std::memset(buffer_.get() + end_, ' ', std::min<size_t>(kPadding, capacity_ + kPadding - end_));
+  std::memset(buffer_ + end_, ' ', std::min<size_t>(kPadding, capacity_ + kPadding - end_));
   return absl::OkStatus();
 }
 
@@ -165,15 +180,41 @@ std::string ChunkedJsonArray::ElementName() const {
   return fmt::format("{} #{}", noun_, next_index_);
 }
 
+void ChunkedJsonArray::Forget(size_t n) {
+  uint64_t lines = 0;
+  int64_t last = -1;
+  CountNewlines(buffer_, n, &lines, &last);
+  lines_before_ += lines;
+  if (last >= 0) last_newline_before_ = static_cast<int64_t>(buffer_offset_) + last;
+  end_ -= n;
+  pos_ -= n;
+  if (state_ == State::kInElement) element_start_ -= n;
+  buffer_offset_ += n;
+}
+
+void ChunkedJsonArray::Slide() {
+  const size_t before = state_ == State::kInElement ? element_start_ : pos_;
+  if (before < chunk_size_) return;
+  // Whole pages, so that the buffer stays page-aligned and every page behind it can go.
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t n = before / page * page;
+  if (n == 0) return;
+  Forget(n);
+  mapped_->Drop(buffer_, n);
+  buffer_ += n;
+  capacity_ -= n;
+}
+
 void ChunkedJsonArray::Unhide() {
   if (hiding_) {
-    std::memcpy(buffer_.get() + hidden_offset_, hidden_, kPadding);
+    std::memcpy(buffer_ + hidden_offset_, hidden_, kPadding);
     hiding_ = false;
   }
 }
 
 absl::StatusOr<bool> ChunkedJsonArray::Next(ArrayElement* element) {
   Unhide();
+  if (mapped_ != nullptr) Slide();
   if (state_ != State::kInElement) {
     absl::StatusOr<bool> more = ToElement();
     if (!more.ok() || !*more) return more;
@@ -181,15 +222,15 @@ absl::StatusOr<bool> ChunkedJsonArray::Next(ArrayElement* element) {
   while (true) {
     switch (ScanElement()) {
       case ScanResult::kComplete:
-        element->data = buffer_.get() + element_start_;
+        element->data = buffer_ + element_start_;
         element->size = pos_ - element_start_;
         element->padded_size = capacity_ + kPadding - element_start_;
         element->offset = buffer_offset_ + element_start_;
         element->index = next_index_++;
         state_ = State::kAfterElement;
         hidden_offset_ = pos_;
-        std::memcpy(hidden_, buffer_.get() + pos_, kPadding);
-        std::memset(buffer_.get() + pos_, ' ', kPadding);
+        std::memcpy(hidden_, buffer_ + pos_, kPadding);
+        std::memset(buffer_ + pos_, ' ', kPadding);
         hiding_ = true;
         return true;
       case ScanResult::kError:
@@ -208,16 +249,17 @@ absl::StatusOr<bool> ChunkedJsonArray::Next(ArrayElement* element) {
 
 absl::StatusOr<bool> ChunkedJsonArray::Start(std::string_view* window) {
   Unhide();
+  if (mapped_ != nullptr) Slide();
   if (state_ != State::kInElement) {
     absl::StatusOr<bool> more = ToElement();
     if (!more.ok() || !*more) return more;
   }
-  *window = std::string_view(buffer_.get() + element_start_, end_ - element_start_);
+  *window = std::string_view(buffer_ + element_start_, end_ - element_start_);
   return true;
 }
 
 void ChunkedJsonArray::Take(size_t size, ArrayElement* element) {
-  element->data = buffer_.get() + element_start_;
+  element->data = buffer_ + element_start_;
   element->size = size;
   element->padded_size = capacity_ + kPadding - element_start_;
   element->offset = buffer_offset_ + element_start_;
@@ -234,7 +276,7 @@ absl::StatusOr<bool> ChunkedJsonArray::ToElement() {
         if (absl::Status s = Refill(0); !s.ok()) return s;
         continue;
       }
-      if (end_ >= 3 && std::memcmp(buffer_.get(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
+      if (end_ >= 3 && std::memcmp(buffer_, "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
     }
     while (pos_ < end_ && IsJsonSpace(buffer_[pos_])) ++pos_;
     if (pos_ == end_) {
@@ -344,7 +386,7 @@ bool ChunkedJsonArray::ScanBytes(const unsigned char** p_inout, size_t n, ScanRe
       case kOpenArray:
         if (depth_ == kMaxDepth) {
           error_ = ErrorAtOffset(
-              static_cast<size_t>(p - 1 - reinterpret_cast<const unsigned char*>(buffer_.get())),
+              static_cast<size_t>(p - 1 - reinterpret_cast<const unsigned char*>(buffer_)),
               fmt::format("{}: nested deeper than {} levels", ElementName(), kMaxDepth));
           *result = ScanResult::kError;
           *p_inout = p;
@@ -454,7 +496,7 @@ uint64_t PrefixXor(uint64_t x) {
 }  // namespace
 
 ChunkedJsonArray::ScanResult ChunkedJsonArray::ScanElement() {
-  const auto* const base = reinterpret_cast<const unsigned char*>(buffer_.get());
+  const auto* const base = reinterpret_cast<const unsigned char*>(buffer_);
   const unsigned char* p = base + pos_;
   const unsigned char* const end = base + end_;
   ScanResult result = ScanResult::kNeedMore;
@@ -513,10 +555,10 @@ ChunkedJsonArray::ScanResult ChunkedJsonArray::ScanElement() {
 }
 
 std::string ChunkedJsonArray::LineColumn(const char* where) const {
-  const size_t offset = static_cast<size_t>(where - buffer_.get());
+  const size_t offset = static_cast<size_t>(where - buffer_);
   uint64_t lines = 0;
   int64_t last = -1;
-  CountNewlines(buffer_.get(), offset, &lines, &last);
+  CountNewlines(buffer_, offset, &lines, &last);
   const uint64_t source_offset = buffer_offset_ + offset;
   const int64_t line_start =
       (last >= 0 ? static_cast<int64_t>(buffer_offset_) + last : last_newline_before_) + 1;
@@ -525,7 +567,7 @@ std::string ChunkedJsonArray::LineColumn(const char* where) const {
 }
 
 absl::Status ChunkedJsonArray::ErrorAtOffset(size_t buffer_offset, std::string_view message) const {
-  return ErrorAt(buffer_.get() + buffer_offset, message);
+  return ErrorAt(buffer_ + buffer_offset, message);
 }
 
 absl::Status ChunkedJsonArray::ErrorAt(const char* where, std::string_view message) const {

@@ -13,6 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "isowatch/formats/internal/mapped_file.h"
+
 namespace isowatch::formats::internal {
 
 // A sequential source of bytes: a file or a buffer in memory. Not thread-safe.
@@ -23,6 +25,13 @@ class ByteSource {
   virtual absl::StatusOr<size_t> Read(char* dst, size_t n) = 0;
   // The number of bytes left, if known.
   virtual std::optional<uint64_t> SizeHint() const { return std::nullopt; }
+  // The whole source in memory, to be read in place, followed by `padding` writable bytes, if the
+  // source offers it (a large regular file, mapped); nullptr otherwise. Once it is given, Read
+  // is not to be called.
+  virtual std::unique_ptr<MappedFile> Map(size_t padding) {
+    (void)padding;
+    return nullptr;
+  }
 };
 
 // Bytes held by the caller, which must outlive the source. Not thread-safe.
@@ -37,25 +46,37 @@ class MemorySource : public ByteSource {
   size_t pos_ = 0;
 };
 
-// A file read with read(2). Not thread-safe.
+// Whether a FileSource offers its file mapped into memory (ByteSource::Map).
+enum class FileMapping : uint8_t {
+  kAuto,    // a regular file of at least kMapMinBytes
+  kNever,   // read(2) only
+  kAlways,  // any regular file that is not empty
+};
+inline constexpr uint64_t kMapMinBytes = uint64_t{4} << 20;
+
+// A file read with read(2), or mapped into memory as `mapping` says. Not thread-safe.
 class FileSource : public ByteSource {
  public:
   // Errors: the file cannot be opened (NotFound, PermissionDenied, ...).
-  static absl::StatusOr<std::unique_ptr<FileSource>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<FileSource>> Open(const std::string& path,
+                                                          FileMapping mapping = FileMapping::kAuto);
   ~FileSource() override;
   FileSource(const FileSource&) = delete;
   FileSource& operator=(const FileSource&) = delete;
 
   absl::StatusOr<size_t> Read(char* dst, size_t n) override;
   std::optional<uint64_t> SizeHint() const override;
+  // The whole file, if nothing was read yet and `mapping` says to map it.
+  std::unique_ptr<MappedFile> Map(size_t padding) override;
 
  private:
-  FileSource(int fd, std::string path, std::optional<uint64_t> size)
-      : fd_(fd), path_(std::move(path)), size_(size) {}
+  FileSource(int fd, std::string path, std::optional<uint64_t> size, FileMapping mapping)
+      : fd_(fd), path_(std::move(path)), size_(size), mapping_(mapping) {}
 
   int fd_;
   std::string path_;
-  std::optional<uint64_t> size_;
+  std::optional<uint64_t> size_;  // for a regular file
+  FileMapping mapping_;
   uint64_t read_ = 0;
 };
 
@@ -75,7 +96,9 @@ struct ArrayElement {
 // Splits a top-level JSON array, read from a ByteSource in chunks, into its elements without
 // parsing them: a small scanner follows strings, escapes and bracket nesting to find where each
 // element ends (64 bytes at a time where it can). Only the current chunk is held; it grows when
-// one element is larger than a chunk. Elements must be objects or arrays. The scanner checks the
+// one element is larger than a chunk. A source that offers itself mapped (ByteSource::Map) is read
+// in place instead: the buffer is then the rest of the mapping, whose start moves on a chunk at a
+// time, the pages behind given back. Elements must be objects or arrays. The scanner checks the
 // array's own punctuation (the opening '[', the ',' between elements, the closing ']' and that
 // nothing but whitespace follows) and the nesting depth; it counts '{' and '[' alike, so the
 // contents of the elements, bracket kinds included, are left to the caller's parser. A UTF-8 byte
@@ -130,8 +153,14 @@ class ChunkedJsonArray {
   // Makes room and reads more bytes, keeping those from `keep_from` on. Sets eof_ when the source
   // is exhausted and nothing was read.
   absl::Status Refill(size_t keep_from);
+  // Moves the buffer's first `n` bytes out of it, counting their lines; the caller moves the
+  // bytes.
+  void Forget(size_t n);
   // Puts back the bytes that the spaces after the last element replaced.
   void Unhide();
+  // For a mapped source: moves the buffer's start past the bytes before the current element
+  // once they are a chunk or more, and gives back their pages.
+  void Slide();
   // Skips what comes between elements (reading more as needed); true at the start of an element
   // (state_ == kInElement), false after the closing ']'.
   absl::StatusOr<bool> ToElement();
@@ -147,7 +176,10 @@ class ChunkedJsonArray {
   std::string noun_;
   size_t chunk_size_;
 
-  std::unique_ptr<char[]> buffer_;
+  // The buffer: owned_, or a window on mapped_ that starts at a page boundary.
+  char* buffer_ = nullptr;
+  std::unique_ptr<char[]> owned_;
+  std::unique_ptr<MappedFile> mapped_;
   size_t capacity_ = 0;  // data bytes the buffer can hold (kPadding more are allocated)
   size_t end_ = 0;       // valid bytes in the buffer
   size_t pos_ = 0;       // next byte to look at

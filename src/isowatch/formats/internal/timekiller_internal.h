@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "isowatch/formats/internal/chunked_json_array.h"
 #include "isowatch/formats/read_options.h"
 #include "isowatch/history/history.h"
 
@@ -35,10 +36,12 @@ absl::StatusOr<history::History> ReadTimeKillerStringChunked(
     std::string_view initial_txn_json, size_t chunk_size,
     TxnParsers parsers = TxnParsers::kUsualFirst, Pipelining pipelining = Pipelining::kAuto);
 
-// ReadTimeKillerFile, reading the history file `chunk_size` bytes at a time.
+// ReadTimeKillerFile, reading the history file `chunk_size` bytes at a time, or mapped as
+// `mapping` says (a chunk at a time then too).
 absl::StatusOr<history::History> ReadTimeKillerFileChunked(
     const std::string& path, const ReadOptions& options, size_t chunk_size,
-    TxnParsers parsers = TxnParsers::kUsualFirst, Pipelining pipelining = Pipelining::kAuto);
+    TxnParsers parsers = TxnParsers::kUsualFirst, Pipelining pipelining = Pipelining::kAuto,
+    FileMapping mapping = FileMapping::kAuto);
 
 // Whether `s` is an integer as JSON writes one: an optional '-', then "0" or digits not starting
 // with 0. Ids that pass are written back as JSON numbers.
