@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
 #include <regex>
 #include <string>
 
@@ -87,6 +88,32 @@ TEST(ElleJsonTest, NemesisAndStatuses) {
   EXPECT_EQ(h.txn(h.FindTxn("2")).status, TxnStatus::kUnknown);
   EXPECT_TRUE(h.ops(h.FindTxn("2"))[0].unknown());
   EXPECT_EQ(h.txn(h.FindTxn("3")).status, TxnStatus::kAborted);
+}
+
+TEST(ElleJsonTest, ErrorPositionLateInALongArray) {
+  // Ops on lines of their own, several to a line, and spread over lines, so that the reader's
+  // count of lines from one op's position to the next crosses each kind.
+  constexpr int kPairs = 1500;
+  constexpr int kBad = 1234;
+  std::string json = "[";
+  size_t bad_at = 0;
+  for (int i = 0; i < kPairs; ++i) {
+    const std::string sep = i % 3 == 0 ? ",\n" : (i % 3 == 1 ? ", " : ",\n\n  ");
+    if (i > 0) json += sep;
+    json += fmt::format(
+        "{{\"type\":\"invoke\",\n \"f\":\"txn\",\"process\":{},\"value\":[[\"r\",1,null]]}}",
+        i % 5);
+    json += sep;
+    if (i == kBad) bad_at = json.size();
+    json += fmt::format(R"({{"type":"ok","f":"txn","process":{},"value":[["{}",1,[]]]}})", i % 5,
+                        i == kBad ? "read" : "r");
+  }
+  json += "]\n";
+  const auto line =
+      1 + std::count(json.begin(), json.begin() + static_cast<ptrdiff_t>(bad_at), '\n');
+  const size_t line_start = json.rfind('\n', bad_at) + 1;
+  EXPECT_THAT(ReadError(json), HasSubstr(fmt::format("h.json:{}:{}: op #{}: unknown micro-op", line,
+                                                     bad_at - line_start + 1, 2 * kBad + 1)));
 }
 
 TEST(ElleJsonTest, Errors) {

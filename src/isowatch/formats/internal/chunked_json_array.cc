@@ -556,14 +556,29 @@ ChunkedJsonArray::ScanResult ChunkedJsonArray::ScanElement() {
 
 std::string ChunkedJsonArray::LineColumn(const char* where) const {
   const size_t offset = static_cast<size_t>(where - buffer_);
-  uint64_t lines = 0;
-  int64_t last = -1;
-  CountNewlines(buffer_, offset, &lines, &last);
   const uint64_t source_offset = buffer_offset_ + offset;
-  const int64_t line_start =
-      (last >= 0 ? static_cast<int64_t>(buffer_offset_) + last : last_newline_before_) + 1;
-  return fmt::format("{}:{}", lines_before_ + lines + 1,
-                     static_cast<int64_t>(source_offset) - line_start + 1);
+  // From where the last call counted to, if that is in the buffer and not past `where`: a
+  // reader that asks for every element's position then counts each byte once.
+  size_t from = 0;
+  uint64_t lines = lines_before_;
+  int64_t last = last_newline_before_;
+  if (counted_offset_ >= buffer_offset_ && counted_offset_ <= source_offset) {
+    from = static_cast<size_t>(counted_offset_ - buffer_offset_);
+    lines = counted_lines_;
+    last = counted_last_newline_;
+  }
+  uint64_t more = 0;
+  int64_t at = -1;
+  CountNewlines(buffer_ + from, offset - from, &more, &at);
+  lines += more;
+  if (at >= 0) last = static_cast<int64_t>(buffer_offset_ + from) + at;
+  // Not past the spaces that hide the bytes after the last element: they may hide newlines.
+  if (!hiding_ || offset <= hidden_offset_) {
+    counted_offset_ = source_offset;
+    counted_lines_ = lines;
+    counted_last_newline_ = last;
+  }
+  return fmt::format("{}:{}", lines + 1, static_cast<int64_t>(source_offset) - last);
 }
 
 absl::Status ChunkedJsonArray::ErrorAtOffset(size_t buffer_offset, std::string_view message) const {

@@ -190,6 +190,12 @@ class ChunkedJsonArray {
   uint64_t lines_before_ = 0;         // newlines before the buffer
   int64_t last_newline_before_ = -1;  // source offset of the last of them, or -1
 
+  // Where LineColumn last counted lines to: its source offset, the newlines before it, and the
+  // source offset of the last of them (-1 if none).
+  mutable uint64_t counted_offset_ = 0;
+  mutable uint64_t counted_lines_ = 0;
+  mutable int64_t counted_last_newline_ = -1;
+
   // The bytes that the spaces after the last element returned replaced, and where they go.
   char hidden_[kPadding];
   size_t hidden_offset_ = 0;
