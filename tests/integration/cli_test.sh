@@ -200,6 +200,11 @@ expect_status 1 "check edn" -- "$bin" check "$dir/lu.edn" --level ser
 expect_grep "^format: edn (rw-register)" "$dir/out" "edn detected"
 expect_status 1 "check edn with adya" -- "$bin" check "$dir/lu.edn" --level ser --checker adya
 expect_grep "G-single" "$dir/out" "lost update found by adya"
+# elle-cli's JSON says what EDN says, the timestamps (ts) included.
+expect_status 0 "convert to elle-json" -- "$bin" convert "$dir/lu.edn" "$dir/lu_elle.json" --to elle-json
+expect_status 1 "check elle-json" -- "$bin" check "$dir/lu_elle.json" --level ser
+expect_grep "^format: elle-json (rw-register)" "$dir/out" "elle-json detected"
+expect_grep "EXT" "$dir/out" "chronos finds the lost update in elle-cli JSON"
 # Text has no timestamps: they are dropped only on purpose; then the polygraph is picked (it
 # decides black-box registers), and finds the lost updates without them.
 expect_status 2 "convert to text keeps timestamps or refuses" -- "$bin" convert "$dir/lu.edn" "$dir/lu.txt" --to text

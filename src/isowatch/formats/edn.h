@@ -63,4 +63,11 @@ absl::Status SniffElleJson(std::string_view head);
 // its session.
 absl::Status WriteEdn(const history::History& h, std::ostream& out);
 
+// Writes `h` in elle-cli's JSON (format "elle-json"): what WriteEdn writes, as one JSON array of
+// objects, one a line, whose members are the EDN keys without the colon ("type" first), keywords
+// as strings ("ok", "append"), nil as null. A bytes key is written as a string as it is (":x"
+// stays ":x", which reads back as the same key). Errors: WriteEdn's, and a key or value that is
+// not UTF-8, which JSON text cannot hold.
+absl::Status WriteElleJson(const history::History& h, std::ostream& out);
+
 }  // namespace isowatch::formats

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Writer of Jepsen/Elle EDN histories (see edn.h).
+// Writer of Jepsen/Elle EDN histories and of their elle-cli JSON form (see edn.h).
 #include <charconv>
 #include <cstdint>
 #include <functional>
@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include "isowatch/common/status_macros.h"
 #include "isowatch/formats/edn.h"
@@ -87,22 +88,38 @@ void AppendString(std::string_view s, std::string* out) {
   out->push_back('"');
 }
 
+// The two ways to write one Jepsen history: EDN maps of keywords, or elle-cli's JSON array of
+// objects whose members are the keywords' names.
+enum class Syntax : uint8_t { kEdn, kJson };
+
 class EdnWriter {
  public:
-  EdnWriter(const History& h, std::ostream& out) : h_(h), out_(out) {}
+  EdnWriter(const History& h, std::ostream& out, Syntax syntax)
+      : h_(h), out_(out), json_(syntax == Syntax::kJson), name_(json_ ? "elle-cli JSON" : "EDN") {}
   absl::Status Write();
 
  private:
   absl::Status Check();
+  // Bytes as a string; for JSON, an error unless they are UTF-8.
+  void AppendText(std::string_view s);
   void AppendValue(Value v);
   void AppendKey(KeyId key);
   // `invoke`: the invocation's :value (reads as nil).
   void AppendOps(const Transaction& t, bool invoke);
   void Line(TxnId id, bool invoke);
   std::string Name(TxnId id) const { return h_.TxnLabel(id); }
+  // A keyword as the syntax writes it: :ok, or "ok".
+  std::string Keyword(std::string_view k) const {
+    return json_ ? fmt::format("\"{}\"", k) : fmt::format(":{}", k);
+  }
 
   const History& h_;
   std::ostream& out_;
+  const bool json_;
+  const char* const name_;  // of the syntax, in messages
+  bool first_line_ = true;
+  TxnId at_;            // the transaction being written
+  absl::Status error_;  // the first thing the syntax cannot hold
   std::string line_;
   int64_t next_index_ = 0;
   std::vector<int64_t> process_;  // per session
@@ -111,13 +128,13 @@ class EdnWriter {
 absl::Status EdnWriter::Check() {
   const auto& initial = h_.initial();
   if (!initial.default_value.absent() || !initial.registers.empty()) {
-    return absl::InvalidArgumentError(
-        "EDN histories start from nil registers: the history has an initial register value");
+    return absl::InvalidArgumentError(fmt::format(
+        "{} histories start from nil registers: the history has an initial register value", name_));
   }
   for (const auto& [key, range] : initial.lists) {
     if (range.size != 0) {
       return absl::InvalidArgumentError(
-          fmt::format("EDN histories start from empty lists: list {} has initial elements",
+          fmt::format("{} histories start from empty lists: list {} has initial elements", name_,
                       h_.KeyToString(key)));
     }
   }
@@ -126,27 +143,28 @@ absl::Status EdnWriter::Check() {
     const std::string name = Name(id);
     if (h_.xid(t) != 0 || h_.has_snapshot(t)) {
       return absl::InvalidArgumentError(
-          fmt::format("transaction {}: EDN cannot hold xids or snapshots", name));
+          fmt::format("transaction {}: {} cannot hold xids or snapshots", name, name_));
     }
     if (t.has_start != t.has_commit) {
       return absl::InvalidArgumentError(
-          fmt::format("transaction {}: EDN's :ts needs both a start and a commit timestamp", name));
+          fmt::format("transaction {}: {}'s {} needs both a start and a commit timestamp", name,
+                      name_, Keyword("ts")));
     }
     if (t.has_start && (t.start.logical != 0 || t.commit.logical != 0)) {
       return absl::InvalidArgumentError(
-          fmt::format("transaction {}: EDN's :ts holds no logical part ({} .. {})", name,
-                      t.start.ToString(), t.commit.ToString()));
+          fmt::format("transaction {}: {}'s {} holds no logical part ({} .. {})", name, name_,
+                      Keyword("ts"), t.start.ToString(), t.commit.ToString()));
     }
     if (t.has_start && t.status != TxnStatus::kCommitted) {
       return absl::InvalidArgumentError(
-          fmt::format("transaction {}: EDN carries :ts on :ok completions only, and it is {}", name,
-                      history::TxnStatusName(t.status)));
+          fmt::format("transaction {}: {} carries {} on {} completions only, and it is {}", name,
+                      name_, Keyword("ts"), Keyword("ok"), history::TxnStatusName(t.status)));
     }
     if (t.session_prev.valid() && t.session_prev.value() > id.value()) {
       return absl::InvalidArgumentError(fmt::format(
-          "transaction {}: its session order is not the history's order, which EDN's process "
+          "transaction {}: its session order is not the history's order, which {}'s process "
           "order follows",
-          name));
+          name, name_));
     }
     const bool never = t.has_real_time && t.complete_time == Transaction::kNeverCompleted;
     if (never && t.status != TxnStatus::kUnknown) {
@@ -157,16 +175,16 @@ absl::Status EdnWriter::Check() {
       if (!op.is_read()) continue;
       if (op.unknown() && t.status == TxnStatus::kCommitted) {
         return absl::InvalidArgumentError(fmt::format(
-            "transaction {}: an unknown read of {} in a committed transaction (EDN's nil in an "
-            ":ok is an observed absent value)",
-            name, h_.KeyToString(op.key())));
+            "transaction {}: an unknown read of {} in a committed transaction ({}'s {} in an "
+            "{} is an observed absent value)",
+            name, h_.KeyToString(op.key()), name_, json_ ? "null" : "nil", Keyword("ok")));
       }
       if (!op.unknown() && op.kind() == OpKind::kRead && op.value().absent() &&
           t.status != TxnStatus::kCommitted) {
         return absl::InvalidArgumentError(fmt::format(
-            "transaction {}: an observed absent read of {} in a transaction not committed (EDN's "
-            "nil there means unknown)",
-            name, h_.KeyToString(op.key())));
+            "transaction {}: an observed absent read of {} in a transaction not committed ({}'s "
+            "{} there means unknown)",
+            name, h_.KeyToString(op.key()), name_, json_ ? "null" : "nil"));
       }
     }
   }
@@ -207,13 +225,22 @@ absl::Status EdnWriter::Check() {
   return absl::OkStatus();
 }
 
+void EdnWriter::AppendText(std::string_view s) {
+  if (json_ && error_.ok() && !simdjson::validate_utf8(s.data(), s.size())) {
+    error_ = absl::InvalidArgumentError(
+        fmt::format("transaction {}: {} holds UTF-8 text only, and the bytes {:?} are not",
+                    Name(at_), name_, s));
+  }
+  AppendString(s, &line_);
+}
+
 void EdnWriter::AppendValue(Value v) {
   if (v.absent()) {
-    line_.append("nil");
+    line_.append(json_ ? "null" : "nil");
   } else if (v.is_int()) {
     fmt::format_to(std::back_inserter(line_), "{}", v.as_int());
   } else {
-    AppendString(h_.bytes(v.bytes_index()), &line_);
+    AppendText(h_.bytes(v.bytes_index()));
   }
 }
 
@@ -224,42 +251,44 @@ void EdnWriter::AppendKey(KeyId key) {
     return;
   }
   const std::string_view bytes = h_.bytes(static_cast<uint32_t>(info.payload));
-  if (IsKeyword(bytes)) {
+  if (!json_ && IsKeyword(bytes)) {
     line_.append(bytes);
   } else {
-    AppendString(bytes, &line_);
+    AppendText(bytes);
   }
 }
 
 void EdnWriter::AppendOps(const Transaction& t, bool invoke) {
   const bool never_completed = t.has_real_time && t.complete_time == Transaction::kNeverCompleted;
+  // Between the elements of a vector.
+  const char separator = json_ ? ',' : ' ';
   line_.push_back('[');
   bool first = true;
   for (const Op& op : h_.ops(t)) {
-    if (!first) line_.push_back(' ');
+    if (!first) line_.push_back(separator);
     first = false;
     switch (op.kind()) {
       case OpKind::kWrite:
-        line_.append("[:w ");
+        line_.append(json_ ? "[\"w\"," : "[:w ");
         break;
       case OpKind::kAppend:
-        line_.append("[:append ");
+        line_.append(json_ ? "[\"append\"," : "[:append ");
         break;
       case OpKind::kRead:
       case OpKind::kListRead:
-        line_.append("[:r ");
+        line_.append(json_ ? "[\"r\"," : "[:r ");
         break;
     }
     AppendKey(op.key());
-    line_.push_back(' ');
+    line_.push_back(separator);
     if (!op.is_write() && (op.unknown() || (invoke && !never_completed))) {
       // An invocation's reads are nil, unless it is all there is of the transaction.
-      line_.append("nil");
+      line_.append(json_ ? "null" : "nil");
     } else if (op.kind() == OpKind::kListRead) {
       line_.push_back('[');
       bool first_element = true;
       for (Value v : h_.list_elements(op)) {
-        if (!first_element) line_.push_back(' ');
+        if (!first_element) line_.push_back(separator);
         first_element = false;
         AppendValue(v);
       }
@@ -274,26 +303,42 @@ void EdnWriter::AppendOps(const Transaction& t, bool invoke) {
 
 void EdnWriter::Line(TxnId id, bool invoke) {
   const Transaction& t = h_.txn(id);
+  at_ = id;
   line_.clear();
-  const char* type = ":invoke";
+  const char* type = "invoke";
   if (!invoke) {
-    type = t.status == TxnStatus::kCommitted ? ":ok"
-           : t.status == TxnStatus::kAborted ? ":fail"
-                                             : ":info";
+    type = t.status == TxnStatus::kCommitted ? "ok"
+           : t.status == TxnStatus::kAborted ? "fail"
+                                             : "info";
   }
-  fmt::format_to(std::back_inserter(line_), "{{:index {}, :type {}, :process {}, :f :txn",
-                 next_index_++, type, process_[t.session.value()]);
+  const int64_t process = process_[t.session.value()];
+  const int64_t index = next_index_++;
+  if (json_) {
+    // One object a line, in the array: "type" first, which is how a reader tells the format.
+    line_.append(first_line_ ? "[" : ",\n");
+    fmt::format_to(std::back_inserter(line_), R"({{"type":"{}","f":"txn","process":{},"index":{})",
+                   type, process, index);
+  } else {
+    fmt::format_to(std::back_inserter(line_), "{{:index {}, :type :{}, :process {}, :f :txn", index,
+                   type, process);
+  }
+  first_line_ = false;
   if (t.has_real_time) {
-    fmt::format_to(std::back_inserter(line_), ", :time {}",
-                   invoke ? t.invoke_time : t.complete_time);
+    line_.append(json_ ? R"(,"time":)" : ", :time ");
+    fmt::format_to(std::back_inserter(line_), "{}", invoke ? t.invoke_time : t.complete_time);
   }
-  line_.append(", :value ");
+  line_.append(json_ ? R"(,"value":)" : ", :value ");
   AppendOps(t, invoke);
   if (!invoke && t.has_start) {
-    fmt::format_to(std::back_inserter(line_), ", :ts {{:rts {} :cts {}}}", t.start.physical,
-                   t.commit.physical);
+    if (json_) {
+      fmt::format_to(std::back_inserter(line_), R"(,"ts":{{"rts":{},"cts":{}}})", t.start.physical,
+                     t.commit.physical);
+    } else {
+      fmt::format_to(std::back_inserter(line_), ", :ts {{:rts {} :cts {}}}", t.start.physical,
+                     t.commit.physical);
+    }
   }
-  line_.append("}\n");
+  line_.append(json_ ? "}" : "}\n");
   out_ << line_;
 }
 
@@ -345,14 +390,21 @@ absl::Status EdnWriter::Write() {
     invoke(j);
   }
   for (TxnId id : ids) invoke(id);
-  if (!out_) return absl::InternalError("writing the EDN history failed");
+  if (json_) out_ << (first_line_ ? "[]\n" : "\n]\n");
+  RETURN_IF_ERROR(error_);
+  if (!out_) return absl::InternalError(fmt::format("writing the {} history failed", name_));
   return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status WriteEdn(const History& h, std::ostream& out) {
-  EdnWriter writer(h, out);
+  EdnWriter writer(h, out, Syntax::kEdn);
+  return writer.Write();
+}
+
+absl::Status WriteElleJson(const History& h, std::ostream& out) {
+  EdnWriter writer(h, out, Syntax::kJson);
   return writer.Write();
 }
 

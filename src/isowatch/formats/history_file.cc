@@ -150,7 +150,10 @@ const std::array kFormats = {
     FormatDescription{.format = FileFormat::kElleJson,
                       .name = "elle-json",
                       .summary = "elle-cli's JSON: Jepsen operations as one array or JSON lines",
-                      .carries = "real time (invoke and complete) when :time is recorded",
+                      .carries = "real time (invoke and complete); database timestamps with the "
+                                 "ts extension",
+                      .writable = true,
+                      .timestamps = true,
                       .sniff = SniffElleJson},
     FormatDescription{
         .format = FileFormat::kDbcopJson,
@@ -385,6 +388,8 @@ absl::Status WriteSingleFile(const history::History& h, const std::string& path,
       RETURN_IF_ERROR(WriteDbcopBincode(h, out));
       break;
     case FileFormat::kElleJson:
+      RETURN_IF_ERROR(WriteElleJson(h, out));
+      break;
     case FileFormat::kDbcopJson:
     case FileFormat::kCobra:
     case FileFormat::kViper:

@@ -173,6 +173,11 @@ INSTANTIATE_TEST_SUITE_P(
             FileFormat::kEdn, {.uncommitted_reads_unknown = true}, history::DataModel::kKeyValue},
         FormatCase{
             FileFormat::kEdn, {.uncommitted_reads_unknown = true}, history::DataModel::kList},
+        FormatCase{FileFormat::kElleJson,
+                   {.uncommitted_reads_unknown = true},
+                   history::DataModel::kKeyValue},
+        FormatCase{
+            FileFormat::kElleJson, {.uncommitted_reads_unknown = true}, history::DataModel::kList},
         FormatCase{FileFormat::kText,
                    {.zero_initial = true, .aborted_writes_only = true, .drop_unknown = true},
                    history::DataModel::kKeyValue},
