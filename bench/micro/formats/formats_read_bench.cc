@@ -153,8 +153,8 @@ void BM_ReadFormat(benchmark::State& state) {
 
 void Formats(benchmark::internal::Benchmark* b) {
   for (FileFormat f :
-       {FileFormat::kNative, FileFormat::kTimeKiller, FileFormat::kEdn, FileFormat::kText,
-        FileFormat::kCobra, FileFormat::kDbcopBincode, FileFormat::kViper}) {
+       {FileFormat::kNative, FileFormat::kTimeKiller, FileFormat::kEdn, FileFormat::kElleJson,
+        FileFormat::kText, FileFormat::kCobra, FileFormat::kDbcopBincode, FileFormat::kViper}) {
     b->Args({static_cast<int64_t>(f), 1000000});
   }
 }
