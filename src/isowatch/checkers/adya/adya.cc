@@ -150,9 +150,10 @@ class Checker {
   }
 
  private:
-  // What the graph cannot tell: the version order of undetermined registers; and, at snapshot
+  // What the graph cannot tell: the version order of undetermined registers; at snapshot
   // isolation, whether an anti-dependency cycle between transactions without the timestamps
-  // that say who saw whom is one SI allows (two adjacent anti-dependencies) or not.
+  // that say who saw whom is one SI allows (two adjacent anti-dependencies) or not; and what a
+  // cycle search that ran out of steps could not find or rule out.
   void Undecided() {
     std::vector<std::string> parts;
     const AdyaStats& s = result_.stats;
@@ -168,6 +169,13 @@ class Checker {
           "snapshot isolation allows some anti-dependency cycles, and {} component{} with one "
           "lack the start timestamps that would tell",
           g2_cycles_, g2_cycles_ == 1 ? "" : "s"));
+    }
+    if (unresolved_searches_ > 0) {
+      parts.push_back(fmt::format(
+          "{} cycle search{} ran out of steps (max_search_steps {}) before finding a cycle of {} "
+          "class or ruling one out, in components of up to {} transactions",
+          unresolved_searches_, unresolved_searches_ == 1 ? "" : "es", options_.max_search_steps,
+          unresolved_searches_ == 1 ? "its" : "their", unresolved_largest_));
     }
     if (parts.empty()) return;
     result_.complete = false;
@@ -436,7 +444,14 @@ class Checker {
         CycleFound found = search.Find(cls, c, members, options_.max_search_steps);
         if (poll_.expired()) return;
         if (found.truncated) ++s.truncated_searches;
-        if (found.edges.empty()) continue;
+        if (found.edges.empty()) {
+          // Out of steps before it found a cycle of the class or ruled one out.
+          if (found.truncated) {
+            ++unresolved_searches_;
+            unresolved_largest_ = std::max(unresolved_largest_, members.size());
+          }
+          continue;
+        }
         if (cls == CycleClass::kGSingle) single = true;
         if (cls == CycleClass::kG2Item) ++g2_cycles_;
         if (report) ReportCycle(g, cls, found.edges);
@@ -491,6 +506,9 @@ class Checker {
   LimitPoller poll_;
   LevelSet judged_ = 0;
   size_t g2_cycles_ = 0;  // components with a G2-item cycle (and no G-single one)
+  // Searches that ran out of steps without a cycle, and the largest component of them.
+  size_t unresolved_searches_ = 0;
+  size_t unresolved_largest_ = 0;
   AdyaResult result_;
 };
 

@@ -258,6 +258,34 @@ TEST(AdyaTest, WritersWithoutCommitTimestampsAreUnordered) {
   EXPECT_EQ(r.stats.unjudged_si_edges, 1u);
 }
 
+TEST(AdyaTest, ACycleSearchOutOfStepsLeavesTheLevelUndecided) {
+  // A ring of anti-dependencies: transaction i reads key i + 1 before transaction i + 1 writes
+  // it, all concurrent. One component, whose only cycle is the whole ring.
+  constexpr int kRing = 50;
+  TestHistory t;
+  for (int i = 0; i < kRing; ++i) {
+    t.Txn(std::to_string(i), std::to_string(i), 0, 100 + i)
+        .R((i + 1) % kRing, std::nullopt)
+        .W(i, i);
+  }
+  const history::History h = t.Build();
+  const AdyaResult full = CheckAdya(h, {.levels = {IsolationLevel::kSerializable}});
+  ASSERT_EQ(full.violations.size(), 1U);
+  EXPECT_EQ(full.violations[0].anomaly, verdict::Anomaly::kG2Item);
+  EXPECT_EQ(full.violations[0].txns.size(), static_cast<size_t>(kRing));
+  EXPECT_TRUE(full.complete);
+  // A search that runs out of steps before it closes the ring has not shown that there is no
+  // cycle: the component holds one. Serializability is undecided, never valid.
+  const AdyaResult cut =
+      CheckAdya(h, {.levels = {IsolationLevel::kSerializable}, .max_search_steps = 10});
+  EXPECT_THAT(cut.violations, IsEmpty());
+  EXPECT_GT(cut.stats.truncated_searches, 0U);
+  EXPECT_FALSE(cut.complete);
+  EXPECT_THAT(cut.undecided, HasSubstr("ran out of steps (max_search_steps 10) before finding a "
+                                       "cycle of"));
+  EXPECT_THAT(cut.undecided, HasSubstr("in components of up to 50 transactions"));
+}
+
 TEST(AdyaTest, SerialChainOfManyTransactionsIsAcyclic) {
   // Each transaction reads the previous one's write and writes the next value: one long path.
   constexpr int kN = 100'000;
