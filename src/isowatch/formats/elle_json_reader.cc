@@ -335,7 +335,21 @@ absl::Status ReadLines(internal::ByteSource* source, ElleJsonReader* reader) {
   }
 }
 
-absl::StatusOr<history::History> ReadElleJson(internal::ByteSource* source, std::string source_name,
+// The history once every op is read. `reader` builds into `builder`, which is given up.
+absl::StatusOr<history::History> Finish(history::HistoryBuilder& builder, ElleJsonReader& reader,
+                                        const std::string& source_name) {
+  RETURN_IF_ERROR(reader.assembler().Finish());
+  builder.set_format("elle-json", reader.assembler().dialect());
+  absl::StatusOr<history::History> h = std::move(builder).Finish();
+  if (!h.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}", source_name, std::string(h.status().message())));
+  }
+  return h;
+}
+
+absl::StatusOr<history::History> ReadElleJson(internal::ByteSource* source,
+                                              const std::string& source_name,
                                               const ReadOptions& options) {
   history::HistoryBuilder builder;
   builder.set_source(source_name);
@@ -360,6 +374,20 @@ absl::StatusOr<history::History> ReadElleJson(internal::ByteSource* source, std:
     size_t pos_ = 0;
     internal::ByteSource* rest_;
   };
+  // A mapped file is looked at in place, and read so if it is an array.
+  if (std::unique_ptr<internal::MappedFile> file =
+          source->Map(internal::ChunkedJsonArray::kPadding)) {
+    internal::MappedSource mapped(std::move(file), internal::ChunkedJsonArray::kPadding);
+    std::string_view bytes = mapped.bytes();
+    if (bytes.starts_with("\xEF\xBB\xBF")) bytes.remove_prefix(3);
+    const size_t at = bytes.find_first_not_of(" \n\r\t");
+    if (at != std::string_view::npos && bytes[at] == '[') {
+      RETURN_IF_ERROR(ReadArray(&mapped, &reader, source_name));
+    } else {
+      RETURN_IF_ERROR(ReadLines(&mapped, &reader));
+    }
+    return Finish(builder, reader, source_name);
+  }
   std::string head;
   char first = 0;
   while (true) {
@@ -383,14 +411,7 @@ absl::StatusOr<history::History> ReadElleJson(internal::ByteSource* source, std:
   } else {
     RETURN_IF_ERROR(ReadLines(&replay, &reader));
   }
-  RETURN_IF_ERROR(reader.assembler().Finish());
-  builder.set_format("elle-json", reader.assembler().dialect());
-  absl::StatusOr<history::History> h = std::move(builder).Finish();
-  if (!h.ok()) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: {}", source_name, std::string(h.status().message())));
-  }
-  return h;
+  return Finish(builder, reader, source_name);
 }
 
 bool JsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }

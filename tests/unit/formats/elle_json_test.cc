@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -114,6 +116,47 @@ TEST(ElleJsonTest, ErrorPositionLateInALongArray) {
   const size_t line_start = json.rfind('\n', bad_at) + 1;
   EXPECT_THAT(ReadError(json), HasSubstr(fmt::format("h.json:{}:{}: op #{}: unknown micro-op", line,
                                                      bad_at - line_start + 1, 2 * kBad + 1)));
+}
+
+TEST(ElleJsonTest, LargeFilesAreReadAsTheirText) {
+  // Large enough to be mapped (kMapMinBytes), as an array and as JSON lines.
+  std::string ops;    // JSON lines
+  std::string array;  // the same ops in an array
+  int n = 0;
+  while (ops.size() < (size_t{5} << 20)) {
+    for (const char* type : {"invoke", "ok"}) {
+      const std::string op = fmt::format(R"({{"type":"{}","f":"txn","process":{},"time":{},)"
+                                         R"("value":[["append",{},{}],["r",{},{}]]}})",
+                                         type, n % 7, 2 * n + (type[0] == 'o'), n % 50, n,
+                                         (n + 1) % 50, type[0] == 'o' ? "[]" : "null");
+      ops += op + "\n";
+      array += (array.empty() ? "[" : ",\n") + op;
+    }
+    ++n;
+  }
+  array += "]\n";
+  const std::string dir = ::testing::TempDir();
+  for (const auto& [name, text] : {std::pair{"array.json", array}, std::pair{"lines.json", ops}}) {
+    SCOPED_TRACE(name);
+    const std::string path = dir + "/elle_large_" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    const History from_text = ReadOk(text);
+    absl::StatusOr<History> from_file = ReadElleJsonFile(path, {});
+    ASSERT_TRUE(from_file.ok()) << from_file.status();
+    EXPECT_EQ(from_file->size(), static_cast<size_t>(n));
+    EXPECT_EQ(Canonical(*from_file), Canonical(from_text));
+    std::remove(path.c_str());
+  }
+  // An error late in the mapped array names its line as the text's does.
+  std::string bad = array;
+  bad.replace(bad.rfind("\"append\""), 8, "\"appendx\"");
+  const std::string path = dir + "/elle_large_bad.json";
+  std::ofstream(path, std::ios::binary) << bad;
+  const std::string in_text = ReadError(bad);
+  ASSERT_THAT(in_text, HasSubstr("h.json:"));
+  EXPECT_EQ(samples::ErrorOf(ReadElleJsonFile(path, {})),
+            path + in_text.substr(in_text.find("h.json") + 6));
+  std::remove(path.c_str());
 }
 
 TEST(ElleJsonTest, Errors) {

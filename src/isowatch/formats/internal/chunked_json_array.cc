@@ -118,6 +118,20 @@ std::unique_ptr<MappedFile> FileSource::Map(size_t padding) {
   return mapped;
 }
 
+absl::StatusOr<size_t> MappedSource::Read(char* dst, size_t n) {
+  const std::string_view all = bytes();
+  const size_t count = std::min(n, all.size() - pos_);
+  if (count > 0) std::memcpy(dst, all.data() + pos_, count);
+  pos_ += count;
+  return count;
+}
+
+std::unique_ptr<MappedFile> MappedSource::Map(size_t padding) {
+  if (pos_ > 0 || padding > padding_ || file_ == nullptr) return nullptr;
+  pos_ = file_->size();
+  return std::move(file_);
+}
+
 std::optional<uint64_t> FileSource::SizeHint() const {
   if (!size_) return std::nullopt;
   return *size_ > read_ ? *size_ - read_ : 0;

@@ -80,6 +80,30 @@ class FileSource : public ByteSource {
   uint64_t read_ = 0;
 };
 
+// The bytes of a mapped file (from ByteSource::Map), for a reader that looks at them before it
+// knows how to read them: a ChunkedJsonArray reads them in place (Map hands the mapping on, if
+// nothing was read), other readers copy them with Read. Not thread-safe.
+class MappedSource : public ByteSource {
+ public:
+  // `padding`: the padding `file` was mapped with.
+  MappedSource(std::unique_ptr<MappedFile> file, size_t padding)
+      : file_(std::move(file)), padding_(padding) {}
+
+  // All the file's bytes, whatever was read of them.
+  std::string_view bytes() const {
+    return file_ == nullptr ? std::string_view() : std::string_view(file_->data(), file_->size());
+  }
+  absl::StatusOr<size_t> Read(char* dst, size_t n) override;
+  std::optional<uint64_t> SizeHint() const override { return bytes().size() - pos_; }
+  // The mapping, if nothing was read and it has the padding asked for.
+  std::unique_ptr<MappedFile> Map(size_t padding) override;
+
+ private:
+  std::unique_ptr<MappedFile> file_;
+  size_t padding_;
+  size_t pos_ = 0;
+};
+
 // One element of the array, as bytes inside the splitter's buffer. Valid until the next call to
 // ChunkedJsonArray::Next. The `padded_size` bytes from `data` are readable, as simdjson requires,
 // and the ChunkedJsonArray::kPadding bytes right after the element are spaces (whatever follows
