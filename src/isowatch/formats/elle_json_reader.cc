@@ -6,7 +6,6 @@
 // simdjson's DOM parser (one operation's DOM, never the file's) into an internal::ElleOp and
 // handed to the internal::ElleAssembler the EDN reader uses too.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -228,14 +227,15 @@ class ElleJsonReader {
         source_name_(source_name),
         assembler_(builder, options, std::move(source_name)) {}
 
-  // `data` has SIMDJSON_PADDING readable bytes after `size`; `where` is "line:column".
-  absl::Status Take(const char* data, size_t size, const std::string& where, uint64_t offset);
+  // `data` has SIMDJSON_PADDING readable bytes after `size`, at `line` and `column` (1-based).
+  absl::Status Take(const char* data, size_t size, uint64_t line, uint64_t column, uint64_t offset);
   internal::ElleAssembler& assembler() { return assembler_; }
 
  private:
-  absl::Status At(const std::string& where, const absl::Status& s) const {
-    return absl::InvalidArgumentError(
-        fmt::format("{}:{}: op #{}: {}", source_name_, where, position_, std::string(s.message())));
+  // `s` at the op being read, at `line` and `column`.
+  absl::Status At(uint64_t line, uint64_t column, const absl::Status& s) const {
+    return absl::InvalidArgumentError(fmt::format("{}:{}:{}: op #{}: {}", source_name_, line,
+                                                  column, position_, std::string(s.message())));
   }
 
   history::HistoryBuilder* builder_;
@@ -248,22 +248,22 @@ class ElleJsonReader {
   uint64_t position_ = 0;
 };
 
-absl::Status ElleJsonReader::Take(const char* data, size_t size, const std::string& where,
+absl::Status ElleJsonReader::Take(const char* data, size_t size, uint64_t line, uint64_t column,
                                   uint64_t offset) {
   dom::element e;
   if (auto error = parser_.parse(data, size, false).get(e)) {
     ++position_;
-    return absl::InvalidArgumentError(fmt::format("{}:{}: op #{}: not valid JSON: {}", source_name_,
-                                                  where, position_ - 1,
+    return absl::InvalidArgumentError(fmt::format("{}:{}:{}: op #{}: not valid JSON: {}",
+                                                  source_name_, line, column, position_ - 1,
                                                   simdjson::error_message(error)));
   }
   op_.offset = offset;
-  op_.line = std::strtoull(where.c_str(), nullptr, 10);
+  op_.line = line;
   op_.position = position_;
   op_.text = std::string_view(data, size);
   absl::Status header = reader_.ReadHeader(e, &op_);
   if (!header.ok()) {
-    absl::Status s = At(where, header);
+    absl::Status s = At(line, column, header);
     ++position_;
     if (!options_.lenient) return s;
     builder_->Note("malformed operations dropped", std::string(s.message()));
@@ -271,7 +271,7 @@ absl::Status ElleJsonReader::Take(const char* data, size_t size, const std::stri
   }
   if (internal::ElleAssembler::IsClientTxn(op_)) {
     if (absl::Status s = reader_.ReadValue(&op_); !s.ok()) {
-      const absl::Status positioned = At(where, s);
+      const absl::Status positioned = At(line, column, s);
       ++position_;
       return assembler_.AddMalformed(op_, positioned);
     }
@@ -289,8 +289,8 @@ absl::Status ReadArray(internal::ByteSource* source, ElleJsonReader* reader,
   while (true) {
     ASSIGN_OR_RETURN(bool more, array.Next(&element));
     if (!more) return absl::OkStatus();
-    RETURN_IF_ERROR(
-        reader->Take(element.data, element.size, array.LineColumn(element.data), element.offset));
+    const internal::ChunkedJsonArray::Position at = array.PositionOf(element.data);
+    RETURN_IF_ERROR(reader->Take(element.data, element.size, at.line, at.column, element.offset));
   }
 }
 
@@ -330,8 +330,7 @@ absl::Status ReadLines(internal::ByteSource* source, ElleJsonReader* reader) {
     line.assign(text.substr(b, e - b));
     const size_t size = line.size();
     line.append(simdjson::SIMDJSON_PADDING, ' ');
-    RETURN_IF_ERROR(
-        reader->Take(line.data(), size, fmt::format("{}:{}", line_number, b + 1), line_offset + b));
+    RETURN_IF_ERROR(reader->Take(line.data(), size, line_number, b + 1, line_offset + b));
   }
 }
 

@@ -568,7 +568,7 @@ ChunkedJsonArray::ScanResult ChunkedJsonArray::ScanElement() {
   return result;
 }
 
-std::string ChunkedJsonArray::LineColumn(const char* where) const {
+ChunkedJsonArray::Position ChunkedJsonArray::PositionOf(const char* where) const {
   const size_t offset = static_cast<size_t>(where - buffer_);
   const uint64_t source_offset = buffer_offset_ + offset;
   // From where the last call counted to, if that is in the buffer and not past `where`: a
@@ -592,7 +592,13 @@ std::string ChunkedJsonArray::LineColumn(const char* where) const {
     counted_lines_ = lines;
     counted_last_newline_ = last;
   }
-  return fmt::format("{}:{}", lines + 1, static_cast<int64_t>(source_offset) - last);
+  return {.line = lines + 1,
+          .column = static_cast<uint64_t>(static_cast<int64_t>(source_offset) - last)};
+}
+
+std::string ChunkedJsonArray::LineColumn(const char* where) const {
+  const Position p = PositionOf(where);
+  return fmt::format("{}:{}", p.line, p.column);
 }
 
 absl::Status ChunkedJsonArray::ErrorAtOffset(size_t buffer_offset, std::string_view message) const {

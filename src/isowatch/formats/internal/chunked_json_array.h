@@ -160,6 +160,12 @@ class ChunkedJsonArray {
   absl::Status ErrorAt(const char* where, std::string_view message) const;
   // "line:column" (1-based; the column counts bytes) of a byte still in the buffer.
   std::string LineColumn(const char* where) const;
+  // The same as numbers (both 1-based).
+  struct Position {
+    uint64_t line = 0;
+    uint64_t column = 0;
+  };
+  Position PositionOf(const char* where) const;
 
   const std::string& source_name() const { return source_name_; }
 
@@ -214,7 +220,7 @@ class ChunkedJsonArray {
   uint64_t lines_before_ = 0;         // newlines before the buffer
   int64_t last_newline_before_ = -1;  // source offset of the last of them, or -1
 
-  // Where LineColumn last counted lines to: its source offset, the newlines before it, and the
+  // Where PositionOf last counted lines to: its source offset, the newlines before it, and the
   // source offset of the last of them (-1 if none).
   mutable uint64_t counted_offset_ = 0;
   mutable uint64_t counted_lines_ = 0;
