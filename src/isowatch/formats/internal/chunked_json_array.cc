@@ -242,6 +242,21 @@ absl::StatusOr<bool> ChunkedJsonArray::Next(ArrayElement* element) {
         element->offset = buffer_offset_ + element_start_;
         element->index = next_index_++;
         state_ = State::kAfterElement;
+        if (mapped_ != nullptr) {
+          // Spaces written after it in the mapping would copy the page (copy on write): the
+          // element is copied to the side instead, with its spaces.
+          const size_t padded = element->size + kPadding;
+          if (copy_capacity_ < padded) {
+            copy_capacity_ = std::max(padded, 2 * copy_capacity_);
+            copy_ = std::make_unique_for_overwrite<char[]>(copy_capacity_);
+          }
+          std::memcpy(copy_.get(), element->data, element->size);
+          std::memset(copy_.get() + element->size, ' ', kPadding);
+          copy_of_ = element->data;
+          element->data = copy_.get();
+          element->padded_size = padded;
+          return true;
+        }
         hidden_offset_ = pos_;
         std::memcpy(hidden_, buffer_ + pos_, kPadding);
         std::memset(buffer_ + pos_, ' ', kPadding);
@@ -568,8 +583,15 @@ ChunkedJsonArray::ScanResult ChunkedJsonArray::ScanElement() {
   return result;
 }
 
+const char* ChunkedJsonArray::InBuffer(const char* where) const {
+  if (copy_ != nullptr && where >= copy_.get() && where < copy_.get() + copy_capacity_) {
+    return copy_of_ + (where - copy_.get());
+  }
+  return where;
+}
+
 ChunkedJsonArray::Position ChunkedJsonArray::PositionOf(const char* where) const {
-  const size_t offset = static_cast<size_t>(where - buffer_);
+  const size_t offset = static_cast<size_t>(InBuffer(where) - buffer_);
   const uint64_t source_offset = buffer_offset_ + offset;
   // From where the last call counted to, if that is in the buffer and not past `where`: a
   // reader that asks for every element's position then counts each byte once.

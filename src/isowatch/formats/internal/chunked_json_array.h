@@ -104,11 +104,12 @@ class MappedSource : public ByteSource {
   size_t pos_ = 0;
 };
 
-// One element of the array, as bytes inside the splitter's buffer. Valid until the next call to
-// ChunkedJsonArray::Next. The `padded_size` bytes from `data` are readable, as simdjson requires,
-// and the ChunkedJsonArray::kPadding bytes right after the element are spaces (whatever follows
-// it in the source), so that a parser that looks past a malformed element sees the same bytes
-// wherever the chunk boundaries fall.
+// One element of the array, as bytes inside the splitter's buffer (from Next on a mapped source: a
+// copy of them, which the splitter's positions and errors take as those bytes). Valid until the
+// next call to ChunkedJsonArray::Next. The `padded_size` bytes from `data` are readable, as
+// simdjson requires, and the ChunkedJsonArray::kPadding bytes right after the element are spaces
+// (whatever follows it in the source), so that a parser that looks past a malformed element sees
+// the same bytes wherever the chunk boundaries fall.
 struct ArrayElement {
   const char* data = nullptr;
   size_t size = 0;
@@ -183,6 +184,8 @@ class ChunkedJsonArray {
   // Makes room and reads more bytes, keeping those from `keep_from` on. Sets eof_ when the source
   // is exhausted and nothing was read.
   absl::Status Refill(size_t keep_from);
+  // `where`, a byte of the buffer or of copy_, as a byte of the buffer.
+  const char* InBuffer(const char* where) const;
   // Moves the buffer's first `n` bytes out of it, counting their lines; the caller moves the
   // bytes.
   void Forget(size_t n);
@@ -225,6 +228,12 @@ class ChunkedJsonArray {
   mutable uint64_t counted_offset_ = 0;
   mutable uint64_t counted_lines_ = 0;
   mutable int64_t counted_last_newline_ = -1;
+
+  // For a mapped source, the last element Next returned, copied with its padding, and where it
+  // is in the buffer.
+  std::unique_ptr<char[]> copy_;
+  size_t copy_capacity_ = 0;
+  const char* copy_of_ = nullptr;
 
   // The bytes that the spaces after the last element returned replaced, and where they go.
   char hidden_[kPadding];
