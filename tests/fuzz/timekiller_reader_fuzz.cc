@@ -3,18 +3,22 @@
 // is the history document, the part after (if any) the initial-transaction document.
 //
 // Besides "no crash", it checks that the reader's answer does not depend on the chunk size, on
-// whether the parser for usual transactions is tried first, nor on whether the parsing is on a
-// second thread, and that a history it accepts survives a round trip through the writer
-// unchanged.
+// whether the parser for usual transactions is tried first, on whether the parsing is on a
+// second thread, nor on whether the document is read from a file mapped into memory, and that a
+// history it accepts survives a round trip through the writer unchanged.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <unistd.h>
 
 #include "absl/status/statusor.h"
+#include <fmt/format.h>
 
 #include "isowatch/formats/internal/timekiller_internal.h"
 #include "isowatch/formats/timekiller.h"
@@ -33,6 +37,36 @@ std::string Written(const History& h) {
 std::string Outcome(const absl::StatusOr<History>& h) {
   if (!h.ok()) return h.status().ToString();
   return Written(*h);
+}
+
+// A file of this process's own, rewritten for each input and removed at exit.
+const std::string& FilePath() {
+  struct File {
+    std::string path =
+        fmt::format("{}/isowatch_tk_fuzz_{}.json",
+                    getenv("TMPDIR") != nullptr ? getenv("TMPDIR") : "/tmp", getpid());
+    ~File() { std::remove(path.c_str()); }
+  };
+  static const File kFile;
+  return kFile.path;
+}
+
+// What reading `history` from a mapped file gives, its errors named as the string's are.
+std::string MappedOutcome(std::string_view history, const ReadOptions& options, size_t chunk) {
+  const std::string& path = FilePath();
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(history.data(), static_cast<std::streamsize>(history.size()));
+    if (!out) std::abort();
+  }
+  std::string outcome = Outcome(isowatch::formats::internal::ReadTimeKillerFileChunked(
+      path, options, chunk, isowatch::formats::internal::TxnParsers::kUsualFirst,
+      isowatch::formats::internal::Pipelining::kAuto,
+      isowatch::formats::internal::FileMapping::kAlways));
+  for (size_t at = outcome.find(path); at != std::string::npos; at = outcome.find(path, at)) {
+    outcome.replace(at, path.size(), "fuzz.json");
+  }
+  return outcome;
 }
 
 }  // namespace
@@ -66,6 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       isowatch::formats::internal::TxnParsers::kUsualFirst,
       isowatch::formats::internal::Pipelining::kAlways);
   if (Outcome(pipelined) != outcome) std::abort();
+  // Read in place from a file: the same answer, positions included.
+  if (initial.empty() && MappedOutcome(history, options, chunk) != outcome) std::abort();
 
   if (h.ok()) {
     absl::StatusOr<History> again =
