@@ -20,6 +20,7 @@
 #include "isowatch/formats/edn.h"
 #include "isowatch/formats/internal/chunked_json_array.h"
 #include "isowatch/formats/internal/elle_history.h"
+#include "isowatch/formats/internal/elle_json_internal.h"
 #include "isowatch/history/history_builder.h"
 
 namespace isowatch::formats {
@@ -417,10 +418,16 @@ bool JsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 
 }  // namespace
 
+absl::StatusOr<history::History> internal::ReadElleJsonFileMapped(const std::string& path,
+                                                                  const ReadOptions& options,
+                                                                  FileMapping mapping) {
+  ASSIGN_OR_RETURN(std::unique_ptr<FileSource> file, FileSource::Open(path, mapping));
+  return ReadElleJson(file.get(), path, options);
+}
+
 absl::StatusOr<history::History> ReadElleJsonFile(const std::string& path,
                                                   const ReadOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<internal::FileSource> file, internal::FileSource::Open(path));
-  return ReadElleJson(file.get(), path, options);
+  return internal::ReadElleJsonFileMapped(path, options, internal::FileMapping::kAuto);
 }
 
 absl::StatusOr<history::History> ReadElleJsonString(std::string_view data,
