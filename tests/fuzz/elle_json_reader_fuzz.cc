@@ -5,46 +5,26 @@
 // (the latter to the very same text when written again).
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <unistd.h>
 
 #include "absl/status/statusor.h"
-#include <fmt/format.h>
 
 #include "isowatch/formats/edn.h"
 #include "isowatch/formats/internal/elle_json_internal.h"
+
+#include "tests/testing/scratch_file.h"
 
 namespace {
 
 using isowatch::formats::ReadOptions;
 using isowatch::history::History;
 
-// A file of this process's own, rewritten for each input and removed at exit.
-const std::string& FilePath() {
-  struct File {
-    std::string path =
-        fmt::format("{}/isowatch_elle_fuzz_{}.json",
-                    getenv("TMPDIR") != nullptr ? getenv("TMPDIR") : "/tmp", getpid());
-    ~File() { std::remove(path.c_str()); }
-  };
-  static const File kFile;
-  return kFile.path;
-}
-
 // The history as the EDN writer writes it (or why it cannot), or the error.
-std::string Outcome(const absl::StatusOr<History>& h, const std::string& path) {
-  if (!h.ok()) {
-    std::string error = h.status().ToString();
-    for (size_t at = error.find(path); at != std::string::npos; at = error.find(path, at)) {
-      error.replace(at, path.size(), "fuzz.json");
-    }
-    return error;
-  }
+std::string Outcome(const absl::StatusOr<History>& h) {
+  if (!h.ok()) return h.status().ToString();
   std::ostringstream out;
   const absl::Status s = isowatch::formats::WriteEdn(*h, out);
   return s.ok() ? out.str() : s.ToString();
@@ -60,15 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<History> h = isowatch::formats::ReadElleJsonString(input, options, "fuzz.json");
 
   // Read in place from a file: the same answer, positions included.
-  const std::string& path = FilePath();
-  {
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    file.write(input.data(), static_cast<std::streamsize>(input.size()));
-    if (!file) std::abort();
-  }
+  static const isowatch::testing::ScratchFile kFile("isowatch-elle-fuzz");
+  kFile.Write(input);
   const absl::StatusOr<History> mapped = isowatch::formats::internal::ReadElleJsonFileMapped(
-      path, options, isowatch::formats::internal::FileMapping::kAlways);
-  if (Outcome(mapped, path) != Outcome(h, path)) std::abort();
+      kFile.path(), options, isowatch::formats::internal::FileMapping::kAlways);
+  if (kFile.Renamed(Outcome(mapped), "fuzz.json") != Outcome(h)) std::abort();
 
   if (!h.ok()) return 0;
   std::ostringstream out;

@@ -8,20 +8,18 @@
 // history it accepts survives a round trip through the writer unchanged.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <unistd.h>
 
 #include "absl/status/statusor.h"
-#include <fmt/format.h>
 
 #include "isowatch/formats/internal/timekiller_internal.h"
 #include "isowatch/formats/timekiller.h"
+
+#include "tests/testing/scratch_file.h"
 
 namespace {
 
@@ -39,34 +37,16 @@ std::string Outcome(const absl::StatusOr<History>& h) {
   return Written(*h);
 }
 
-// A file of this process's own, rewritten for each input and removed at exit.
-const std::string& FilePath() {
-  struct File {
-    std::string path =
-        fmt::format("{}/isowatch_tk_fuzz_{}.json",
-                    getenv("TMPDIR") != nullptr ? getenv("TMPDIR") : "/tmp", getpid());
-    ~File() { std::remove(path.c_str()); }
-  };
-  static const File kFile;
-  return kFile.path;
-}
-
 // What reading `history` from a mapped file gives, its errors named as the string's are.
 std::string MappedOutcome(std::string_view history, const ReadOptions& options, size_t chunk) {
-  const std::string& path = FilePath();
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(history.data(), static_cast<std::streamsize>(history.size()));
-    if (!out) std::abort();
-  }
-  std::string outcome = Outcome(isowatch::formats::internal::ReadTimeKillerFileChunked(
-      path, options, chunk, isowatch::formats::internal::TxnParsers::kUsualFirst,
-      isowatch::formats::internal::Pipelining::kAuto,
-      isowatch::formats::internal::FileMapping::kAlways));
-  for (size_t at = outcome.find(path); at != std::string::npos; at = outcome.find(path, at)) {
-    outcome.replace(at, path.size(), "fuzz.json");
-  }
-  return outcome;
+  static const isowatch::testing::ScratchFile kFile("isowatch-tk-fuzz");
+  kFile.Write(history);
+  return kFile.Renamed(
+      Outcome(isowatch::formats::internal::ReadTimeKillerFileChunked(
+          kFile.path(), options, chunk, isowatch::formats::internal::TxnParsers::kUsualFirst,
+          isowatch::formats::internal::Pipelining::kAuto,
+          isowatch::formats::internal::FileMapping::kAlways)),
+      "fuzz.json");
 }
 
 }  // namespace
