@@ -19,6 +19,7 @@
 #include "isowatch/formats/internal/timekiller_internal.h"
 #include "isowatch/formats/timekiller.h"
 
+#include "tests/testing/canonical_history.h"
 #include "tests/testing/scratch_file.h"
 
 namespace {
@@ -80,6 +81,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       isowatch::formats::internal::TxnParsers::kUsualFirst,
       isowatch::formats::internal::Pipelining::kAlways);
   if (Outcome(pipelined) != outcome) std::abort();
+  // Without the read again: when it succeeds, it holds the list reads as the one-thread read.
+  absl::StatusOr<History> no_retry = isowatch::formats::internal::ReadTimeKillerStringChunked(
+      history, options, "fuzz.json", initial, chunk,
+      isowatch::formats::internal::TxnParsers::kUsualFirst,
+      isowatch::formats::internal::Pipelining::kNoRetry);
+  if (no_retry.ok() && (!h.ok() || Outcome(no_retry) != outcome ||
+                        isowatch::testing::CanonicalListStorage(*no_retry) !=
+                            isowatch::testing::CanonicalListStorage(*h))) {
+    std::abort();
+  }
   // Read in place from a file: the same answer, positions included.
   if (initial.empty() && MappedOutcome(history, options, chunk) != outcome) std::abort();
 

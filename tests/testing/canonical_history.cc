@@ -102,4 +102,20 @@ std::string CanonicalHistory(const history::History& h) {
   return out;
 }
 
+std::string CanonicalListStorage(const history::History& h) {
+  std::string out;
+  for (size_t t = 0; t < h.size(); ++t) {
+    for (const history::Op& op : h.ops(TxnId(t))) {
+      if (op.kind() != history::OpKind::kListRead) continue;
+      out += fmt::format("{} {} {}\n", h.KeyToString(op.key()), h.ListToString(h.list_elements(op)),
+                         history::History::SharesKeyList(op) ? "shared" : "apart");
+    }
+  }
+  for (uint32_t k = 0; k < h.key_count(); ++k) {
+    out +=
+        fmt::format("key {}: {}\n", h.KeyToString(KeyId(k)), h.ListToString(h.key_list(KeyId(k))));
+  }
+  return out;
+}
+
 }  // namespace isowatch::testing

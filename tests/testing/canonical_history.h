@@ -16,4 +16,9 @@ namespace isowatch::testing {
 // left out, so that the same history read from two formats compares equal.
 std::string CanonicalHistory(const history::History& h);
 
+// How a History holds its list reads (docs/engine.md, "List storage"), as text: each list read in
+// input order, its elements and whether it shares its key's list or is held apart, then each
+// key's list. Two readers that build the same history hold it alike iff their texts are equal.
+std::string CanonicalListStorage(const history::History& h);
+
 }  // namespace isowatch::testing

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "isowatch/common/check.h"
 #include "isowatch/common/status_macros.h"
 
 namespace isowatch::history {
@@ -209,6 +210,27 @@ void HistoryBuilder::ListReadInts(KeyId key, std::span<const int64_t> elements) 
   list_read_size_ = i;
   for (; i < elements.size(); ++i) ListReadElement(Value::Int(elements[i]));
   ListReadEnd();
+}
+
+void HistoryBuilder::ListReadPrefix(KeyId key, uint32_t size) {
+  // An empty read is held as ListReadEnd holds it: in the general pool, where it takes no room.
+  history_.ops_.push_back(
+      Op::ListRead(key, size == 0 ? history_.list_pool_.size() : History::kKeyList, size));
+}
+
+void HistoryBuilder::ListReadApart(KeyId key, std::span<const int64_t> elements) {
+  // Where ListReadDiverge puts a read: whole, in the general pool.
+  std::vector<Value>& pool = history_.list_pool_;
+  const uint64_t begin = pool.size();
+  for (const int64_t x : elements) pool.push_back(Value::Int(x));
+  history_.ops_.push_back(Op::ListRead(key, begin, static_cast<uint32_t>(elements.size())));
+}
+
+void HistoryBuilder::SetKeyList(KeyId key, std::vector<Value> list) {
+  std::vector<std::vector<Value>>& lists = history_.key_lists_;
+  if (key.value() >= lists.size()) lists.resize(key.value() + 1);
+  ISOWATCH_DCHECK(lists[key.value()].empty(), "a key's list is set after reads made it");
+  lists[key.value()] = std::move(list);
 }
 
 void HistoryBuilder::ListReadBegin(KeyId key) {

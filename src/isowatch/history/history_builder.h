@@ -115,6 +115,22 @@ class HistoryBuilder {
   // ListRead of integer elements, with the usual case (a prefix of the key's list) compared in
   // one loop.
   void ListReadInts(KeyId key, std::span<const int64_t> elements);
+  // ListRead of a read the caller has compared with the key's list itself (the TimeKiller
+  // reader keeps a copy of the lists as text): a read of the list's first
+  // `size` elements, held as a length into it without a comparison. The list may be given
+  // later, by SetKeyList.
+  // REQUIRES: the read observed the first `size` elements of the key's list as ListRead would
+  // have made it; before ListRead is given a read of the key, and before Finish, the list has
+  // been given by SetKeyList.
+  void ListReadPrefix(KeyId key, uint32_t size);
+  // ListRead of a read the caller has found to be neither a prefix of the key's list nor the
+  // whole list and more (as ListReadPrefix): held whole apart from the list, which it leaves
+  // as it is. REQUIRES: the read is such a read.
+  void ListReadApart(KeyId key, std::span<const int64_t> elements);
+  // Makes `list` the list of `key`: what ListRead compares the key's reads with, and what the
+  // reads given by ListReadPrefix are prefixes of. Like MarkTombstone, it belongs to the history,
+  // not to the open transaction. REQUIRES: no read given by ListRead made the key's list longer.
+  void SetKeyList(KeyId key, std::vector<Value> list);
   // Software prefetch for a read of `n` elements of list `key` some operations ahead, in two
   // steps a few operations apart: the key's list record, then (once that is in cache) as many of
   // the list's first elements as the read will be compared with. Neither changes anything.

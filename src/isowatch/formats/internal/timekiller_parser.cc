@@ -25,6 +25,7 @@
 #include "isowatch/common/status_macros.h"
 #include "isowatch/formats/internal/batch_pipe.h"
 #include "isowatch/formats/internal/chunked_json_array.h"
+#include "isowatch/formats/internal/timekiller_list_texts.h"
 #include "isowatch/formats/internal/timekiller_text.h"
 #include "isowatch/formats/internal/timekiller_txn.h"
 #include "isowatch/formats/internal/timekiller_usual_txn.h"
@@ -126,8 +127,32 @@ bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t
         break;
       case OpType::kRead:
         if (op.form == ValueForm::kList) {
-          builder_->ListReadInts(
-              key, std::span<const int64_t>(txn.elements).subspan(op.list_begin, op.list_size));
+          const auto elements =
+              std::span<const int64_t>(txn.elements).subspan(op.list_begin, op.list_size);
+          switch (op.list_form) {
+            case ListForm::kElements:
+              builder_->ListReadInts(key, elements);
+              break;
+            case ListForm::kElementsAfterList: {
+              const auto list = elements.first(static_cast<size_t>(op.value));
+              std::vector<Value> values;
+              values.reserve(list.size());
+              for (const int64_t x : list) values.push_back(Value::Int(x));
+              builder_->SetKeyList(key, std::move(values));
+              builder_->ListReadInts(key, elements.subspan(list.size()));
+              break;
+            }
+            case ListForm::kPrefix:
+              builder_->ListReadPrefix(key, op.list_size);
+              break;
+            case ListForm::kApart:
+              builder_->ListReadApart(key, elements);
+              break;
+            case ListForm::kText:
+              // ListTexts::Resolve gives every list read another form first.
+              builder_->AbandonTxn();
+              return Fail(start, "a list read was not resolved");
+          }
         } else {
           builder_->Read(key, op.form == ValueForm::kInt ? Value::Int(op.value) : Value::Absent());
         }
@@ -140,13 +165,16 @@ bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t
 
 void TimeKillerParser::PrefetchKeyLists(const ParsedTxn& txn) const {
   for (const PendingOp& op : txn.ops) {
-    if (op.form == ValueForm::kList) builder_->PrefetchKeyList(KeyId(op.key_id));
+    // Only a list read given as elements is compared with the builder's list.
+    if (op.form == ValueForm::kList && op.list_form == ListForm::kElements) {
+      builder_->PrefetchKeyList(KeyId(op.key_id));
+    }
   }
 }
 
 void TimeKillerParser::PrefetchListElements(const ParsedTxn& txn) const {
   for (const PendingOp& op : txn.ops) {
-    if (op.form == ValueForm::kList) {
+    if (op.form == ValueForm::kList && op.list_form == ListForm::kElements) {
       builder_->PrefetchKeyListElements(KeyId(op.key_id), op.list_size);
     }
   }
@@ -166,8 +194,9 @@ absl::StatusOr<const ParsedTxn*> TimeKillerParser::ParseNext(ChunkedJsonArray& a
   if (!more) return nullptr;
   // Most transactions are read by ParseUsualTxn straight from the buffer; the rest are first
   // delimited by the array splitter.
-  const char* usual_end =
-      usual_first_ ? ParseUsualTxn(window.data(), window.data() + window.size(), usual) : nullptr;
+  const char* usual_end = usual_first_ ? ParseUsualTxn(window.data(), window.data() + window.size(),
+                                                       usual, defer_lists_)
+                                       : nullptr;
   if (usual_end != nullptr) {
     array.Take(static_cast<size_t>(usual_end - window.data()), element);
     return usual;
@@ -182,7 +211,8 @@ absl::StatusOr<const ParsedTxn*> TimeKillerParser::ParseNext(ChunkedJsonArray& a
         start, fmt::format("transaction #{}: expected an object, found an array", element->index));
   }
   // A transaction that did not fit in the window may still be a usual one.
-  if (usual_first_ && element->size > window.size() && ParseUsualTxn(start, end, usual) == end) {
+  if (usual_first_ && element->size > window.size() &&
+      ParseUsualTxn(start, end, usual, defer_lists_) == end) {
     return usual;
   }
   if (parser_.capacity() < element->size) {
@@ -375,9 +405,11 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
   BatchPipe<ParsedBatch> pipe(4);
   RoomAhead ahead;
   KeyNumbering numbering(*builder_);
+  ListTexts texts;
   std::thread parsing([&] {
     TimeKillerParser parser(nullptr,
                             usual_first_ ? TxnParsers::kUsualFirst : TxnParsers::kGeneralOnly);
+    parser.set_defer_lists(true);
     ChunkedJsonArray array(source, source_name, "transaction", chunk_size);
     ArrayElement element;
     bool done = false;
@@ -449,11 +481,17 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
         PrefetchBytes(e->txn.ops.data(), e->txn.ops.size() * sizeof(PendingOp));
         PrefetchBytes(e->txn.elements.data(), e->txn.elements.size() * sizeof(int64_t));
       }
-      if (ParsedBatch::Entry* e = at(kKeyListsAhead)) PrefetchKeyLists(e->txn);
-      if (ParsedBatch::Entry* e = at(kElementsAhead)) PrefetchListElements(e->txn);
+      if (ParsedBatch::Entry* e = at(kKeyListsAhead)) {
+        PrefetchKeyLists(e->txn);
+        texts.PrefetchRecords(e->txn);
+      }
+      if (ParsedBatch::Entry* e = at(kElementsAhead)) {
+        PrefetchListElements(e->txn);
+        texts.PrefetchTexts(e->txn);
+      }
       if (j < kRecordAhead) continue;
-      const ParsedBatch::Entry& e = entries[j - kRecordAhead];
-      if (!EmitTxn(e.txn, nullptr, e.offset, /*numbered=*/true)) {
+      ParsedBatch::Entry& e = entries[j - kRecordAhead];
+      if (!texts.Resolve(e.txn) || !EmitTxn(e.txn, nullptr, e.offset, /*numbered=*/true)) {
         ok = false;
         break;
       }
@@ -464,6 +502,10 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
     if (!ok) pipe.Cancel();
   }
   parsing.join();
+  if (ok) {
+    texts.TakeLists(
+        [&](KeyId key, std::vector<Value> list) { builder_->SetKeyList(key, std::move(list)); });
+  }
   return ok;
 }
 

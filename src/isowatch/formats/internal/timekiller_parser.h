@@ -74,6 +74,10 @@ class TimeKillerParser {
   TimeKillerParser(history::HistoryBuilder* builder, TxnParsers parsers)
       : builder_(builder), usual_first_(parsers == TxnParsers::kUsualFirst) {}
 
+  // Whether ParseNext leaves lists of digits and commas as text (ParseUsualTxn's `defer_lists`),
+  // for ListTexts to resolve: only for the parsing thread of a pipelined read.
+  void set_defer_lists(bool defer) { defer_lists_ = defer; }
+
   // Reads the transaction array from `source`.
   absl::Status ReadHistory(ByteSource* source, const std::string& source_name, size_t chunk_size);
   // Reads the transaction array from `source` as ReadHistory does, with the parsing on a second
@@ -187,6 +191,7 @@ class TimeKillerParser {
   history::HistoryBuilder* builder_;
   // Whether ReadHistory tries ParseUsualTxn before the general parser.
   bool usual_first_;
+  bool defer_lists_ = false;
   od::parser parser_;
   const char* fail_where_ = nullptr;
   std::string fail_message_;

@@ -15,17 +15,36 @@ namespace isowatch::formats::internal {
 enum class OpType : uint8_t { kWrite, kRead, kAppend };
 // What an op's "v" held.
 enum class ValueForm : uint8_t { kMissing, kNull, kInt, kList };
+// How a list's elements (ValueForm::kList) are given.
+enum class ListForm : uint8_t {
+  // The elements: list_size of them at list_begin in ParsedTxn::elements.
+  kElements,
+  // As kElements, but the first `value` of them are the key's list, which the builder does not
+  // hold yet and is given (HistoryBuilder::SetKeyList) before the read, which is the rest.
+  kElementsAfterList,
+  // The list's text between its brackets, not yet checked nor parsed: list_size bytes at
+  // list_begin in ParsedTxn::list_text, all digits and commas, and at least one byte
+  // (ParseUsualTxn with `defer_lists`; ListTexts turns it into one of the other forms).
+  kText,
+  // A read of the first list_size elements of the key's list (HistoryBuilder::ListReadPrefix):
+  // ListTexts compared the read with its copy of the list.
+  kPrefix,
+  // As kElements, but ListTexts found the read to be neither a prefix of the key's list nor an
+  // extension of it (HistoryBuilder::ListReadApart).
+  kApart,
+};
 
 // An operation parsed but not yet given to the builder.
 struct PendingOp {
   OpType type = OpType::kRead;
   ValueForm form = ValueForm::kMissing;
+  ListForm list_form = ListForm::kElements;
   // The key's id in the history, when the parsing thread of a pipelined read numbered it
   // (TimeKillerParser::ReadHistoryPipelined); else unset.
   uint32_t key_id = 0;
   int64_t key = 0;
   int64_t value = 0;
-  uint32_t list_begin = 0;  // kList: the elements, in ParsedTxn::elements
+  uint32_t list_begin = 0;  // kList: where the list is, as list_form says
   uint32_t list_size = 0;
   const char* where = nullptr;  // the op's '{'
 };
@@ -49,6 +68,7 @@ struct ParsedTxn {
   std::vector<uint64_t> xip;
   std::vector<PendingOp> ops;
   std::vector<int64_t> elements;
+  std::vector<char> list_text;  // ListForm::kText
 };
 
 }  // namespace isowatch::formats::internal

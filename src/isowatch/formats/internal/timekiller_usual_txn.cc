@@ -279,7 +279,52 @@ template <size_t N>
 
 }  // namespace usual
 
+// With `kDeferLists`, a non-empty list of digits and commas only, at `p` (its '['), is copied as
+// text into txn->list_text (ListForm::kText), and true is returned; else false, and the list is
+// to be parsed. Finds the list's end a word at a time: the first byte that is neither a digit nor
+// a comma must be its ']'.
+template <bool kDeferLists>
+bool DeferList(const char*& p, const char* end, ParsedTxn* txn, PendingOp* op) {
+  if constexpr (!kDeferLists) {
+    return false;
+  } else {
+    static_assert(std::endian::native == std::endian::little);
+    const char* const text = p + 1;
+    const char* q = text;
+    while (true) {
+      uint64_t word = 0;
+      std::memcpy(&word, q, 8);
+      // As in usual::Int: the lowest set bit of `nondigit` is exact (a carry out of a byte can
+      // only disturb the bytes above it); `comma` is exact in every byte.
+      const uint64_t x = word ^ 0x3030303030303030ULL;
+      const uint64_t nondigit = ((x + 0x7676767676767676ULL) | x) & 0x8080808080808080ULL;
+      const uint64_t y = word ^ 0x2C2C2C2C2C2C2C2CULL;
+      const uint64_t comma =
+          ~(((y & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) | y) & 0x8080808080808080ULL;
+      const uint64_t other = nondigit & ~comma;
+      if (other != 0) {
+        q += std::countr_zero(other) >> 3;
+        break;
+      }
+      q += 8;
+      // Past the window: left to the parsing below, which stops there.
+      if (q > end) return false;
+    }
+    if (*q != ']' || q == text || q > end) return false;
+    std::vector<char>& texts = txn->list_text;
+    const auto size = static_cast<size_t>(q - text);
+    op->form = ValueForm::kList;
+    op->list_form = ListForm::kText;
+    op->list_begin = static_cast<uint32_t>(texts.size());
+    op->list_size = static_cast<uint32_t>(size);
+    texts.insert(texts.end(), text, q);
+    p = q + 1;
+    return true;
+  }
+}
+
 // The "v" of an op, for ParseUsualOp.
+template <bool kDeferLists>
 bool ParseUsualValue(const char*& p, const char* end, ParsedTxn* txn, PendingOp* op) {
   if (*p == 'n') {
     if (!usual::Match(p, "null")) return false;
@@ -291,7 +336,9 @@ bool ParseUsualValue(const char*& p, const char* end, ParsedTxn* txn, PendingOp*
     op->form = ValueForm::kInt;
     return usual::Int(p, &op->value);
   }
+  if (DeferList<kDeferLists>(p, end, txn, op)) return true;
   op->form = ValueForm::kList;
+  op->list_form = ListForm::kElements;
   std::vector<int64_t>& elements = txn->elements;
   op->list_begin = static_cast<uint32_t>(elements.size());
   // A local cursor, which the compiler keeps in a register (`p` is stored back once).
@@ -323,6 +370,7 @@ bool ParseUsualValue(const char*& p, const char* end, ParsedTxn* txn, PendingOp*
 
 // One element of an "ops" array, into txn->ops (which ends with what was read of it if it is
 // not of the usual shape).
+template <bool kDeferLists>
 bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
   usual::SkipSpace(p, end);
   if (*p != '{') return false;
@@ -337,6 +385,7 @@ bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
   // First the compact form {"t":"x","k":K,"v":V} or {"t":"x","k":K}, byte by byte.
   const char* q = p;
   const size_t elements_before = txn->elements.size();
+  const size_t list_text_before = txn->list_text.size();
   if (usual::Match(q, "{\"t\":\"") && usual::Match(q + 7, "\",\"k\":")) {
     type_text = std::string_view(q + 6, 1);
     q += 13;
@@ -350,7 +399,7 @@ bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
           q += 4;
           op.form = ValueForm::kNull;
         } else if (*q == '[') {
-          ok = ParseUsualValue(q, end, txn, &op);
+          ok = ParseUsualValue<kDeferLists>(q, end, txn, &op);
         } else {
           op.form = ValueForm::kInt;
           ok = usual::Int(q, &op.value);
@@ -364,6 +413,7 @@ bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
   } else {
     // Any other layout.
     txn->elements.resize(elements_before);
+    txn->list_text.resize(list_text_before);
     op = PendingOp{.where = p};
     ++p;
     bool has_value = false;
@@ -382,7 +432,7 @@ bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
           has_key = true;
           break;
         case 'v':
-          if (has_value || !ParseUsualValue(p, end, txn, &op)) return false;
+          if (has_value || !ParseUsualValue<kDeferLists>(p, end, txn, &op)) return false;
           has_value = true;
           break;
         default:
@@ -425,6 +475,7 @@ bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
 }
 
 // The elements of an "ops" array after its '[', and the ']'.
+template <bool kDeferLists>
 bool ParseUsualOps(const char*& p, const char* end, ParsedTxn* txn) {
   usual::SkipSpace(p, end);
   if (*p == ']') {
@@ -432,7 +483,7 @@ bool ParseUsualOps(const char*& p, const char* end, ParsedTxn* txn) {
     return true;
   }
   while (true) {
-    if (!ParseUsualOp(p, end, txn)) return false;
+    if (!ParseUsualOp<kDeferLists>(p, end, txn)) return false;
     usual::SkipSpace(p, end);
     if (*p == ',') {
       ++p;
@@ -446,6 +497,7 @@ bool ParseUsualOps(const char*& p, const char* end, ParsedTxn* txn) {
 }
 
 // ParseUsualTxn for the compact layout {"tid":T,"sid":S,"sts":{..},"cts":{..},"ops":[..]}.
+template <bool kDeferLists>
 const char* ParseCompactTxn(const char* p, const char* end, ParsedTxn* txn) {
   if (!usual::Match(p, "{\"tid\":")) return nullptr;
   p += 7;
@@ -459,25 +511,26 @@ const char* ParseCompactTxn(const char* p, const char* end, ParsedTxn* txn) {
   p += 7;
   if (!usual::Hlc(p, end, &txn->cts) || !usual::Match(p, ",\"ops\":[")) return nullptr;
   p += 8;
-  if (!ParseUsualOps(p, end, txn) || *p != '}') return nullptr;
+  if (!ParseUsualOps<kDeferLists>(p, end, txn) || *p != '}') return nullptr;
   ++p;
   if (p > end || txn->sts > txn->cts) return nullptr;
   return p;
 }
 
-}  // namespace
-
-const char* ParseUsualTxn(const char* begin, const char* end, ParsedTxn* txn) {
+template <bool kDeferLists>
+const char* ParseUsualTxnAs(const char* begin, const char* end, ParsedTxn* txn) {
   enum Member : unsigned { kTid = 1, kSid = 2, kSts = 4, kCts = 8, kOps = 16 };
   txn->ops.clear();
   txn->elements.clear();
+  txn->list_text.clear();
   txn->has_sts = true;
   txn->xid = 0;
   txn->has_snapshot = false;
-  if (const char* compact_end = ParseCompactTxn(begin, end, txn)) return compact_end;
+  if (const char* compact_end = ParseCompactTxn<kDeferLists>(begin, end, txn)) return compact_end;
   // Any other layout.
   txn->ops.clear();
   txn->elements.clear();
+  txn->list_text.clear();
   const char* p = begin;
   if (*p != '{') return nullptr;
   ++p;
@@ -532,13 +585,20 @@ const char* ParseUsualTxn(const char* begin, const char* end, ParsedTxn* txn) {
       default:
         if (*p != '[') return nullptr;
         ++p;
-        if (!ParseUsualOps(p, end, txn)) return nullptr;
+        if (!ParseUsualOps<kDeferLists>(p, end, txn)) return nullptr;
         break;
     }
     if (!usual::AfterMember(p, end, &more)) return nullptr;
   }
   if (seen != (kTid | kSid | kSts | kCts | kOps) || p > end || txn->sts > txn->cts) return nullptr;
   return p;
+}
+
+}  // namespace
+
+const char* ParseUsualTxn(const char* begin, const char* end, ParsedTxn* txn, bool defer_lists) {
+  return defer_lists ? ParseUsualTxnAs<true>(begin, end, txn)
+                     : ParseUsualTxnAs<false>(begin, end, txn);
 }
 
 }  // namespace isowatch::formats::internal

@@ -17,7 +17,10 @@ namespace isowatch::formats::internal {
 // isowatch extension's "xid" and "snapshot"). Fills `*txn` and returns the end of the object, or
 // returns nullptr, leaving `*txn` in an unspecified state and the transaction to the general
 // parser, which accepts everything this accepts, with the same meaning, and more. At least
-// ChunkedJsonArray::kPadding bytes past `limit` must be readable.
-const char* ParseUsualTxn(const char* begin, const char* limit, ParsedTxn* txn);
+// ChunkedJsonArray::kPadding bytes past `limit` must be readable. With `defer_lists`, a non-empty
+// list of digits and commas only (no spaces, no minus sign) is left as text (ListForm::kText),
+// to be checked and parsed later (ListTexts); the transaction may then still be malformed.
+const char* ParseUsualTxn(const char* begin, const char* limit, ParsedTxn* txn,
+                          bool defer_lists = false);
 
 }  // namespace isowatch::formats::internal
