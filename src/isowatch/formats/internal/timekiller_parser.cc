@@ -46,7 +46,7 @@ constexpr size_t kMinParserCapacity = size_t{64} << 10;
 // How far ahead of the transaction given to the builder the pipelined read's building thread
 // prefetches what the builder will need (ReadHistoryPipelined).
 constexpr size_t kRecordAhead = 16;   // the ParsedTxn record
-constexpr size_t kArraysAhead = 12;   // its ops and elements
+constexpr size_t kArraysAhead = 12;   // its ops, elements and list texts
 constexpr size_t kKeyListsAhead = 8;  // TimeKillerParser::PrefetchKeyLists
 constexpr size_t kElementsAhead = 4;  // TimeKillerParser::PrefetchListElements
 // How many transactions behind the one just parsed the parsing thread numbers keys, having
@@ -480,6 +480,7 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
       if (ParsedBatch::Entry* e = at(kArraysAhead)) {
         PrefetchBytes(e->txn.ops.data(), e->txn.ops.size() * sizeof(PendingOp));
         PrefetchBytes(e->txn.elements.data(), e->txn.elements.size() * sizeof(int64_t));
+        PrefetchBytes(e->txn.list_text.data(), e->txn.list_text.size());
       }
       if (ParsedBatch::Entry* e = at(kKeyListsAhead)) {
         PrefetchKeyLists(e->txn);
