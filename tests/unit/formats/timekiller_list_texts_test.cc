@@ -3,6 +3,7 @@
 // reads, and that a pipelined read holds every list read as the sequential read does.
 #include "isowatch/formats/internal/timekiller_list_texts.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -155,6 +156,27 @@ TEST(ListTextsTest, ResolvesPrefixesExtensionsAndOthers) {
   ASSERT_EQ(lists.size(), 1u);
   EXPECT_EQ(lists[0].first, 3u);
   EXPECT_THAT(lists[0].second, ElementsAre(9, 8, 7));
+}
+
+// Enough keys that TakeLists parses them on two threads: each key's list comes once, whole.
+TEST(ListTextsTest, TakesTheListsOfManyKeys) {
+  constexpr uint32_t kKeys = 50'000;
+  ListTexts texts;
+  std::vector<std::string> reads;
+  for (uint32_t k = 0; k < kKeys; ++k) reads.push_back(fmt::format("{},{}", k, k + 7));
+  for (uint32_t k = 0; k < kKeys; ++k) {
+    ParsedTxn txn = Reads(k, {reads[k]});
+    ASSERT_TRUE(texts.Resolve(txn));
+  }
+  std::vector<int> seen(kKeys, 0);
+  texts.TakeLists([&](KeyId key, const std::vector<history::Value>& list) {
+    ASSERT_LT(key.value(), kKeys);
+    ++seen[key.value()];
+    ASSERT_EQ(list.size(), 2u);
+    EXPECT_EQ(list[0], history::Value::Int(key.value()));
+    EXPECT_EQ(list[1], history::Value::Int(key.value() + 7));
+  });
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), kKeys);
 }
 
 // A list-append history whose reads are prefixes of the key's longest list, extensions of it,

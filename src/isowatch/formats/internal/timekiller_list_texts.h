@@ -69,6 +69,8 @@ class ListTexts {
   static_assert(sizeof(Record) == 16);
   static constexpr uint32_t kStale = UINT32_MAX;
   static constexpr size_t kBlockSize = size_t{1} << 20;
+  // From how many keys on TakeLists parses on two threads.
+  static constexpr size_t kParallelKeys = 10000;
 
   // The room a text of `size` bytes has: a power of two, so that growing it is amortized.
   static size_t Room(size_t size) { return size <= 32 ? 32 : std::bit_ceil(size); }
