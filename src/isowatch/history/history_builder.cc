@@ -64,6 +64,19 @@ KeyId HistoryBuilder::IntKey(int64_t k) {
   return it->second;
 }
 
+void HistoryBuilder::SetIntKeys(absl::flat_hash_map<int64_t, KeyId> keys) {
+  ISOWATCH_DCHECK(static_cast<size_t>(std::count_if(history_.keys_.begin(), history_.keys_.end(),
+                                                    [](const KeyInfo& k) { return k.is_int; })) ==
+                          keys.size() &&
+                      std::all_of(keys.begin(), keys.end(),
+                                  [&](const auto& e) {
+                                    const KeyInfo& k = history_.keys_[e.second.value()];
+                                    return k.is_int && k.payload == e.first;
+                                  }),
+                  "a table of keys that is not the history's");
+  history_.int_keys_ = std::move(keys);
+}
+
 KeyId HistoryBuilder::BytesKey(std::string_view k) {
   uint32_t index = history_.bytes_.Intern(k).first;
   auto [it, inserted] = history_.bytes_keys_.try_emplace(index, KeyId());

@@ -91,6 +91,15 @@ class HistoryBuilder {
 
   // Interning.
   KeyId IntKey(int64_t k);
+  // IntKey of a key the caller knows is new, without looking it up: for a reader that keeps
+  // the table of keys itself and gives it with SetIntKeys before IntKey is called again.
+  // REQUIRES: no key `k` was added; !live().
+  KeyId AddNewIntKey(int64_t k) {
+    return AddKey(KeyInfo{.is_int = true, .is_list = false, .payload = k});
+  }
+  // Makes `keys` the table IntKey looks integer keys up in. REQUIRES: it maps each integer key
+  // added so far, by IntKey or AddNewIntKey, to its id, and no other key.
+  void SetIntKeys(absl::flat_hash_map<int64_t, KeyId> keys);
   KeyId BytesKey(std::string_view k);
   Value BytesValue(std::string_view v);
 

@@ -101,8 +101,9 @@ bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t
     } else {
       key = KeyId(op.key_id);
       // A key the builder does not have yet: its first use, where the builder hands out the
-      // next id, which the parsing thread gave it too.
-      if (op.key_id >= builder_->key_count() && builder_->IntKey(op.key) != key) {
+      // next id, which the parsing thread gave it too. (The parsing thread's table of keys is
+      // the history's once all is read: KeyNumbering::TakeKeys.)
+      if (op.key_id >= builder_->key_count() && builder_->AddNewIntKey(op.key) != key) {
         builder_->AbandonTxn();
         return Fail(start, "the parsing thread numbered a key differently");
       }
@@ -348,52 +349,63 @@ class RoomAhead {
 // ids in order of first use (HistoryBuilder::IntKey) and is given the keys in the order they are
 // parsed, so the numbering is the count of keys seen before, starting from the keys the builder
 // has already (those of the initial transaction). The building thread checks it at each key's
-// first use (TimeKillerParser::EmitTxn).
+// first use (TimeKillerParser::EmitTxn), where it adds the key without a lookup: the table of
+// keys made here becomes the history's once all is read.
 class KeyNumbering {
  public:
   explicit KeyNumbering(const history::HistoryBuilder& builder)
       : next_(static_cast<uint32_t>(builder.key_count())) {
     for (uint32_t k = 0; k < next_; ++k) {
       const history::KeyInfo& info = builder.key(KeyId(k));
-      if (info.is_int) *Slot(info.payload) = k + 1;
+      if (!info.is_int) continue;
+      keys_.emplace(info.payload, KeyId(k));
+      if (static_cast<uint64_t>(info.payload) < kDenseKeys) *DenseSlot(info.payload) = k + 1;
     }
   }
 
   // The id of `key`: a new one if the key was not seen before.
   uint32_t Number(int64_t key) {
-    uint32_t* slot = Slot(key);
-    if (*slot == 0) *slot = ++next_;
-    return *slot - 1;
+    if (static_cast<uint64_t>(key) < kDenseKeys) {
+      uint32_t* slot = DenseSlot(key);
+      if (*slot == 0) {
+        keys_.emplace(key, KeyId(next_));
+        *slot = ++next_;
+      }
+      return *slot - 1;
+    }
+    auto [it, inserted] = keys_.try_emplace(key, KeyId(next_));
+    if (inserted) ++next_;
+    return it->second.value();
   }
   // Software prefetch of where Number looks `key` up.
   void Prefetch(int64_t key) const {
     if (static_cast<uint64_t>(key) < dense_.size()) {
       __builtin_prefetch(&dense_[static_cast<size_t>(key)]);
     } else if (static_cast<uint64_t>(key) >= kDenseKeys) {
-      sparse_.prefetch(key);
+      keys_.prefetch(key);
     }
   }
+  // Every key numbered, with its id: the history's table of keys (HistoryBuilder::SetIntKeys),
+  // which the builder need not make again.
+  absl::flat_hash_map<int64_t, KeyId> TakeKeys() { return std::move(keys_); }
 
  private:
-  // Keys in [0, kDenseKeys), which most histories' keys are, in a table; the others hashed.
+  // Keys in [0, kDenseKeys), which most histories' keys are, are looked up in a table.
   static constexpr uint64_t kDenseKeys = uint64_t{1} << 20;
 
-  // Where the id + 1 of `key` is held (0: none yet).
-  uint32_t* Slot(int64_t key) {
+  // Where the id + 1 of dense `key` is held (0: none yet).
+  uint32_t* DenseSlot(int64_t key) {
     const auto k = static_cast<uint64_t>(key);
-    if (k < kDenseKeys) {
-      if (k >= dense_.size()) {
-        dense_.resize(
-            std::min<size_t>(std::max<size_t>({k + 1, 2 * dense_.size(), 1024}), kDenseKeys), 0);
-      }
-      return &dense_[k];
+    if (k >= dense_.size()) {
+      dense_.resize(
+          std::min<size_t>(std::max<size_t>({k + 1, 2 * dense_.size(), 1024}), kDenseKeys), 0);
     }
-    return &sparse_[key];
+    return &dense_[k];
   }
 
   uint32_t next_;
   std::vector<uint32_t> dense_;
-  absl::flat_hash_map<int64_t, uint32_t> sparse_;
+  absl::flat_hash_map<int64_t, KeyId> keys_;  // every key, dense or not
 };
 
 }  // namespace
@@ -504,6 +516,7 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
   }
   parsing.join();
   if (ok) {
+    builder_->SetIntKeys(numbering.TakeKeys());
     texts.TakeLists(
         [&](KeyId key, std::vector<Value> list) { builder_->SetKeyList(key, std::move(list)); });
   }
