@@ -195,11 +195,13 @@ std::string ChunkedJsonArray::ElementName() const {
 }
 
 void ChunkedJsonArray::Forget(size_t n) {
-  uint64_t lines = 0;
-  int64_t last = -1;
-  CountNewlines(buffer_, n, &lines, &last);
-  lines_before_ += lines;
-  if (last >= 0) last_newline_before_ = static_cast<int64_t>(buffer_offset_) + last;
+  if (count_lines_) {
+    uint64_t lines = 0;
+    int64_t last = -1;
+    CountNewlines(buffer_, n, &lines, &last);
+    lines_before_ += lines;
+    if (last >= 0) last_newline_before_ = static_cast<int64_t>(buffer_offset_) + last;
+  }
   end_ -= n;
   pos_ -= n;
   if (state_ == State::kInElement) element_start_ -= n;

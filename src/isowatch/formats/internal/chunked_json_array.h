@@ -170,6 +170,11 @@ class ChunkedJsonArray {
 
   const std::string& source_name() const { return source_name_; }
 
+  // Stops counting the lines of the bytes it moves past, for a reader whose errors are never
+  // shown (the parsing thread of a pipelined read, whose errors the one-thread read finds
+  // again): positions in errors are then wrong. Call before the first element.
+  void set_uncounted() { count_lines_ = false; }
+
  private:
   enum class State : uint8_t {
     kStart,         // before the '['
@@ -220,6 +225,7 @@ class ChunkedJsonArray {
 
   // Where the buffer starts in the source, and line bookkeeping for the bytes before it.
   uint64_t buffer_offset_ = 0;
+  bool count_lines_ = true;
   uint64_t lines_before_ = 0;         // newlines before the buffer
   int64_t last_newline_before_ = -1;  // source offset of the last of them, or -1
 

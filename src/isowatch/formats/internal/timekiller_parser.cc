@@ -423,6 +423,8 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
                             usual_first_ ? TxnParsers::kUsualFirst : TxnParsers::kGeneralOnly);
     parser.set_defer_lists(true);
     ChunkedJsonArray array(source, source_name, "transaction", chunk_size);
+    // An error is found again, with its position, by the one-thread read.
+    array.set_uncounted();
     ArrayElement element;
     bool done = false;
     while (!done) {
