@@ -169,6 +169,10 @@ class ChunkedJsonArray {
   Position PositionOf(const char* where) const;
 
   const std::string& source_name() const { return source_name_; }
+  // Whether the windows Start gives are the source's own bytes (a mapped file), which stay
+  // readable at the same addresses until the array is destroyed (the pages given back are read
+  // again from the file).
+  bool in_place() const { return mapped_ != nullptr; }
 
   // Stops counting the lines of the bytes it moves past, for a reader whose errors are never
   // shown (the parsing thread of a pipelined read, whose errors the one-thread read finds

@@ -70,8 +70,13 @@ bool ForEachListElement(std::string_view text, F f) {
   }
 }
 
+bool IsText(const PendingOp& op) {
+  return op.list_form == ListForm::kText || op.list_form == ListForm::kTextInPlace;
+}
+
 std::string_view TextOf(const ParsedTxn& txn, const PendingOp& op) {
-  return {txn.list_text.data() + op.list_begin, op.list_size};
+  const char* base = op.list_form == ListForm::kText ? txn.list_text.data() : op.where;
+  return {base + op.list_begin, op.list_size};
 }
 
 }  // namespace
@@ -95,9 +100,15 @@ void ListTexts::PrefetchRecords(const ParsedTxn& txn) const {
   }
 }
 
+void ListTexts::PrefetchReads(const ParsedTxn& txn) {
+  for (const PendingOp& op : txn.ops) {
+    if (op.list_form == ListForm::kTextInPlace) Prefetch(op.where + op.list_begin, op.list_size);
+  }
+}
+
 void ListTexts::PrefetchTexts(const ParsedTxn& txn) const {
   for (const PendingOp& op : txn.ops) {
-    if (op.list_form != ListForm::kText || op.key_id >= records_.size()) continue;
+    if (!IsText(op) || op.key_id >= records_.size()) continue;
     const Record& r = records_[op.key_id];
     if (r.count != kStale) Prefetch(r.text, std::min(r.size, op.list_size + 1));
   }
@@ -106,7 +117,7 @@ void ListTexts::PrefetchTexts(const ParsedTxn& txn) const {
 bool ListTexts::Resolve(ParsedTxn& txn) {
   for (PendingOp& op : txn.ops) {
     if (op.form != ValueForm::kList) continue;
-    if (op.list_form == ListForm::kText) {
+    if (IsText(op)) {
       if (!ResolveText(txn, op)) return false;
     } else if (op.list_size > 0) {
       Drop(txn, op);

@@ -29,7 +29,8 @@ bool CheckListText(std::string_view text, uint32_t* count);
 
 // A copy, as text, of the list the builder is to hold for each key (HistoryBuilder::ListRead:
 // the longest read so far of the key, when every read is a prefix of the next longer one), by
-// which a list read left as text by the usual parser (ListForm::kText) is found to be
+// which a list read left as text by the usual parser (ListForm::kText, kTextInPlace) is found to
+// be
 //  - a prefix of the key's list, or the whole list and more, which the list then grows by: the
 //    builder holds it as a length into the list (ListForm::kPrefix, HistoryBuilder::
 //    ListReadPrefix), and is given the list itself once all is read (TakeLists); only the new
@@ -46,12 +47,16 @@ bool CheckListText(std::string_view text, uint32_t* count);
 // only fetch into the cache what it will look at. Not thread-safe.
 class ListTexts {
  public:
+  // Software prefetch of the texts of the list reads of `txn` left in place
+  // (ListForm::kTextInPlace); those copied are prefetched with the transaction.
+  static void PrefetchReads(const ParsedTxn& txn);
   // Software prefetch of the records of the keys `txn` reads as lists (its keys numbered).
   void PrefetchRecords(const ParsedTxn& txn) const;
   // Software prefetch of as much of those keys' texts as Resolve will compare (once the records
   // are in cache).
   void PrefetchTexts(const ParsedTxn& txn) const;
-  // Resolves each list read of `txn` given as text (its keys numbered: PendingOp::key_id), in
+  // Resolves each list read of `txn` given as text (its keys numbered: PendingOp::key_id; the
+  // texts left in place still readable), in
   // order, and notes the others. Returns false if a text is not a list ParseListText reads; the
   // transaction is then malformed, or has a list the general parser is to read, and this copy
   // is out of step with the builder.

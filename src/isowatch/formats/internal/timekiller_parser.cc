@@ -150,6 +150,7 @@ bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t
               builder_->ListReadApart(key, elements);
               break;
             case ListForm::kText:
+            case ListForm::kTextInPlace:
               // ListTexts::Resolve gives every list read another form first.
               builder_->AbandonTxn();
               return Fail(start, "a list read was not resolved");
@@ -195,9 +196,13 @@ absl::StatusOr<const ParsedTxn*> TimeKillerParser::ParseNext(ChunkedJsonArray& a
   if (!more) return nullptr;
   // Most transactions are read by ParseUsualTxn straight from the buffer; the rest are first
   // delimited by the array splitter.
-  const char* usual_end = usual_first_ ? ParseUsualTxn(window.data(), window.data() + window.size(),
-                                                       usual, defer_lists_)
-                                       : nullptr;
+  // A list's text may be left where it is if the window is the source's bytes, which stay.
+  const DeferLists defer = !defer_lists_      ? DeferLists::kNo
+                           : array.in_place() ? DeferLists::kInPlace
+                                              : DeferLists::kCopy;
+  const char* usual_end =
+      usual_first_ ? ParseUsualTxn(window.data(), window.data() + window.size(), usual, defer)
+                   : nullptr;
   if (usual_end != nullptr) {
     array.Take(static_cast<size_t>(usual_end - window.data()), element);
     return usual;
@@ -213,7 +218,7 @@ absl::StatusOr<const ParsedTxn*> TimeKillerParser::ParseNext(ChunkedJsonArray& a
   }
   // A transaction that did not fit in the window may still be a usual one.
   if (usual_first_ && element->size > window.size() &&
-      ParseUsualTxn(start, end, usual, defer_lists_) == end) {
+      ParseUsualTxn(start, end, usual, defer_lists_ ? DeferLists::kCopy : DeferLists::kNo) == end) {
     return usual;
   }
   if (parser_.capacity() < element->size) {
@@ -418,13 +423,15 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
   RoomAhead ahead;
   KeyNumbering numbering(*builder_);
   ListTexts texts;
+  // Used by the parsing thread alone, but it outlives it: list texts left in place in a mapped
+  // file are read by this thread, until it is done.
+  ChunkedJsonArray array(source, source_name, "transaction", chunk_size);
+  // An error is found again, with its position, by the one-thread read.
+  array.set_uncounted();
   std::thread parsing([&] {
     TimeKillerParser parser(nullptr,
                             usual_first_ ? TxnParsers::kUsualFirst : TxnParsers::kGeneralOnly);
     parser.set_defer_lists(true);
-    ChunkedJsonArray array(source, source_name, "transaction", chunk_size);
-    // An error is found again, with its position, by the one-thread read.
-    array.set_uncounted();
     ArrayElement element;
     bool done = false;
     while (!done) {
@@ -499,6 +506,7 @@ bool TimeKillerParser::ReadHistoryPipelined(ByteSource* source, const std::strin
       if (ParsedBatch::Entry* e = at(kKeyListsAhead)) {
         PrefetchKeyLists(e->txn);
         texts.PrefetchRecords(e->txn);
+        ListTexts::PrefetchReads(e->txn);
       }
       if (ParsedBatch::Entry* e = at(kElementsAhead)) {
         PrefetchListElements(e->txn);

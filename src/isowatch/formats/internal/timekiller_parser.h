@@ -74,8 +74,9 @@ class TimeKillerParser {
   TimeKillerParser(history::HistoryBuilder* builder, TxnParsers parsers)
       : builder_(builder), usual_first_(parsers == TxnParsers::kUsualFirst) {}
 
-  // Whether ParseNext leaves lists of digits and commas as text (ParseUsualTxn's `defer_lists`),
-  // for ListTexts to resolve: only for the parsing thread of a pipelined read.
+  // Whether ParseNext leaves lists of digits and commas as text (ParseUsualTxn's DeferLists;
+  // in place if the array is, so the array must outlive the transactions parsed), for ListTexts
+  // to resolve: only for the parsing thread of a pipelined read.
   void set_defer_lists(bool defer) { defer_lists_ = defer; }
 
   // Reads the transaction array from `source`.

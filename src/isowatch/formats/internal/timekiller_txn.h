@@ -26,6 +26,9 @@ enum class ListForm : uint8_t {
   // list_begin in ParsedTxn::list_text, all digits and commas, and at least one byte
   // (ParseUsualTxn with `defer_lists`; ListTexts turns it into one of the other forms).
   kText,
+  // As kText, but the text is list_size bytes at list_begin past the op's `where`, in the
+  // source's bytes (a mapped file's), which stay readable until the read ends.
+  kTextInPlace,
   // A read of the first list_size elements of the key's list (HistoryBuilder::ListReadPrefix):
   // ListTexts compared the read with its copy of the list.
   kPrefix,
@@ -46,7 +49,7 @@ struct PendingOp {
   int64_t value = 0;
   uint32_t list_begin = 0;  // kList: where the list is, as list_form says
   uint32_t list_size = 0;
-  const char* where = nullptr;  // the op's '{'
+  const char* where = nullptr;  // the op's '{' (ListForm::kTextInPlace: in the source's bytes)
 };
 
 // The transaction being parsed. Either parser (ParseUsualTxn, TimeKillerParser's general one)

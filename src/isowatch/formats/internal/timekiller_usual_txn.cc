@@ -279,13 +279,13 @@ template <size_t N>
 
 }  // namespace usual
 
-// With `kDeferLists`, a non-empty list of digits and commas only, at `p` (its '['), is copied as
-// text into txn->list_text (ListForm::kText), and true is returned; else false, and the list is
-// to be parsed. Finds the list's end a word at a time: the first byte that is neither a digit nor
-// a comma must be its ']'.
-template <bool kDeferLists>
+// Unless kDefer is kNo, a non-empty list of digits and commas only, at `p` (its '['), is left as
+// text (ListForm::kText, copied into txn->list_text; or ListForm::kTextInPlace), and true is
+// returned; else false, and the list is to be parsed. Finds the list's end a word at a time: the
+// first byte that is neither a digit nor a comma must be its ']'.
+template <DeferLists kDefer>
 bool DeferList(const char*& p, const char* end, ParsedTxn* txn, PendingOp* op) {
-  if constexpr (!kDeferLists) {
+  if constexpr (kDefer == DeferLists::kNo) {
     return false;
   } else {
     static_assert(std::endian::native == std::endian::little);
@@ -310,21 +310,25 @@ bool DeferList(const char*& p, const char* end, ParsedTxn* txn, PendingOp* op) {
       // Past the window: left to the parsing below, which stops there.
       if (q > end) return false;
     }
-    if (*q != ']' || q == text || q > end) return false;
-    std::vector<char>& texts = txn->list_text;
-    const auto size = static_cast<size_t>(q - text);
+    if (*q != ']' || q == text || q > end || q - op->where > UINT32_MAX) return false;
     op->form = ValueForm::kList;
-    op->list_form = ListForm::kText;
-    op->list_begin = static_cast<uint32_t>(texts.size());
-    op->list_size = static_cast<uint32_t>(size);
-    texts.insert(texts.end(), text, q);
+    op->list_size = static_cast<uint32_t>(q - text);
+    if constexpr (kDefer == DeferLists::kInPlace) {
+      op->list_form = ListForm::kTextInPlace;
+      op->list_begin = static_cast<uint32_t>(text - op->where);
+    } else {
+      std::vector<char>& texts = txn->list_text;
+      op->list_form = ListForm::kText;
+      op->list_begin = static_cast<uint32_t>(texts.size());
+      texts.insert(texts.end(), text, q);
+    }
     p = q + 1;
     return true;
   }
 }
 
 // The "v" of an op, for ParseUsualOp.
-template <bool kDeferLists>
+template <DeferLists kDefer>
 bool ParseUsualValue(const char*& p, const char* end, ParsedTxn* txn, PendingOp* op) {
   if (*p == 'n') {
     if (!usual::Match(p, "null")) return false;
@@ -336,7 +340,7 @@ bool ParseUsualValue(const char*& p, const char* end, ParsedTxn* txn, PendingOp*
     op->form = ValueForm::kInt;
     return usual::Int(p, &op->value);
   }
-  if (DeferList<kDeferLists>(p, end, txn, op)) return true;
+  if (DeferList<kDefer>(p, end, txn, op)) return true;
   op->form = ValueForm::kList;
   op->list_form = ListForm::kElements;
   std::vector<int64_t>& elements = txn->elements;
@@ -370,7 +374,7 @@ bool ParseUsualValue(const char*& p, const char* end, ParsedTxn* txn, PendingOp*
 
 // One element of an "ops" array, into txn->ops (which ends with what was read of it if it is
 // not of the usual shape).
-template <bool kDeferLists>
+template <DeferLists kDefer>
 bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
   usual::SkipSpace(p, end);
   if (*p != '{') return false;
@@ -399,7 +403,7 @@ bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
           q += 4;
           op.form = ValueForm::kNull;
         } else if (*q == '[') {
-          ok = ParseUsualValue<kDeferLists>(q, end, txn, &op);
+          ok = ParseUsualValue<kDefer>(q, end, txn, &op);
         } else {
           op.form = ValueForm::kInt;
           ok = usual::Int(q, &op.value);
@@ -432,7 +436,7 @@ bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
           has_key = true;
           break;
         case 'v':
-          if (has_value || !ParseUsualValue<kDeferLists>(p, end, txn, &op)) return false;
+          if (has_value || !ParseUsualValue<kDefer>(p, end, txn, &op)) return false;
           has_value = true;
           break;
         default:
@@ -475,7 +479,7 @@ bool ParseUsualOp(const char*& p, const char* end, ParsedTxn* txn) {
 }
 
 // The elements of an "ops" array after its '[', and the ']'.
-template <bool kDeferLists>
+template <DeferLists kDefer>
 bool ParseUsualOps(const char*& p, const char* end, ParsedTxn* txn) {
   usual::SkipSpace(p, end);
   if (*p == ']') {
@@ -483,7 +487,7 @@ bool ParseUsualOps(const char*& p, const char* end, ParsedTxn* txn) {
     return true;
   }
   while (true) {
-    if (!ParseUsualOp<kDeferLists>(p, end, txn)) return false;
+    if (!ParseUsualOp<kDefer>(p, end, txn)) return false;
     usual::SkipSpace(p, end);
     if (*p == ',') {
       ++p;
@@ -497,7 +501,7 @@ bool ParseUsualOps(const char*& p, const char* end, ParsedTxn* txn) {
 }
 
 // ParseUsualTxn for the compact layout {"tid":T,"sid":S,"sts":{..},"cts":{..},"ops":[..]}.
-template <bool kDeferLists>
+template <DeferLists kDefer>
 const char* ParseCompactTxn(const char* p, const char* end, ParsedTxn* txn) {
   if (!usual::Match(p, "{\"tid\":")) return nullptr;
   p += 7;
@@ -511,13 +515,13 @@ const char* ParseCompactTxn(const char* p, const char* end, ParsedTxn* txn) {
   p += 7;
   if (!usual::Hlc(p, end, &txn->cts) || !usual::Match(p, ",\"ops\":[")) return nullptr;
   p += 8;
-  if (!ParseUsualOps<kDeferLists>(p, end, txn) || *p != '}') return nullptr;
+  if (!ParseUsualOps<kDefer>(p, end, txn) || *p != '}') return nullptr;
   ++p;
   if (p > end || txn->sts > txn->cts) return nullptr;
   return p;
 }
 
-template <bool kDeferLists>
+template <DeferLists kDefer>
 const char* ParseUsualTxnAs(const char* begin, const char* end, ParsedTxn* txn) {
   enum Member : unsigned { kTid = 1, kSid = 2, kSts = 4, kCts = 8, kOps = 16 };
   txn->ops.clear();
@@ -526,7 +530,7 @@ const char* ParseUsualTxnAs(const char* begin, const char* end, ParsedTxn* txn) 
   txn->has_sts = true;
   txn->xid = 0;
   txn->has_snapshot = false;
-  if (const char* compact_end = ParseCompactTxn<kDeferLists>(begin, end, txn)) return compact_end;
+  if (const char* compact_end = ParseCompactTxn<kDefer>(begin, end, txn)) return compact_end;
   // Any other layout.
   txn->ops.clear();
   txn->elements.clear();
@@ -585,7 +589,7 @@ const char* ParseUsualTxnAs(const char* begin, const char* end, ParsedTxn* txn) 
       default:
         if (*p != '[') return nullptr;
         ++p;
-        if (!ParseUsualOps<kDeferLists>(p, end, txn)) return nullptr;
+        if (!ParseUsualOps<kDefer>(p, end, txn)) return nullptr;
         break;
     }
     if (!usual::AfterMember(p, end, &more)) return nullptr;
@@ -596,9 +600,16 @@ const char* ParseUsualTxnAs(const char* begin, const char* end, ParsedTxn* txn) 
 
 }  // namespace
 
-const char* ParseUsualTxn(const char* begin, const char* end, ParsedTxn* txn, bool defer_lists) {
-  return defer_lists ? ParseUsualTxnAs<true>(begin, end, txn)
-                     : ParseUsualTxnAs<false>(begin, end, txn);
+const char* ParseUsualTxn(const char* begin, const char* end, ParsedTxn* txn, DeferLists defer) {
+  switch (defer) {
+    case DeferLists::kNo:
+      break;
+    case DeferLists::kCopy:
+      return ParseUsualTxnAs<DeferLists::kCopy>(begin, end, txn);
+    case DeferLists::kInPlace:
+      return ParseUsualTxnAs<DeferLists::kInPlace>(begin, end, txn);
+  }
+  return ParseUsualTxnAs<DeferLists::kNo>(begin, end, txn);
 }
 
 }  // namespace isowatch::formats::internal
