@@ -3,6 +3,10 @@
 // itself, with the scanning helpers below, and gives up (to the general parser) on anything else.
 #include "isowatch/formats/internal/timekiller_usual_txn.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -281,16 +285,37 @@ template <size_t N>
 
 // Unless kDefer is kNo, a non-empty list of digits and commas only, at `p` (its '['), is left as
 // text (ListForm::kText, copied into txn->list_text; or ListForm::kTextInPlace), and true is
-// returned; else false, and the list is to be parsed. Finds the list's end a word at a time: the
-// first byte that is neither a digit nor a comma must be its ']'.
+// returned; else false, and the list is to be parsed. Finds the list's end 16 (or, without SSE2, 8)
+// bytes at a time: the first byte that is neither a digit nor a comma must be its ']'.
 template <DeferLists kDefer>
 bool DeferList(const char*& p, const char* end, ParsedTxn* txn, PendingOp* op) {
   if constexpr (kDefer == DeferLists::kNo) {
     return false;
   } else {
-    static_assert(std::endian::native == std::endian::little);
     const char* const text = p + 1;
     const char* q = text;
+#if defined(__SSE2__)
+    // 16 bytes at a time: a byte is a digit if it is above '/' and below ':' (bytes from 0x80
+    // are negative to the signed comparisons, so not digits).
+    const __m128i below_zero = _mm_set1_epi8('0' - 1);
+    const __m128i above_nine = _mm_set1_epi8('9' + 1);
+    const __m128i comma = _mm_set1_epi8(',');
+    while (true) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      const __m128i digit =
+          _mm_and_si128(_mm_cmpgt_epi8(v, below_zero), _mm_cmplt_epi8(v, above_nine));
+      const auto other = static_cast<unsigned>(
+          ~_mm_movemask_epi8(_mm_or_si128(digit, _mm_cmpeq_epi8(v, comma))) & 0xFFFF);
+      if (other != 0) {
+        q += std::countr_zero(other);
+        break;
+      }
+      q += 16;
+      // Past the window: left to the parsing below, which stops there.
+      if (q > end) return false;
+    }
+#else
+    static_assert(std::endian::native == std::endian::little);
     while (true) {
       uint64_t word = 0;
       std::memcpy(&word, q, 8);
@@ -310,6 +335,7 @@ bool DeferList(const char*& p, const char* end, ParsedTxn* txn, PendingOp* op) {
       // Past the window: left to the parsing below, which stops there.
       if (q > end) return false;
     }
+#endif
     if (*q != ']' || q == text || q > end || q - op->where > UINT32_MAX) return false;
     op->form = ValueForm::kList;
     op->list_size = static_cast<uint32_t>(q - text);
