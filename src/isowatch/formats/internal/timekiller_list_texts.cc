@@ -170,7 +170,10 @@ void ListTexts::Drop(ParsedTxn& txn, PendingOp& op) {
     const size_t begin = elements.size();
     // The copy was checked as it grew.
     ParseListText(std::string_view(r.text, r.size), &elements);
-    for (uint32_t i = 0; i < op.list_size; ++i) elements.push_back(elements[op.list_begin + i]);
+    for (uint32_t i = 0; i < op.list_size; ++i) {
+      const int64_t x = elements[op.list_begin + i];
+      elements.push_back(x);
+    }
     op.list_form = ListForm::kElementsAfterList;
     op.value = r.count;
     op.list_begin = static_cast<uint32_t>(begin);

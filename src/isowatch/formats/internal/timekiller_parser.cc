@@ -128,26 +128,28 @@ bool TimeKillerParser::EmitTxn(const ParsedTxn& txn, const char* start, uint64_t
         break;
       case OpType::kRead:
         if (op.form == ValueForm::kList) {
-          const auto elements =
-              std::span<const int64_t>(txn.elements).subspan(op.list_begin, op.list_size);
+          // Where list_begin and list_size point into txn.elements (not for a prefix or a text).
+          auto elements = [&] {
+            return std::span<const int64_t>(txn.elements).subspan(op.list_begin, op.list_size);
+          };
           switch (op.list_form) {
             case ListForm::kElements:
-              builder_->ListReadInts(key, elements);
+              builder_->ListReadInts(key, elements());
               break;
             case ListForm::kElementsAfterList: {
-              const auto list = elements.first(static_cast<size_t>(op.value));
+              const auto list = elements().first(static_cast<size_t>(op.value));
               std::vector<Value> values;
               values.reserve(list.size());
               for (const int64_t x : list) values.push_back(Value::Int(x));
               builder_->SetKeyList(key, std::move(values));
-              builder_->ListReadInts(key, elements.subspan(list.size()));
+              builder_->ListReadInts(key, elements().subspan(list.size()));
               break;
             }
             case ListForm::kPrefix:
               builder_->ListReadPrefix(key, op.list_size);
               break;
             case ListForm::kApart:
-              builder_->ListReadApart(key, elements);
+              builder_->ListReadApart(key, elements());
               break;
             case ListForm::kText:
             case ListForm::kTextInPlace:
