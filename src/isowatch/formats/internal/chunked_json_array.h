@@ -195,8 +195,8 @@ class ChunkedJsonArray {
   absl::Status Refill(size_t keep_from);
   // `where`, a byte of the buffer or of copy_, as a byte of the buffer.
   const char* InBuffer(const char* where) const;
-  // Moves the buffer's first `n` bytes out of it, counting their lines; the caller moves the
-  // bytes.
+  // Moves the buffer's first `n` bytes out of it, counting their lines (unless set_uncounted);
+  // the caller moves the bytes.
   void Forget(size_t n);
   // Puts back the bytes that the spaces after the last element replaced.
   void Unhide();
